@@ -1,0 +1,5 @@
+import sys
+
+from leakygrad.cli import main
+
+sys.exit(main())

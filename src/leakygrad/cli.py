@@ -1,0 +1,47 @@
+"""The `leakygrad` command. Thin: it parses arguments, calls into the package, and prints.
+
+Each subcommand is a module with `add_arguments(parser)` and `run(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+SUBCOMMANDS = {
+    "demo": ("leakygrad.cli_demo", "train a small MLP on the bare engine and gradient-check it"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="leakygrad",
+        description="See where backprop leaks: a readable autodiff engine, and a gradient doctor for PyTorch.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=help_text, description=module.__doc__.strip().splitlines()[0])
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        print("leakygrad's command line needs the 'cli' extra: pip install 'leakygrad[cli]'", file=sys.stderr)
+        return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "run", None) is None:
+        parser.print_help()
+        return 0
+    return int(args.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""`leakygrad demo`: train a small network with the bare engine and check its gradients.
+
+A two-hidden-layer MLP learns to separate three interleaved spirals, with nothing but Tensor operations and
+plain gradient descent. Then `gradcheck` compares backprop's gradients with finite differences, and the
+per-layer gradient norms show how the gradient flows from the loss back to the first layer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import leakygrad as lg
+
+
+def spirals(n_per_class: int = 100, classes: int = 3, noise: float = 0.2, seed: int = 0):
+    """The CS231n spiral data set: `classes` arms winding around the origin."""
+    rng = np.random.default_rng(seed)
+    xs, ys = [], []
+    for c in range(classes):
+        r = np.linspace(0.0, 1.0, n_per_class)
+        theta = np.linspace(c * 4.0, (c + 1) * 4.0, n_per_class) + rng.standard_normal(n_per_class) * noise
+        xs.append(np.stack([r * np.sin(theta), r * np.cos(theta)], axis=1))
+        ys.append(np.full(n_per_class, c))
+    return np.concatenate(xs).astype(np.float32), np.concatenate(ys)
+
+
+def init_mlp(sizes, seed: int = 0, dtype=np.float32):
+    """He-initialised weights (std sqrt(2 / fan_in), right for ReLU) and zero biases."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        w = rng.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in)
+        params.append(lg.Tensor(w, requires_grad=True, dtype=dtype, name=f"W{len(params) // 2}"))
+        params.append(lg.Tensor(np.zeros(fan_out), requires_grad=True, dtype=dtype, name=f"b{len(params) // 2}"))
+    return params
+
+
+def mlp_loss(params, x, y):
+    """Mean softmax cross-entropy of the MLP's logits."""
+    h = x
+    for i in range(0, len(params) - 2, 2):
+        h = (h @ params[i] + params[i + 1]).relu()
+    logits = h @ params[-2] + params[-1]
+    log_probs = logits.log_softmax(axis=1)
+    return -log_probs[np.arange(len(y)), y].mean(), logits
+
+
+def run(steps: int = 600, learning_rate: float = 0.5, print_every: int = 100, console=None) -> dict:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    x_np, y = spirals()
+    x = lg.Tensor(x_np)
+    params = init_mlp([2, 64, 64, 3])
+    console.print(
+        f"[bold]leakygrad demo[/bold]: an MLP 2-64-64-3 learns {len(y)} points on 3 spirals, "
+        "with plain gradient descent on the bare engine"
+    )
+
+    table = Table("step", "loss", "accuracy")
+    losses = []
+    for step in range(steps + 1):
+        loss, logits = mlp_loss(params, x, y)
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with lg.no_grad():
+            for p in params:
+                p.data -= learning_rate * p.grad.data
+        losses.append(loss.item())
+        if step % print_every == 0:
+            accuracy = float((logits.data.argmax(axis=1) == y).mean())
+            table.add_row(str(step), f"{loss.item():.4f}", f"{accuracy:.1%}")
+    console.print(table)
+
+    norms = Table("parameter", "shape", "|grad|", title="gradient norms at the last step")
+    for p in params:
+        norms.add_row(p.name, str(p.shape), f"{np.linalg.norm(p.grad.data):.3e}")
+    console.print(norms)
+
+    # Random biases keep every ReLU input away from 0, its kink, where finite differences see a slope of 1/2.
+    small = init_mlp([2, 4, 4, 3], seed=1, dtype=np.float64)
+    for b in small[1::2]:
+        b.data[:] = np.random.default_rng(2).standard_normal(b.shape)
+    report = lg.gradcheck(lambda *ps: mlp_loss(list(ps), lg.Tensor(x_np[:8], dtype=np.float64), y[:8])[0], *small)
+    console.print(
+        f"\n[bold]gradcheck[/bold] of the same loss on a 2-4-4-3 net, float64 "
+        f"(backprop vs central differences): worst relative error {report.max_relative_error:.1e} "
+        f"({'passed' if report.passed else 'FAILED'})"
+    )
+    return {"losses": losses, "gradcheck": report}

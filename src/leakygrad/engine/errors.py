@@ -1,0 +1,20 @@
+"""The errors the engine raises. Each message names the operation and the shapes or values at fault."""
+
+
+class LeakygradError(Exception):
+    """Base class of every error leakygrad raises on purpose."""
+
+
+class OpError(LeakygradError, ValueError):
+    """An operation was given inputs it cannot work with (shapes that do not fit, bad arguments)."""
+
+
+class BackwardError(LeakygradError, RuntimeError):
+    """Backpropagation cannot proceed (nothing to differentiate, a backward that returned the wrong shape)."""
+
+
+def describe(array_like) -> str:
+    """`(32, 784) float32`: how errors name a tensor."""
+    shape = getattr(array_like, "shape", ())
+    dtype = getattr(array_like, "dtype", type(array_like).__name__)
+    return f"{tuple(shape)} {dtype}"

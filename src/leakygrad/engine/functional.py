@@ -1,0 +1,146 @@
+"""Every op as a plain function: `F.relu(x)`, `F.concatenate([a, b], axis=1)`, `F.where(c, a, b)`.
+
+These are thin: each calls one op's `apply`. Use whichever reads better, `x.relu()` or `F.relu(x)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from leakygrad.engine.errors import OpError
+from leakygrad.engine.ops import activations, elementwise, reductions
+from leakygrad.engine.ops import shape as shape_ops
+from leakygrad.engine.ops.elementwise import where  # noqa: F401  (part of this module's surface)
+from leakygrad.engine.tensor import Tensor, as_tensor
+
+
+def exp(x):
+    return elementwise.Exp.apply(x)
+
+
+def log(x):
+    return elementwise.Log.apply(x)
+
+
+def sqrt(x):
+    return elementwise.Sqrt.apply(x)
+
+
+def abs(x):  # noqa: A001
+    return elementwise.Abs.apply(x)
+
+
+def sign(x):
+    return elementwise.Sign.apply(x)
+
+
+def erf(x):
+    return elementwise.Erf.apply(x)
+
+
+def clip(x, min=None, max=None):  # noqa: A002
+    return elementwise.Clip.apply(x, low=min, high=max)
+
+
+clamp = clip
+
+
+def maximum(a, b):
+    return elementwise.Maximum.apply(a, b)
+
+
+def minimum(a, b):
+    return elementwise.Minimum.apply(a, b)
+
+
+def sigmoid(x):
+    return activations.Sigmoid.apply(x)
+
+
+def tanh(x):
+    return activations.Tanh.apply(x)
+
+
+def relu(x):
+    return activations.ReLU.apply(x)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return activations.LeakyReLU.apply(x, negative_slope=negative_slope)
+
+
+def elu(x, alpha=1.0):
+    return activations.ELU.apply(x, alpha=alpha)
+
+
+def gelu(x, approximate="none"):
+    return activations.GELU.apply(x, approximate=approximate)
+
+
+def silu(x):
+    return activations.SiLU.apply(x)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    return activations.Softplus.apply(x, beta=beta, threshold=threshold)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return activations.Hardtanh.apply(x, min_val=min_val, max_val=max_val)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    return reductions.Sum.apply(x, axis=axis, keepdims=keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    return reductions.Mean.apply(x, axis=axis, keepdims=keepdims)
+
+
+def var(x, axis=None, keepdims=False, ddof=0):
+    return reductions.Var.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    return reductions.Max.apply(x, axis=axis, keepdims=keepdims)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001
+    return reductions.Min.apply(x, axis=axis, keepdims=keepdims)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    return reductions.LogSumExp.apply(x, axis=axis, keepdims=keepdims)
+
+
+def softmax(x, axis=-1):
+    return reductions.Softmax.apply(x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    return reductions.LogSoftmax.apply(x, axis=axis)
+
+
+def concatenate(tensors: Sequence, axis: int = 0) -> Tensor:
+    tensors = _as_tensors("concatenate", tensors)
+    return shape_ops.Concatenate.apply(*tensors, axis=axis)
+
+
+cat = concatenate
+
+
+def stack(tensors: Sequence, axis: int = 0) -> Tensor:
+    tensors = _as_tensors("stack", tensors)
+    return shape_ops.Stack.apply(*tensors, axis=axis)
+
+
+def pad(x, pad_width, value: float = 0.0) -> Tensor:
+    return shape_ops.Pad.apply(x, pad_width=pad_width, value=value)
+
+
+def _as_tensors(name: str, tensors) -> list[Tensor]:
+    tensors = list(tensors)
+    if not tensors:
+        raise OpError(f"{name}: needs at least one tensor")
+    like = next((t for t in tensors if isinstance(t, Tensor)), None)
+    return [as_tensor(t, like) for t in tensors]

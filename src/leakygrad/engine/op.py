@@ -1,0 +1,78 @@
+"""`Op`: one differentiable operation, the unit every op in `leakygrad.engine.ops` is written in.
+
+An op has two methods, side by side:
+
+- `forward(*arrays)`: NumPy arrays in, one NumPy array out. It may keep on `self` what backward needs.
+- `backward(grad)`: given d(final)/d(output) as a Tensor, return d(final)/d(input) for each input, also as
+  Tensors. Because backward is written with Tensor operations, running it with the graph recording
+  (`create_graph=True`) differentiates the backward pass too: second derivatives come for free.
+
+`Op.apply(*inputs, **params)` runs the forward and, when gradients are wanted, records the op as the
+output's `op`, remembering its inputs. Nothing else about the graph lives here: the walk that calls each
+backward in turn is `leakygrad.engine.autograd`.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from leakygrad.engine.errors import LeakygradError, OpError, describe
+from leakygrad.engine.grad_mode import is_grad_enabled
+from leakygrad.engine.tensor import Tensor, as_tensor
+
+
+class Op:
+    name = "op"  # how errors, the graph drawing and the doctor call it
+
+    inputs: tuple[Tensor, ...] = ()
+    # needs_input_grad[i] is True when input i wants a gradient: a backward may skip the others' work.
+    needs_input_grad: tuple[bool, ...] = ()
+
+    def forward(self, *arrays: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def backward(self, grad: Tensor) -> Tensor | tuple[Tensor | None, ...] | None:
+        raise NotImplementedError
+
+    @property
+    def output(self) -> Tensor:
+        """The tensor this op produced (held weakly: the output owns its op, not the other way round)."""
+        return self._output()
+
+    @classmethod
+    def apply(cls, *inputs, **params) -> Tensor:
+        op = cls(**params)
+        like = next((x for x in inputs if isinstance(x, Tensor)), None)
+        tensors = tuple(as_tensor(x, like) for x in inputs)
+        try:
+            result = op.forward(*[t.data for t in tensors])
+        except LeakygradError:
+            raise
+        except (ValueError, IndexError, TypeError) as error:
+            raise OpError(_explain_failure(op.name, tensors, error)) from error
+
+        requires_grad = is_grad_enabled() and any(t.requires_grad for t in tensors)
+        output = Tensor._wrap(result, requires_grad)
+        if requires_grad:
+            op.inputs = tensors
+            op.needs_input_grad = tuple(t.requires_grad for t in tensors)
+            op._output = weakref.ref(output)
+            output.op = op
+        return output
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(str(t.shape) for t in self.inputs)
+        return f"<{self.name} of {shapes}>"
+
+
+def _explain_failure(name: str, tensors: tuple[Tensor, ...], error: Exception) -> str:
+    shapes = [t.shape for t in tensors]
+    if len(tensors) == 2 and "broadcast" in str(error):
+        return (
+            f"{name}: shapes {shapes[0]} and {shapes[1]} cannot be broadcast together "
+            "(aligned from the right, each pair of dimensions must be equal or one of them 1)"
+        )
+    inputs = ", ".join(describe(t) for t in tensors)
+    return f"{name}: {error} (inputs: {inputs})"

@@ -1,0 +1,163 @@
+"""Activation functions: the elementwise nonlinearities between layers, and where gradients most often leak.
+
+Each backward multiplies the incoming gradient by the activation's local derivative. When that derivative is
+small (a saturated sigmoid: at most 0.25, near 0 in its tails) or zero (a ReLU whose input is negative), the
+gradient reaching the layers below shrinks or stops: the vanishing gradient and the dead ReLU.
+
+Masks use `where(mask, grad, 0)` rather than `grad * mask`, as PyTorch does, so that a NaN in the gradient
+of a unit that is switched off does not leak through.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from leakygrad.engine.op import Op
+from leakygrad.engine.ops.elementwise import where
+from leakygrad.engine.ops.erf_numpy import erf as _erf
+
+SQRT_HALF = math.sqrt(0.5)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+GELU_TANH_COEFF = 0.044715
+
+
+class Sigmoid(Op):
+    name = "sigmoid"
+
+    def forward(self, x):
+        e = np.exp(-np.abs(x))  # never overflows: computed on -|x|
+        return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+    def backward(self, grad):
+        y = self.output
+        return grad * y * (1 - y)  # sigma'(x) = sigma(x) (1 - sigma(x)) <= 0.25
+
+
+class Tanh(Op):
+    name = "tanh"
+
+    def forward(self, x):
+        return np.tanh(x)
+
+    def backward(self, grad):
+        y = self.output
+        return grad * (1 - y * y)  # tanh'(x) = 1 - tanh(x)^2 <= 1
+
+
+class ReLU(Op):
+    name = "relu"
+
+    def forward(self, x):
+        return np.maximum(x, 0)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return where(x > 0, grad, 0.0)  # slope 1 where x > 0, else 0 (at x = 0 too)
+
+
+class LeakyReLU(Op):
+    name = "leaky_relu"
+
+    def __init__(self, negative_slope: float = 0.01):
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return np.where(x > 0, x, x * self.negative_slope)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return where(x > 0, grad, grad * self.negative_slope)
+
+
+class ELU(Op):
+    name = "elu"
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def forward(self, x):
+        with np.errstate(over="ignore"):
+            return np.where(x > 0, x, self.alpha * np.expm1(np.minimum(x, 0)))
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        y = self.output
+        return where(x > 0, grad, grad * (y + self.alpha))  # for x <= 0: alpha e^x = y + alpha
+
+
+class GELU(Op):
+    """x * Phi(x), Phi the standard normal CDF; or its tanh approximation (`approximate="tanh"`)."""
+
+    name = "gelu"
+
+    def __init__(self, approximate: str = "none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        if self.approximate == "tanh":
+            return 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_COEFF * x**3)))
+        return 0.5 * x * (1 + _erf(x * SQRT_HALF))
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        if self.approximate == "tanh":
+            t = (SQRT_2_OVER_PI * (x + GELU_TANH_COEFF * x * x * x)).tanh()
+            dt_dx = (1 - t * t) * SQRT_2_OVER_PI * (1 + 3 * GELU_TANH_COEFF * x * x)
+            return grad * (0.5 * (1 + t) + 0.5 * x * dt_dx)
+        cdf = 0.5 * (1 + (x * SQRT_HALF).erf())
+        pdf = (-0.5 * x * x).exp() * INV_SQRT_2PI
+        return grad * (cdf + x * pdf)  # d(x Phi(x))/dx = Phi(x) + x phi(x)
+
+
+class SiLU(Op):
+    """x * sigmoid(x), also called swish."""
+
+    name = "silu"
+
+    def forward(self, x):
+        return x * Sigmoid().forward(x)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        s = x.sigmoid()
+        return grad * s * (1 + x * (1 - s))  # s + x s (1 - s)
+
+
+class Softplus(Op):
+    """log(1 + exp(beta x)) / beta, a smooth ReLU; linear above `threshold` (as PyTorch, for stability)."""
+
+    name = "softplus"
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        bx = x * self.beta
+        return np.where(bx > self.threshold, x, np.logaddexp(0, bx) / self.beta)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        bx = x * self.beta
+        return where(bx > self.threshold, grad, grad * bx.sigmoid())  # d softplus/dx = sigmoid(beta x)
+
+
+class Hardtanh(Op):
+    """clip(x, min_val, max_val), as a layer. Its gradient is zero at the bounds and beyond."""
+
+    name = "hardtanh"
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x):
+        return np.clip(x, self.min_val, self.max_val)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        # Open interval, unlike clip: PyTorch's hardtanh passes no gradient at the bounds themselves.
+        return where((x > self.min_val) & (x < self.max_val), grad, 0.0)

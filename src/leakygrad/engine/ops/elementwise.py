@@ -1,0 +1,283 @@
+"""Elementwise ops: each output element depends on the input elements at the same position.
+
+Binary ops broadcast as NumPy does. Broadcasting copies an input along new or stretched axes, so in backward
+the copies' gradients are summed back: `.sum_to(input.shape)` does that, in every binary op below.
+
+Where a function has a kink, the gradient chosen there follows PyTorch; docs/gradients.md lists them all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from leakygrad.engine.errors import OpError
+from leakygrad.engine.op import Op
+from leakygrad.engine.ops.erf_numpy import erf as _erf
+from leakygrad.engine.tensor import Tensor, as_tensor
+
+
+class Add(Op):
+    name = "add"
+
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, grad):
+        a, b = self.inputs
+        return grad.sum_to(a.shape), grad.sum_to(b.shape)
+
+
+class Sub(Op):
+    name = "sub"
+
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, grad):
+        a, b = self.inputs
+        return grad.sum_to(a.shape), (-grad).sum_to(b.shape)
+
+
+class Mul(Op):
+    name = "mul"
+
+    def forward(self, a, b):
+        return a * b
+
+    def backward(self, grad):
+        a, b = self.inputs
+        return (grad * b).sum_to(a.shape), (grad * a).sum_to(b.shape)
+
+
+class Div(Op):
+    name = "div"
+
+    def forward(self, a, b):
+        with np.errstate(all="ignore"):  # inf and nan are results, not warnings
+            return a / b
+
+    def backward(self, grad):
+        a, b = self.inputs
+        # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2
+        return (grad / b).sum_to(a.shape), (-grad * a / (b * b)).sum_to(b.shape)
+
+
+class Neg(Op):
+    name = "neg"
+
+    def forward(self, x):
+        return -x
+
+    def backward(self, grad):
+        return -grad
+
+
+class PowScalar(Op):
+    """x ** p for a fixed number p."""
+
+    name = "pow"
+
+    def __init__(self, exponent: float):
+        self.exponent = exponent
+
+    def forward(self, x):
+        with np.errstate(all="ignore"):
+            return x**self.exponent
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        p = self.exponent
+        if p == 0:
+            return zeros_like(grad)  # x^0 = 1 everywhere, even at x = 0 (PyTorch's convention)
+        return grad * p * x ** (p - 1)
+
+
+class Pow(Op):
+    """a ** b where the exponent is a tensor too."""
+
+    name = "pow"
+
+    def forward(self, a, b):
+        with np.errstate(all="ignore"):
+            return a**b
+
+    def backward(self, grad):
+        a, b = self.inputs
+        y = self.output
+        # d(a^b)/da = b a^(b-1), taken as 0 where b = 0;  d(a^b)/db = a^b log(a), taken as 0 where a = 0, b >= 0
+        grad_a = where(b == 0, 0.0, grad * b * a ** (b - 1)) if self.needs_input_grad[0] else None
+        grad_b = where((a == 0) & (b >= 0), 0.0, grad * y * a.log()) if self.needs_input_grad[1] else None
+        return (
+            None if grad_a is None else grad_a.sum_to(a.shape),
+            None if grad_b is None else grad_b.sum_to(b.shape),
+        )
+
+
+class Exp(Op):
+    name = "exp"
+
+    def forward(self, x):
+        with np.errstate(all="ignore"):  # inf and nan are results, not warnings
+            return np.exp(x)
+
+    def backward(self, grad):
+        return grad * self.output  # d(e^x)/dx = e^x
+
+
+class Log(Op):
+    name = "log"
+
+    def forward(self, x):
+        with np.errstate(all="ignore"):  # inf and nan are results, not warnings
+            return np.log(x)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad / x
+
+
+class Sqrt(Op):
+    name = "sqrt"
+
+    def forward(self, x):
+        with np.errstate(all="ignore"):  # inf and nan are results, not warnings
+            return np.sqrt(x)
+
+    def backward(self, grad):
+        return grad / (2 * self.output)  # infinite at x = 0, as in PyTorch
+
+
+class Abs(Op):
+    name = "abs"
+
+    def forward(self, x):
+        return np.abs(x)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad * x.sign()  # sign(0) = 0: the gradient of |x| at 0 is 0
+
+
+class Sign(Op):
+    name = "sign"
+
+    def forward(self, x):
+        return np.sign(x)
+
+    def backward(self, grad):
+        return zeros_like(grad)  # flat everywhere it is defined: the gradient is blocked
+
+
+class Erf(Op):
+    name = "erf"
+
+    def forward(self, x):
+        return _erf(x)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad * (2 / np.sqrt(np.pi)) * (-x * x).exp()
+
+
+class Clip(Op):
+    """min(max(x, low), high). Where a value is clipped, its gradient is zero."""
+
+    name = "clip"
+
+    def __init__(self, low=None, high=None):
+        if low is None and high is None:
+            raise ValueError("clip needs at least one of min and max")
+        self.low, self.high = low, high
+
+    def forward(self, x):
+        low = -np.inf if self.low is None else self.low
+        high = np.inf if self.high is None else self.high
+        self.inside = (x >= low) & (x <= high)  # bounds included, as in PyTorch's clamp
+        return np.clip(x, self.low, self.high)
+
+    def backward(self, grad):
+        return where(self.inside, grad, 0.0)
+
+
+class Maximum(Op):
+    name = "maximum"
+
+    def forward(self, a, b):
+        return np.maximum(a, b)
+
+    def backward(self, grad):
+        a, b = self.inputs
+        # The larger input takes the gradient; on a tie each takes half (PyTorch's convention).
+        grad_a = where(a.data > b.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        grad_b = where(b.data > a.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        return grad_a.sum_to(a.shape), grad_b.sum_to(b.shape)
+
+
+class Minimum(Op):
+    name = "minimum"
+
+    def forward(self, a, b):
+        return np.minimum(a, b)
+
+    def backward(self, grad):
+        a, b = self.inputs
+        grad_a = where(a.data < b.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        grad_b = where(b.data < a.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        return grad_a.sum_to(a.shape), grad_b.sum_to(b.shape)
+
+
+class Where(Op):
+    """condition ? a : b, elementwise. The condition is a constant: it gets no gradient."""
+
+    name = "where"
+
+    def __init__(self, condition: np.ndarray):
+        self.condition = condition
+
+    def forward(self, a, b):
+        return np.where(self.condition, a, b)
+
+    def backward(self, grad):
+        a, b = self.inputs
+        # The gradient goes to the branch that was taken, zero to the other. Beware: zero times an infinite
+        # local derivative in the branch not taken is still NaN (see docs/gradients.md, "the where trap").
+        return where(self.condition, grad, 0.0).sum_to(a.shape), where(self.condition, 0.0, grad).sum_to(b.shape)
+
+
+def where(condition, a, b) -> Tensor:
+    """`a` where `condition` is true, else `b` (broadcasting all three)."""
+    condition = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if condition.dtype != np.bool_:
+        condition = condition.astype(bool)
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
+    return Where.apply(as_tensor(a, like), as_tensor(b, like), condition=condition)
+
+
+class Cast(Op):
+    """Change the floating-point precision (float32 <-> float64); the gradient is cast back."""
+
+    name = "cast"
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def forward(self, x):
+        return x.astype(self.dtype)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad.astype(x.dtype)
+
+
+def compare(comparison, a, b) -> Tensor:
+    """`a < b` and friends: a boolean tensor, outside the graph (a step function has zero derivative)."""
+    like = a if isinstance(a, Tensor) else b
+    a, b = as_tensor(a, like), as_tensor(b, like)
+    try:
+        return Tensor._wrap(comparison(a.data, b.data))
+    except ValueError as error:
+        raise OpError(f"{comparison.__name__}: shapes {a.shape} and {b.shape} cannot be broadcast together") from error
+
+
+def zeros_like(x: Tensor) -> Tensor:
+    return Tensor._wrap(np.zeros_like(x.data))

@@ -1,0 +1,185 @@
+"""Reductions: ops that combine many elements into fewer (sum, mean, var, max, min, logsumexp), and the
+softmax family, which normalises along an axis.
+
+Backward of a reduction spreads each output gradient back over the elements that were combined into it.
+`_spread` does the shape work: it restores the reduced axes (as size 1) and broadcasts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from leakygrad.engine.op import Op
+from leakygrad.engine.tensor import Tensor
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    """`axis` as a tuple of non-negative axes (None: all of them)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    for a in axes:
+        if not -ndim <= a < max(ndim, 1):
+            raise ValueError(f"axis {a} is out of range for a tensor with {ndim} dimensions")
+    return tuple(sorted(a % max(ndim, 1) for a in axes))
+
+
+def _kept_shape(shape, axes) -> tuple[int, ...]:
+    """The shape with the reduced axes kept as size 1 (what keepdims=True gives)."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _spread(grad: Tensor, shape, axes) -> Tensor:
+    """Bring the gradient of a reduction back to the input's shape: one copy per combined element."""
+    return grad.reshape(_kept_shape(shape, axes)).broadcast_to(shape)
+
+
+def _count(shape, axes) -> int:
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+class Sum(Op):
+    name = "sum"
+
+    def __init__(self, axis=None, keepdims: bool = False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, x):
+        self.axes = _axes(self.axis, x.ndim)
+        return np.sum(x, axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return _spread(grad, x.shape, self.axes)  # each summed element contributed with slope 1
+
+
+class Mean(Op):
+    name = "mean"
+
+    def __init__(self, axis=None, keepdims: bool = False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, x):
+        self.axes = _axes(self.axis, x.ndim)
+        return np.mean(x, axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return _spread(grad, x.shape, self.axes) / _count(x.shape, self.axes)
+
+
+class Var(Op):
+    """Variance: mean of squared deviations, divided by n - ddof."""
+
+    name = "var"
+
+    def __init__(self, axis=None, keepdims: bool = False, ddof: int = 0):
+        self.axis, self.keepdims, self.ddof = axis, keepdims, ddof
+
+    def forward(self, x):
+        self.axes = _axes(self.axis, x.ndim)
+        return np.var(x, axis=self.axes, keepdims=self.keepdims, ddof=self.ddof)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        n = _count(x.shape, self.axes)
+        centred = x - x.mean(axis=self.axes, keepdims=True)
+        return _spread(grad, x.shape, self.axes) * centred * (2 / (n - self.ddof))
+
+
+class Max(Op):
+    """Largest element along axes. Ties share the gradient equally (as PyTorch's amax)."""
+
+    name = "max"
+
+    def __init__(self, axis=None, keepdims: bool = False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, x):
+        self.axes = _axes(self.axis, x.ndim)
+        if x.size == 0:
+            raise ValueError("cannot take the max of an empty tensor")
+        return np.max(x, axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, grad):
+        return _grad_of_extremum(self, grad)
+
+
+class Min(Op):
+    """Smallest element along axes. Ties share the gradient equally (as PyTorch's amin)."""
+
+    name = "min"
+
+    def __init__(self, axis=None, keepdims: bool = False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, x):
+        self.axes = _axes(self.axis, x.ndim)
+        if x.size == 0:
+            raise ValueError("cannot take the min of an empty tensor")
+        return np.min(x, axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, grad):
+        return _grad_of_extremum(self, grad)
+
+
+def _grad_of_extremum(op: Max | Min, grad: Tensor) -> Tensor:
+    """Only the winning elements moved the max (or min): they split the gradient, the rest get zero."""
+    (x,) = op.inputs
+    winners = x.data == op.output.data.reshape(_kept_shape(x.shape, op.axes))
+    share = winners / winners.sum(axis=op.axes, keepdims=True)
+    return _spread(grad, x.shape, op.axes) * share.astype(x.dtype)
+
+
+class LogSumExp(Op):
+    """log(sum(exp(x))), computed without overflow by factoring out the maximum."""
+
+    name = "logsumexp"
+
+    def __init__(self, axis=None, keepdims: bool = False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, x):
+        self.axes = _axes(self.axis, x.ndim)
+        peak = np.max(x, axis=self.axes, keepdims=True)
+        peak = np.where(np.isfinite(peak), peak, 0)
+        with np.errstate(divide="ignore"):
+            out = np.log(np.sum(np.exp(x - peak), axis=self.axes, keepdims=True)) + peak
+        return out if self.keepdims else np.squeeze(out, axis=self.axes)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        y = self.output.reshape(_kept_shape(x.shape, self.axes))
+        return _spread(grad, x.shape, self.axes) * (x - y).exp()  # the softmax of x
+
+
+class Softmax(Op):
+    name = "softmax"
+
+    def __init__(self, axis: int = -1):
+        self.axis = axis
+
+    def forward(self, x):
+        shifted = x - np.max(x, axis=self.axis, keepdims=True)  # same result, no overflow
+        e = np.exp(shifted)
+        return e / np.sum(e, axis=self.axis, keepdims=True)
+
+    def backward(self, grad):
+        y = self.output
+        # Jacobian diag(y) - y y^T, applied to grad without building it
+        return y * (grad - (grad * y).sum(axis=self.axis, keepdims=True))
+
+
+class LogSoftmax(Op):
+    name = "log_softmax"
+
+    def __init__(self, axis: int = -1):
+        self.axis = axis
+
+    def forward(self, x):
+        shifted = x - np.max(x, axis=self.axis, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=self.axis, keepdims=True))
+
+    def backward(self, grad):
+        y = self.output
+        return grad - y.exp() * grad.sum(axis=self.axis, keepdims=True)  # exp(y) is the softmax

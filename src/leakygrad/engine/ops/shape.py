@@ -1,0 +1,216 @@
+"""Shape ops: they move, copy or select elements without changing any value.
+
+Their backward moves the gradient back where each element came from: reshape back, transpose back, a copy
+(broadcast) becomes a sum, a selection (indexing) becomes a scatter that adds into zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from leakygrad.engine.errors import OpError
+from leakygrad.engine.op import Op
+from leakygrad.engine.tensor import Tensor
+
+
+class Reshape(Op):
+    name = "reshape"
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+    def forward(self, x):
+        try:
+            return x.reshape(self.shape)
+        except ValueError:
+            raise OpError(f"reshape: cannot reshape {x.shape} ({x.size} elements) into {self.shape}") from None
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad.reshape(x.shape)
+
+
+class Transpose(Op):
+    name = "transpose"
+
+    def __init__(self, axes: tuple[int, ...] | None = None):
+        self.axes = axes
+
+    def forward(self, x):
+        if self.axes is None:
+            self.axes = tuple(reversed(range(x.ndim)))
+        if sorted(a % max(x.ndim, 1) for a in self.axes) != list(range(x.ndim)):
+            raise OpError(f"transpose: axes {self.axes} are not a permutation of the {x.ndim} axes of {x.shape}")
+        return np.transpose(x, self.axes)
+
+    def backward(self, grad):
+        inverse = tuple(np.argsort([a % grad.ndim for a in self.axes]))
+        return grad.transpose(inverse)
+
+
+class BroadcastTo(Op):
+    """Copy the tensor along new leading axes and along axes of size 1 (NumPy's broadcasting, made explicit)."""
+
+    name = "broadcast_to"
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+    def forward(self, x):
+        try:
+            return np.broadcast_to(x, self.shape)
+        except ValueError:
+            raise OpError(f"broadcast_to: cannot broadcast {x.shape} to {self.shape}") from None
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad.sum_to(x.shape)  # every copy's gradient flows back to the one original
+
+
+class SumTo(Op):
+    """Sum a tensor down to a shape it could have been broadcast from: the backward of broadcasting."""
+
+    name = "sum_to"
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+    def forward(self, x):
+        lead = x.ndim - len(self.shape)
+        if lead < 0 or any(n not in (1, m) for n, m in zip(self.shape, x.shape[lead:])):
+            raise OpError(f"sum_to: {x.shape} cannot be summed down to {self.shape}")
+        stretched = tuple(lead + i for i, n in enumerate(self.shape) if n == 1 and x.shape[lead + i] != 1)
+        return np.sum(x, axis=tuple(range(lead)) + stretched, keepdims=True).reshape(self.shape)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad.broadcast_to(x.shape)
+
+
+def normalize_index(index):
+    """Turn tensors and lists inside an index into NumPy arrays, so that NumPy's indexing rules apply."""
+    if isinstance(index, tuple):
+        return tuple(_index_part(i) for i in index)
+    return _index_part(index)
+
+
+def _index_part(part):
+    if isinstance(part, Tensor):
+        return part.data
+    if isinstance(part, list):
+        return np.asarray(part)
+    return part
+
+
+def _is_basic(index) -> bool:
+    """Basic indexing (ints, slices, None, ...) selects each element at most once; arrays may repeat."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(p, (int, np.integer, slice)) or p is None or p is Ellipsis for p in parts)
+
+
+class GetItem(Op):
+    """x[index]: ints, slices, None, Ellipsis, boolean masks and integer arrays, as in NumPy."""
+
+    name = "getitem"
+
+    def __init__(self, index):
+        self.index = index
+
+    def forward(self, x):
+        try:
+            return x[self.index]
+        except IndexError as error:
+            raise IndexingError(f"getitem: {error} (indexing a tensor of shape {x.shape})") from None
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return ScatterAdd.apply(grad, shape=x.shape, index=self.index)
+
+
+class ScatterAdd(Op):
+    """Zeros of `shape`, with `values` added at `index`: the backward of indexing.
+
+    An element selected twice (`x[[0, 0]]`) gets both gradients added, hence `np.add.at`.
+    """
+
+    name = "scatter_add"
+
+    def __init__(self, shape: tuple[int, ...], index):
+        self.shape, self.index = shape, index
+
+    def forward(self, values):
+        out = np.zeros(self.shape, dtype=values.dtype)
+        if _is_basic(self.index):
+            out[self.index] = values
+        else:
+            np.add.at(out, self.index, values)
+        return out
+
+    def backward(self, grad):
+        return grad[self.index]
+
+
+class Concatenate(Op):
+    name = "concatenate"
+
+    def __init__(self, axis: int = 0):
+        self.axis = axis
+
+    def forward(self, *arrays):
+        try:
+            return np.concatenate(arrays, axis=self.axis)
+        except (ValueError, np.exceptions.AxisError):
+            shapes = ", ".join(str(a.shape) for a in arrays)
+            raise OpError(
+                f"concatenate: shapes {shapes} must match in every dimension except axis {self.axis}"
+            ) from None
+
+    def backward(self, grad):
+        axis = self.axis % grad.ndim
+        grads, start = [], 0
+        for x in self.inputs:
+            end = start + x.shape[axis]
+            grads.append(grad[(slice(None),) * axis + (slice(start, end),)])
+            start = end
+        return tuple(grads)
+
+
+class Stack(Op):
+    name = "stack"
+
+    def __init__(self, axis: int = 0):
+        self.axis = axis
+
+    def forward(self, *arrays):
+        try:
+            return np.stack(arrays, axis=self.axis)
+        except ValueError:
+            shapes = ", ".join(str(a.shape) for a in arrays)
+            raise OpError(f"stack: all tensors need the same shape, got {shapes}") from None
+
+    def backward(self, grad):
+        axis = self.axis % grad.ndim
+        return tuple(grad[(slice(None),) * axis + (i,)] for i in range(len(self.inputs)))
+
+
+class Pad(Op):
+    """Pad with a constant. `pad_width` as in `numpy.pad`: ((before, after), ...) per axis, or one pair."""
+
+    name = "pad"
+
+    def __init__(self, pad_width, value: float = 0.0):
+        self.pad_width, self.value = pad_width, value
+
+    def forward(self, x):
+        self.widths = np.broadcast_to(np.asarray(self.pad_width, dtype=np.int64), (x.ndim, 2))
+        if (self.widths < 0).any():
+            raise OpError(f"pad: widths must be non-negative, got {self.pad_width}")
+        return np.pad(x, self.widths, mode="constant", constant_values=self.value)
+
+    def backward(self, grad):
+        inside = tuple(slice(before, n - after) for (before, after), n in zip(self.widths, grad.shape))
+        return grad[inside]  # the padding was constant: only the original elements get a gradient
+
+
+class IndexingError(OpError, IndexError):
+    """An index out of range or of the wrong kind."""

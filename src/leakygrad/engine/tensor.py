@@ -1,0 +1,478 @@
+"""`Tensor`: a NumPy array plus what reverse-mode autodiff needs.
+
+A tensor holds
+
+- `data`: the values, a NumPy array (float32 unless you ask for float64);
+- `requires_grad`: whether gradients should flow back to it;
+- `grad`: after `backward()`, d(output)/d(this tensor), a Tensor of the same shape;
+- `op`: the operation that produced it (None for a leaf: a tensor you created yourself).
+
+Every method below that computes something calls one op from `leakygrad.engine.ops`, where its forward and
+its backward are written side by side. The chain rule that strings those backwards together is in
+`leakygrad.engine.autograd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from leakygrad.engine.errors import OpError, describe
+
+DEFAULT_DTYPE = np.float32
+
+
+def _to_array(data, dtype) -> np.ndarray:
+    """Floating data becomes float32 unless a dtype is given; integers and booleans keep their type."""
+    if dtype is not None:
+        return np.asarray(data, dtype=dtype)
+    array = np.asarray(data)
+    if array.dtype.kind == "f" and array.dtype != DEFAULT_DTYPE:
+        return array.astype(DEFAULT_DTYPE)
+    if array.dtype.kind not in "fiub":
+        raise OpError(f"Tensor: cannot hold data of dtype {array.dtype}; give numbers (floats, ints or booleans)")
+    return array
+
+
+class Tensor:
+    """A multi-dimensional array that remembers how it was computed, so that it can be differentiated."""
+
+    __slots__ = ("data", "grad", "_requires_grad", "op", "_hooks", "_retains_grad", "name", "__weakref__")
+    # Make `ndarray * Tensor` call Tensor.__rmul__ instead of NumPy trying to take the tensor apart.
+    __array_priority__ = 1000
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
+        if isinstance(data, Tensor):
+            data = data.data
+        self.data = _to_array(data, dtype)
+        self.grad: Tensor | None = None
+        self.op = None
+        self._hooks: list[Callable] | None = None
+        self._retains_grad = False
+        self.name = name
+        self._requires_grad = False
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _wrap(cls, array, requires_grad: bool = False) -> Tensor:
+        """Fast constructor for op outputs: `array` is already a NumPy array (or scalar) of the right dtype."""
+        tensor = cls.__new__(cls)
+        tensor.data = np.asarray(array)
+        tensor.grad = None
+        tensor.op = None
+        tensor._hooks = None
+        tensor._retains_grad = False
+        tensor.name = None
+        tensor._requires_grad = requires_grad
+        return tensor
+
+    # ------------------------------------------------------------------ attributes
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and self.data.dtype.kind != "f":
+            raise OpError(
+                f"Tensor: only floating-point tensors can require gradients, this one is {self.data.dtype}. "
+                "A gradient is a rate of change, and integers or booleans cannot change by a small amount. "
+                "Convert first: tensor.astype('float32'), or create it with dtype='float32'."
+            )
+        if not value and self.op is not None:
+            raise OpError(
+                "Tensor: cannot set requires_grad=False on a tensor computed from others; "
+                "use .detach() to get a copy cut from the graph"
+            )
+        self._requires_grad = bool(value)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def is_leaf(self) -> bool:
+        """A leaf was created by the user, not computed by an op; `backward()` stores gradients in leaves."""
+        return self.op is None
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor (a single number)")
+        return self.data.shape[0]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, precision=4, separator=", ", threshold=20, prefix="Tensor(")
+        extras = []
+        if self.data.dtype != DEFAULT_DTYPE:
+            extras.append(f"dtype={self.data.dtype}")
+        if self.op is not None:
+            extras.append(f"op={self.op.name}")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return f"Tensor({body}{''.join(', ' + e for e in extras)})"
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous: use .any() or .all()")
+        return bool(self.data)
+
+    __hash__ = object.__hash__  # tensors are hashable by identity, although == compares elementwise
+
+    def item(self) -> float:
+        """The single number in a one-element tensor, as a Python number."""
+        if self.size != 1:
+            raise ValueError(f"item(): the tensor has shape {self.shape}, not a single element")
+        return self.data.item()
+
+    def numpy(self) -> np.ndarray:
+        return self.data
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    # ------------------------------------------------------------------ autograd
+
+    def backward(self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
+        """Compute d(self)/d(leaf) for every leaf that requires grad, adding it into `leaf.grad`.
+
+        `gradient` is d(final)/d(self); it may be omitted when self is a single number (it is then 1).
+        The graph is kept after backward (so `retain_graph` has no effect); `create_graph=True` records the
+        backward pass itself, so that the gradients can be differentiated again.
+        """
+        autograd.backward(self, gradient, create_graph=create_graph)
+
+    def detach(self) -> Tensor:
+        """The same values (shared memory), cut from the graph: no gradient flows back through it."""
+        return Tensor._wrap(self.data)
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call `hook(grad)` when this tensor's gradient has been computed, during backward.
+
+        The hook may return a new gradient, which replaces the old one for everything upstream (this is how
+        per-element gradient clipping is done). Returns a handle whose `.remove()` unregisters the hook.
+        """
+        if not self.requires_grad:
+            raise OpError("register_hook: this tensor does not require grad, so no gradient will reach it")
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this intermediate tensor's gradient in `.grad` after backward (leaves always keep theirs)."""
+        if not self.requires_grad:
+            raise OpError("retain_grad: this tensor does not require grad, so no gradient will reach it")
+        self._retains_grad = True
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    # ------------------------------------------------------------------ arithmetic
+
+    def __add__(self, other):
+        return elementwise.Add.apply(self, other)
+
+    def __radd__(self, other):
+        return elementwise.Add.apply(other, self)
+
+    def __sub__(self, other):
+        return elementwise.Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        return elementwise.Sub.apply(other, self)
+
+    def __mul__(self, other):
+        return elementwise.Mul.apply(self, other)
+
+    def __rmul__(self, other):
+        return elementwise.Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        return elementwise.Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        return elementwise.Div.apply(other, self)
+
+    def __neg__(self):
+        return elementwise.Neg.apply(self)
+
+    def __pos__(self):
+        return self
+
+    def __pow__(self, exponent):
+        if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+            return elementwise.PowScalar.apply(self, exponent=exponent)
+        return elementwise.Pow.apply(self, exponent)
+
+    def __rpow__(self, base):
+        return elementwise.Pow.apply(base, self)
+
+    def __matmul__(self, other):
+        return linalg.MatMul.apply(self, other)
+
+    def __rmatmul__(self, other):
+        return linalg.MatMul.apply(other, self)
+
+    def __abs__(self):
+        return self.abs()
+
+    # Comparisons give boolean tensors that carry no gradient (their derivative is zero almost everywhere).
+    def __lt__(self, other):
+        return elementwise.compare(np.less, self, other)
+
+    def __le__(self, other):
+        return elementwise.compare(np.less_equal, self, other)
+
+    def __gt__(self, other):
+        return elementwise.compare(np.greater, self, other)
+
+    def __ge__(self, other):
+        return elementwise.compare(np.greater_equal, self, other)
+
+    def __eq__(self, other):
+        return elementwise.compare(np.equal, self, other)
+
+    def __ne__(self, other):
+        return elementwise.compare(np.not_equal, self, other)
+
+    def __invert__(self):
+        if self.dtype != np.bool_:
+            raise OpError(f"~ (logical not): needs a boolean tensor, got {describe(self)}")
+        return Tensor._wrap(~self.data)
+
+    def __and__(self, other):
+        return Tensor._wrap(np.logical_and(self.data, _data(other)))
+
+    def __or__(self, other):
+        return Tensor._wrap(np.logical_or(self.data, _data(other)))
+
+    def exp(self):
+        return elementwise.Exp.apply(self)
+
+    def log(self):
+        return elementwise.Log.apply(self)
+
+    def sqrt(self):
+        return elementwise.Sqrt.apply(self)
+
+    def abs(self):
+        return elementwise.Abs.apply(self)
+
+    def sign(self):
+        return elementwise.Sign.apply(self)
+
+    def erf(self):
+        return elementwise.Erf.apply(self)
+
+    def clip(self, min=None, max=None):
+        """Values below `min` become `min`, above `max` become `max`; the gradient there is zero."""
+        return elementwise.Clip.apply(self, low=min, high=max)
+
+    clamp = clip
+
+    def maximum(self, other):
+        return elementwise.Maximum.apply(self, other)
+
+    def minimum(self, other):
+        return elementwise.Minimum.apply(self, other)
+
+    def round(self):
+        """Rounded values, cut from the graph: rounding has zero derivative almost everywhere."""
+        return Tensor._wrap(np.round(self.data))
+
+    def any(self) -> bool:
+        return bool(np.any(self.data))
+
+    def all(self) -> bool:
+        return bool(np.all(self.data))
+
+    # ------------------------------------------------------------------ activations
+
+    def relu(self):
+        return activations.ReLU.apply(self)
+
+    def sigmoid(self):
+        return activations.Sigmoid.apply(self)
+
+    def tanh(self):
+        return activations.Tanh.apply(self)
+
+    # ------------------------------------------------------------------ reductions
+
+    def sum(self, axis=None, keepdims: bool = False):
+        return reductions.Sum.apply(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims: bool = False):
+        return reductions.Mean.apply(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, keepdims: bool = False, ddof: int = 0):
+        """Variance, NumPy's convention: divides by n - ddof (ddof=0: the biased estimate)."""
+        return reductions.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
+
+    def max(self, axis=None, keepdims: bool = False):
+        return reductions.Max.apply(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims: bool = False):
+        return reductions.Min.apply(self, axis=axis, keepdims=keepdims)
+
+    def logsumexp(self, axis=None, keepdims: bool = False):
+        return reductions.LogSumExp.apply(self, axis=axis, keepdims=keepdims)
+
+    def softmax(self, axis: int = -1):
+        return reductions.Softmax.apply(self, axis=axis)
+
+    def log_softmax(self, axis: int = -1):
+        return reductions.LogSoftmax.apply(self, axis=axis)
+
+    def argmax(self, axis=None):
+        """Indices of the largest values (an integer tensor, no gradient)."""
+        return Tensor._wrap(np.argmax(self.data, axis=axis))
+
+    def argmin(self, axis=None):
+        return Tensor._wrap(np.argmin(self.data, axis=axis))
+
+    # ------------------------------------------------------------------ shape
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return shape_ops.Reshape.apply(self, shape=tuple(shape))
+
+    view = reshape
+
+    def flatten(self, start_axis: int = 0):
+        start = start_axis % self.ndim if self.ndim else 0
+        return self.reshape(self.shape[:start] + (-1,))
+
+    def transpose(self, *axes):
+        """Reverse the axes (no argument), or permute them: `x.transpose(0, 2, 1)`."""
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        return shape_ops.Transpose.apply(self, axes=tuple(axes) if axes else None)
+
+    permute = transpose
+
+    def swapaxes(self, axis1: int, axis2: int):
+        axes = list(range(self.ndim))
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+        return self.transpose(axes)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def mT(self):
+        """Transpose of the last two axes (a batch of matrices)."""
+        return self.swapaxes(-1, -2)
+
+    def broadcast_to(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if tuple(shape) == self.shape:
+            return self
+        return shape_ops.BroadcastTo.apply(self, shape=tuple(shape))
+
+    expand = broadcast_to
+
+    def sum_to(self, shape: tuple[int, ...]):
+        """Sum over the axes that broadcasting to self.shape added or stretched, so the result has `shape`.
+
+        This is the backward of broadcasting (a copy forward is a sum backward); every op whose inputs
+        broadcast uses it to bring a gradient back to its input's shape.
+        """
+        if self.shape == tuple(shape):
+            return self
+        return shape_ops.SumTo.apply(self, shape=tuple(shape))
+
+    def squeeze(self, axis=None):
+        if axis is None:
+            return self.reshape(tuple(n for n in self.shape if n != 1))
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = {a % self.ndim for a in axes}
+        for a in axes:
+            if self.shape[a] != 1:
+                raise OpError(f"squeeze: axis {a} of shape {self.shape} has size {self.shape[a]}, not 1")
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def unsqueeze(self, axis: int):
+        axis = axis % (self.ndim + 1)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    expand_dims = unsqueeze
+
+    def __getitem__(self, index):
+        return shape_ops.GetItem.apply(self, index=shape_ops.normalize_index(index))
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def pad(self, pad_width, value: float = 0.0):
+        return shape_ops.Pad.apply(self, pad_width=pad_width, value=value)
+
+    # ------------------------------------------------------------------ types
+
+    def astype(self, dtype):
+        """A copy with another dtype. Casting to an integer type cuts the graph (no gradient flows back)."""
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        if dtype.kind == "f":
+            return elementwise.Cast.apply(self, dtype=dtype)
+        return Tensor._wrap(self.data.astype(dtype))
+
+    def float(self):
+        return self.astype(np.float32)
+
+    def double(self):
+        return self.astype(np.float64)
+
+
+class RemovableHandle:
+    """Returned by `register_hook`; `.remove()` unregisters the hook."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _data(value):
+    return value.data if isinstance(value, Tensor) else value
+
+
+def as_tensor(value, like: Tensor | None = None) -> Tensor:
+    """Turn a constant (a Python number, a NumPy array) into a tensor that requires no grad.
+
+    A Python number takes the dtype of `like`, so that `x * 2.0` stays float32 when x is float32.
+    """
+    if isinstance(value, Tensor):
+        return value
+    if like is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Tensor._wrap(np.asarray(value, dtype=like.dtype if like.dtype.kind == "f" else None))
+    if isinstance(value, np.ndarray):
+        return Tensor._wrap(value)
+    return Tensor(value)
+
+
+# The ops need `Tensor` to build their outputs, so they are imported after it is defined.
+from leakygrad.engine import autograd  # noqa: E402
+from leakygrad.engine.ops import activations, elementwise, linalg, reductions  # noqa: E402
+from leakygrad.engine.ops import shape as shape_ops  # noqa: E402

@@ -1,0 +1,241 @@
+"""Gradient checking: compare the gradients backprop computes with the slope measured by finite differences.
+
+For each input element x_i, the central difference
+
+    (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)
+
+approximates df/dx_i with an error of order eps^2. Computed in float64, it agrees with a correct analytic
+gradient to about 1e-8 relative; a wrong backward is off by far more. For a function with many outputs, f is
+reduced to the scalar sum(v * f(x)) with a fixed random v, which checks the vector-Jacobian product that
+backward computes for exactly that upstream gradient.
+
+Relative error, as in the CS231n notes: |analytic - numerical| / max(|analytic|, |numerical|).
+Below 1e-7: good. 1e-7 to 1e-4: suspicious unless the function has kinks. 1e-4 to 1e-2: probably wrong.
+Above 1e-2: wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from leakygrad.engine import LeakygradError, Tensor, grad
+
+BANDS = ((1e-7, "good"), (1e-4, "suspicious unless there are kinks"), (1e-2, "probably wrong"))
+
+
+def judge(relative_error: float) -> str:
+    """CS231n's verdict for a relative error."""
+    for limit, verdict in BANDS:
+        if relative_error < limit:
+            return verdict
+    return "wrong"
+
+
+@dataclass
+class InputCheck:
+    """How one input's analytic gradient compared with the numerical one."""
+
+    position: int  # which argument of fn
+    shape: tuple[int, ...]
+    worst_index: tuple[int, ...]
+    analytic: float  # at the worst element
+    numerical: float
+    relative_error: float
+    max_abs_error: float
+    passed: bool
+
+    @property
+    def verdict(self) -> str:
+        return judge(self.relative_error)
+
+    def describe(self) -> str:
+        return (
+            f"input {self.position} {self.shape}: worst element {self.worst_index}: analytic {self.analytic:.10g}, "
+            f"numerical {self.numerical:.10g}, relative error {self.relative_error:.2e} ({self.verdict})"
+        )
+
+
+@dataclass
+class GradcheckReport:
+    """What `gradcheck` found: one entry per input that requires grad."""
+
+    inputs: list[InputCheck] = field(default_factory=list)
+    eps: float = 1e-6
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.inputs)
+
+    @property
+    def max_relative_error(self) -> float:
+        return max((c.relative_error for c in self.inputs), default=0.0)
+
+    def __str__(self) -> str:
+        status = "passed" if self.passed else "FAILED"
+        lines = [f"gradcheck {status} (central differences, eps={self.eps:g}, float64)"]
+        lines += ["  " + check.describe() for check in self.inputs]
+        return "\n".join(lines)
+
+
+class GradcheckError(LeakygradError, AssertionError):
+    """The analytic gradient disagrees with the numerical one. `.report` has the details."""
+
+    def __init__(self, message: str, report: GradcheckReport):
+        super().__init__(message)
+        self.report = report
+
+
+def gradcheck(
+    fn: Callable,
+    *inputs,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    seed: int = 0,
+    raise_exception: bool = True,
+) -> GradcheckReport:
+    """Check backprop's gradient of `fn(*inputs)` against central differences, for every input that requires
+    grad. Tensors are copied to float64 first; other arguments are passed through unchanged.
+
+    An element passes when |analytic - numerical| <= atol + rtol * |numerical|. On failure, raises
+    GradcheckError naming the input, its worst element, both values and the relative error (or, with
+    `raise_exception=False`, returns the failing report). On success returns the report.
+    """
+    args = [_float64_copy(x) for x in inputs]
+    checked = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise LeakygradError("gradcheck: no input requires grad, so there is no gradient to check")
+
+    outputs = _as_outputs(fn(*args))
+    rng = np.random.default_rng(seed)
+    weights = [rng.standard_normal(out.shape) for out in outputs]  # the upstream gradient v
+
+    def scalar(*xs) -> float:
+        """sum(v * f(x)). (fn may itself call backward, as in gradgradcheck: the graph stays on.)"""
+        outs = _as_outputs(fn(*xs))
+        return float(sum(np.sum(w * o.data) for w, o in zip(weights, outs)))
+
+    analytic = _analytic(outputs, weights, [args[i] for i in checked])
+    report = GradcheckReport(eps=eps)
+    for i, a in zip(checked, analytic):
+        numerical = _numerical(scalar, args, i, eps)
+        report.inputs.append(_compare(i, a, numerical, atol, rtol))
+
+    if not report.passed and raise_exception:
+        failing = [c for c in report.inputs if not c.passed]
+        raise GradcheckError(
+            "gradcheck failed: the analytic gradient (backward) disagrees with the numerical one "
+            f"(central differences, eps={eps:g})\n" + "\n".join("  " + c.describe() for c in failing),
+            report,
+        )
+    return report
+
+
+def gradgradcheck(
+    fn: Callable,
+    *inputs,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    seed: int = 0,
+    raise_exception: bool = True,
+) -> GradcheckReport:
+    """Check second derivatives: gradcheck the backward pass itself.
+
+    The function checked is (x, v) -> d/dx sum(v * fn(x)), built with `create_graph=True`, so its gradient
+    involves the derivative of every op's backward, with respect to both the inputs and the upstream v.
+    """
+    args = [_float64_copy(x) for x in inputs]
+    checked = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
+    rng = np.random.default_rng(seed + 1)
+    upstream = [
+        Tensor(rng.standard_normal(out.shape), requires_grad=True, dtype=np.float64) for out in _as_outputs(fn(*args))
+    ]
+    n_args = len(args)
+
+    def first_derivatives(*xs_and_vs):
+        xs, vs = list(xs_and_vs[:n_args]), xs_and_vs[n_args:]
+        outs = _as_outputs(fn(*xs))
+        grads = grad(list(outs), [xs[i] for i in checked], grad_outputs=list(vs), create_graph=True, allow_unused=True)
+        return tuple(
+            g if g is not None else Tensor(np.zeros(xs[i].shape), dtype=np.float64) for g, i in zip(grads, checked)
+        )
+
+    return gradcheck(
+        first_derivatives, *args, *upstream, eps=eps, atol=atol, rtol=rtol, seed=seed, raise_exception=raise_exception
+    )
+
+
+def _float64_copy(x):
+    if isinstance(x, Tensor) and x.dtype.kind == "f":
+        return Tensor(np.array(x.data, dtype=np.float64), requires_grad=x.requires_grad, dtype=np.float64)
+    return x
+
+
+def _as_outputs(result) -> list[Tensor]:
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    for out in outputs:
+        if not isinstance(out, Tensor):
+            raise LeakygradError(f"gradcheck: fn must return a Tensor or a tuple of Tensors, got {type(out).__name__}")
+    return outputs
+
+
+def _analytic(outputs: list[Tensor], weights, xs: list[Tensor]) -> list[np.ndarray]:
+    differentiable = [(o, w) for o, w in zip(outputs, weights) if o.requires_grad]
+    if not differentiable:  # outputs do not depend on the inputs at all
+        return [np.zeros(x.shape) for x in xs]
+    grads = grad(
+        [o for o, _ in differentiable],
+        xs,
+        grad_outputs=[Tensor(w, dtype=np.float64) for _, w in differentiable],
+        allow_unused=True,
+    )
+    return [np.zeros(x.shape) if g is None else g.data for g, x in zip(grads, xs)]
+
+
+def _numerical(scalar: Callable, args: list, position: int, eps: float) -> np.ndarray:
+    x = args[position]
+    original = x.data
+    slopes = np.zeros(original.shape)
+    for index in np.ndindex(original.shape):
+        values = original.copy()
+        values[index] += eps
+        plus = scalar(*_replace(args, position, values))
+        values[index] -= 2 * eps
+        minus = scalar(*_replace(args, position, values))
+        slopes[index] = (plus - minus) / (2 * eps)
+    return slopes
+
+
+def _replace(args: list, position: int, values: np.ndarray) -> list:
+    replaced = list(args)
+    replaced[position] = Tensor(values, requires_grad=True, dtype=np.float64)
+    return replaced
+
+
+def _compare(position: int, analytic: np.ndarray, numerical: np.ndarray, atol: float, rtol: float) -> InputCheck:
+    diff = np.abs(analytic - numerical)
+    scale = np.maximum(np.abs(analytic), np.abs(numerical))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(scale > 0, diff / scale, 0.0)
+    relative = np.where(np.isnan(diff), np.inf, relative)
+    if analytic.size == 0:
+        return InputCheck(position, analytic.shape, (), 0.0, 0.0, 0.0, 0.0, True)
+    # The worst element is the one furthest beyond tolerance (not merely the largest relative error, which
+    # can be huge and harmless where both values are near zero).
+    excess = np.where(np.isnan(diff), np.inf, diff - (atol + rtol * np.abs(numerical)))
+    worst = np.unravel_index(np.argmax(excess), analytic.shape)
+    passed = bool(np.all(excess <= 0))
+    return InputCheck(
+        position=position,
+        shape=analytic.shape,
+        worst_index=tuple(int(i) for i in worst),
+        analytic=float(analytic[worst]),
+        numerical=float(numerical[worst]),
+        relative_error=float(relative[worst]),
+        max_abs_error=float(np.nanmax(diff)) if not np.isnan(diff).all() else float("nan"),
+        passed=passed,
+    )
