@@ -175,9 +175,10 @@ def _backward_through(op, g: Tensor, pending: dict[int, Tensor]) -> None:
     if len(input_grads) != len(op.inputs):
         raise BackwardError(f"{op.name}.backward returned {len(input_grads)} gradients for {len(op.inputs)} inputs")
     for i, (x, gx) in enumerate(zip(op.inputs, input_grads)):
-        if gx is None or not x.requires_grad:
+        if gx is None or not x._requires_grad:
             continue
-        gx = as_tensor(gx, like=g)
+        if type(gx) is not Tensor:
+            gx = as_tensor(gx, like=g)
         if gx.shape != x.shape:
             raise BackwardError(
                 f"{op.name}.backward returned a gradient of shape {gx.shape} for input {i}, which has "

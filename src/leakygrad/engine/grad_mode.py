@@ -6,6 +6,7 @@ import contextlib
 import threading
 
 _state = threading.local()
+_state.enabled = True  # the main thread; other threads start from the default in is_grad_enabled
 
 
 def is_grad_enabled() -> bool:

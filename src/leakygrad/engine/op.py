@@ -44,8 +44,7 @@ class Op:
     @classmethod
     def apply(cls, *inputs, **params) -> Tensor:
         op = cls(**params)
-        like = next((x for x in inputs if isinstance(x, Tensor)), None)
-        tensors = tuple(as_tensor(x, like) for x in inputs)
+        tensors = inputs if all(type(x) is Tensor for x in inputs) else _constants_as_tensors(inputs)
         try:
             result = op.forward(*[t.data for t in tensors])
         except LeakygradError:
@@ -53,11 +52,11 @@ class Op:
         except (ValueError, IndexError, TypeError) as error:
             raise OpError(_explain_failure(op.name, tensors, error)) from error
 
-        requires_grad = is_grad_enabled() and any(t.requires_grad for t in tensors)
+        requires_grad = is_grad_enabled() and any([t._requires_grad for t in tensors])
         output = Tensor._wrap(result, requires_grad)
         if requires_grad:
             op.inputs = tensors
-            op.needs_input_grad = tuple(t.requires_grad for t in tensors)
+            op.needs_input_grad = tuple([t._requires_grad for t in tensors])
             op._output = weakref.ref(output)
             output.op = op
         return output
@@ -65,6 +64,12 @@ class Op:
     def __repr__(self) -> str:
         shapes = ", ".join(str(t.shape) for t in self.inputs)
         return f"<{self.name} of {shapes}>"
+
+
+def _constants_as_tensors(inputs) -> tuple[Tensor, ...]:
+    """Python numbers and NumPy arrays become constant tensors; numbers take the dtype of a tensor input."""
+    like = next((x for x in inputs if isinstance(x, Tensor)), None)
+    return tuple(as_tensor(x, like) for x in inputs)
 
 
 def _explain_failure(name: str, tensors: tuple[Tensor, ...], error: Exception) -> str:
