@@ -62,11 +62,12 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
             f"clip_grad_norm_: the total {norm_type}-norm of the gradients is {total}, so they cannot be clipped. "
             "Something upstream produced an inf or a nan; set error_if_nonfinite=False to scale them anyway."
         )
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        coefficient = min(max_norm / (total + 1e-6), 1.0) if not math.isnan(total) else math.nan
+    coefficient = min(max_norm / (total + 1e-6), 1.0) if not math.isnan(total) else math.nan
     for p in parameters:
         if p.grad is not None:
-            p.grad = Tensor(p.grad.data * np.asarray(coefficient, dtype=p.grad.dtype), dtype=p.grad.dtype)
+            with np.errstate(invalid="ignore"):  # inf * 0 = nan, as in PyTorch: the explosion stays visible
+                scaled = p.grad.data * np.asarray(coefficient, dtype=p.grad.dtype)
+            p.grad = Tensor(scaled, dtype=p.grad.dtype)
     return Tensor(total, dtype=np.float64)
 
 

@@ -196,7 +196,7 @@ class LBFGS(Optimizer):
         self._set_params(start)
         return loss, flat_grad
 
-    def step(self, closure):
+    def step(self, closure=None):
         if closure is None:
             raise ValueError(
                 "LBFGS.step needs a closure that clears the gradients, computes the loss, calls backward and "

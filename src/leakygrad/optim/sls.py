@@ -88,7 +88,7 @@ class SLS(Optimizer):
             return min(step_size * group["gamma"] ** (1.0 / group["n_batches_per_epoch"]), group["eta_max"])
         return group["init_step_size"]
 
-    def step(self, closure):
+    def step(self, closure=None):
         if closure is None:
             raise ValueError(
                 "SLS.step needs a closure that recomputes the minibatch loss (without calling backward): "
