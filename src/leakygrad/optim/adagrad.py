@@ -18,6 +18,8 @@ from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, params_wi
 
 
 class Adagrad(Optimizer):
+    per_parameter_state = ("sum",)
+
     def __init__(
         self,
         params,

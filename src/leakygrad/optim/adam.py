@@ -28,6 +28,7 @@ class Adam(Optimizer):
     """Adam; `amsgrad=True` for AMSGrad; `weight_decay` is an L2 penalty added to the gradient."""
 
     decoupled_weight_decay = False
+    per_parameter_state = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
     def __init__(
         self,

@@ -29,6 +29,9 @@ from leakygrad.engine.tensor import Tensor
 class Optimizer:
     """Base class: subclasses set `defaults` and write `step()`."""
 
+    # State entries shaped like their parameter (momentum buffers, running averages): load_state_dict checks them.
+    per_parameter_state: tuple[str, ...] = ()
+
     def __init__(self, params, defaults: dict):
         name = type(self).__name__
         if isinstance(params, Tensor):
@@ -188,8 +191,15 @@ class Optimizer:
             param = param_of.get(_as_int_key(key))
             if param is None:
                 state[key] = copy.deepcopy(entry)
-            else:
-                state[param] = {k: _cast_like(param, v, k) for k, v in entry.items()}
+                continue
+            for k in self.per_parameter_state:
+                value = entry.get(k)
+                if isinstance(value, np.ndarray) and value.shape != param.shape:
+                    raise ValueError(
+                        f"{name}.load_state_dict: the saved '{k}' of parameter {key} has shape {value.shape}, but "
+                        f"the parameter has shape {param.shape}: was the state saved for another model?"
+                    )
+            state[param] = {k: _cast_like(param, v, k) for k, v in entry.items()}
 
         new_groups = []
         for saved, group in zip(saved_groups, self.param_groups):

@@ -19,6 +19,8 @@ from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, params_wi
 
 
 class RMSprop(Optimizer):
+    per_parameter_state = ("square_avg", "momentum_buffer", "grad_avg")
+
     def __init__(
         self,
         params,

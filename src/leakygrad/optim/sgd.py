@@ -18,6 +18,8 @@ from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, params_wi
 class SGD(Optimizer):
     """Gradient descent: `w <- w - lr * grad`, plus the momentum options above (all off by default)."""
 
+    per_parameter_state = ("momentum_buffer",)
+
     def __init__(
         self,
         params,

@@ -39,6 +39,8 @@ class SignSGD(Optimizer):
 class Signum(Optimizer):
     """Sign of momentum: `m <- momentum * m + (1 - momentum) * g`, `w <- w - lr * sign(m)`."""
 
+    per_parameter_state = ("momentum_buffer",)
+
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.9, weight_decay: float = 0.0):
         check_hyperparameter("Signum", "lr", lr)
         check_hyperparameter("Signum", "momentum", momentum, 0.0, 1.0)
