@@ -180,3 +180,27 @@ def test_the_same_parameter_twice_is_refused():
 def test_bad_hyperparameters_get_a_clear_error(make, message):
     with pytest.raises(ValueError, match=message):
         make([lg.Tensor([1.0], requires_grad=True)])
+
+
+@pytest.mark.parametrize("make", [lambda ps: optim.LBFGS(ps, line_search_fn="strong_wolfe"), lambda ps: optim.SLS(ps)])
+def test_line_search_optimisers_keep_float32_and_record_no_graph(problem, make):
+    params = [lg.Tensor(w, requires_grad=True, dtype="float32") for w in problem.initial]
+    opt = make(params)
+
+    def loss_fn():
+        w1, b1, w2, b2 = params
+        out = (lg.Tensor(problem.x) @ w1 + b1).tanh() @ w2 + b2
+        return ((out - lg.Tensor(problem.y)) ** 2).mean()
+
+    def closure():
+        if isinstance(opt, optim.LBFGS):
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+        return loss_fn()  # SLS calls backward itself
+
+    first = opt.step(closure).item()
+    opt.step(closure)
+    assert loss_fn().item() < first
+    assert all(p.dtype == np.float32 and p.op is None for p in params)
