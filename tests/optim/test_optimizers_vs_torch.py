@@ -77,6 +77,8 @@ def test_step_records_no_graph_and_zero_grad_sets_grads_to_none(problem):
     with lg.enable_grad():
         opt.step()
     assert all(p.op is None and p.is_leaf for p in params)
+    opt.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.data.any() for p in params)
     opt.zero_grad()
     assert all(p.grad is None for p in params)
 
