@@ -2,9 +2,10 @@
 
 - `leakygrad.engine`: a NumPy autodiff engine whose every backward pass is written out beside its forward.
 - `leakygrad.gradcheck`, `leakygrad.jvp`, `leakygrad.viz`: check, extend and draw what the engine computes.
+- `leakygrad.optim`, `leakygrad.io`, `leakygrad.data`: optimisers and schedules, saving and loading, data.
 """
 
-from leakygrad import viz  # noqa: F401
+from leakygrad import data, io, optim, viz  # noqa: F401
 from leakygrad.engine import (  # noqa: F401
     BackwardError,
     LeakygradError,

@@ -1,0 +1,208 @@
+"""Each optimiser against its PyTorch twin: 50 steps on the same float64 problem, trajectories agree to 1e-6."""
+
+import numpy as np
+import pytest
+import torch
+
+import leakygrad as lg
+from leakygrad import optim
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1)),
+    ("SGD", dict(lr=0.01, momentum=0.5, weight_decay=0.1, maximize=True)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
+    ("Adam", dict(lr=0.02, amsgrad=True)),
+    ("Adam", dict(lr=0.01, maximize=True)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.02, weight_decay=0.3, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("RMSprop", dict(lr=0.005, alpha=0.9, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1, eps=1e-8)),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", CASES, ids=[f"{n}-{'-'.join(k)}" for n, k in CASES])
+def test_trajectory_matches_pytorch(problem, run_twins, name, kwargs):
+    ours, theirs = run_twins(
+        problem,
+        lambda ps: getattr(optim, name)(ps, **kwargs),
+        lambda ps: getattr(torch.optim, name)(ps, **kwargs),
+    )
+    start = np.concatenate([w.ravel() for w in problem.initial])
+    assert np.abs(ours[-1] - start).max() > 1e-2  # the weights did move
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
+
+
+def test_parameter_groups_with_their_own_hyperparameters_match_pytorch(problem, run_twins):
+    def groups(params):
+        return [{"params": params[:2], "lr": 0.2}, {"params": params[2:], "momentum": 0.5}]
+
+    ours, theirs = run_twins(
+        problem,
+        lambda ps: optim.SGD(groups(ps), lr=0.05, momentum=0.9),
+        lambda ps: torch.optim.SGD(groups(ps), lr=0.05, momentum=0.9),
+    )
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "SignSGD", "Signum"])
+def test_float32_parameters_and_their_state_stay_float32(problem, name):
+    params = [lg.Tensor(w, requires_grad=True, dtype="float32") for w in problem.initial]
+    opt = getattr(optim, name)(params, lr=0.01, **({"momentum": 0.9} if name in ("SGD", "RMSprop") else {}))
+    for _ in range(3):
+        opt.zero_grad()
+        w1, b1, w2, b2 = params
+        out = (lg.Tensor(problem.x) @ w1 + b1).tanh() @ w2 + b2
+        ((out - lg.Tensor(problem.y)) ** 2).mean().backward()
+        opt.step()
+    for p in params:
+        assert p.dtype == np.float32 and p.is_leaf and p.op is None
+        for value in opt.state[p].values():
+            if isinstance(value, np.ndarray):
+                assert value.dtype == np.float32
+
+
+def test_step_records_no_graph_and_zero_grad_sets_grads_to_none(problem):
+    params = problem.lg_params()
+    opt = optim.Adam(params, lr=0.1)
+    problem.lg_loss(params).backward()
+    with lg.enable_grad():
+        opt.step()
+    assert all(p.op is None and p.is_leaf for p in params)
+    opt.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.data.any() for p in params)
+    opt.zero_grad()
+    assert all(p.grad is None for p in params)
+
+
+def test_closure_is_called_with_grad_enabled_and_its_loss_returned(problem):
+    params = problem.lg_params()
+    opt = optim.SGD(params, lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = problem.lg_loss(params)
+        loss.backward()
+        return loss
+
+    with lg.no_grad():
+        loss = opt.step(closure)
+    assert loss.item() == pytest.approx(problem.lg_loss(problem.lg_params()).item())
+
+
+def test_state_dict_has_pytorchs_layout_and_resuming_continues_the_same_trajectory(problem):
+    def make(params):
+        return optim.Adam([{"params": params[:2]}, {"params": params[2:], "lr": 0.03}], lr=0.01, amsgrad=True)
+
+    def train(params, opt, steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            problem.lg_loss(params).backward()
+            opt.step()
+
+    straight = problem.lg_params()
+    train(straight, make(straight), 20)
+
+    first = problem.lg_params()
+    opt = make(first)
+    train(first, opt, 10)
+    saved = opt.state_dict()
+    torch_params = problem.torch_params()
+    torch_opt = torch.optim.Adam([{"params": torch_params[:2]}, {"params": torch_params[2:], "lr": 0.03}], amsgrad=True)
+    problem.torch_loss(torch_params).backward()
+    torch_opt.step()
+    theirs = torch_opt.state_dict()
+    assert list(saved["state"]) == list(theirs["state"]) == [0, 1, 2, 3]
+    assert set(saved["state"][0]) == set(theirs["state"][0])
+    assert [g["params"] for g in saved["param_groups"]] == [g["params"] for g in theirs["param_groups"]]
+
+    resumed = [lg.Tensor(p.data.copy(), requires_grad=True, dtype="float64") for p in first]
+    opt2 = make(resumed)
+    opt2.load_state_dict(saved)
+    train(first, opt, 3)  # the snapshot must not move with the original
+    train(resumed, opt2, 10)
+    for a, b in zip(resumed, straight):
+        np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_adding_a_parameter_group_later(problem):
+    params = problem.lg_params()
+    opt = optim.SGD(params[:2], lr=0.1)
+    opt.add_param_group({"params": params[2:], "lr": 0.5})
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.0
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [params[0]]})
+
+
+def test_named_parameters_are_accepted_and_names_kept(problem):
+    params = problem.lg_params()
+    opt = optim.SGD([(f"w{i}", p) for i, p in enumerate(params)], lr=0.1)
+    assert opt.param_groups[0]["param_names"] == ["w0", "w1", "w2", "w3"]
+    assert opt.param_groups[0]["params"][0] is params[0]
+
+
+@pytest.mark.parametrize(
+    "params, error, message",
+    [
+        ([], ValueError, "empty parameter list"),
+        ({lg.Tensor([1.0], requires_grad=True)}, TypeError, "not a set"),
+        (lg.Tensor([1.0], requires_grad=True), TypeError, "not a single Tensor"),
+        ([np.zeros(3)], TypeError, "parameter 0 is ndarray"),
+        ([lg.Tensor([1.0], requires_grad=True) * 2], ValueError, "computed by an op"),
+    ],
+)
+def test_bad_parameters_get_a_clear_error(params, error, message):
+    with pytest.raises(error, match=message):
+        optim.SGD(params, lr=0.1)
+
+
+def test_the_same_parameter_twice_is_refused():
+    w = lg.Tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match="appears twice"):
+        optim.SGD([w, w], lr=0.1)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: optim.SGD(p, lr=-1), "lr must be >= 0"),
+        (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov"),
+        (lambda p: optim.Adam(p, betas=(1.0, 0.9)), r"betas\[0\] must be in \[0.0, 1.0\)"),
+        (lambda p: optim.Signum(p, momentum=1.5), "momentum must be in"),
+    ],
+)
+def test_bad_hyperparameters_get_a_clear_error(make, message):
+    with pytest.raises(ValueError, match=message):
+        make([lg.Tensor([1.0], requires_grad=True)])
+
+
+@pytest.mark.parametrize("make", [lambda ps: optim.LBFGS(ps, line_search_fn="strong_wolfe"), lambda ps: optim.SLS(ps)])
+def test_line_search_optimisers_keep_float32_and_record_no_graph(problem, make):
+    params = [lg.Tensor(w, requires_grad=True, dtype="float32") for w in problem.initial]
+    opt = make(params)
+
+    def loss_fn():
+        w1, b1, w2, b2 = params
+        out = (lg.Tensor(problem.x) @ w1 + b1).tanh() @ w2 + b2
+        return ((out - lg.Tensor(problem.y)) ** 2).mean()
+
+    def closure():
+        if isinstance(opt, optim.LBFGS):
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+        return loss_fn()  # SLS calls backward itself
+
+    first = opt.step(closure).item()
+    opt.step(closure)
+    assert loss_fn().item() < first
+    assert all(p.dtype == np.float32 and p.op is None for p in params)
