@@ -55,7 +55,7 @@ class ReLU(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        return where(x > 0, grad, 0.0)  # slope 1 where x > 0, else 0 (at x = 0 too)
+        return where(x <= 0, 0.0, grad)  # slope 1 where x > 0, else 0 (at x = 0 too); NaN passes, as in PyTorch
 
 
 class LeakyReLU(Op):
@@ -85,7 +85,7 @@ class ELU(Op):
     def backward(self, grad):
         (x,) = self.inputs
         y = self.output
-        return where(x > 0, grad, grad * (y + self.alpha))  # for x <= 0: alpha e^x = y + alpha
+        return where(x <= 0, grad * (y + self.alpha), grad)  # for x <= 0: alpha e^x = y + alpha
 
 
 class GELU(Op):
@@ -160,4 +160,4 @@ class Hardtanh(Op):
     def backward(self, grad):
         (x,) = self.inputs
         # Open interval, unlike clip: PyTorch's hardtanh passes no gradient at the bounds themselves.
-        return where((x > self.min_val) & (x < self.max_val), grad, 0.0)
+        return where((x <= self.min_val) | (x >= self.max_val), 0.0, grad)

@@ -208,8 +208,9 @@ class Maximum(Op):
     def backward(self, grad):
         a, b = self.inputs
         # The larger input takes the gradient; on a tie each takes half (PyTorch's convention).
-        grad_a = where(a.data > b.data, grad, where(a.data == b.data, grad / 2, 0.0))
-        grad_b = where(b.data > a.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        # Written as "zero where smaller" so that a NaN, as in PyTorch, passes the gradient.
+        grad_a = where(a.data < b.data, 0.0, where(a.data == b.data, grad / 2, grad))
+        grad_b = where(b.data < a.data, 0.0, where(a.data == b.data, grad / 2, grad))
         return grad_a.sum_to(a.shape), grad_b.sum_to(b.shape)
 
 
@@ -221,8 +222,8 @@ class Minimum(Op):
 
     def backward(self, grad):
         a, b = self.inputs
-        grad_a = where(a.data < b.data, grad, where(a.data == b.data, grad / 2, 0.0))
-        grad_b = where(b.data < a.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        grad_a = where(a.data > b.data, 0.0, where(a.data == b.data, grad / 2, grad))
+        grad_b = where(b.data > a.data, 0.0, where(a.data == b.data, grad / 2, grad))
         return grad_a.sum_to(a.shape), grad_b.sum_to(b.shape)
 
 
