@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from leakygrad.engine.errors import OpError
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.elementwise import where
 from leakygrad.engine.ops.erf_numpy import erf as _erf
@@ -95,7 +96,7 @@ class GELU(Op):
 
     def __init__(self, approximate: str = "none"):
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise OpError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, x):

@@ -186,7 +186,7 @@ class Clip(Op):
 
     def __init__(self, low=None, high=None):
         if low is None and high is None:
-            raise ValueError("clip needs at least one of min and max")
+            raise OpError("clip needs at least one of min and max")
         self.low, self.high = low, high
 
     def forward(self, x):
@@ -236,7 +236,12 @@ class Where(Op):
         self.condition = condition
 
     def forward(self, a, b):
-        return np.where(self.condition, a, b)
+        try:
+            return np.where(self.condition, a, b)
+        except ValueError:
+            raise OpError(
+                f"where: condition {self.condition.shape}, {a.shape} and {b.shape} cannot be broadcast together"
+            ) from None
 
     def backward(self, grad):
         a, b = self.inputs
