@@ -126,7 +126,8 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
     found: dict[int, Tensor] = {}
     given_to_leaves: set[int] = set()
 
-    with enable_grad() if create_graph else no_grad():
+    # inf and nan in a gradient are results to report (the doctor looks for them), not NumPy warnings
+    with enable_grad() if create_graph else no_grad(), np.errstate(all="ignore"):
         for tensor in order:
             g = pending.pop(id(tensor), None)
             if g is None:
