@@ -167,6 +167,14 @@ KINKS = [
         ([nan],),
         ([1.0],),
     ),
+    Kink(
+        "max over an axis with a NaN: NaN across that slice",
+        lambda x: x.max(axis=1),
+        lambda x: x.amax(dim=1),
+        ([[nan, 1.0], [1.0, 2.0]],),
+        ([[nan, nan], [0.0, 1.0]],),
+    ),
+    Kink("max over all with a NaN: NaN everywhere", lambda x: x.max(), torch.amax, ([nan, 1.0],), ([nan, nan],)),
     # masked rows
     Kink(
         "softmax: an entry at -inf gets no gradient",
