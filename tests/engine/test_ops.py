@@ -581,3 +581,29 @@ def test_gradcheck_passes(op: OpSpec, data):
 def test_gradgradcheck_passes(op: OpSpec, data):
     case = data.draw(cases(op))
     assert lg.gradgradcheck(lambda *xs: op.leaky(*xs, **case.params), *leaky_inputs(case)).passed
+
+
+@pytest.mark.parametrize("op", SPECS, ids=str)
+@given(data=st.data())
+def test_float32_stays_float32(op: OpSpec, data):
+    """Value, gradients and second derivatives keep float32, Python numbers in the call included."""
+    case = data.draw(cases(op))
+    xs = [
+        lg.Tensor(a, requires_grad=a.dtype.kind == "f", dtype=np.float32 if a.dtype.kind == "f" else a.dtype)
+        for a in case.arrays
+    ]
+    wrt = [x for x in xs if x.requires_grad]
+    out = op.leaky(*xs, **case.params)
+    assert out.dtype == np.float32, f"{op.name}: value is {out.dtype}"
+    # The walk casts each gradient to its input's dtype; the op's own backward should not need that.
+    with lg.no_grad():
+        direct = () if out.op is None else out.op.backward(lg.ones(out.shape))  # no op: returned the input
+    for i, g in enumerate(direct if isinstance(direct, tuple) else (direct,)):
+        assert g is None or np.asarray(g.data).dtype == np.float32, f"{op.name}.backward: input {i} gets {g.dtype}"
+    grads = lg.grad(out, wrt, grad_outputs=lg.ones(out.shape), create_graph=True, allow_unused=True)
+    for i, g in enumerate(grads):
+        assert g is None or g.dtype == np.float32, f"{op.name}: gradient of input {i} is {g.dtype}"
+    terms = [(g * g).sum() for g in grads if g is not None and g.requires_grad]
+    if terms:
+        for i, h in enumerate(lg.grad(sum(terms), wrt, allow_unused=True)):
+            assert h is None or h.dtype == np.float32, f"{op.name}: second derivative of input {i} is {h.dtype}"
