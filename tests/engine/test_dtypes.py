@@ -80,3 +80,29 @@ def test_mixing_precisions_follows_numpy_and_keeps_each_leafs_gradient_dtype():
     y.sum().backward()
     assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
     np.testing.assert_allclose(a.grad.data, [3.0, 4.0])
+
+
+def test_integer_and_boolean_results_are_outside_the_graph_and_match_torch():
+    values = [[0.3, -1.2, 2.5], [1.7, 1.7, -0.4]]
+    x = lg.tensor(values, requires_grad=True, dtype="float64")
+    xt = torch.tensor(values, dtype=torch.float64)
+    for result, expected in [
+        (x.argmax(axis=1), xt.argmax(dim=1)),
+        (x.argmin(axis=0), xt.argmin(dim=0)),
+        (x.argmax(), xt.argmax()),
+        (x.round(), xt.round()),
+        (x > 1, xt > 1),
+    ]:
+        assert not result.requires_grad and result.op is None
+        np.testing.assert_array_equal(result.data, expected.numpy())
+    assert (x > 2).any() and not (x > 3).any() and (x > -2).all()
+
+
+def test_manual_seed_makes_random_tensors_reproducible():
+    lg.manual_seed(7)
+    first = (lg.randn(3).data, lg.rand(2).data)
+    lg.manual_seed(7)
+    second = (lg.randn(3).data, lg.rand(2).data)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+    assert lg.generator() is lg.engine.generator()
