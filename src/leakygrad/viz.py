@@ -124,7 +124,7 @@ def _tensor_label(t: Tensor, norm: float | None) -> str:
     if t.size == 1:
         parts.append(f"value {t.data.item():.4g}")
     if norm is not None:
-        parts.append(f"|grad| {norm:.3g}")
+        parts.append(_escape(f"|grad| {norm:.3g}"))  # escaped: | separates the fields of a record
     return " | ".join(parts)
 
 

@@ -126,7 +126,8 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
     found: dict[int, Tensor] = {}
     given_to_leaves: set[int] = set()
 
-    with enable_grad() if create_graph else no_grad():
+    # inf and nan in a gradient are results to report (the doctor looks for them), not NumPy warnings
+    with enable_grad() if create_graph else no_grad(), np.errstate(all="ignore"):
         for tensor in order:
             g = pending.pop(id(tensor), None)
             if g is None:
@@ -137,8 +138,9 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
                     found[id(tensor)] = g
             elif tensor.op is None:
                 _accumulate_into_leaf(tensor, g, create_graph, given_to_leaves)
-            elif tensor._retains_grad:
-                tensor.grad = g if create_graph else g.detach()
+            elif tensor._retains_grad:  # accumulates across calls, like a leaf's (as in PyTorch)
+                retained = g if create_graph else g.detach()
+                tensor.grad = retained if tensor.grad is None else tensor.grad + retained
             if tensor.op is not None:
                 _backward_through(tensor.op, g, pending)
     return found

@@ -25,9 +25,12 @@ DEFAULT_DTYPE = np.float32
 
 def _to_array(data, dtype) -> np.ndarray:
     """Floating data becomes float32 unless a dtype is given; integers and booleans keep their type."""
+    try:
+        array = np.asarray(data, dtype=dtype)
+    except (ValueError, TypeError) as error:
+        raise OpError(f"Tensor: cannot make an array of this data: {error}") from None
     if dtype is not None:
-        return np.asarray(data, dtype=dtype)
-    array = np.asarray(data)
+        return array
     if array.dtype.kind == "f" and array.dtype != DEFAULT_DTYPE:
         return array.astype(DEFAULT_DTYPE)
     if array.dtype.kind not in "fiub":
@@ -258,10 +261,10 @@ class Tensor:
         return Tensor._wrap(~self.data)
 
     def __and__(self, other):
-        return Tensor._wrap(np.logical_and(self.data, _data(other)))
+        return elementwise.compare(np.logical_and, self, other)
 
     def __or__(self, other):
-        return Tensor._wrap(np.logical_or(self.data, _data(other)))
+        return elementwise.compare(np.logical_or, self, other)
 
     def exp(self):
         return elementwise.Exp.apply(self)
@@ -357,7 +360,7 @@ class Tensor:
     view = reshape
 
     def flatten(self, start_axis: int = 0):
-        start = start_axis % self.ndim if self.ndim else 0
+        start = _axis("flatten", start_axis, self.shape) if self.ndim else 0
         return self.reshape(self.shape[:start] + (-1,))
 
     def transpose(self, *axes):
@@ -368,6 +371,7 @@ class Tensor:
     permute = transpose
 
     def swapaxes(self, axis1: int, axis2: int):
+        axis1, axis2 = _axis("swapaxes", axis1, self.shape), _axis("swapaxes", axis2, self.shape)
         axes = list(range(self.ndim))
         axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
         return self.transpose(axes)
@@ -403,13 +407,18 @@ class Tensor:
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        axes = {a % self.ndim for a in axes}
+        axes = {_axis("squeeze", a, self.shape) for a in axes}
         for a in axes:
             if self.shape[a] != 1:
                 raise OpError(f"squeeze: axis {a} of shape {self.shape} has size {self.shape[a]}, not 1")
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
 
     def unsqueeze(self, axis: int):
+        if not -self.ndim - 1 <= axis <= self.ndim:
+            raise OpError(
+                f"unsqueeze: axis {axis} is out of range for a tensor of shape {self.shape}: "
+                f"the new axis can go at {-self.ndim - 1} to {self.ndim}"
+            )
         axis = axis % (self.ndim + 1)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
@@ -454,8 +463,11 @@ class RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-def _data(value):
-    return value.data if isinstance(value, Tensor) else value
+def _axis(name: str, axis: int, shape: tuple[int, ...]) -> int:
+    """`axis` as a non-negative index into `shape`, or an OpError if it is out of range."""
+    if not -len(shape) <= axis < len(shape):
+        raise OpError(f"{name}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dimensions)")
+    return axis % len(shape)
 
 
 def as_tensor(value, like: Tensor | None = None) -> Tensor:

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from leakygrad.engine.errors import OpError
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.elementwise import where
 from leakygrad.engine.ops.erf_numpy import erf as _erf
@@ -55,7 +56,7 @@ class ReLU(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        return where(x > 0, grad, 0.0)  # slope 1 where x > 0, else 0 (at x = 0 too)
+        return where(x <= 0, 0.0, grad)  # slope 1 where x > 0, else 0 (at x = 0 too); NaN passes, as in PyTorch
 
 
 class LeakyReLU(Op):
@@ -85,7 +86,7 @@ class ELU(Op):
     def backward(self, grad):
         (x,) = self.inputs
         y = self.output
-        return where(x > 0, grad, grad * (y + self.alpha))  # for x <= 0: alpha e^x = y + alpha
+        return where(x <= 0, grad * (y + self.alpha), grad)  # for x <= 0: alpha e^x = y + alpha
 
 
 class GELU(Op):
@@ -95,7 +96,7 @@ class GELU(Op):
 
     def __init__(self, approximate: str = "none"):
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise OpError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, x):
@@ -160,4 +161,4 @@ class Hardtanh(Op):
     def backward(self, grad):
         (x,) = self.inputs
         # Open interval, unlike clip: PyTorch's hardtanh passes no gradient at the bounds themselves.
-        return where((x > self.min_val) & (x < self.max_val), grad, 0.0)
+        return where((x <= self.min_val) | (x >= self.max_val), 0.0, grad)

@@ -186,7 +186,7 @@ class Clip(Op):
 
     def __init__(self, low=None, high=None):
         if low is None and high is None:
-            raise ValueError("clip needs at least one of min and max")
+            raise OpError("clip needs at least one of min and max")
         self.low, self.high = low, high
 
     def forward(self, x):
@@ -208,8 +208,9 @@ class Maximum(Op):
     def backward(self, grad):
         a, b = self.inputs
         # The larger input takes the gradient; on a tie each takes half (PyTorch's convention).
-        grad_a = where(a.data > b.data, grad, where(a.data == b.data, grad / 2, 0.0))
-        grad_b = where(b.data > a.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        # Written as "zero where smaller" so that a NaN, as in PyTorch, passes the gradient.
+        grad_a = where(a.data < b.data, 0.0, where(a.data == b.data, grad / 2, grad))
+        grad_b = where(b.data < a.data, 0.0, where(a.data == b.data, grad / 2, grad))
         return grad_a.sum_to(a.shape), grad_b.sum_to(b.shape)
 
 
@@ -221,8 +222,8 @@ class Minimum(Op):
 
     def backward(self, grad):
         a, b = self.inputs
-        grad_a = where(a.data < b.data, grad, where(a.data == b.data, grad / 2, 0.0))
-        grad_b = where(b.data < a.data, grad, where(a.data == b.data, grad / 2, 0.0))
+        grad_a = where(a.data > b.data, 0.0, where(a.data == b.data, grad / 2, grad))
+        grad_b = where(b.data > a.data, 0.0, where(a.data == b.data, grad / 2, grad))
         return grad_a.sum_to(a.shape), grad_b.sum_to(b.shape)
 
 
@@ -235,7 +236,12 @@ class Where(Op):
         self.condition = condition
 
     def forward(self, a, b):
-        return np.where(self.condition, a, b)
+        try:
+            return np.where(self.condition, a, b)
+        except ValueError:
+            raise OpError(
+                f"where: condition {self.condition.shape}, {a.shape} and {b.shape} cannot be broadcast together"
+            ) from None
 
     def backward(self, grad):
         a, b = self.inputs

@@ -84,7 +84,9 @@ class Var(Op):
         (x,) = self.inputs
         n = _count(x.shape, self.axes)
         centred = x - x.mean(axis=self.axes, keepdims=True)
-        return _spread(grad, x.shape, self.axes) * centred * (2 / (n - self.ddof))
+        # n <= ddof leaves no degrees of freedom: the variance is inf or nan, and so is its gradient (PyTorch too)
+        scale = 2 / (n - self.ddof) if n > self.ddof else np.inf
+        return _spread(grad, x.shape, self.axes) * centred * scale
 
 
 class Max(Op):

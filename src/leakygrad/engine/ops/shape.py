@@ -157,6 +157,7 @@ class Concatenate(Op):
         self.axis = axis
 
     def forward(self, *arrays):
+        _check_axis("concatenate", self.axis, arrays, arrays[0].ndim)
         try:
             return np.concatenate(arrays, axis=self.axis)
         except (ValueError, np.exceptions.AxisError):
@@ -182,6 +183,7 @@ class Stack(Op):
         self.axis = axis
 
     def forward(self, *arrays):
+        _check_axis("stack", self.axis, arrays, arrays[0].ndim + 1)  # the new axis may go anywhere
         try:
             return np.stack(arrays, axis=self.axis)
         except ValueError:
@@ -210,6 +212,12 @@ class Pad(Op):
     def backward(self, grad):
         inside = tuple(slice(before, n - after) for (before, after), n in zip(self.widths, grad.shape))
         return grad[inside]  # the padding was constant: only the original elements get a gradient
+
+
+def _check_axis(name: str, axis: int, arrays, ndim: int) -> None:
+    if not -ndim <= axis < ndim:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise OpError(f"{name}: axis {axis} is out of range for shapes {shapes} (the result has {ndim} dimensions)")
 
 
 class IndexingError(OpError, IndexError):

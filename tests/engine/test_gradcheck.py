@@ -1,0 +1,167 @@
+"""`leakygrad.gradcheck` and `gradgradcheck` themselves: they pass a correct op, and catch a wrong one with a
+message that says which input, which element, both values, the relative error and CS231n's verdict."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import leakygrad as lg
+from leakygrad.engine.op import Op
+from leakygrad.gradcheck import GradcheckError, GradcheckReport, judge
+
+
+class TripleWithOneWrongElement(Op):
+    """3 x, whose backward is right everywhere except at one element, where it says 3.3 instead of 3."""
+
+    name = "buggy_triple"
+
+    def __init__(self, wrong_at: tuple[int, ...], wrong_slope: float = 3.3):
+        self.wrong_at, self.wrong_slope = wrong_at, wrong_slope
+
+    def forward(self, x):
+        return 3 * x
+
+    def backward(self, grad):
+        slopes = np.full(grad.shape, 3.0)
+        slopes[self.wrong_at] = self.wrong_slope
+        return grad * lg.Tensor(slopes, dtype=grad.dtype)
+
+
+class ProductWithWrongSecondGradient(Op):
+    """a * b, with the gradient of b off by 1%."""
+
+    name = "buggy_mul"
+
+    def forward(self, a, b):
+        return a * b
+
+    def backward(self, grad):
+        a, b = self.inputs
+        return grad * b, grad * a * 1.01
+
+
+class SquareWithNumPyBackward(Op):
+    """x ** 2 with a backward that computes 2 x in NumPy: right values, but cut from the graph, so the second
+    derivative (through create_graph) comes out zero. The classic way to break double backward."""
+
+    name = "numpy_square"
+
+    def forward(self, x):
+        return x * x
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad * lg.Tensor(2 * x.data, dtype=x.dtype)
+
+
+def x64(*shape, requires_grad=True, seed=0):
+    return lg.Tensor(np.random.default_rng(seed).standard_normal(shape), requires_grad=requires_grad, dtype="float64")
+
+
+def test_a_correct_function_passes_and_the_report_says_so():
+    x, w = x64(4, 3), x64(3, 2, seed=1)
+    report = lg.gradcheck(lambda x, w: (x @ w).tanh().sum(axis=0), x, w)
+    assert isinstance(report, GradcheckReport) and report.passed
+    assert [c.position for c in report.inputs] == [0, 1]
+    assert report.max_relative_error < 1e-7
+    text = str(report)
+    assert text.startswith("gradcheck passed (central differences, eps=1e-06, float64)")
+    assert "input 0 (4, 3): worst element" in text and "input 1 (3, 2): worst element" in text
+    assert text.count("(good)") == 2
+
+
+def test_a_wrong_backward_is_caught_at_the_right_element_with_both_values():
+    x = x64(2, 3)
+    with pytest.raises(GradcheckError) as caught:
+        lg.gradcheck(lambda x: TripleWithOneWrongElement.apply(x, wrong_at=(1, 2)), x)
+    message = str(caught.value)
+    check = caught.value.report.inputs[0]
+    assert check.worst_index == (1, 2) and not check.passed
+    assert check.analytic == pytest.approx(3.3 / 3 * check.numerical, rel=1e-6)
+    assert check.relative_error == pytest.approx(0.3 / 3.3, rel=1e-5)
+    assert message.startswith("gradcheck failed: the analytic gradient (backward) disagrees with the numerical one")
+    assert "input 0 (2, 3): worst element (1, 2)" in message
+    assert f"analytic {check.analytic:.10g}, numerical {check.numerical:.10g}" in message
+    assert re.search(r"relative error 9\.09e-02 \(wrong\)", message)
+
+
+def test_the_message_names_only_the_input_whose_gradient_is_wrong():
+    a, b = x64(3), x64(3, seed=1)
+    with pytest.raises(GradcheckError) as caught:
+        lg.gradcheck(lambda a, b: ProductWithWrongSecondGradient.apply(a, b), a, b)
+    message = str(caught.value)
+    assert "input 1 (3,)" in message and "input 0" not in message
+    assert "(probably wrong)" in message  # 1% off: between 1e-4 and 1e-2
+    assert [c.passed for c in caught.value.report.inputs] == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("relative_error", "verdict"),
+    [(1e-9, "good"), (1e-5, "suspicious unless there are kinks"), (1e-3, "probably wrong"), (0.5, "wrong")],
+)
+def test_cs231n_bands(relative_error, verdict):
+    assert judge(relative_error) == verdict
+
+
+def test_raise_exception_false_returns_the_failing_report():
+    x = x64(3)
+    report = lg.gradcheck(lambda x: TripleWithOneWrongElement.apply(x, wrong_at=(0,)), x, raise_exception=False)
+    assert not report.passed and str(report).startswith("gradcheck FAILED")
+
+
+def test_a_kink_under_the_finite_difference_is_flagged():
+    """At relu's kink the central difference measures the average slope (0.5), not the convention (0)."""
+    x = lg.tensor([0.0, 1.0], requires_grad=True, dtype="float64")
+    with pytest.raises(GradcheckError, match=r"worst element \(0,\): analytic 0, numerical .*\(wrong\)"):
+        lg.gradcheck(lambda x: x.relu().sum(), x)
+
+
+def test_float32_inputs_are_checked_in_float64():
+    x = lg.randn(3, 2, requires_grad=True)
+    assert x.dtype == np.float32
+    report = lg.gradcheck(lambda x: (x * x).sum(), x)
+    assert report.max_relative_error < 1e-7  # impossible with float32 central differences
+
+
+def test_arguments_that_are_not_tensors_are_passed_through():
+    x = x64(3)
+    assert lg.gradcheck(lambda x, k, axis: (x**k).sum(axis=axis), x, 3, 0).passed
+
+
+def test_only_inputs_that_require_grad_are_checked():
+    x, c = x64(3), x64(3, requires_grad=False)
+    report = lg.gradcheck(lambda x, c: x * c, x, c)
+    assert [check.position for check in report.inputs] == [0]
+
+
+def test_nothing_to_check_is_an_error():
+    with pytest.raises(lg.LeakygradError, match="no input requires grad"):
+        lg.gradcheck(lambda x: x * 2, x64(3, requires_grad=False))
+
+
+def test_a_function_that_returns_no_tensor_is_an_error():
+    with pytest.raises(lg.LeakygradError, match="must return a Tensor or a tuple of Tensors, got float"):
+        lg.gradcheck(lambda x: 1.0, x64(3))
+
+
+def test_functions_with_several_outputs_are_checked_together():
+    x = x64(2, 3)
+    assert lg.gradcheck(lambda x: (x.sum(axis=0), x.exp(), x.max()), x).passed
+
+
+def test_gradgradcheck_passes_correct_second_derivatives():
+    x, w = x64(2, 3), x64(3, seed=1)
+    report = lg.gradgradcheck(lambda x, w: (x @ w).sigmoid(), x, w)
+    assert report.passed
+    # The first derivatives are checked as functions of the inputs and of the upstream gradient v.
+    assert [c.position for c in report.inputs] == [0, 1, 2]
+
+
+def test_gradgradcheck_catches_a_backward_written_in_numpy():
+    x = x64(3)
+    assert lg.gradcheck(lambda x: SquareWithNumPyBackward.apply(x), x).passed  # first order is right
+    with pytest.raises(GradcheckError, match="input 0 \\(3,\\)"):
+        lg.gradgradcheck(lambda x: SquareWithNumPyBackward.apply(x), x)
