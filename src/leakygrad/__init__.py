@@ -15,6 +15,7 @@ from leakygrad.engine import (  # noqa: F401
     arange,
     enable_grad,
     eye,
+    from_numpy,
     full,
     functional,
     generator,

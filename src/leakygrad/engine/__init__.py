@@ -9,6 +9,7 @@ from leakygrad.engine.autograd import grad, topological_order
 from leakygrad.engine.creation import (
     arange,
     eye,
+    from_numpy,
     full,
     generator,
     manual_seed,
@@ -37,6 +38,7 @@ __all__ = [
     "zeros_like",
     "ones_like",
     "eye",
+    "from_numpy",
     "arange",
     "randn",
     "rand",

@@ -24,6 +24,15 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
 
 
+def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """A tensor that shares memory with `array` (no copy, dtype kept): changing one changes the other."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a NumPy array, got {type(array).__name__}")
+    result = Tensor._wrap(array)
+    result.requires_grad = requires_grad
+    return result
+
+
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 

@@ -44,7 +44,7 @@ class Op:
     @classmethod
     def apply(cls, *inputs, **params) -> Tensor:
         op = cls(**params)
-        tensors = inputs if all(type(x) is Tensor for x in inputs) else _constants_as_tensors(inputs)
+        tensors = inputs if all(isinstance(x, Tensor) for x in inputs) else _constants_as_tensors(inputs)
         try:
             result = op.forward(*[t.data for t in tensors])
         except LeakygradError:

@@ -24,9 +24,12 @@ DEFAULT_DTYPE = np.float32
 
 
 def _to_array(data, dtype) -> np.ndarray:
-    """Floating data becomes float32 unless a dtype is given; integers and booleans keep their type."""
+    """A copy of `data` (as torch.tensor copies; `from_numpy` shares memory instead).
+
+    Floating data becomes float32 unless a dtype is given; integers and booleans keep their type.
+    """
     try:
-        array = np.asarray(data, dtype=dtype)
+        array = np.array(data, dtype=dtype)
     except (ValueError, TypeError) as error:
         raise OpError(f"Tensor: cannot make an array of this data: {error}") from None
     if dtype is not None:
@@ -134,6 +137,19 @@ class Tensor:
         return bool(self.data)
 
     __hash__ = object.__hash__  # tensors are hashable by identity, although == compares elementwise
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __setitem__(self, index, value):
+        raise OpError(
+            "Tensor does not support assignment to elements (x[i] = v): it would change a value that the graph "
+            "may still need for backward. Build a new tensor (F.where, F.concatenate), or, outside the graph, "
+            "change x.data[i] directly."
+        )
 
     def item(self) -> float:
         """The single number in a one-element tensor, as a Python number."""
