@@ -29,7 +29,7 @@ from leakygrad.engine.functional import (  # noqa: F401  (activations are part o
     tanh,
     where,
 )
-from leakygrad.engine.ops.nn import Im2Col, WindowMax, window_output_size
+from leakygrad.engine.ops.nn import Im2Col, WindowMax
 
 # ---------------------------------------------------------------------------------------------------- layers
 
@@ -67,8 +67,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         )
     n = x.shape[0]
     out_channels, _, kh, kw = weight.shape
-    windows = Im2Col.apply(x, kernel_size=(kh, kw), stride=_pair(stride, "conv2d stride"),
-                           padding=_pair(padding, "conv2d padding"))  # fmt: skip
+    windows = Im2Col.apply(
+        x, kernel_size=(kh, kw), stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding")
+    )
     _, out_h, out_w = windows.shape[:3]
     kernel = weight.transpose(2, 3, 1, 0).reshape(-1, out_channels)  # rows in the windows' (kh, kw, C) order
     out = windows.reshape(n * out_h * out_w, -1) @ kernel
@@ -138,8 +139,17 @@ def embedding(indices, weight: Tensor, padding_idx: int | None = None) -> Tensor
     return out
 
 
-def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5,
-               num_batches_tracked=None) -> Tensor:  # fmt: skip
+def batch_norm(
+    x,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+    num_batches_tracked=None,
+) -> Tensor:
     """Normalise each channel (axis 1) to zero mean and unit variance over the batch (and the spatial axes),
     then scale and shift: y = (x - mean) / sqrt(var + eps) * weight + bias.
 
@@ -159,8 +169,9 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         var = x.var(axis=axes, keepdims=True)
         if running_mean is not None:
             with no_grad():
-                _update_running_stats(running_mean, running_var, mean.data, var.data, count, momentum,
-                                      num_batches_tracked)  # fmt: skip
+                _update_running_stats(
+                    running_mean, running_var, mean.data, var.data, count, momentum, num_batches_tracked
+                )
     else:
         mean = running_mean.reshape(channel_shape)
         var = running_var.reshape(channel_shape)
@@ -198,8 +209,9 @@ def layer_norm(x: Tensor, normalized_shape, weight=None, bias=None, eps: float =
     return out
 
 
-def scaled_dot_product_attention(query, key, value, is_causal: bool = False, dropout_p: float = 0.0,
-                                 training: bool = True) -> Tensor:  # fmt: skip
+def scaled_dot_product_attention(
+    query, key, value, is_causal: bool = False, dropout_p: float = 0.0, training: bool = True
+) -> Tensor:
     """softmax(Q K^T / sqrt(d)) V over the last two axes (..., L, d). With `is_causal`, position i attends
     only to positions j <= i (the future is masked with -inf before the softmax, so it gets weight 0)."""
     d = query.shape[-1]
@@ -310,8 +322,13 @@ def smooth_l1_loss(input: Tensor, target, reduction: str = "mean", beta: float =
     return _reduce("smooth_l1_loss", loss, reduction)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target, weight=None, reduction: str = "mean",  # noqa: A002
-                                     pos_weight=None) -> Tensor:  # fmt: skip
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target,
+    weight=None,
+    reduction: str = "mean",  # noqa: A002
+    pos_weight=None,
+) -> Tensor:
     """-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] from the logit x, without computing sigmoid(x):
 
         loss = (1 - y) x + softplus(-x),    softplus(z) = log(1 + e^z)
@@ -335,8 +352,10 @@ def binary_cross_entropy(input: Tensor, target, weight=None, reduction: str = "m
     Prefer `binary_cross_entropy_with_logits`: a saturated sigmoid before this loss loses precision."""
     target = _same_shape("binary_cross_entropy", input, target)
     if input.data.size and (np.min(input.data) < 0 or np.max(input.data) > 1):
-        raise OpError("binary_cross_entropy: input must hold probabilities in [0, 1]; for logits use "
-                      "binary_cross_entropy_with_logits")  # fmt: skip
+        raise OpError(
+            "binary_cross_entropy: input must hold probabilities in [0, 1]; for logits use "
+            "binary_cross_entropy_with_logits"
+        )
     log_p = input.log().clip(min=-100)
     log_not_p = (1 - input).log().clip(min=-100)
     loss = -(target * log_p + (1 - target) * log_not_p)
@@ -351,8 +370,10 @@ def _class_targets(name: str, input: Tensor, target) -> tuple[np.ndarray, int]: 
     class_axis = 0 if input.ndim == 1 else 1
     expected = input.shape[:class_axis] + input.shape[class_axis + 1 :]
     if target.dtype.kind not in "iu":
-        raise OpError(f"{name}: targets must be integer class indices, got {describe(target)} (for class "
-                      "probabilities, give a float target of the input's shape to cross_entropy)")  # fmt: skip
+        raise OpError(
+            f"{name}: targets must be integer class indices, got {describe(target)} (for class "
+            "probabilities, give a float target of the input's shape to cross_entropy)"
+        )
     if target.shape != expected:
         raise OpError(f"{name}: input {input.shape} needs targets of shape {expected}, got {target.shape}")
     return target, class_axis
@@ -370,10 +391,13 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     ignored = target == ignore_index
     out_of_range = ~ignored & ((target < 0) | (target >= classes))
     if out_of_range.any():
-        raise OpError(f"nll_loss: target {target[out_of_range][0]} is out of range for {classes} classes "
-                      f"(targets must be in 0..{classes - 1}, or ignore_index={ignore_index})")  # fmt: skip
-    class_weight = np.ones(classes) if weight is None else np.asarray(weight.data if isinstance(weight, Tensor)
-                                                                      else weight)  # fmt: skip
+        raise OpError(
+            f"nll_loss: target {target[out_of_range][0]} is out of range for {classes} classes "
+            f"(targets must be in 0..{classes - 1}, or ignore_index={ignore_index})"
+        )
+    class_weight = (
+        np.ones(classes) if weight is None else np.asarray(weight.data if isinstance(weight, Tensor) else weight)
+    )
     safe_target = np.where(ignored, 0, target)
     target_weight = np.where(ignored, 0.0, class_weight[safe_target]).astype(input.dtype)
     # A one-hot row per target, holding its weight: the loss picks -log p of the target class.
@@ -384,8 +408,14 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     return _reduce("nll_loss", loss, reduction)
 
 
-def cross_entropy(input: Tensor, target, weight=None, ignore_index: int = -100, reduction: str = "mean",  # noqa: A002
-                  label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+def cross_entropy(
+    input: Tensor,
+    target,
+    weight=None,
+    ignore_index: int = -100,
+    reduction: str = "mean",  # noqa: A002
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """Cross-entropy from logits (unnormalised scores): nll_loss(log_softmax(input), target).
 
     log_softmax subtracts the largest logit before exponentiating, so no logit is too large. The gradient with

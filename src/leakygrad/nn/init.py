@@ -41,8 +41,10 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r} (known: {', '.join(linear)}, "
-                     "tanh, relu, leaky_relu, selu)")  # fmt: skip
+    raise ValueError(
+        f"calculate_gain: unknown nonlinearity {nonlinearity!r} (known: {', '.join(linear)}, "
+        "tanh, relu, leaky_relu, selu)"
+    )
 
 
 def fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:

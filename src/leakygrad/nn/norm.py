@@ -16,8 +16,14 @@ class _BatchNorm(Module):
     accepted_ndims: tuple[int, ...] = ()
     expected: str = ""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+    ):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -32,8 +38,10 @@ class _BatchNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self.accepted_ndims or x.shape[1] != self.num_features:
-            raise OpError(f"{type(self).__name__}({self.num_features}): expects input {self.expected} with "
-                          f"C = {self.num_features}, got {x.shape}")  # fmt: skip
+            raise OpError(
+                f"{type(self).__name__}({self.num_features}): expects input {self.expected} with "
+                f"C = {self.num_features}, got {x.shape}"
+            )
         return F.batch_norm(
             x,
             self.running_mean,

@@ -77,8 +77,16 @@ class _Recurrent(Module):
 
     mode = ""
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, dropout: float = 0.0, fused: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        fused: bool = True,
+    ):
         super().__init__()
         if num_layers < 1:
             raise OpError(f"{type(self).__name__}: num_layers must be at least 1, got {num_layers}")
@@ -122,8 +130,10 @@ class _Recurrent(Module):
         if state is None:
             return Tensor(np.zeros((self.num_layers, batch, self.hidden_size), dtype=dtype), dtype=dtype)
         if state.shape != expected:
-            raise OpError(f"{type(self).__name__}: {what} should have shape {expected} (num_layers, batch, "
-                          f"hidden_size), got {state.shape}")  # fmt: skip
+            raise OpError(
+                f"{type(self).__name__}: {what} should have shape {expected} (num_layers, batch, "
+                f"hidden_size), got {state.shape}"
+            )
         return state.unsqueeze(1) if unbatched else state
 
     def _between_layers(self, layer: int, sequence: Tensor) -> Tensor:
@@ -154,8 +164,17 @@ class RNN(_Recurrent):
 
     mode = "rnn"
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
-                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, fused: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        fused: bool = True,
+    ):
         if nonlinearity not in ("tanh", "relu"):
             raise OpError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         self.nonlinearity = nonlinearity

@@ -84,8 +84,9 @@ class Im2Col(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        return Col2Im.apply(grad, image_shape=x.shape, kernel_size=self.kernel_size, stride=self.stride,
-                            padding=self.padding)  # fmt: skip
+        return Col2Im.apply(
+            grad, image_shape=x.shape, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding
+        )
 
 
 class Col2Im(Op):
@@ -176,9 +177,9 @@ def _check_recurrence(name, x, h0, w_ih, w_hh, b_ih, b_hh, gates: int) -> None:
     """Shapes: x (T, N, I), h0 (N, H), w_ih (gates*H, I), w_hh (gates*H, H), biases (gates*H,)."""
     if x.ndim != 3:
         raise OpError(f"{name}: expects a sequence of shape (T, N, input_size), got {x.shape}")
-    t, n, i = x.shape
-    h = w_hh.shape[-1]
-    expected = {"h0": (n, h), "w_ih": (gates * h, i), "w_hh": (gates * h, h), "b_ih": (gates * h,), "b_hh": (gates * h,)}
+    _, n, i = x.shape
+    h, g = w_hh.shape[-1], gates * w_hh.shape[-1]
+    expected = {"h0": (n, h), "w_ih": (g, i), "w_hh": (g, h), "b_ih": (g,), "b_hh": (g,)}
     for label, array in zip(expected, (h0, w_ih, w_hh, b_ih, b_hh)):
         if array.shape != expected[label]:
             raise OpError(
