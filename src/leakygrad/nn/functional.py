@@ -29,7 +29,8 @@ from leakygrad.engine.functional import (  # noqa: F401  (activations are part o
     tanh,
     where,
 )
-from leakygrad.engine.ops.nn import Im2Col, WindowMax
+from leakygrad.engine.ops import nn as nn_ops
+from leakygrad.engine.ops.nn import Im2Col
 
 # ---------------------------------------------------------------------------------------------------- layers
 
@@ -56,29 +57,21 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     """2-D convolution (cross-correlation, as in every deep learning library) of x (N, C, H, W) with weight
     (O, C, kh, kw): out[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di, j s + dj].
 
-    Done as one matrix product: Im2Col lays out every window as a row, (N*OH*OW, kh*kw*C), the weight becomes a
-    (kh*kw*C, O) matrix, and their product holds every output. The backward of that product, and of Im2Col
-    (whose backward is Col2Im), gives the convolution's gradients.
+    One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
+    with the weight computes every output. Its gradients are convolutions too (see that module).
     """
     if x.ndim != 4 or weight.ndim != 4 or x.shape[1] != weight.shape[1]:
         raise OpError(
             f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw) with the same C, got input "
             f"{x.shape} and weight {weight.shape}"
         )
-    n = x.shape[0]
-    out_channels, _, kh, kw = weight.shape
-    windows = Im2Col.apply(
-        x, kernel_size=(kh, kw), stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding")
-    )
-    _, out_h, out_w = windows.shape[:3]
-    kernel = weight.transpose(2, 3, 1, 0).reshape(-1, out_channels)  # rows in the windows' (kh, kw, C) order
-    out = windows.reshape(n * out_h * out_w, -1) @ kernel
-    if bias is not None:
-        out = out + bias
-    return out.reshape(n, out_h, out_w, out_channels).transpose(0, 3, 1, 2)
+    options = dict(stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding"))
+    if bias is None:
+        return nn_ops.Conv2d.apply(x, weight, **options)
+    return nn_ops.Conv2d.apply(x, weight, bias, **options)
 
 
-def _pool_windows(name: str, x: Tensor, kernel_size, stride, padding, pad_value: float) -> Tensor:
+def _pool_options(name: str, x: Tensor, kernel_size, stride, padding) -> dict:
     kernel = _pair(kernel_size, f"{name} kernel_size")
     stride = kernel if stride is None else _pair(stride, f"{name} stride")
     padding = _pair(padding, f"{name} padding")
@@ -86,24 +79,24 @@ def _pool_windows(name: str, x: Tensor, kernel_size, stride, padding, pad_value:
         raise OpError(f"{name}: padding {padding} should be at most half the kernel size {kernel}")
     if x.ndim != 4:
         raise OpError(f"{name}: expects images of shape (N, C, H, W), got {x.shape}")
-    return Im2Col.apply(x, kernel_size=kernel, stride=stride, padding=padding, pad_value=pad_value)
+    return dict(kernel_size=kernel, stride=stride, padding=padding)
 
 
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
-    """The largest value of each window (stride defaults to the kernel size). Padding counts as -inf."""
-    windows = _pool_windows("max_pool2d", x, kernel_size, stride, padding, pad_value=-np.inf)
-    return WindowMax.apply(windows).transpose(0, 3, 1, 2)
+    """The largest value of each window (stride defaults to the kernel size). Padding counts as -inf.
+    Only the largest element of each window gets a gradient (the first, if several are equal)."""
+    return nn_ops.MaxPool2d.apply(x, **_pool_options("max_pool2d", x, kernel_size, stride, padding))
 
 
 def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, count_include_pad: bool = True) -> Tensor:
     """The mean of each window. With padding, `count_include_pad` says whether the zeros count (PyTorch's
     default, True) or only the image's own pixels do."""
-    windows = _pool_windows("avg_pool2d", x, kernel_size, stride, padding, pad_value=0.0)
-    if count_include_pad or _pair(padding, "padding") == (0, 0):
+    options = _pool_options("avg_pool2d", x, kernel_size, stride, padding)
+    windows = Im2Col.apply(x, **options)  # (N, OH, OW, kh, kw, C)
+    if count_include_pad or options["padding"] == (0, 0):
         return windows.mean(axis=(3, 4)).transpose(0, 3, 1, 2)
-    ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
-    counts = Im2Col(windows.op.kernel_size, windows.op.stride, windows.op.padding).forward(ones).sum(axis=(3, 4))
-    return (windows.sum(axis=(3, 4)) / counts).transpose(0, 3, 1, 2)
+    pixels = Im2Col(**options).forward(np.ones((1, 1) + x.shape[2:], dtype=x.dtype))  # 1 on the image, 0 padding
+    return (windows.sum(axis=(3, 4)) / pixels.sum(axis=(3, 4))).transpose(0, 3, 1, 2)
 
 
 def flatten(x: Tensor, start_dim: int = 1) -> Tensor:
@@ -260,14 +253,18 @@ def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None) -> Tensor:
 # ---------------------------------------------------------------------------------------------------- losses
 
 
+def _check_reduction(name: str, reduction: str) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise OpError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
 def _reduce(name: str, loss: Tensor, reduction: str) -> Tensor:
+    _check_reduction(name, reduction)
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
         return loss.sum()
-    if reduction == "none":
-        return loss
-    raise OpError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return loss
 
 
 def _same_shape(name: str, prediction: Tensor, target) -> Tensor:
@@ -364,10 +361,15 @@ def binary_cross_entropy(input: Tensor, target, weight=None, reduction: str = "m
     return _reduce("binary_cross_entropy", loss, reduction)
 
 
-def _class_targets(name: str, input: Tensor, target) -> tuple[np.ndarray, int]:  # noqa: A002
-    """Check integer class targets against input (N, C, ...) or (C,); return them and the class axis."""
+def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):  # noqa: A002
+    """Check integer class targets against input (N, C, ...) or (C,).
+
+    Returns the targets with ignored ones replaced by class 0 (so they can index), each target's weight
+    (its class weight, 0 where ignored), and the class axis.
+    """
     target = np.asarray(target.data if isinstance(target, Tensor) else target)
     class_axis = 0 if input.ndim == 1 else 1
+    classes = input.shape[class_axis]
     expected = input.shape[:class_axis] + input.shape[class_axis + 1 :]
     if target.dtype.kind not in "iu":
         raise OpError(
@@ -376,7 +378,21 @@ def _class_targets(name: str, input: Tensor, target) -> tuple[np.ndarray, int]: 
         )
     if target.shape != expected:
         raise OpError(f"{name}: input {input.shape} needs targets of shape {expected}, got {target.shape}")
-    return target, class_axis
+    ignored = target == ignore_index
+    out_of_range = ~ignored & ((target < 0) | (target >= classes))
+    if out_of_range.any():
+        raise OpError(
+            f"{name}: target {target[out_of_range][0]} is out of range for {classes} classes "
+            f"(targets must be in 0..{classes - 1}, or ignore_index={ignore_index})"
+        )
+    safe_target = np.where(ignored, 0, target)
+    class_weight = np.ones(classes) if weight is None else _array(weight)
+    target_weight = np.where(ignored, 0.0, class_weight[safe_target]).astype(input.dtype)
+    return safe_target, target_weight, class_axis
+
+
+def _array(value) -> np.ndarray:
+    return np.asarray(value.data if isinstance(value, Tensor) else value)
 
 
 def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:  # noqa: A002
@@ -386,72 +402,73 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     Targets equal to `ignore_index` contribute nothing. "mean" divides by the total weight of the targets
     that are not ignored (as PyTorch), not by their count.
     """
-    target, class_axis = _class_targets("nll_loss", input, target)
+    target, target_weight, class_axis = _class_targets("nll_loss", input, target, weight, ignore_index)
     classes = input.shape[class_axis]
-    ignored = target == ignore_index
-    out_of_range = ~ignored & ((target < 0) | (target >= classes))
-    if out_of_range.any():
-        raise OpError(
-            f"nll_loss: target {target[out_of_range][0]} is out of range for {classes} classes "
-            f"(targets must be in 0..{classes - 1}, or ignore_index={ignore_index})"
-        )
-    class_weight = (
-        np.ones(classes) if weight is None else np.asarray(weight.data if isinstance(weight, Tensor) else weight)
-    )
-    safe_target = np.where(ignored, 0, target)
-    target_weight = np.where(ignored, 0.0, class_weight[safe_target]).astype(input.dtype)
     # A one-hot row per target, holding its weight: the loss picks -log p of the target class.
-    picker = np.moveaxis(np.eye(classes, dtype=input.dtype)[safe_target] * target_weight[..., None], -1, class_axis)
+    picker = np.moveaxis(np.eye(classes, dtype=input.dtype)[target] * target_weight[..., None], -1, class_axis)
     loss = -(input * picker).sum(axis=class_axis)
     if reduction == "mean":
         return loss.sum() / float(target_weight.sum())
     return _reduce("nll_loss", loss, reduction)
 
 
+def _classes_last(input: Tensor, class_axis: int) -> Tensor:
+    """(N, C, d1, ...) or (C,) -> (M, C): one row of class scores per prediction."""
+    if input.ndim <= 2:
+        return input.reshape(-1, input.shape[class_axis])
+    axes = (0,) + tuple(range(2, input.ndim)) + (1,)
+    return input.transpose(axes).reshape(-1, input.shape[1])
+
+
 def cross_entropy(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target,
     weight=None,
     ignore_index: int = -100,
-    reduction: str = "mean",  # noqa: A002
+    reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """Cross-entropy from logits (unnormalised scores): nll_loss(log_softmax(input), target).
+    """Cross-entropy from logits (unnormalised scores): -log softmax(input)[target], per prediction.
 
-    log_softmax subtracts the largest logit before exponentiating, so no logit is too large. The gradient with
-    respect to the logits is softmax(input) - one_hot(target) (divided by N for "mean").
+    Computed as logsumexp(x) - x[target] after subtracting the largest logit, so no logit is too large (one
+    fused op, `leakygrad.engine.ops.nn.CrossEntropy`). The gradient with respect to the logits is
+    softmax(input) - one_hot(target), times the target's weight (and divided by the total weight for "mean").
 
-    Targets are integer classes (N,), or class probabilities of the input's shape. `label_smoothing` = eps
-    mixes the one-hot target with the uniform distribution: (1 - eps) one_hot + eps / C.
+    input (N, C), (N, C, d1, ...) or (C,). Targets are integer classes of shape (N,), (N, d1, ...) or (), or
+    class probabilities of the input's shape. `label_smoothing` = eps mixes the one-hot target with the
+    uniform distribution: (1 - eps) one_hot + eps / C. `weight`, `ignore_index` and the reductions as PyTorch.
     """
     class_axis = 0 if input.ndim == 1 else 1
-    log_p = log_softmax(input, axis=class_axis)
     classes = input.shape[class_axis]
-    class_weight = None if weight is None else np.asarray(weight.data if isinstance(weight, Tensor) else weight)
-    weight_shape = [1] * input.ndim
-    weight_shape[class_axis] = classes
+    class_weight = None if weight is None else _array(weight)
+    weight_shape = tuple(classes if axis == class_axis else 1 for axis in range(input.ndim))
 
-    if np.asarray(target.data if isinstance(target, Tensor) else target).dtype.kind == "f":
-        target = _same_shape("cross_entropy", input, target)  # class probabilities
+    def weighted_log_p():
+        log_p = log_softmax(input, axis=class_axis)
+        return log_p if class_weight is None else log_p * class_weight.reshape(weight_shape).astype(input.dtype)
+
+    if _array(target).dtype.kind == "f":  # class probabilities
+        target = _same_shape("cross_entropy", input, target)
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / classes
-        weighted = log_p if class_weight is None else log_p * class_weight.reshape(weight_shape).astype(input.dtype)
-        loss = -(weighted * target).sum(axis=class_axis)
+        loss = -(weighted_log_p() * target).sum(axis=class_axis)
         if reduction == "mean":
             return loss.sum() / loss.size
         return _reduce("cross_entropy", loss, reduction)
 
-    loss = nll_loss(log_p, target, weight=class_weight, ignore_index=ignore_index, reduction=reduction)
-    if not label_smoothing:
-        return loss
-    # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
-    target, _ = _class_targets("cross_entropy", input, target)
-    kept = (target != ignore_index).astype(input.dtype)
-    weighted = log_p if class_weight is None else log_p * class_weight.reshape(weight_shape).astype(input.dtype)
-    smooth = -(weighted.sum(axis=class_axis) * kept) / classes
-    if reduction == "mean":
-        weights = np.ones(classes) if class_weight is None else class_weight
-        smooth = smooth.sum() / float((weights[np.where(target != ignore_index, target, 0)] * kept).sum())
-    else:
-        smooth = _reduce("cross_entropy", smooth, reduction)
-    return (1 - label_smoothing) * loss + label_smoothing * smooth
+    kept = (_array(target) != ignore_index).astype(input.dtype)
+    target, target_weight, class_axis = _class_targets("cross_entropy", input, target, weight, ignore_index)
+    _check_reduction("cross_entropy", reduction)
+    # "mean" divides by the total weight (NaN if every target is ignored, as PyTorch); folding it into the
+    # weights saves a division op.
+    total = float(target_weight.sum())
+    scale = (1 / total if total else float("nan")) if reduction == "mean" else 1.0
+    rows = nn_ops.CrossEntropy.apply(
+        _classes_last(input, class_axis), target=target.reshape(-1), weight=target_weight.reshape(-1) * scale
+    )
+    loss = rows.reshape(target.shape)
+    if label_smoothing:
+        # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
+        smooth = -weighted_log_p().sum(axis=class_axis) * (kept * (scale / classes))
+        loss = (1 - label_smoothing) * loss + label_smoothing * smooth
+    return loss if reduction == "none" else loss.sum()

@@ -1,15 +1,26 @@
-"""The fused ops that layers need: sliding windows for convolution and pooling, and whole-sequence recurrences.
+"""The fused ops that layers need: convolution, pooling, and whole-sequence recurrences.
 
-Windows (convolution and pooling)
----------------------------------
-`Im2Col` copies every kernel-sized window of an image into a row of its own, so that a convolution becomes
-one matrix product and a pooling layer one reduction. `Col2Im` is the reverse: it adds each row back onto the
-image position it came from (overlapping windows add up). Both are linear, and each one's backward is the
-other, so a convolution built from them is differentiable twice without a line of extra code.
+Convolution
+-----------
+A convolution is one matrix product once every kernel-sized window of the image is copied into a row of its
+own ("im2col"): rows (N*OH*OW, kh*kw*C) times the weight as a (kh*kw*C, O) matrix. Its gradients are two
+more convolutions, each written as an op of its own, so that each op's backward is made of the others:
 
-Layout. Images are (N, C, H, W), as in PyTorch. Windows come out channels-last, (N, OH, OW, kh, kw, C): each
-output position holds its kh x kw x C patch, which makes the copies contiguous in NumPy (several times faster
-than the channels-first order). A convolution weight of shape (O, C, kh, kw) is permuted to match.
+    y  = conv2d(x, w)                      forward
+    dx = conv2d_input_grad(dy, w)          the "transposed convolution": each output's gradient spread back
+                                           over the window it came from ("col2im", the adjoint of im2col)
+    dw = conv2d_weight_grad(x, dy)         each window times the gradient of the output it produced
+
+All three are linear in each input, and the adjoint of each is one of the others, so the family is closed
+under differentiation: the gradient of a gradient is again one of these ops, to any order.
+
+`Im2Col` and `Col2Im` are also ops (an adjoint pair, each the other's backward), used by average pooling.
+`MaxPool2d` scans the windows in place, and routes gradients with an adjoint pair of its own
+(`MaxPoolScatter`, `MaxPoolGather`).
+
+Layout. Images are (N, C, H, W), as in PyTorch. Internally the work is done channels-last, (N, H, W, C), where
+every window copy is contiguous (several times faster in NumPy). Outputs are returned as (N, C, H, W) views of
+channels-last memory; the next op reads them at full speed and nothing is copied back.
 
 Recurrences (RNN, LSTM, GRU)
 ----------------------------
@@ -31,7 +42,6 @@ from leakygrad.engine.autograd import grad as autograd_grad
 from leakygrad.engine.errors import BackwardError, OpError
 from leakygrad.engine.grad_mode import is_grad_enabled
 from leakygrad.engine.op import Op
-from leakygrad.engine.ops.elementwise import where
 from leakygrad.engine.tensor import Tensor
 
 # ---------------------------------------------------------------------------------------------------- windows
@@ -58,29 +68,67 @@ def _check_windows(name: str, shape, kernel_size, stride, padding) -> tuple[int,
     return out_h, out_w
 
 
-class Im2Col(Op):
-    """(N, C, H, W) -> (N, OH, OW, kh, kw, C): every window, one per output position, channels last.
+def _kernel_offsets(kernel_size) -> list[tuple[int, tuple[int, int]]]:
+    """The kernel offsets (i, j) in row-major order, numbered k = 0, 1, ...: the order windows are scanned."""
+    kh, kw = kernel_size
+    return [(k, divmod(k, kw)) for k in range(kh * kw)]
 
-    `pad_value` fills the border (0 for convolution and average pooling, -inf for max pooling); it is a
-    constant, so it does not change the gradient, which only flows to the image's own pixels.
-    """
+
+def _at_offset(padded, offset, stride, out_size):
+    """Pixel (i, j) of every window, as an (N, OH, OW, C) view of a padded channels-last image."""
+    (i, j), (sh, sw), (out_h, out_w) = offset, stride, out_size
+    return padded[:, i : i + sh * out_h : sh, j : j + sw * out_w : sw, :]
+
+
+def _channels_last(x, padding, fill=0.0):
+    """(N, C, H, W) -> (N, H + 2 ph, W + 2 pw, C), padded with `fill` (a view, no copy, when there is no padding)."""
+    (ph, pw), (n, c, h, w) = padding, x.shape
+    if ph == pw == 0:
+        return x.transpose(0, 2, 3, 1)
+    padded = np.full((n, h + 2 * ph, w + 2 * pw, c), fill, dtype=x.dtype)
+    padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
+    return padded
+
+
+def _channels_first(padded, padding, image_shape):
+    """Cut the padding off a channels-last image and view it as (N, C, H, W)."""
+    (ph, pw), (_, _, h, w) = padding, image_shape
+    return padded[:, ph : ph + h, pw : pw + w, :].transpose(0, 3, 1, 2)
+
+
+def im2col(x, kernel_size, stride, padding):
+    """(N, C, H, W) -> (N, OH, OW, kh, kw, C): every window, one per output position, zero-padded."""
+    out_size = _check_windows("im2col", x.shape, kernel_size, stride, padding)
+    padded = _channels_last(x, padding)
+    windows = np.empty((x.shape[0],) + out_size + tuple(kernel_size) + (x.shape[1],), dtype=x.dtype)
+    for _, (i, j) in _kernel_offsets(kernel_size):  # one strided copy per kernel offset, of the whole batch
+        windows[:, :, :, i, j, :] = _at_offset(padded, (i, j), stride, out_size)
+    return windows
+
+
+def col2im(windows, image_shape, kernel_size, stride, padding):
+    """(N, OH, OW, kh, kw, C) -> (N, C, H, W): add each window back where it was taken (the adjoint of im2col).
+    A pixel covered by several windows gets the sum of their values; the padding border is cut off."""
+    out_size = _check_windows("col2im", image_shape, kernel_size, stride, padding)
+    (ph, pw), (n, c, h, w) = padding, image_shape
+    if windows.shape != (n,) + out_size + tuple(kernel_size) + (c,):
+        raise OpError(f"col2im: windows of shape {windows.shape} do not come from images of shape {image_shape}")
+    padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=windows.dtype)
+    for _, (i, j) in _kernel_offsets(kernel_size):
+        _at_offset(padded, (i, j), stride, out_size)[...] += windows[:, :, :, i, j, :]
+    return _channels_first(padded, padding, image_shape)
+
+
+class Im2Col(Op):
+    """(N, C, H, W) -> (N, OH, OW, kh, kw, C): every window, one per output position (zero padding)."""
 
     name = "im2col"
 
-    def __init__(self, kernel_size, stride, padding, pad_value: float = 0.0):
-        self.kernel_size, self.stride, self.padding, self.pad_value = kernel_size, stride, padding, pad_value
+    def __init__(self, kernel_size, stride, padding):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def forward(self, x):
-        out_h, out_w = _check_windows(self.name, x.shape, self.kernel_size, self.stride, self.padding)
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
-        n, c, h, w = x.shape
-        padded = np.full((n, h + 2 * ph, w + 2 * pw, c), self.pad_value, dtype=x.dtype)
-        padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
-        windows = np.empty((n, out_h, out_w, kh, kw, c), dtype=x.dtype)
-        for i in range(kh):  # one strided copy per kernel offset: kh * kw copies, each of the whole batch
-            for j in range(kw):
-                windows[:, :, :, i, j, :] = padded[:, i : i + sh * out_h : sh, j : j + sw * out_w : sw, :]
-        return windows
+        return im2col(x, self.kernel_size, self.stride, self.padding)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -90,10 +138,7 @@ class Im2Col(Op):
 
 
 class Col2Im(Op):
-    """(N, OH, OW, kh, kw, C) -> (N, C, H, W): add every window back where it was taken (the adjoint of Im2Col).
-
-    A pixel covered by several windows receives the sum of their values; the padding border is cut off.
-    """
+    """(N, OH, OW, kh, kw, C) -> (N, C, H, W): windows added back onto the image (the adjoint of Im2Col)."""
 
     name = "col2im"
 
@@ -101,40 +146,262 @@ class Col2Im(Op):
         self.image_shape, self.kernel_size, self.stride, self.padding = image_shape, kernel_size, stride, padding
 
     def forward(self, windows):
-        out_h, out_w = _check_windows(self.name, self.image_shape, self.kernel_size, self.stride, self.padding)
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
-        n, c, h, w = self.image_shape
-        if windows.shape != (n, out_h, out_w, kh, kw, c):
-            raise OpError(f"col2im: windows of shape {windows.shape} do not come from images of shape {(n, c, h, w)}")
-        padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=windows.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                padded[:, i : i + sh * out_h : sh, j : j + sw * out_w : sw, :] += windows[:, :, :, i, j, :]
-        return padded[:, ph : ph + h, pw : pw + w, :].transpose(0, 3, 1, 2)
+        return col2im(windows, self.image_shape, self.kernel_size, self.stride, self.padding)
 
     def backward(self, grad):
         return Im2Col.apply(grad, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
 
 
-class WindowMax(Op):
-    """(N, OH, OW, kh, kw, C) -> (N, OH, OW, C): the largest value of each window (max pooling).
+# ---------------------------------------------------------------------------------------------------- convolution
 
-    The gradient goes to the first largest element of each window in row-major order, as in PyTorch, and
-    every other element of the window gets zero: a max-pooling layer passes gradient to one input in four.
-    """
 
-    name = "max_pool"
+def _rows(y):
+    """(N, O, OH, OW) -> (N*OH*OW, O): one row per output position (free when y is channels-last in memory)."""
+    return y.transpose(0, 2, 3, 1).reshape(-1, y.shape[1])
 
-    def forward(self, windows):
-        n, out_h, out_w, kh, kw, c = windows.shape
-        flat = windows.reshape(n, out_h, out_w, kh * kw, c)
-        winner = np.argmax(flat, axis=3)[:, :, :, None, :]  # the first maximum (or the first NaN, as PyTorch)
-        self.is_winner = (np.arange(kh * kw)[:, None] == winner).reshape(windows.shape)
-        return np.take_along_axis(flat, winner, axis=3)[:, :, :, 0, :]
+
+def _kernel_matrix(w):
+    """(O, C, kh, kw) -> (kh*kw*C, O): the weight in the windows' (kh, kw, C) order."""
+    return w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0])
+
+
+def _as_images(rows, n, out_size):
+    """(N*OH*OW, O) -> (N, O, OH, OW), a view of channels-last memory."""
+    return rows.reshape((n,) + tuple(out_size) + (-1,)).transpose(0, 3, 1, 2)
+
+
+class ChannelsLast(Op):
+    """The same (N, C, H, W) values, stored channels-last in memory (a copy only if they are not already).
+    A change of layout, not of value: the gradient passes through unchanged."""
+
+    name = "channels_last"
+
+    def forward(self, x):
+        if x.transpose(0, 2, 3, 1).flags.c_contiguous:
+            return x
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
     def backward(self, grad):
-        n, out_h, out_w, c = grad.shape
-        return where(self.is_winner, grad.reshape(n, out_h, out_w, 1, 1, c), 0.0)
+        return grad
+
+
+def _sum_rows(y: Tensor) -> Tensor:
+    """(N, O, OH, OW) -> (O,): the sum over every output position, as a product with a vector of ones.
+    (The same sum as y.sum(axis=(0, 2, 3)), but NumPy sums the long axis of a narrow array some 20 times
+    slower than a matrix-vector product does.)"""
+    rows = y.transpose(0, 2, 3, 1).reshape(-1, y.shape[1])
+    return Tensor._wrap(np.ones(rows.shape[0], dtype=y.dtype)) @ rows
+
+
+class Conv2d(Op):
+    """y[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di - p, j s + dj - p].
+
+    Inputs x (N, C, H, W), w (O, C, kh, kw) and optionally b (O,); output (N, O, OH, OW).
+    """
+
+    name = "conv2d"
+
+    def __init__(self, stride, padding):
+        self.stride, self.padding = stride, padding
+
+    def forward(self, x, w, b=None):
+        if x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1]:
+            raise OpError(
+                f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw) with the same C, got "
+                f"input {x.shape} and weight {w.shape}"
+            )
+        self.windows = im2col(x, w.shape[2:], self.stride, self.padding)  # kept for the weight gradient
+        n, out_h, out_w = self.windows.shape[:3]
+        rows = self.windows.reshape(n * out_h * out_w, -1) @ _kernel_matrix(w)
+        if b is not None:
+            rows += b
+        return _as_images(rows, n, (out_h, out_w))
+
+    def backward(self, grad):
+        x, w = self.inputs[:2]
+        want = self.needs_input_grad
+        options = dict(stride=self.stride, padding=self.padding)
+        grad = ChannelsLast.apply(grad)  # both gradients read it channels-last: lay it out so once
+        grad_x = Conv2dInputGrad.apply(grad, w, image_shape=x.shape, **options) if want[0] else None
+        grad_w = (
+            Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
+            if want[1]
+            else None
+        )
+        if len(self.inputs) == 2:
+            return grad_x, grad_w
+        grad_b = _sum_rows(grad) if want[2] else None  # the bias is added at every output position
+        return grad_x, grad_w, grad_b
+
+
+class Conv2dInputGrad(Op):
+    """The gradient of conv2d with respect to its input, (g, w) -> dx: each output position's gradient,
+    times the kernel, spread back over the window it came from (a "transposed convolution")."""
+
+    name = "conv2d_input_grad"
+
+    def __init__(self, image_shape, stride, padding):
+        self.image_shape, self.stride, self.padding = image_shape, stride, padding
+
+    def forward(self, g, w):
+        n, _, out_h, out_w = g.shape
+        windows = (_rows(g) @ _kernel_matrix(w).T).reshape((n, out_h, out_w) + w.shape[2:] + (w.shape[1],))
+        return col2im(windows, self.image_shape, w.shape[2:], self.stride, self.padding)
+
+    def backward(self, grad):
+        g, w = self.inputs
+        options = dict(stride=self.stride, padding=self.padding)
+        # Linear in g: its adjoint is the convolution itself. Linear in w: the weight gradient of grad and g.
+        grad_g = Conv2d.apply(grad, w, **options) if self.needs_input_grad[0] else None
+        grad_w = (
+            Conv2dWeightGrad.apply(grad, g, kernel_size=w.shape[2:], **options) if self.needs_input_grad[1] else None
+        )
+        return grad_g, grad_w
+
+
+class Conv2dWeightGrad(Op):
+    """The gradient of conv2d with respect to its weight, (x, g) -> dw: the sum over every output position of
+    its input window times its gradient. `windows` may pass im2col(x), already computed by the forward."""
+
+    name = "conv2d_weight_grad"
+
+    def __init__(self, kernel_size, stride, padding, windows=None):
+        self.kernel_size, self.stride, self.padding, self.windows = tuple(kernel_size), stride, padding, windows
+
+    def forward(self, x, g):
+        windows = self.windows if self.windows is not None else im2col(x, self.kernel_size, self.stride, self.padding)
+        self.windows = None  # not needed again: do not keep it alive with the graph
+        kh, kw = self.kernel_size
+        grad_kernel = windows.reshape(-1, windows.shape[-1] * kh * kw).T @ _rows(g)  # (kh*kw*C, O)
+        return grad_kernel.reshape(kh, kw, x.shape[1], g.shape[1]).transpose(3, 2, 0, 1)
+
+    def backward(self, grad):
+        x, g = self.inputs
+        options = dict(stride=self.stride, padding=self.padding)
+        grad_x = Conv2dInputGrad.apply(g, grad, image_shape=x.shape, **options) if self.needs_input_grad[0] else None
+        grad_g = Conv2d.apply(x, grad, **options) if self.needs_input_grad[1] else None
+        return grad_x, grad_g
+
+
+# ---------------------------------------------------------------------------------------------------- pooling
+
+
+class MaxPool2d(Op):
+    """The largest value of each window: (N, C, H, W) -> (N, C, OH, OW). Padding counts as -inf.
+
+    Forward scans the kernel offsets, keeping the running maximum and which offset holds it (`winner`: the
+    first maximum, or a NaN, PyTorch's rule). Backward sends each gradient to its window's winner and zero to
+    the rest of the window, through `MaxPoolScatter`, whose own backward is `MaxPoolGather`.
+    """
+
+    name = "max_pool2d"
+
+    def __init__(self, kernel_size, stride, padding):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x):
+        out_size = _check_windows(self.name, x.shape, self.kernel_size, self.stride, self.padding)
+        padded = _channels_last(x, self.padding, fill=-np.inf)
+        offsets = _kernel_offsets(self.kernel_size)
+        best = _at_offset(padded, (0, 0), self.stride, out_size).copy()
+        self.winner = np.zeros(best.shape, dtype=np.int8 if len(offsets) < 128 else np.int32)
+        for k, offset in offsets[1:]:
+            candidate = _at_offset(padded, offset, self.stride, out_size)
+            wins = candidate > best  # strictly greater: a tie stays with the first
+            self.winner += wins * (k - self.winner)  # where it wins, winner = k (arithmetic beats masked copies)
+            np.maximum(best, candidate, out=best)  # propagates NaN
+        if np.isnan(best).any():  # rare: a window holding NaN. PyTorch's rule: the (last) NaN is the winner.
+            for k, offset in offsets:
+                self.winner[np.isnan(_at_offset(padded, offset, self.stride, out_size))] = k
+        return best.transpose(0, 3, 1, 2)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return MaxPoolScatter.apply(grad, pool=self, image_shape=x.shape)
+
+    def overlapping(self) -> bool:
+        return self.stride[0] < self.kernel_size[0] or self.stride[1] < self.kernel_size[1]
+
+
+class MaxPoolScatter(Op):
+    """(N, C, OH, OW) -> (N, C, H, W): each value put at its window's winner, zero elsewhere."""
+
+    name = "max_pool2d_scatter"
+
+    def __init__(self, pool: MaxPool2d, image_shape):
+        self.pool, self.image_shape = pool, image_shape
+
+    def forward(self, values):
+        pool = self.pool
+        (ph, pw), (n, c, h, w) = pool.padding, self.image_shape
+        values = values.transpose(0, 2, 3, 1)
+        padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
+        # Multiplying by the 0/1 winner mask is several times faster than np.where, and the same unless a
+        # gradient is inf or NaN (0 * NaN = NaN would spread it over the whole window): then use where.
+        finite = np.isfinite(values).all()
+        for k, offset in _kernel_offsets(pool.kernel_size):
+            target = _at_offset(padded, offset, pool.stride, values.shape[1:3])
+            wins = pool.winner == k
+            mine = values * wins if finite else np.where(wins, values, 0)
+            if pool.overlapping():  # a pixel may win several windows: add
+                target += mine
+            else:  # each pixel is in one window only: put
+                target[...] = mine
+        return _channels_first(padded, pool.padding, self.image_shape)
+
+    def backward(self, grad):
+        return MaxPoolGather.apply(grad, pool=self.pool)
+
+
+class MaxPoolGather(Op):
+    """(N, C, H, W) -> (N, C, OH, OW): the value at each window's winner (the adjoint of MaxPoolScatter)."""
+
+    name = "max_pool2d_gather"
+
+    def __init__(self, pool: MaxPool2d):
+        self.pool = pool
+
+    def forward(self, image):
+        pool = self.pool
+        padded = _channels_last(image, pool.padding)
+        out = np.zeros(pool.winner.shape, dtype=image.dtype)
+        for k, offset in _kernel_offsets(pool.kernel_size):
+            out = np.where(pool.winner == k, _at_offset(padded, offset, pool.stride, out.shape[1:3]), out)
+        return out.transpose(0, 3, 1, 2)
+
+    def backward(self, grad):
+        (image,) = self.inputs
+        return MaxPoolScatter.apply(grad, pool=self.pool, image_shape=image.shape)
+
+
+# ---------------------------------------------------------------------------------------------------- losses
+
+
+class CrossEntropy(Op):
+    """Cross-entropy of each row of logits x (M, C) with its target class, times the row's weight:
+
+        loss[m] = weight[m] (logsumexp(x[m]) - x[m, target[m]])          (= -weight[m] log softmax(x[m])[target])
+
+    One op instead of log_softmax, a pick and a sum: a loss is computed once per step, but for small models
+    its handful of ops is a noticeable share of the step. Backward: weight (softmax(x) - one_hot(target)).
+    """
+
+    name = "cross_entropy"
+
+    def __init__(self, target: np.ndarray, weight: np.ndarray):
+        self.target, self.weight = target, weight
+
+    def forward(self, x):
+        rows = np.arange(x.shape[0])
+        shifted = x - x.max(axis=1, keepdims=True)  # the same result, and exp cannot overflow
+        log_sum = np.log(np.exp(shifted).sum(axis=1))
+        return (log_sum - shifted[rows, self.target]) * self.weight
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        one_hot = np.zeros(x.shape, dtype=x.dtype)
+        one_hot[np.arange(x.shape[0]), self.target] = 1
+        return (x.softmax(axis=1) - one_hot) * (grad * self.weight).reshape(-1, 1)
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences
