@@ -102,3 +102,22 @@ def test_losses_second_derivatives():
     x = t(3, 4)
     lg.gradgradcheck(lambda x: F.cross_entropy(x, np.array([0, 3, 1]), label_smoothing=0.1), x)
     lg.gradgradcheck(lambda x: F.binary_cross_entropy_with_logits(x, np.full((3, 4), 0.3)), x)
+
+
+def test_conv2d_with_bias_second_derivatives_through_the_gradient_ops():
+    x, w, b = t(2, 2, 4, 4), t(3, 2, 2, 2), t(3)
+    lg.gradgradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1) ** 2, x, w, b)
+
+
+def test_conv2d_gradient_ops_are_the_adjoints_of_the_convolution():
+    from leakygrad.engine.ops.nn import Conv2d, Conv2dInputGrad, Conv2dWeightGrad
+
+    x, w = rng.standard_normal((2, 3, 6, 5)), rng.standard_normal((4, 3, 3, 2))
+    options = dict(stride=(2, 1), padding=(1, 0))
+    y = Conv2d(**options).forward(x, w)
+    g = rng.standard_normal(y.shape)
+    # <conv(x, w), g> = <x, input_grad(g, w)> = <w, weight_grad(x, g)>
+    dx = Conv2dInputGrad(image_shape=x.shape, **options).forward(g, w)
+    dw = Conv2dWeightGrad(kernel_size=(3, 2), **options).forward(x, g)
+    assert np.sum(y * g) == pytest.approx(np.sum(x * dx), rel=1e-12)
+    assert np.sum(y * g) == pytest.approx(np.sum(w * dw), rel=1e-12)

@@ -287,3 +287,28 @@ def test_causal_attention_does_not_look_ahead():
     x = lg.Tensor(np.random.default_rng(0).standard_normal((1, 6, 8)), requires_grad=True, dtype="float64")
     attention(x)[0, 2].sum().backward()  # output at position 2
     assert np.all(x.grad.data[0, 3:] == 0) and np.all(x.grad.data[0, :3] != 0)
+
+
+def test_max_pool2d_propagates_nan_and_routes_its_gradient_like_pytorch():
+    x = np.arange(32, dtype=np.float64).reshape(1, 2, 4, 4) % 7
+    x[0, 0, 0, 1] = np.nan  # a window with a NaN
+    x[0, 1, 2, 2] = x[0, 1, 3, 3] = np.nan  # a window with two
+    ours = lg.Tensor(x, requires_grad=True, dtype="float64")
+    theirs = torch.tensor(x, requires_grad=True)
+    out = nn.MaxPool2d(2)(ours)
+    expected = torch.nn.functional.max_pool2d(theirs, 2)
+    np.testing.assert_array_equal(out.data, expected.detach().numpy())  # NaN where torch has NaN
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+
+
+def test_max_pool2d_backward_keeps_an_infinite_gradient_at_the_winner_only():
+    x = np.random.default_rng(1).standard_normal((1, 1, 4, 4))
+    ours = lg.Tensor(x, requires_grad=True, dtype="float64")
+    theirs = torch.tensor(x, requires_grad=True)
+    upstream = np.array([[[[np.inf, 1.0], [np.nan, -2.0]]]])
+    nn.MaxPool2d(2)(ours).backward(lg.Tensor(upstream, dtype="float64"))
+    torch.nn.functional.max_pool2d(theirs, 2).backward(torch.from_numpy(upstream))
+    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+    assert np.isfinite(ours.grad.data).sum() == 14  # the inf and the NaN stay at their windows' winners

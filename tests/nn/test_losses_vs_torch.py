@@ -221,3 +221,11 @@ def test_loss_errors_name_the_shapes_and_values_at_fault():
         F.l1_loss(x, x, reduction="avg")
     with pytest.raises(lg.OpError, match="probabilities"):
         F.binary_cross_entropy(lg.Tensor([1.5]), lg.Tensor([1.0]))
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_like_pytorch():
+    logits = rng.standard_normal((3, 4))
+    target = np.array([-100, -100, -100])
+    ours = F.cross_entropy(lg.Tensor(logits, dtype="float64"), target)
+    theirs = TF.cross_entropy(torch.from_numpy(logits), torch.from_numpy(target))
+    assert np.isnan(ours.item()) and torch.isnan(theirs)
