@@ -222,16 +222,14 @@ class Conv2d(Op):
         want = self.needs_input_grad
         options = dict(stride=self.stride, padding=self.padding)
         grad = ChannelsLast.apply(grad)  # both gradients read it channels-last: lay it out so once
-        grad_x = Conv2dInputGrad.apply(grad, w, image_shape=x.shape, **options) if want[0] else None
-        grad_w = (
-            Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
-            if want[1]
-            else None
-        )
-        if len(self.inputs) == 2:
-            return grad_x, grad_w
-        grad_b = _sum_rows(grad) if want[2] else None  # the bias is added at every output position
-        return grad_x, grad_w, grad_b
+        grad_x = grad_w = grad_b = None
+        if want[0]:
+            grad_x = Conv2dInputGrad.apply(grad, w, image_shape=x.shape, **options)
+        if want[1]:
+            grad_w = Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
+        if len(want) == 3 and want[2]:
+            grad_b = _sum_rows(grad)  # the bias is added at every output position
+        return (grad_x, grad_w, grad_b)[: len(want)]
 
 
 class Conv2dInputGrad(Op):
@@ -252,10 +250,11 @@ class Conv2dInputGrad(Op):
         g, w = self.inputs
         options = dict(stride=self.stride, padding=self.padding)
         # Linear in g: its adjoint is the convolution itself. Linear in w: the weight gradient of grad and g.
-        grad_g = Conv2d.apply(grad, w, **options) if self.needs_input_grad[0] else None
-        grad_w = (
-            Conv2dWeightGrad.apply(grad, g, kernel_size=w.shape[2:], **options) if self.needs_input_grad[1] else None
-        )
+        grad_g = grad_w = None
+        if self.needs_input_grad[0]:
+            grad_g = Conv2d.apply(grad, w, **options)
+        if self.needs_input_grad[1]:
+            grad_w = Conv2dWeightGrad.apply(grad, g, kernel_size=w.shape[2:], **options)
         return grad_g, grad_w
 
 
@@ -269,7 +268,9 @@ class Conv2dWeightGrad(Op):
         self.kernel_size, self.stride, self.padding, self.windows = tuple(kernel_size), stride, padding, windows
 
     def forward(self, x, g):
-        windows = self.windows if self.windows is not None else im2col(x, self.kernel_size, self.stride, self.padding)
+        windows = self.windows
+        if windows is None:
+            windows = im2col(x, self.kernel_size, self.stride, self.padding)
         self.windows = None  # not needed again: do not keep it alive with the graph
         kh, kw = self.kernel_size
         grad_kernel = windows.reshape(-1, windows.shape[-1] * kh * kw).T @ _rows(g)  # (kh*kw*C, O)
@@ -278,8 +279,12 @@ class Conv2dWeightGrad(Op):
     def backward(self, grad):
         x, g = self.inputs
         options = dict(stride=self.stride, padding=self.padding)
-        grad_x = Conv2dInputGrad.apply(g, grad, image_shape=x.shape, **options) if self.needs_input_grad[0] else None
-        grad_g = Conv2d.apply(x, grad, **options) if self.needs_input_grad[1] else None
+        # Linear in x: the input gradient of g with kernel grad. Linear in g: the convolution of x with grad.
+        grad_x = grad_g = None
+        if self.needs_input_grad[0]:
+            grad_x = Conv2dInputGrad.apply(g, grad, image_shape=x.shape, **options)
+        if self.needs_input_grad[1]:
+            grad_g = Conv2d.apply(x, grad, **options)
         return grad_x, grad_g
 
 
