@@ -49,13 +49,23 @@ def test_parameters_are_found_by_name_in_assignment_order_like_pytorch():
     assert [n for n, _ in torch_net.named_parameters()] == ["scale", "conv.weight", "conv.bias"]
 
 
-def test_shared_parameters_are_listed_once_and_plain_lists_are_not_modules():
-    net = nn.Module()
-    layer = nn.Linear(2, 2)
-    net.a, net.b = layer, layer
-    net.hidden_in_a_list = [nn.Linear(2, 2)]
+def test_shared_modules_and_parameters_are_listed_once_and_plain_lists_are_not_modules():
+    net, twin = nn.Module(), torch.nn.Module()
+    net.a = net.b = nn.Linear(2, 2)
+    twin.a = twin.b = torch.nn.Linear(2, 2)
+    net.hidden_in_a_list = [nn.Linear(2, 2)]  # not registered, in PyTorch either: use ModuleList
     assert len(list(net.parameters())) == 2
-    assert [name for name, _ in net.named_modules()] == ["", "a", "b"]
+    assert [name for name, _ in net.named_modules()] == [name for name, _ in twin.named_modules()] == ["", "a"]
+    # The state dict, like PyTorch's, has the shared parameters under both names; loading it back works.
+    assert list(net.state_dict()) == list(twin.state_dict()) == ["a.weight", "a.bias", "b.weight", "b.bias"]
+    net.load_state_dict({k: v.detach().numpy() for k, v in twin.state_dict().items()})
+    np.testing.assert_array_equal(net.a.weight.data, twin.a.weight.detach().numpy())
+
+
+def test_state_dict_order_is_pytorchs():
+    ours = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Linear(2, 2))
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Linear(2, 2))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
 
 
 def test_children_modules_and_counts():

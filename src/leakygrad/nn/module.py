@@ -115,10 +115,20 @@ class Module:
             yield module
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module (named `prefix`, "" at the top) and every module inside it, depth first."""
-        yield prefix, self
-        for name, child in self.named_children():
-            yield from child.named_modules(prefix + "." + name if prefix else name)
+        """This module (named `prefix`, "" at the top) and every module inside it, depth first; a module used
+        in two places is listed once, under its first name (as in PyTorch)."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [
+                (f"{name}.{child_name}" if name else child_name, child) for child_name, child in module.named_children()
+            ]
+            stack.extend(reversed(children))
 
     def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
@@ -199,17 +209,13 @@ class Module:
     # ------------------------------------------------------------------ saving and loading
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Every parameter and persistent buffer by name, as NumPy arrays.
+        """Every parameter and persistent buffer by name, as NumPy arrays, in PyTorch's order (each module's
+        parameters, then its buffers, then its children's). A parameter shared by two modules appears under
+        both names, as in PyTorch.
 
         Unlike PyTorch, the arrays are copies: a snapshot that later training does not change.
         """
-        state = {name: p.data.copy() for name, p in self.named_parameters()}
-        for module_name, module in self.named_modules():
-            for name in module._buffer_names:
-                buffer = getattr(module, name)
-                if buffer is not None and name not in module._non_persistent:
-                    state[module_name + "." + name if module_name else name] = buffer.data.copy()
-        return state
+        return {name: tensor.data.copy() for name, tensor in self._state_tensors()}
 
     def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
         """Copy values from `state_dict` (arrays or tensors, by name) into this module's parameters and buffers.
@@ -245,13 +251,19 @@ class Module:
         return IncompatibleKeys(missing, unexpected)
 
     def _own_state(self) -> dict[str, Tensor]:
-        own: dict[str, Tensor] = dict(self.named_parameters())
-        for module_name, module in self.named_modules():
-            for name in module._buffer_names:
-                buffer = getattr(module, name)
-                if buffer is not None and name not in module._non_persistent:
-                    own[module_name + "." + name if module_name else name] = buffer
-        return own
+        return dict(self._state_tensors())
+
+    def _state_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """(name, tensor) for every parameter and persistent buffer, recursively (what state_dict saves)."""
+        for name, value in vars(self).items():
+            if isinstance(value, Parameter):
+                yield prefix + name, value
+        for name in self._buffer_names:
+            buffer = getattr(self, name)
+            if buffer is not None and name not in self._non_persistent:
+                yield prefix + name, buffer
+        for name, child in self.named_children():
+            yield from child._state_tensors(prefix + name + ".")
 
     # ------------------------------------------------------------------ printing
 
