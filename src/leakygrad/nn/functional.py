@@ -180,6 +180,8 @@ def _update_running_stats(running_mean, running_var, mean, var, count, momentum,
     if num_batches_tracked is not None:
         num_batches_tracked.data += 1
     if momentum is None:  # cumulative moving average
+        if num_batches_tracked is None:
+            raise OpError("batch_norm: momentum=None (a cumulative average) needs num_batches_tracked")
         momentum = 1.0 / float(num_batches_tracked.data)
     unbiased = var.reshape(-1) * (count / (count - 1))
     running_mean.data = ((1 - momentum) * running_mean.data + momentum * mean.reshape(-1)).astype(running_mean.dtype)
@@ -466,7 +468,7 @@ def cross_entropy(
     rows = nn_ops.CrossEntropy.apply(
         _classes_last(input, class_axis), target=target.reshape(-1), weight=target_weight.reshape(-1) * scale
     )
-    loss = rows.reshape(target.shape)
+    loss = rows if rows.shape == target.shape else rows.reshape(target.shape)
     if label_smoothing:
         # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
         smooth = -weighted_log_p().sum(axis=class_axis) * (kept * (scale / classes))
