@@ -121,3 +121,23 @@ def test_conv2d_gradient_ops_are_the_adjoints_of_the_convolution():
     dw = Conv2dWeightGrad(kernel_size=(3, 2), **options).forward(x, g)
     assert np.sum(y * g) == pytest.approx(np.sum(x * dx), rel=1e-12)
     assert np.sum(y * g) == pytest.approx(np.sum(w * dw), rel=1e-12)
+
+
+def test_fused_and_composed_lstm_modules_give_the_same_second_derivatives():
+    from leakygrad import nn
+
+    lg.manual_seed(0)
+    fused = nn.LSTM(2, 3).double()
+    composed = nn.LSTM(2, 3, fused=False).double()
+    composed.load_state_dict(fused.state_dict())
+    x = lg.Tensor(rng.standard_normal((4, 2, 2)), dtype="float64")
+    hessian_vector_products = []
+    for model in (fused, composed):
+        weights = list(model.parameters())
+        out, (h, c) = model(x)
+        grads = lg.grad((out**2).sum() + c.sum(), weights, create_graph=True)
+        # d/dw of <grad, v> for a fixed v: a Hessian-vector product, through the backward pass itself
+        product = sum((g * lg.Tensor(np.ones(g.shape), dtype="float64")).sum() for g in grads)
+        hessian_vector_products.append([g.data for g in lg.grad(product, weights)])
+    for a, b in zip(*hessian_vector_products):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
