@@ -5,4 +5,6 @@
 - `reductions`: sum, mean, var, max, min, logsumexp, softmax, log_softmax
 - `linalg`: matmul
 - `shape`: reshape, transpose, broadcast, sum_to, indexing, concatenate, stack, pad
+- `nn`: the fused ops layers need (used by `leakygrad.nn`): conv2d and its two gradients, im2col/col2im,
+  max pooling, cross-entropy from logits, and whole-sequence RNN/LSTM/GRU recurrences with NumPy BPTT
 """

@@ -1,0 +1,652 @@
+"""The fused ops that layers need: convolution, pooling, and whole-sequence recurrences.
+
+Convolution
+-----------
+A convolution is one matrix product once every kernel-sized window of the image is copied into a row of its
+own ("im2col"): rows (N*OH*OW, kh*kw*C) times the weight as a (kh*kw*C, O) matrix. Its gradients are two
+more convolutions, each written as an op of its own, so that each op's backward is made of the others:
+
+    y  = conv2d(x, w)                      forward
+    dx = conv2d_input_grad(dy, w)          the "transposed convolution": each output's gradient spread back
+                                           over the window it came from ("col2im", the adjoint of im2col)
+    dw = conv2d_weight_grad(x, dy)         each window times the gradient of the output it produced
+
+All three are linear in each input, and the adjoint of each is one of the others, so the family is closed
+under differentiation: the gradient of a gradient is again one of these ops, to any order.
+
+`Im2Col` and `Col2Im` are also ops (an adjoint pair, each the other's backward), used by average pooling.
+`MaxPool2d` scans the windows in place, and routes gradients with an adjoint pair of its own
+(`MaxPoolScatter`, `MaxPoolGather`).
+
+Layout. Images are (N, C, H, W), as in PyTorch. Internally the work is done channels-last, (N, H, W, C), where
+every window copy is contiguous (several times faster in NumPy). Outputs are returned as (N, C, H, W) views of
+channels-last memory; the next op reads them at full speed and nothing is copied back.
+
+Recurrences (RNN, LSTM, GRU)
+----------------------------
+A recurrent layer written with one small Tensor op per gate and per time step pays Python's overhead a few
+dozen times per step, forward and backward. `RNNSequence`, `LSTMSequence` and `GRUSequence` run the whole
+sequence in one op: the forward loop and backpropagation through time (BPTT) are written out in NumPy, with
+the input projections of all time steps done as one matrix product.
+
+The price: their backward is NumPy, not Tensor operations, so it cannot itself be differentiated. For second
+derivatives (`create_graph=True`) each fused op falls back to `composed`, the same recurrence written with
+Tensor operations (the layers pass theirs in), and differentiates that instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from leakygrad.engine.autograd import grad as autograd_grad
+from leakygrad.engine.errors import BackwardError, OpError
+from leakygrad.engine.grad_mode import is_grad_enabled
+from leakygrad.engine.op import Op
+from leakygrad.engine.tensor import Tensor
+
+# ---------------------------------------------------------------------------------------------------- windows
+
+
+def window_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """How many windows fit along one axis: floor((size + 2 padding - kernel) / stride) + 1."""
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def _check_windows(name: str, shape, kernel_size, stride, padding) -> tuple[int, int]:
+    if len(shape) != 4:
+        raise OpError(f"{name}: expects images of shape (N, C, H, W), got shape {tuple(shape)}")
+    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
+    if min(kh, kw, sh, sw) < 1 or min(ph, pw) < 0:
+        raise OpError(f"{name}: kernel {kernel_size} and stride {stride} must be >= 1, padding {padding} >= 0")
+    out_h = window_output_size(shape[2], kh, sh, ph)
+    out_w = window_output_size(shape[3], kw, sw, pw)
+    if out_h < 1 or out_w < 1:
+        raise OpError(
+            f"{name}: a {kh}x{kw} kernel does not fit in a {shape[2]}x{shape[3]} image with padding {padding}: "
+            "the output would be empty. Use a smaller kernel or more padding."
+        )
+    return out_h, out_w
+
+
+def _kernel_offsets(kernel_size) -> list[tuple[int, tuple[int, int]]]:
+    """The kernel offsets (i, j) in row-major order, numbered k = 0, 1, ...: the order windows are scanned."""
+    kh, kw = kernel_size
+    return [(k, divmod(k, kw)) for k in range(kh * kw)]
+
+
+def _at_offset(padded, offset, stride, out_size):
+    """Pixel (i, j) of every window, as an (N, OH, OW, C) view of a padded channels-last image."""
+    (i, j), (sh, sw), (out_h, out_w) = offset, stride, out_size
+    return padded[:, i : i + sh * out_h : sh, j : j + sw * out_w : sw, :]
+
+
+def _channels_last(x, padding, fill=0.0):
+    """(N, C, H, W) -> (N, H + 2 ph, W + 2 pw, C), padded with `fill` (a view, no copy, when there is no padding)."""
+    (ph, pw), (n, c, h, w) = padding, x.shape
+    if ph == pw == 0:
+        return x.transpose(0, 2, 3, 1)
+    padded = np.full((n, h + 2 * ph, w + 2 * pw, c), fill, dtype=x.dtype)
+    padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
+    return padded
+
+
+def _channels_first(padded, padding, image_shape):
+    """Cut the padding off a channels-last image and view it as (N, C, H, W)."""
+    (ph, pw), (_, _, h, w) = padding, image_shape
+    return padded[:, ph : ph + h, pw : pw + w, :].transpose(0, 3, 1, 2)
+
+
+def im2col(x, kernel_size, stride, padding):
+    """(N, C, H, W) -> (N, OH, OW, kh, kw, C): every window, one per output position, zero-padded."""
+    out_size = _check_windows("im2col", x.shape, kernel_size, stride, padding)
+    padded = _channels_last(x, padding)
+    windows = np.empty((x.shape[0],) + out_size + tuple(kernel_size) + (x.shape[1],), dtype=x.dtype)
+    for _, (i, j) in _kernel_offsets(kernel_size):  # one strided copy per kernel offset, of the whole batch
+        windows[:, :, :, i, j, :] = _at_offset(padded, (i, j), stride, out_size)
+    return windows
+
+
+def col2im(windows, image_shape, kernel_size, stride, padding):
+    """(N, OH, OW, kh, kw, C) -> (N, C, H, W): add each window back where it was taken (the adjoint of im2col).
+    A pixel covered by several windows gets the sum of their values; the padding border is cut off."""
+    out_size = _check_windows("col2im", image_shape, kernel_size, stride, padding)
+    (ph, pw), (n, c, h, w) = padding, image_shape
+    if windows.shape != (n,) + out_size + tuple(kernel_size) + (c,):
+        raise OpError(f"col2im: windows of shape {windows.shape} do not come from images of shape {image_shape}")
+    padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=windows.dtype)
+    for _, (i, j) in _kernel_offsets(kernel_size):
+        _at_offset(padded, (i, j), stride, out_size)[...] += windows[:, :, :, i, j, :]
+    return _channels_first(padded, padding, image_shape)
+
+
+class Im2Col(Op):
+    """(N, C, H, W) -> (N, OH, OW, kh, kw, C): every window, one per output position (zero padding)."""
+
+    name = "im2col"
+
+    def __init__(self, kernel_size, stride, padding):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x):
+        return im2col(x, self.kernel_size, self.stride, self.padding)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return Col2Im.apply(
+            grad, image_shape=x.shape, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding
+        )
+
+
+class Col2Im(Op):
+    """(N, OH, OW, kh, kw, C) -> (N, C, H, W): windows added back onto the image (the adjoint of Im2Col)."""
+
+    name = "col2im"
+
+    def __init__(self, image_shape, kernel_size, stride, padding):
+        self.image_shape, self.kernel_size, self.stride, self.padding = image_shape, kernel_size, stride, padding
+
+    def forward(self, windows):
+        return col2im(windows, self.image_shape, self.kernel_size, self.stride, self.padding)
+
+    def backward(self, grad):
+        return Im2Col.apply(grad, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding)
+
+
+# ---------------------------------------------------------------------------------------------------- convolution
+
+
+def _rows(y):
+    """(N, O, OH, OW) -> (N*OH*OW, O): one row per output position (free when y is channels-last in memory)."""
+    return y.transpose(0, 2, 3, 1).reshape(-1, y.shape[1])
+
+
+def _kernel_matrix(w):
+    """(O, C, kh, kw) -> (kh*kw*C, O): the weight in the windows' (kh, kw, C) order."""
+    return w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0])
+
+
+def _as_images(rows, n, out_size):
+    """(N*OH*OW, O) -> (N, O, OH, OW), a view of channels-last memory."""
+    return rows.reshape((n,) + tuple(out_size) + (-1,)).transpose(0, 3, 1, 2)
+
+
+class ChannelsLast(Op):
+    """The same (N, C, H, W) values, stored channels-last in memory (a copy only if they are not already).
+    A change of layout, not of value: the gradient passes through unchanged."""
+
+    name = "channels_last"
+
+    def forward(self, x):
+        if x.transpose(0, 2, 3, 1).flags.c_contiguous:
+            return x
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+    def backward(self, grad):
+        return grad
+
+
+def _sum_rows(y: Tensor) -> Tensor:
+    """(N, O, OH, OW) -> (O,): the sum over every output position, as a product with a vector of ones.
+    (The same sum as y.sum(axis=(0, 2, 3)), but NumPy sums the long axis of a narrow array some 20 times
+    slower than a matrix-vector product does.)"""
+    rows = y.transpose(0, 2, 3, 1).reshape(-1, y.shape[1])
+    return Tensor._wrap(np.ones(rows.shape[0], dtype=y.dtype)) @ rows
+
+
+class Conv2d(Op):
+    """y[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di - p, j s + dj - p].
+
+    Inputs x (N, C, H, W), w (O, C, kh, kw) and optionally b (O,); output (N, O, OH, OW).
+    """
+
+    name = "conv2d"
+
+    def __init__(self, stride, padding):
+        self.stride, self.padding = stride, padding
+
+    def forward(self, x, w, b=None):
+        if x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1]:
+            raise OpError(
+                f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw) with the same C, got "
+                f"input {x.shape} and weight {w.shape}"
+            )
+        self.windows = im2col(x, w.shape[2:], self.stride, self.padding)  # kept for the weight gradient
+        n, out_h, out_w = self.windows.shape[:3]
+        rows = self.windows.reshape(n * out_h * out_w, -1) @ _kernel_matrix(w)
+        if b is not None:
+            rows += b
+        return _as_images(rows, n, (out_h, out_w))
+
+    def backward(self, grad):
+        x, w = self.inputs[:2]
+        want = self.needs_input_grad
+        options = dict(stride=self.stride, padding=self.padding)
+        grad = ChannelsLast.apply(grad)  # both gradients read it channels-last: lay it out so once
+        grad_x = grad_w = grad_b = None
+        if want[0]:
+            grad_x = Conv2dInputGrad.apply(grad, w, image_shape=x.shape, **options)
+        if want[1]:
+            grad_w = Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
+        if len(want) == 3 and want[2]:
+            grad_b = _sum_rows(grad)  # the bias is added at every output position
+        return (grad_x, grad_w, grad_b)[: len(want)]
+
+
+class Conv2dInputGrad(Op):
+    """The gradient of conv2d with respect to its input, (g, w) -> dx: each output position's gradient,
+    times the kernel, spread back over the window it came from (a "transposed convolution")."""
+
+    name = "conv2d_input_grad"
+
+    def __init__(self, image_shape, stride, padding):
+        self.image_shape, self.stride, self.padding = image_shape, stride, padding
+
+    def forward(self, g, w):
+        n, _, out_h, out_w = g.shape
+        windows = (_rows(g) @ _kernel_matrix(w).T).reshape((n, out_h, out_w) + w.shape[2:] + (w.shape[1],))
+        return col2im(windows, self.image_shape, w.shape[2:], self.stride, self.padding)
+
+    def backward(self, grad):
+        g, w = self.inputs
+        options = dict(stride=self.stride, padding=self.padding)
+        # Linear in g: its adjoint is the convolution itself. Linear in w: the weight gradient of grad and g.
+        grad_g = grad_w = None
+        if self.needs_input_grad[0]:
+            grad_g = Conv2d.apply(grad, w, **options)
+        if self.needs_input_grad[1]:
+            grad_w = Conv2dWeightGrad.apply(grad, g, kernel_size=w.shape[2:], **options)
+        return grad_g, grad_w
+
+
+class Conv2dWeightGrad(Op):
+    """The gradient of conv2d with respect to its weight, (x, g) -> dw: the sum over every output position of
+    its input window times its gradient. `windows` may pass im2col(x), already computed by the forward."""
+
+    name = "conv2d_weight_grad"
+
+    def __init__(self, kernel_size, stride, padding, windows=None):
+        self.kernel_size, self.stride, self.padding, self.windows = tuple(kernel_size), stride, padding, windows
+
+    def forward(self, x, g):
+        windows = self.windows
+        if windows is None:
+            windows = im2col(x, self.kernel_size, self.stride, self.padding)
+        self.windows = None  # not needed again: do not keep it alive with the graph
+        kh, kw = self.kernel_size
+        grad_kernel = windows.reshape(-1, windows.shape[-1] * kh * kw).T @ _rows(g)  # (kh*kw*C, O)
+        return grad_kernel.reshape(kh, kw, x.shape[1], g.shape[1]).transpose(3, 2, 0, 1)
+
+    def backward(self, grad):
+        x, g = self.inputs
+        options = dict(stride=self.stride, padding=self.padding)
+        # Linear in x: the input gradient of g with kernel grad. Linear in g: the convolution of x with grad.
+        grad_x = grad_g = None
+        if self.needs_input_grad[0]:
+            grad_x = Conv2dInputGrad.apply(g, grad, image_shape=x.shape, **options)
+        if self.needs_input_grad[1]:
+            grad_g = Conv2d.apply(x, grad, **options)
+        return grad_x, grad_g
+
+
+# ---------------------------------------------------------------------------------------------------- pooling
+
+
+class MaxPool2d(Op):
+    """The largest value of each window: (N, C, H, W) -> (N, C, OH, OW). Padding counts as -inf.
+
+    Forward scans the kernel offsets, keeping the running maximum and which offset holds it (`winner`: the
+    first maximum, or a NaN, PyTorch's rule). Backward sends each gradient to its window's winner and zero to
+    the rest of the window, through `MaxPoolScatter`, whose own backward is `MaxPoolGather`.
+    """
+
+    name = "max_pool2d"
+
+    def __init__(self, kernel_size, stride, padding):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x):
+        out_size = _check_windows(self.name, x.shape, self.kernel_size, self.stride, self.padding)
+        padded = _channels_last(x, self.padding, fill=-np.inf)
+        offsets = _kernel_offsets(self.kernel_size)
+        best = _at_offset(padded, (0, 0), self.stride, out_size).copy()
+        self.winner = np.zeros(best.shape, dtype=np.int8 if len(offsets) < 128 else np.int32)
+        for k, offset in offsets[1:]:
+            candidate = _at_offset(padded, offset, self.stride, out_size)
+            wins = candidate > best  # strictly greater: a tie stays with the first
+            self.winner += wins * (k - self.winner)  # where it wins, winner = k (arithmetic beats masked copies)
+            np.maximum(best, candidate, out=best)  # propagates NaN
+        if np.isnan(best).any():  # rare: a window holding NaN. PyTorch's rule: the (last) NaN is the winner.
+            for k, offset in offsets:
+                self.winner[np.isnan(_at_offset(padded, offset, self.stride, out_size))] = k
+        return best.transpose(0, 3, 1, 2)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return MaxPoolScatter.apply(grad, pool=self, image_shape=x.shape)
+
+    def overlapping(self) -> bool:
+        return self.stride[0] < self.kernel_size[0] or self.stride[1] < self.kernel_size[1]
+
+
+class MaxPoolScatter(Op):
+    """(N, C, OH, OW) -> (N, C, H, W): each value put at its window's winner, zero elsewhere."""
+
+    name = "max_pool2d_scatter"
+
+    def __init__(self, pool: MaxPool2d, image_shape):
+        self.pool, self.image_shape = pool, image_shape
+
+    def forward(self, values):
+        pool = self.pool
+        (ph, pw), (n, c, h, w) = pool.padding, self.image_shape
+        values = values.transpose(0, 2, 3, 1)
+        padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
+        # Multiplying by the 0/1 winner mask is several times faster than np.where, and the same unless a
+        # gradient is inf or NaN (0 * NaN = NaN would spread it over the whole window): then use where.
+        finite = np.isfinite(values).all()
+        for k, offset in _kernel_offsets(pool.kernel_size):
+            target = _at_offset(padded, offset, pool.stride, values.shape[1:3])
+            wins = pool.winner == k
+            mine = values * wins if finite else np.where(wins, values, 0)
+            if pool.overlapping():  # a pixel may win several windows: add
+                target += mine
+            else:  # each pixel is in one window only: put
+                target[...] = mine
+        return _channels_first(padded, pool.padding, self.image_shape)
+
+    def backward(self, grad):
+        return MaxPoolGather.apply(grad, pool=self.pool)
+
+
+class MaxPoolGather(Op):
+    """(N, C, H, W) -> (N, C, OH, OW): the value at each window's winner (the adjoint of MaxPoolScatter)."""
+
+    name = "max_pool2d_gather"
+
+    def __init__(self, pool: MaxPool2d):
+        self.pool = pool
+
+    def forward(self, image):
+        pool = self.pool
+        padded = _channels_last(image, pool.padding)
+        out = np.zeros(pool.winner.shape, dtype=image.dtype)
+        for k, offset in _kernel_offsets(pool.kernel_size):
+            out = np.where(pool.winner == k, _at_offset(padded, offset, pool.stride, out.shape[1:3]), out)
+        return out.transpose(0, 3, 1, 2)
+
+    def backward(self, grad):
+        (image,) = self.inputs
+        return MaxPoolScatter.apply(grad, pool=self.pool, image_shape=image.shape)
+
+
+# ---------------------------------------------------------------------------------------------------- losses
+
+
+class CrossEntropy(Op):
+    """Cross-entropy of each row of logits x (M, C) with its target class, times the row's weight:
+
+        loss[m] = weight[m] (logsumexp(x[m]) - x[m, target[m]])          (= -weight[m] log softmax(x[m])[target])
+
+    One op instead of log_softmax, a pick and a sum: a loss is computed once per step, but for small models
+    its handful of ops is a noticeable share of the step. Backward: weight (softmax(x) - one_hot(target)).
+    """
+
+    name = "cross_entropy"
+
+    def __init__(self, target: np.ndarray, weight: np.ndarray):
+        self.target, self.weight = target, weight
+
+    def forward(self, x):
+        rows = np.arange(x.shape[0])
+        shifted = x - x.max(axis=1, keepdims=True)  # the same result, and exp cannot overflow
+        log_sum = np.log(np.exp(shifted).sum(axis=1))
+        return (log_sum - shifted[rows, self.target]) * self.weight
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        one_hot = np.zeros(x.shape, dtype=x.dtype)
+        one_hot[np.arange(x.shape[0]), self.target] = 1
+        return (x.softmax(axis=1) - one_hot) * (grad * self.weight).reshape(-1, 1)
+
+
+# ---------------------------------------------------------------------------------------------------- recurrences
+
+
+class FusedRecurrence(Op):
+    """A whole-sequence recurrence whose backward (BPTT) is written in NumPy, for speed.
+
+    Subclasses write `forward` and `backward_arrays` (NumPy arrays in and out). `composed`, if given, is the
+    same function written with Tensor operations; when the backward pass is being recorded for a second
+    derivative, it is differentiated in place of the NumPy backward.
+    """
+
+    def __init__(self, composed=None):
+        self.composed = composed
+
+    def backward(self, grad):
+        if is_grad_enabled():  # backward(create_graph=True): the gradient itself must be differentiable
+            return self._backward_through_composed(grad)
+        grads = self.backward_arrays(np.asarray(grad.data))
+        return tuple(None if g is None else Tensor._wrap(g) for g in grads)
+
+    def backward_arrays(self, grad: np.ndarray) -> tuple:
+        raise NotImplementedError
+
+    def _backward_through_composed(self, grad):
+        if self.composed is None:
+            raise BackwardError(
+                f"{self.name}: this fused op computes its backward in NumPy, so it cannot be differentiated "
+                "twice, and no composed (Tensor-op) version was given to fall back on. Use the layer with "
+                "fused=False for second derivatives."
+            )
+        wanted = [x for x, needed in zip(self.inputs, self.needs_input_grad) if needed]
+        output = self.composed(*self.inputs)
+        grads = iter(autograd_grad(output, wanted, grad_outputs=grad, create_graph=True, allow_unused=True))
+        return tuple(next(grads) if needed else None for needed in self.needs_input_grad)
+
+
+def _check_recurrence(name, x, h0, w_ih, w_hh, b_ih, b_hh, gates: int) -> None:
+    """Shapes: x (T, N, I), h0 (N, H), w_ih (gates*H, I), w_hh (gates*H, H), biases (gates*H,)."""
+    if x.ndim != 3:
+        raise OpError(f"{name}: expects a sequence of shape (T, N, input_size), got {x.shape}")
+    _, n, i = x.shape
+    h, g = w_hh.shape[-1], gates * w_hh.shape[-1]
+    expected = {"h0": (n, h), "w_ih": (g, i), "w_hh": (g, h), "b_ih": (g,), "b_hh": (g,)}
+    for label, array in zip(expected, (h0, w_ih, w_hh, b_ih, b_hh)):
+        if array.shape != expected[label]:
+            raise OpError(
+                f"{name}: {label} has shape {array.shape}, expected {expected[label]} "
+                f"(sequence {x.shape}, hidden size {h})"
+            )
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-x) computed as (1 + tanh(x / 2)) / 2: the same function, and tanh never overflows."""
+    out = np.tanh(0.5 * x)
+    out += 1
+    out *= 0.5
+    return out
+
+
+def _input_projection(x, w_ih, bias):
+    """x_t W_ih^T + bias for every time step at once: one (T*N, I) @ (I, G) matrix product, not T small ones."""
+    t, n, i = x.shape
+    return (x.reshape(t * n, i) @ w_ih.T + bias).reshape(t, n, -1)
+
+
+def _previous_states(h0, hs):
+    """h_{t-1} for t = 0..T-1: the initial state, then every state but the last."""
+    return np.concatenate([h0[None], hs[:-1]], axis=0)
+
+
+def _weight_grads(d_pre, x, h_prev, want_w_ih: bool, want_w_hh: bool, want_b: bool):
+    """Gradients of W_ih, W_hh and the biases from the pre-activation gradients of all steps: three big
+    matrix products instead of one small product per step."""
+    g = d_pre.shape[-1]
+    flat = d_pre.reshape(-1, g)
+    d_w_ih = flat.T @ x.reshape(-1, x.shape[-1]) if want_w_ih else None
+    d_w_hh = flat.T @ h_prev.reshape(-1, h_prev.shape[-1]) if want_w_hh else None
+    d_b = flat.sum(axis=0) if want_b else None
+    return d_w_ih, d_w_hh, d_b
+
+
+class RNNSequence(FusedRecurrence):
+    """Elman RNN over a whole sequence: h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act tanh or relu.
+
+    Inputs x (T, N, I), h0 (N, H), w_ih (H, I), w_hh (H, H), b_ih (H,), b_hh (H,). Output: all states (T, N, H).
+    """
+
+    name = "rnn_sequence"
+
+    def __init__(self, nonlinearity: str = "tanh", composed=None):
+        super().__init__(composed)
+        if nonlinearity not in ("tanh", "relu"):
+            raise OpError(f"rnn: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x, h0, w_ih, w_hh, b_ih, b_hh):
+        _check_recurrence(self.name, x, h0, w_ih, w_hh, b_ih, b_hh, gates=1)
+        self.x_w = _input_projection(x, w_ih, b_ih + b_hh)
+        hs = np.empty((x.shape[0],) + h0.shape, dtype=x.dtype)
+        h = h0
+        for t in range(x.shape[0]):
+            pre = self.x_w[t] + h @ w_hh.T
+            h = np.tanh(pre, out=hs[t]) if self.nonlinearity == "tanh" else np.maximum(pre, 0, out=hs[t])
+        return hs
+
+    def backward_arrays(self, grad):
+        x, h0, w_ih, w_hh, _, _ = (t.data for t in self.inputs)
+        hs = self.output.data
+        d_pre = np.empty_like(hs)
+        d_h = np.zeros_like(h0)  # gradient reaching h_t from step t+1
+        for t in reversed(range(x.shape[0])):
+            d_h = d_h + grad[t]
+            if self.nonlinearity == "tanh":
+                d_pre[t] = d_h * (1 - hs[t] * hs[t])  # tanh' = 1 - tanh^2
+            else:
+                d_pre[t] = np.where(hs[t] > 0, d_h, 0)  # relu' = 1 where active
+            d_h = d_pre[t] @ w_hh
+        want = self.needs_input_grad
+        d_x = (d_pre.reshape(-1, d_pre.shape[-1]) @ w_ih).reshape(x.shape) if want[0] else None
+        d_w_ih, d_w_hh, d_b = _weight_grads(d_pre, x, _previous_states(h0, hs), want[2], want[3], any(want[4:]))
+        return d_x, d_h, d_w_ih, d_w_hh, d_b, d_b  # b_ih and b_hh enter as a sum: the same gradient
+
+
+class LSTMSequence(FusedRecurrence):
+    """LSTM over a whole sequence, PyTorch's equations and gate order (input, forget, cell, output):
+
+        i, f, g, o = split(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)      (4 blocks of H)
+        c_t = sigmoid(f) c_{t-1} + sigmoid(i) tanh(g)
+        h_t = sigmoid(o) tanh(c_t)
+
+    Inputs x (T, N, I), h0, c0 (N, H), w_ih (4H, I), w_hh (4H, H), b_ih, b_hh (4H,). One op has one output,
+    so the output stacks both sequences of states: (2, T, N, H), [0] the h_t and [1] the c_t.
+    """
+
+    name = "lstm_sequence"
+
+    def forward(self, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+        _check_recurrence(self.name, x, h0, w_ih, w_hh, b_ih, b_hh, gates=4)
+        if c0.shape != h0.shape:
+            raise OpError(f"{self.name}: c0 has shape {c0.shape}, expected {h0.shape} (the shape of h0)")
+        steps, hidden = x.shape[0], h0.shape[1]
+        x_w = _input_projection(x, w_ih, b_ih + b_hh)
+        self.gates = np.empty_like(x_w)  # activated gates of every step, kept for backward
+        self.tanh_c = np.empty((steps,) + h0.shape, dtype=x.dtype)
+        states = np.empty((2, steps) + h0.shape, dtype=x.dtype)
+        hs, cs = states[0], states[1]
+        h, c = h0, c0
+        for t in range(steps):
+            gates = np.matmul(h, w_hh.T, out=self.gates[t])
+            gates += x_w[t]
+            i, f, g, o = (gates[:, k * hidden : (k + 1) * hidden] for k in range(4))
+            i[...], f[...], g[...], o[...] = _sigmoid(i), _sigmoid(f), np.tanh(g), _sigmoid(o)
+            c = np.multiply(f, c, out=cs[t])
+            c += i * g
+            np.tanh(c, out=self.tanh_c[t])
+            h = np.multiply(o, self.tanh_c[t], out=hs[t])
+        return states
+
+    def backward_arrays(self, grad):
+        x, h0, c0, w_ih, w_hh, _, _ = (t.data for t in self.inputs)
+        states = self.output.data
+        hs, cs = states[0], states[1]
+        hidden = h0.shape[1]
+        d_pre = np.empty_like(self.gates)  # gradients of the gate pre-activations, all steps
+        d_h = np.zeros_like(h0)  # what reaches h_t and c_t from step t+1
+        d_c = np.zeros_like(c0)
+        for t in reversed(range(x.shape[0])):
+            i, f, g, o = (self.gates[t, :, k * hidden : (k + 1) * hidden] for k in range(4))
+            tanh_c, c_prev = self.tanh_c[t], (cs[t - 1] if t > 0 else c0)
+            d_h = d_h + grad[0, t]
+            d_c = d_c + grad[1, t] + d_h * o * (1 - tanh_c * tanh_c)  # through h_t = o tanh(c_t)
+            d = d_pre[t]
+            d[:, :hidden] = d_c * g * i * (1 - i)  # sigmoid' = s (1 - s)
+            d[:, hidden : 2 * hidden] = d_c * c_prev * f * (1 - f)
+            d[:, 2 * hidden : 3 * hidden] = d_c * i * (1 - g * g)  # tanh' = 1 - tanh^2
+            d[:, 3 * hidden :] = d_h * tanh_c * o * (1 - o)
+            d_h = d @ w_hh
+            d_c = d_c * f  # the cell path: multiplied by the forget gate, and nothing else
+        want = self.needs_input_grad
+        d_x = (d_pre.reshape(-1, d_pre.shape[-1]) @ w_ih).reshape(x.shape) if want[0] else None
+        d_w_ih, d_w_hh, d_b = _weight_grads(d_pre, x, _previous_states(h0, hs), want[3], want[4], any(want[5:]))
+        return d_x, d_h, d_c, d_w_ih, d_w_hh, d_b, d_b
+
+
+class GRUSequence(FusedRecurrence):
+    """GRU over a whole sequence, PyTorch's equations and gate order (reset, update, new):
+
+        r = sigmoid(x W_ir^T + b_ir + h W_hr^T + b_hr)      z = the same with the z blocks
+        n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn))
+        h_t = (1 - z) n + z h_{t-1}
+
+    Inputs x (T, N, I), h0 (N, H), w_ih (3H, I), w_hh (3H, H), b_ih, b_hh (3H,). Output: all states (T, N, H).
+    """
+
+    name = "gru_sequence"
+
+    def forward(self, x, h0, w_ih, w_hh, b_ih, b_hh):
+        _check_recurrence(self.name, x, h0, w_ih, w_hh, b_ih, b_hh, gates=3)
+        steps, hidden = x.shape[0], h0.shape[1]
+        x_w = _input_projection(x, w_ih, b_ih)
+        self.gates = np.empty_like(x_w)  # r, z, n of every step
+        self.h_n = np.empty((steps,) + h0.shape, dtype=x.dtype)  # h W_hn^T + b_hn, which r multiplies
+        hs = np.empty((steps,) + h0.shape, dtype=x.dtype)
+        h = h0
+        for t in range(steps):
+            h_w = h @ w_hh.T + b_hh
+            r, z, n = (self.gates[t, :, k * hidden : (k + 1) * hidden] for k in range(3))
+            r[...] = _sigmoid(x_w[t, :, :hidden] + h_w[:, :hidden])
+            z[...] = _sigmoid(x_w[t, :, hidden : 2 * hidden] + h_w[:, hidden : 2 * hidden])
+            self.h_n[t] = h_w[:, 2 * hidden :]
+            n[...] = np.tanh(x_w[t, :, 2 * hidden :] + r * self.h_n[t])
+            h = np.add(n, z * (h - n), out=hs[t])  # (1 - z) n + z h
+        return hs
+
+    def backward_arrays(self, grad):
+        x, h0, w_ih, w_hh, _, _ = (t.data for t in self.inputs)
+        hs = self.output.data
+        hidden = h0.shape[1]
+        h_prev = _previous_states(h0, hs)
+        d_x_pre = np.empty_like(self.gates)  # gradients of x W_ih^T + b_ih, all steps
+        d_h_pre = np.empty_like(self.gates)  # gradients of h W_hh^T + b_hh, all steps
+        d_h = np.zeros_like(h0)
+        for t in reversed(range(x.shape[0])):
+            r, z, n = (self.gates[t, :, k * hidden : (k + 1) * hidden] for k in range(3))
+            d_h = d_h + grad[t]
+            d_n = d_h * (1 - z) * (1 - n * n)  # through tanh
+            d_z = d_h * (h_prev[t] - n) * z * (1 - z)
+            d_r = d_n * self.h_n[t] * r * (1 - r)
+            d_x_pre[t, :, :hidden] = d_h_pre[t, :, :hidden] = d_r
+            d_x_pre[t, :, hidden : 2 * hidden] = d_h_pre[t, :, hidden : 2 * hidden] = d_z
+            d_x_pre[t, :, 2 * hidden :] = d_n
+            d_h_pre[t, :, 2 * hidden :] = d_n * r  # r gates the hidden part of n
+            d_h = d_h * z + d_h_pre[t] @ w_hh  # the direct path z h_{t-1}, and through the gates
+        want = self.needs_input_grad
+        g = d_x_pre.shape[-1]
+        d_x = (d_x_pre.reshape(-1, g) @ w_ih).reshape(x.shape) if want[0] else None
+        d_w_ih = d_x_pre.reshape(-1, g).T @ x.reshape(-1, x.shape[-1]) if want[2] else None
+        d_w_hh = d_h_pre.reshape(-1, g).T @ h_prev.reshape(-1, hidden) if want[3] else None
+        d_b_ih = d_x_pre.reshape(-1, g).sum(axis=0) if want[4] else None
+        d_b_hh = d_h_pre.reshape(-1, g).sum(axis=0) if want[5] else None
+        return d_x, d_h, d_w_ih, d_w_hh, d_b_ih, d_b_hh

@@ -1,0 +1,139 @@
+"""Every activation as a module, so it can sit in a Sequential and be hooked like any layer.
+
+The math (forward and backward) is in `leakygrad.engine.ops.activations`; these only hold the arguments.
+"""
+
+from __future__ import annotations
+
+from leakygrad.engine import Tensor
+from leakygrad.nn import functional as F
+from leakygrad.nn.module import Module
+
+
+class ReLU(Module):
+    """max(x, 0). Its gradient is 0 wherever x < 0: a unit whose input stays negative never learns again."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + e^-x). Its derivative is at most 0.25, and near 0 when |x| is large (saturation)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    """tanh(x). Derivative 1 - tanh(x)^2: 1 at 0, near 0 when |x| is large."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class LeakyReLU(Module):
+    """x where x > 0, else negative_slope * x: a ReLU that keeps a small gradient for negative inputs."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class GELU(Module):
+    """x * Phi(x) (Phi the normal CDF), or its tanh approximation with approximate="tanh"."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x) (swish)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """clip(x, min_val, max_val), with zero gradient outside (and at) the bounds."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        super().__init__()
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6)."""
+
+    def __init__(self):
+        super().__init__(0.0, 6.0)
+
+
+class Softmax(Module):
+    """exp(x) / sum(exp(x)) along `dim`."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmax(x, axis=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log(softmax(x)) along `dim`, computed stably."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, axis=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

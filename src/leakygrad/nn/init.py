@@ -1,0 +1,141 @@
+"""Weight initialisation, with PyTorch's names and conventions (each function fills a tensor in place and
+returns it). Random numbers come from `leakygrad.engine.generator()`, so `lg.manual_seed(s)` fixes them.
+
+Why it matters: the scale of the initial weights decides whether signals (and gradients) keep their size
+layer after layer. For a layer with `fan_in` inputs, weights of variance 1/fan_in keep a linear layer's output
+variance equal to its input's; the activation then changes it by a factor, which the *gain* undoes:
+
+- Xavier/Glorot (2010): variance gain^2 * 2 / (fan_in + fan_out), a compromise between keeping forward
+  activations (1/fan_in) and backward gradients (1/fan_out) at the same scale. For tanh and sigmoid nets.
+- Kaiming/He (2015): variance gain^2 / fan (fan_in by default). A ReLU zeroes half its inputs and so halves
+  the second moment; gain sqrt(2) restores it. For ReLU nets.
+- Orthogonal (Saxe et al. 2014): all singular values 1, so repeated multiplication (as in a recurrent net)
+  neither shrinks nor grows a vector.
+
+Fans, as in PyTorch: a weight of shape (out, in, *kernel) has fan_in = in * prod(kernel) and
+fan_out = out * prod(kernel). (A Linear weight is (out_features, in_features).)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from leakygrad.engine import Tensor
+from leakygrad.engine.creation import generator
+from leakygrad.engine.errors import OpError
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The factor by which to scale weights so that `nonlinearity` keeps the signal's second moment."""
+    linear = ("linear", "identity", "conv1d", "conv2d", "conv3d", "sigmoid")
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(
+        f"calculate_gain: unknown nonlinearity {nonlinearity!r} (known: {', '.join(linear)}, "
+        "tanh, relu, leaky_relu, selu)"
+    )
+
+
+def fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight of shape (out, in, *kernel)."""
+    if tensor.ndim < 2:
+        raise OpError(f"init: fan in and fan out need a tensor with at least 2 dimensions, got shape {tensor.shape}")
+    receptive_field = int(np.prod(tensor.shape[2:], dtype=np.int64))
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _fill(tensor: Tensor, values) -> Tensor:
+    tensor.data[...] = values  # in place, keeping the tensor's dtype
+    return tensor
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    """Uniform in [a, b)."""
+    return _fill(tensor, generator().uniform(a, b, size=tensor.shape))
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    return _fill(tensor, generator().normal(mean, std, size=tensor.shape))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    return _fill(tensor, val)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return _fill(tensor, 0.0)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return _fill(tensor, 1.0)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)): variance gain^2 * 2 / (fan_in + fan_out)."""
+    fan_in, fan_out = fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / (fan_in + fan_out))
+    bound = math.sqrt(3.0) * std  # a uniform on [-a, a] has standard deviation a / sqrt(3)
+    return uniform_(tensor, -bound, bound)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"kaiming init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    fan_in, fan_out = fan_in_and_fan_out(tensor)
+    fan = fan_in if mode == "fan_in" else fan_out
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    """U(-bound, bound), bound = gain * sqrt(3 / fan). `a` is the leaky ReLU's negative slope (0: a ReLU).
+
+    `mode="fan_in"` keeps the forward signal's scale, `"fan_out"` the backward gradient's.
+    """
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    """N(0, std^2), std = gain / sqrt(fan)."""
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """A (semi-)orthogonal matrix times `gain`: rows orthonormal if there are fewer rows than columns, else
+    columns. Tensors with more than 2 dimensions are flattened to (shape[0], rest)."""
+    if tensor.ndim < 2:
+        raise OpError(f"orthogonal_: needs a tensor with at least 2 dimensions, got shape {tensor.shape}")
+    rows = tensor.shape[0]
+    cols = tensor.size // rows
+    flat = generator().standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))  # makes the result uniformly distributed over orthogonal matrices
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, gain * q.reshape(tensor.shape))
+
+
+# The other names these go by.
+glorot_uniform_ = xavier_uniform_
+glorot_normal_ = xavier_normal_
+he_uniform_ = kaiming_uniform_
+he_normal_ = kaiming_normal_

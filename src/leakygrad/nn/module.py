@@ -1,0 +1,358 @@
+"""`Module`, the base of every layer, and `Parameter`, the tensors a module learns.
+
+A module is an object with a `forward` method and attributes. Attributes that are `Parameter`s are its
+parameters, attributes that are modules are its children, and tensors registered with `register_buffer` are
+its buffers (state that is saved but not learned, like batch norm's running mean). Nothing else is needed:
+`named_parameters` finds them by walking the attributes, in the order they were first assigned, which is
+also the order of `state_dict` (and the same order PyTorch gives the same class).
+
+Calling a module runs its forward pre-hooks, `forward`, then its forward hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from leakygrad.engine import Tensor
+from leakygrad.engine.errors import LeakygradError
+from leakygrad.engine.tensor import RemovableHandle
+
+
+class Parameter(Tensor):
+    """A tensor that a module learns: it requires grad, and a module lists it among its parameters."""
+
+    __slots__ = ()
+
+    def __init__(self, data, requires_grad: bool = True, dtype=None):
+        if isinstance(data, Tensor) and dtype is None:
+            dtype = data.dtype  # keep the tensor's precision (Tensor() would make float64 data float32)
+        super().__init__(data, requires_grad=requires_grad, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class StateDictError(LeakygradError, KeyError):
+    """`load_state_dict` was given keys or shapes that do not match the module."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """Base class of every layer and every model. Subclasses call `super().__init__()` first, then assign
+    their parameters and submodules as attributes, and write `forward`."""
+
+    def __init__(self):
+        self.training = True
+        self._buffer_names: list[str] = []
+        self._non_persistent: set[str] = set()
+        self._forward_pre_hooks: list[Callable] = []
+        self._forward_hooks: list[Callable] = []
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward method")
+
+    def __call__(self, *args, **kwargs):
+        if "_forward_hooks" not in self.__dict__:
+            raise LeakygradError(
+                f"{type(self).__name__}: Module.__init__ was not run. Call super().__init__() at the start of "
+                f"{type(self).__name__}.__init__."
+            )
+        for hook in list(self._forward_pre_hooks):
+            replaced = hook(self, args)
+            if replaced is not None:
+                args = replaced if isinstance(replaced, tuple) else (replaced,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks):
+            replaced = hook(self, args, output)
+            if replaced is not None:
+                output = replaced
+        return output
+
+    # ------------------------------------------------------------------ hooks
+
+    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, args)` before each forward. It may return new args (a tuple, or one value)."""
+        self._forward_pre_hooks.append(hook)
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, args, output)` after each forward. It may return a replacement output.
+
+        This is how a probe watches a layer without changing it: record statistics of `output`, or call
+        `output.register_hook(...)` to see the gradient that reaches this layer's output during backward.
+        """
+        self._forward_hooks.append(hook)
+        return RemovableHandle(self._forward_hooks, hook)
+
+    # ------------------------------------------------------------------ what a module holds
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Keep `tensor` as state that is not learned: it is in `state_dict` (unless `persistent=False`) and
+        moves with `.double()`, but it is not a parameter and gets no gradient."""
+        if name not in self._buffer_names:
+            self._buffer_names.append(name)
+        if not persistent:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, tensor)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        for name, value in vars(self).items():
+            if isinstance(value, Module):
+                yield name, value
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module (named `prefix`, "" at the top) and every module inside it, depth first; a module used
+        in two places is listed once, under its first name (as in PyTorch)."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [
+                (f"{name}.{child_name}" if name else child_name, child) for child_name, child in module.named_children()
+            ]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """("layer.weight", parameter) pairs; a parameter shared by two modules is listed once."""
+        seen: set[int] = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for module_name, module in modules:
+            for name, value in vars(module).items():
+                if isinstance(value, Parameter) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield (module_name + "." + name if module_name else name), value
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, parameter in self.named_parameters(recurse=recurse):
+            yield parameter
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for module_name, module in self.named_modules(prefix):
+            for name in module._buffer_names:
+                buffer = getattr(module, name)
+                if buffer is not None:
+                    yield (module_name + "." + name if module_name else name), buffer
+
+    def buffers(self) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers():
+            yield buffer
+
+    def num_parameters(self) -> int:
+        return sum(p.size for p in self.parameters())
+
+    # ------------------------------------------------------------------ modes and gradients
+
+    def train(self, mode: bool = True) -> Module:
+        """Training mode (the default): dropout drops, batch norm uses and updates batch statistics."""
+        for module in self.modules():
+            module.training = mode
+        return self
+
+    def eval(self) -> Module:
+        """Evaluation mode: dropout passes everything, batch norm uses its running statistics."""
+        return self.train(False)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget the gradients of the last backward (they accumulate otherwise, as in PyTorch)."""
+        for parameter in self.parameters():
+            if set_to_none or parameter.grad is None:
+                parameter.grad = None
+            else:
+                parameter.grad = Tensor._wrap(np.zeros_like(parameter.data))
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call `fn(module)` on every submodule, then on this one (e.g. to initialise weights)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, dtype) -> Module:
+        """Convert every floating-point parameter and buffer to `dtype`, in place (the objects stay the same,
+        so an optimiser built before the call still holds them)."""
+        dtype = np.dtype(dtype)
+        for tensor in list(self.parameters()) + list(self.buffers()):
+            if tensor.dtype.kind == "f":
+                tensor.data = tensor.data.astype(dtype)
+                if tensor.grad is not None:
+                    tensor.grad = Tensor._wrap(tensor.grad.data.astype(dtype))
+        return self
+
+    def double(self) -> Module:
+        return self.to(np.float64)
+
+    def float(self) -> Module:
+        return self.to(np.float32)
+
+    # ------------------------------------------------------------------ saving and loading
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Every parameter and persistent buffer by name, as NumPy arrays, in PyTorch's order (each module's
+        parameters, then its buffers, then its children's). A parameter shared by two modules appears under
+        both names, as in PyTorch.
+
+        Unlike PyTorch, the arrays are copies: a snapshot that later training does not change.
+        """
+        return {name: tensor.data.copy() for name, tensor in self._state_tensors()}
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy values from `state_dict` (arrays or tensors, by name) into this module's parameters and buffers.
+
+        Every key and shape is checked before anything is copied, so a mismatch leaves the module unchanged.
+        With `strict=True` (the default) missing and unexpected keys are errors; with `strict=False` they are
+        returned. A shape mismatch is always an error. Values are converted to each parameter's dtype.
+        """
+        own = self._own_state()
+        missing = [key for key in own if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in own]
+        problems = []
+        for key, target in own.items():
+            if key in state_dict:
+                shape = tuple(np.shape(state_dict[key]))
+                if shape != target.shape:
+                    problems.append(f"  {key}: the file has shape {shape}, the model has {target.shape}")
+        if strict and missing:
+            problems += [f"  {key}: missing (the model has shape {own[key].shape})" for key in missing]
+        if strict and unexpected:
+            problems += [f"  {key}: unexpected (the model has no such parameter or buffer)" for key in unexpected]
+        if problems:
+            raise StateDictError(
+                f"load_state_dict: the state does not fit {type(self).__name__}:\n"
+                + "\n".join(problems)
+                + "\nNothing was loaded. Check that the model is built with the same sizes as the one saved."
+            )
+        for key, target in own.items():
+            if key in state_dict:
+                value = state_dict[key]
+                value = value.data if isinstance(value, Tensor) else np.asarray(value)
+                target.data = np.array(value, dtype=target.dtype)  # a copy: the module owns its arrays
+        return IncompatibleKeys(missing, unexpected)
+
+    def _own_state(self) -> dict[str, Tensor]:
+        return dict(self._state_tensors())
+
+    def _state_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """(name, tensor) for every parameter and persistent buffer, recursively (what state_dict saves)."""
+        for name, value in vars(self).items():
+            if isinstance(value, Parameter):
+                yield prefix + name, value
+        for name in self._buffer_names:
+            buffer = getattr(self, name)
+            if buffer is not None and name not in self._non_persistent:
+                yield prefix + name, buffer
+        for name, child in self.named_children():
+            yield from child._state_tensors(prefix + name + ".")
+
+    # ------------------------------------------------------------------ printing
+
+    def extra_repr(self) -> str:
+        """The arguments shown between the parentheses, e.g. `in_features=3, out_features=2`."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self.named_children()]
+        if not lines:
+            return f"{type(self).__name__}({self.extra_repr()})"
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+class Sequential(Module):
+    """Modules applied one after another: `Sequential(Linear(2, 8), ReLU(), Linear(8, 1))`.
+
+    The children are named "0", "1", ..., so parameters are "0.weight", "0.bias", ... as in PyTorch.
+    """
+
+    def __init__(self, *modules: Module):
+        super().__init__()
+        self._items: list[Module] = []
+        for module in modules:
+            self.append(module)
+
+    def append(self, module: Module) -> Sequential:
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        self._items.append(module)
+        return self
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        for i, module in enumerate(self._items):
+            yield str(i), module
+
+    def forward(self, x):
+        for module in self._items:
+            x = module(x)
+        return x
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(*self._items[index])
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._items)
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters belong to the owner (a plain Python list would hide them:
+    `self.layers = [Linear(...), ...]` registers nothing, so nothing would be trained or saved)."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        self._items: list[Module] = []
+        for module in modules:
+            self.append(module)
+
+    def append(self, module: Module) -> ModuleList:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleList holds modules, got {type(module).__name__}")
+        self._items.append(module)
+        return self
+
+    def extend(self, modules) -> ModuleList:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        for i, module in enumerate(self._items):
+            yield str(i), module
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return ModuleList(self._items[index])
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._items)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward: iterate over it in your module's forward")

@@ -1,0 +1,231 @@
+"""Every loss against PyTorch (float64): values and gradients for every reduction and option."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import leakygrad as lg
+from leakygrad.nn import functional as F
+
+REDUCTIONS = ["mean", "sum", "none"]
+rng = np.random.default_rng(0)
+
+
+def _compare(ours_fn, theirs_fn, x, *constants, grad_of=(0,)):
+    """Both losses on the same float64 arrays; gradients of the arrays at positions `grad_of`."""
+    arrays = (x,) + constants
+    ours = [
+        lg.Tensor(a, requires_grad=i in grad_of, dtype="float64") if a.dtype.kind == "f" else a
+        for i, a in enumerate(arrays)
+    ]
+    theirs = [
+        torch.tensor(a, requires_grad=i in grad_of) if a.dtype.kind == "f" else torch.from_numpy(a)
+        for i, a in enumerate(arrays)
+    ]
+    a, b = ours_fn(*ours), theirs_fn(*theirs)
+    np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-6, atol=1e-10)
+    weight = rng.standard_normal(a.shape)
+    (a * lg.Tensor(weight, dtype="float64")).sum().backward()
+    (b * torch.from_numpy(weight)).sum().backward()
+    for i in grad_of:
+        np.testing.assert_allclose(ours[i].grad.data, theirs[i].grad.numpy(), rtol=1e-6, atol=1e-10)
+    return a
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("mse_loss", {}),
+        ("l1_loss", {}),
+        ("huber_loss", {"delta": 0.5}),
+        ("huber_loss", {"delta": 1.0}),
+        ("huber_loss", {"delta": 2.0}),
+        ("smooth_l1_loss", {"beta": 0.0}),
+        ("smooth_l1_loss", {"beta": 0.5}),
+        ("smooth_l1_loss", {"beta": 1.0}),
+    ],
+)
+def test_regression_losses(reduction, name, options):
+    x, y = rng.standard_normal((4, 3)) * 2, rng.standard_normal((4, 3)) * 2
+    ours, theirs = getattr(F, name), getattr(TF, name)
+    _compare(
+        lambda a, b: ours(a, b, reduction=reduction, **options),
+        lambda a, b: theirs(a, b, reduction=reduction, **options),
+        x,
+        y,
+        grad_of=(0, 1),
+    )
+
+
+def test_huber_derivative_is_the_clipped_error_where_clipping_before_squaring_gives_zero():
+    error = np.array([-3.0, -1.5, -0.5, 0.0, 0.4, 1.0, 2.5])
+    x = lg.Tensor(error, requires_grad=True, dtype="float64")
+    F.huber_loss(x, np.zeros(7), reduction="sum").backward()
+    np.testing.assert_allclose(x.grad.data, np.clip(error, -1, 1))
+    # The DQN bug: clip the error, then square. Large errors get no gradient at all.
+    buggy = lg.Tensor(error, requires_grad=True, dtype="float64")
+    (0.5 * buggy.clip(-1, 1) ** 2).sum().backward()
+    assert np.all(buggy.grad.data[np.abs(error) > 1] == 0)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_with_class_weights_and_ignored_targets(reduction):
+    logits = rng.standard_normal((6, 4)) * 3
+    target = np.array([0, 3, 1, -100, 2, 3])
+    weight = np.array([0.5, 1.0, 2.0, 1.5])
+    _compare(
+        lambda a: F.cross_entropy(a, target, weight=weight, reduction=reduction),
+        lambda a: TF.cross_entropy(a, torch.from_numpy(target), weight=torch.from_numpy(weight), reduction=reduction),
+        logits,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_with_label_smoothing(reduction):
+    logits = rng.standard_normal((5, 4))
+    target = np.array([0, 3, 1, 7, 2])
+    for w in (None, np.array([0.5, 1.0, 2.0, 1.5])):
+        options = dict(ignore_index=7, reduction=reduction, label_smoothing=0.2)
+        torch_weight = None if w is None else torch.from_numpy(w)
+        _compare(
+            lambda a, w=w, o=options: F.cross_entropy(a, target, weight=w, **o),
+            lambda a, w=torch_weight, o=options: TF.cross_entropy(a, torch.from_numpy(target), weight=w, **o),
+            logits,
+        )
+
+
+def test_cross_entropy_over_a_sequence_and_unbatched():
+    logits = rng.standard_normal((2, 5, 3))  # (N, C, d1): class axis 1, as PyTorch
+    target = rng.integers(0, 5, size=(2, 3))
+    _compare(lambda a: F.cross_entropy(a, target), lambda a: TF.cross_entropy(a, torch.from_numpy(target)), logits)
+    _compare(
+        lambda a: F.cross_entropy(a, np.array(2)),
+        lambda a: TF.cross_entropy(a, torch.tensor(2)),
+        rng.standard_normal(5),
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_with_class_probabilities(reduction):
+    logits = rng.standard_normal((4, 3))
+    probabilities = rng.dirichlet(np.ones(3), size=4)
+    weight = np.array([1.0, 2.0, 0.5])
+    _compare(
+        lambda a, p: F.cross_entropy(a, p, weight=weight, reduction=reduction, label_smoothing=0.1),
+        lambda a, p: TF.cross_entropy(a, p, weight=torch.from_numpy(weight), reduction=reduction, label_smoothing=0.1),
+        logits,
+        probabilities,
+        grad_of=(0, 1),
+    )
+
+
+def test_cross_entropy_is_stable_for_huge_logits():
+    logits = np.array([[1000.0, -1000.0, 0.0], [-5e4, 5e4, 1.0]])
+    loss = _compare(
+        lambda a: F.cross_entropy(a, np.array([1, 1]), reduction="none"),
+        lambda a: TF.cross_entropy(a, torch.tensor([1, 1]), reduction="none"),
+        logits,
+    )
+    assert np.all(np.isfinite(loss.data))
+    # float32 as well: no overflow, no nan
+    loss32 = F.cross_entropy(lg.Tensor(logits.astype(np.float32), requires_grad=True), np.array([1, 1]))
+    assert np.isfinite(loss32.item())
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss(reduction):
+    log_p = np.log(rng.dirichlet(np.ones(4), size=5))
+    target = np.array([1, 0, 3, 3, 2])
+    weight = np.array([1.0, 0.2, 3.0, 1.0])
+    _compare(
+        lambda a: F.nll_loss(a, target, weight=weight, ignore_index=0, reduction=reduction),
+        lambda a: TF.nll_loss(
+            a, torch.from_numpy(target), weight=torch.from_numpy(weight), ignore_index=0, reduction=reduction
+        ),
+        log_p,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_with_logits(reduction):
+    x = rng.standard_normal((4, 3)) * 4
+    x[0, 0] = 0.0  # the kink-free point where a naive |x| formula gets the gradient wrong
+    x[1, 1], x[1, 2] = 80.0, -80.0  # saturated: exp would overflow in float32
+    y = rng.random((4, 3))
+    weight = rng.random((4, 3))
+    pos_weight = np.array([0.5, 2.0, 3.0])
+    _compare(
+        lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=reduction),
+        lambda a, b: TF.binary_cross_entropy_with_logits(a, b, reduction=reduction),
+        x,
+        y,
+        grad_of=(0, 1),
+    )
+    _compare(
+        lambda a, b: F.binary_cross_entropy_with_logits(
+            a, b, weight=weight, reduction=reduction, pos_weight=pos_weight
+        ),
+        lambda a, b: TF.binary_cross_entropy_with_logits(
+            a, b, weight=torch.from_numpy(weight), reduction=reduction, pos_weight=torch.from_numpy(pos_weight)
+        ),
+        x,
+        y,
+        grad_of=(0, 1),
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_from_probabilities(reduction):
+    p, y = rng.uniform(0.05, 0.95, (4, 3)), rng.random((4, 3))
+    _compare(
+        lambda a, b: F.binary_cross_entropy(a, b, reduction=reduction),
+        lambda a, b: TF.binary_cross_entropy(a, b, reduction=reduction),
+        p,
+        y,
+        grad_of=(0, 1),
+    )
+
+
+def test_loss_modules_call_the_functions():
+    from leakygrad import nn
+
+    x = lg.Tensor(rng.standard_normal((3, 4)), dtype="float64")
+    t = np.array([0, 3, 1])
+    assert nn.CrossEntropyLoss(label_smoothing=0.1)(x, t).item() == F.cross_entropy(x, t, label_smoothing=0.1).item()
+    assert nn.NLLLoss(reduction="sum")(x, t).item() == F.nll_loss(x, t, reduction="sum").item()
+    y = lg.Tensor(rng.random((3, 4)), dtype="float64")
+    for module, fn in [
+        (nn.MSELoss(), F.mse_loss),
+        (nn.L1Loss(), F.l1_loss),
+        (nn.HuberLoss(), F.huber_loss),
+        (nn.SmoothL1Loss(), F.smooth_l1_loss),
+        (nn.BCEWithLogitsLoss(), F.binary_cross_entropy_with_logits),
+    ]:
+        assert module(x, y).item() == fn(x, y).item()
+    assert nn.BCELoss()(y, y).item() == F.binary_cross_entropy(y, y).item()
+
+
+def test_loss_errors_name_the_shapes_and_values_at_fault():
+    x = lg.randn(4, 1)
+    with pytest.raises(lg.OpError, match=r"mse_loss: input has shape \(4, 1\) but target has shape \(4,\)"):
+        F.mse_loss(x, lg.randn(4))
+    with pytest.raises(lg.OpError, match="target 5 is out of range for 3 classes"):
+        F.cross_entropy(lg.randn(2, 3), np.array([0, 5]))
+    with pytest.raises(lg.OpError, match="targets must be integer class indices"):
+        F.nll_loss(lg.randn(2, 3), lg.Tensor([0.0, 1.0]).astype("int64").astype("float32"))
+    with pytest.raises(lg.OpError, match=r"needs targets of shape \(2,\)"):
+        F.cross_entropy(lg.randn(2, 3), np.array([[0, 1]]))
+    with pytest.raises(lg.OpError, match="reduction must be"):
+        F.l1_loss(x, x, reduction="avg")
+    with pytest.raises(lg.OpError, match="probabilities"):
+        F.binary_cross_entropy(lg.Tensor([1.5]), lg.Tensor([1.0]))
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_like_pytorch():
+    logits = rng.standard_normal((3, 4))
+    target = np.array([-100, -100, -100])
+    ours = F.cross_entropy(lg.Tensor(logits, dtype="float64"), target)
+    theirs = TF.cross_entropy(torch.from_numpy(logits), torch.from_numpy(target))
+    assert np.isnan(ours.item()) and torch.isnan(theirs)
