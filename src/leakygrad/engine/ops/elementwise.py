@@ -237,7 +237,7 @@ class Where(Op):
 
     def forward(self, a, b):
         try:
-            return np.where(self.condition, a, b)
+            return _select(self.condition, a, b)
         except ValueError:
             raise OpError(
                 f"where: condition {self.condition.shape}, {a.shape} and {b.shape} cannot be broadcast together"
@@ -248,6 +248,36 @@ class Where(Op):
         # The gradient goes to the branch that was taken, zero to the other. Beware: zero times an infinite
         # local derivative in the branch not taken is still NaN (see docs/gradients.md, "the where trap").
         return where(self.condition, grad, 0.0).sum_to(a.shape), where(self.condition, 0.0, grad).sum_to(b.shape)
+
+
+def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.where(condition, a, b), faster in the common case of masking a gradient: where(mask, grad, 0).
+
+    np.where branches on every element, and on a random mask (half the ReLUs on) the branches are mispredicted
+    half the time: it runs some ten times slower than a multiplication. So when one side is the constant 0 and
+    the other holds no inf or NaN (which times 0 would give NaN, not 0), multiply by the mask instead.
+    """
+    if b.ndim == 0 and b == 0 and a.shape == np.broadcast_shapes(a.shape, condition.shape) and _all_finite(a):
+        return a * _in_layout_of(a, condition)
+    if a.ndim == 0 and a == 0 and b.shape == np.broadcast_shapes(b.shape, condition.shape) and _all_finite(b):
+        return b * ~_in_layout_of(b, condition)
+    return np.where(condition, a, b)
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    return x.dtype.kind == "f" and bool(np.isfinite(x).all())
+
+
+def _in_layout_of(like: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`mask` laid out in memory like `like` (e.g. channels-last), when both have its shape: NumPy multiplies
+    two arrays of different memory orders several times slower than two of the same."""
+    if mask.shape != like.shape or mask.strides == tuple(s // like.itemsize for s in like.strides):
+        return mask
+    if np.argsort(mask.strides, kind="stable").tolist() == np.argsort(like.strides, kind="stable").tolist():
+        return mask
+    same = np.empty_like(like, dtype=mask.dtype)
+    same[...] = mask
+    return same
 
 
 def where(condition, a, b) -> Tensor:
