@@ -2,10 +2,11 @@
 
 - `leakygrad.engine`: a NumPy autodiff engine whose every backward pass is written out beside its forward.
 - `leakygrad.gradcheck`, `leakygrad.jvp`, `leakygrad.viz`: check, extend and draw what the engine computes.
-- `leakygrad.optim`, `leakygrad.io`, `leakygrad.data`: optimisers and schedules, saving and loading, data.
+- `leakygrad.nn`: layers and losses; `leakygrad.optim`: optimisers and schedules; `leakygrad.io`: saving and
+  loading; `leakygrad.data`: minibatches, synthetic tasks, a character corpus and the 8x8 digits.
 """
 
-from leakygrad import data, io, optim, viz  # noqa: F401
+from leakygrad import data, io, nn, optim, viz  # noqa: F401
 from leakygrad.engine import (  # noqa: F401
     BackwardError,
     LeakygradError,

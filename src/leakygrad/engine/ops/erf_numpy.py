@@ -22,7 +22,7 @@ _U = [
     2.26290000613890934246e4,
     4.92673942608635921086e4,
 ]
-# erfc(x) = exp(-x^2) * P(x) / Q(x)           for 1 < x < 8
+# erf(x) = 1 - exp(-x^2) * P(x) / Q(x)       for 1 < x (Cephes uses it up to 8; erf is 1 beyond 6)
 _P = [
     2.46196981473530512524e-10,
     5.64189564831068821977e-1,
@@ -45,34 +45,29 @@ _Q = [
     1.65666309194161350182e3,
     5.57535340817727675546e2,
 ]
-# erfc(x) = exp(-x^2) * R(x) / S(x)           for x >= 8
-_R = [
-    5.64189583547755073984e-1,
-    1.27536670759978104416e0,
-    5.01905042251180477414e0,
-    6.16021097993053585195e0,
-    7.40974269950448939160e0,
-    2.97886665372100240670e0,
-]
-_S = [
-    1.0,
-    2.26052863220117276590e0,
-    9.39603524938001434673e0,
-    1.20489539808096656605e1,
-    1.70814450747565897222e1,
-    9.60896809063285878198e0,
-    3.36907645100081516050e0,
-]
 
 
 def erf(x: np.ndarray) -> np.ndarray:
+    """erf, elementwise, in the precision of `x` (float32 stays float32; anything else is computed in float64).
+
+    Both approximations are evaluated everywhere and the right one is picked per element: on whole arrays that
+    is about twice as fast as gathering each range's elements first.
+    """
     x = np.asarray(x)
-    dtype = x.dtype if x.dtype.kind == "f" else np.float64
-    z = x.astype(np.float64)
-    a = np.minimum(np.abs(z), 30.0)  # erfc(30) underflows to 0: beyond, erf is exactly +-1 (inf included)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        small = z * np.polyval(_T, z * z) / np.polyval(_U, z * z)
-        tail = np.where(a < 8.0, np.polyval(_P, a) / np.polyval(_Q, a), np.polyval(_R, a) / np.polyval(_S, a))
-        erfc = np.exp(-a * a) * tail
-        large = np.sign(z) * (1.0 - erfc)
-    return np.where(a <= 1.0, small, large).astype(dtype, copy=False)
+    z = x if x.dtype.kind == "f" else x.astype(np.float64)
+    a = np.abs(z)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf / inf where |x| is huge: that branch is not used
+        near = z * _horner(_T, z * z) / _horner(_U, z * z)
+    # Beyond 6, erfc(x) < 2e-17 and erf(x) rounds to +-1 even in float64 (inf included; nan stays nan).
+    b = np.clip(a, 1.0, 6.0)
+    far = np.copysign(1.0 - np.exp(-b * b) * _horner(_P, b) / _horner(_Q, b), z)
+    return np.where(a <= 1.0, near, far)
+
+
+def _horner(coefficients, x: np.ndarray) -> np.ndarray:
+    """The polynomial with these coefficients (highest power first) at x, in x's precision."""
+    result = np.full(np.shape(x), coefficients[0], dtype=np.result_type(x))
+    for c in coefficients[1:]:
+        result *= x
+        result += c
+    return result

@@ -30,6 +30,10 @@ class MatMul(Op):
                 f"matmul: {a.shape} @ {b.shape}: batch dimensions {a.shape[:-2]} and {b.shape[:-2]} "
                 "cannot be broadcast together"
             ) from None
+        if a.ndim > 2 and b.ndim == 2:
+            # A batch of rows times one matrix is one big matrix product: NumPy's batched matmul would loop
+            # over the batch (some 20x slower at transformer sizes).
+            return (a.reshape(-1, inner_a) @ b).reshape(a.shape[:-1] + (b.shape[1],))
         return np.matmul(a, b)
 
     def backward(self, grad):

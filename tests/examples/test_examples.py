@@ -1,0 +1,58 @@
+"""The examples under examples/ run, and learn what they claim to learn (fixed seeds)."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_digits_mlp_reaches_95_percent_test_accuracy():
+    assert load("digits_mlp").main(seed=0, verbose=False) >= 0.95
+
+
+@pytest.mark.slow
+def test_digits_cnn_reaches_97_percent_test_accuracy():
+    assert load("digits_cnn").main(seed=0, verbose=False) >= 0.97
+
+
+def test_char_lstm_learns_the_corpus_far_below_a_uniform_guess():
+    result = load("char_lstm").main(steps=80, seed=0, verbose=False)
+    losses = result["losses"]
+    assert losses[0] == pytest.approx(result["uniform_loss"], abs=0.2)  # starts as a uniform guess
+    assert np.mean(losses[-10:]) < 0.7 * result["uniform_loss"]
+    assert result["sample"].startswith("Shall I ") and len(result["sample"]) == len("Shall I ") + 200
+
+
+@pytest.mark.slow
+def test_tiny_gpt_learns_the_corpus_far_below_a_uniform_guess():
+    result = load("tiny_gpt").main(steps=60, seed=0, verbose=False)
+    losses = result["losses"]
+    assert np.mean(losses[-10:]) < 0.7 * result["uniform_loss"]
+    assert result["sample"].startswith("Shall I ")
+
+
+def test_an_example_runs_as_a_script():
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "digits_mlp.py"), "--epochs", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "final test accuracy" in done.stdout
