@@ -100,6 +100,17 @@ def test_no_grad_works_as_a_decorator():
     assert not evaluate(lg.tensor([1.0], requires_grad=True)).requires_grad
 
 
+def test_no_grad_decorator_restores_the_mode_when_the_function_recurses():
+    @lg.no_grad()
+    def countdown(n):
+        if n:
+            countdown(n - 1)  # entered with recording already off
+        assert not lg.is_grad_enabled()
+
+    countdown(3)
+    assert lg.is_grad_enabled()  # the outermost call restores what it found, not what an inner call found
+
+
 def test_set_grad_enabled():
     try:
         lg.set_grad_enabled(False)

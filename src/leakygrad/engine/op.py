@@ -44,7 +44,11 @@ class Op:
     @classmethod
     def apply(cls, *inputs, **params) -> Tensor:
         op = cls(**params)
-        tensors = inputs if all(isinstance(x, Tensor) for x in inputs) else _constants_as_tensors(inputs)
+        tensors = inputs
+        for x in inputs:
+            if not isinstance(x, Tensor):
+                tensors = _constants_as_tensors(inputs)
+                break
         try:
             result = op.forward(*[t.data for t in tensors])
         except LeakygradError:
@@ -52,13 +56,14 @@ class Op:
         except (ValueError, IndexError, TypeError) as error:
             raise OpError(_explain_failure(op.name, tensors, error)) from error
 
-        requires_grad = is_grad_enabled() and any([t._requires_grad for t in tensors])
-        output = Tensor._wrap(result, requires_grad)
-        if requires_grad:
-            op.inputs = tensors
-            op.needs_input_grad = tuple([t._requires_grad for t in tensors])
-            op._output = weakref.ref(output)
-            output.op = op
+        wants = [t._requires_grad for t in tensors]
+        if True not in wants or not is_grad_enabled():
+            return Tensor._wrap(result)
+        output = Tensor._wrap(result, True)
+        op.inputs = tensors
+        op.needs_input_grad = tuple(wants)
+        op._output = weakref.ref(output)
+        output.op = op
         return output
 
     def __repr__(self) -> str:
@@ -69,7 +74,7 @@ class Op:
 def _constants_as_tensors(inputs) -> tuple[Tensor, ...]:
     """Python numbers and NumPy arrays become constant tensors; numbers take the dtype of a tensor input."""
     like = next((x for x in inputs if isinstance(x, Tensor)), None)
-    return tuple(as_tensor(x, like) for x in inputs)
+    return tuple([x if isinstance(x, Tensor) else as_tensor(x, like) for x in inputs])
 
 
 def _explain_failure(name: str, tensors: tuple[Tensor, ...], error: Exception) -> str:

@@ -131,8 +131,16 @@ class Module:
             stack.extend(reversed(children))
 
     def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
+        """The modules of named_modules, in the same order, without building their names."""
+        seen: set[int] = set()
+        stack = [self]
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
             yield module
+            stack.extend(reversed(list(module.children())))
 
     def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
         """("layer.weight", parameter) pairs; a parameter shared by two modules is listed once."""
@@ -145,8 +153,14 @@ class Module:
                     yield (module_name + "." + name if module_name else name), value
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, parameter in self.named_parameters(recurse=recurse):
-            yield parameter
+        """The parameters of named_parameters, in the same order. A training step asks for them twice
+        (zero_grad, the update), so this skips building the names."""
+        seen: set[int] = set()
+        for module in self.modules() if recurse else (self,):
+            for value in vars(module).values():
+                if isinstance(value, Parameter) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield value
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         for module_name, module in self.named_modules(prefix):
@@ -301,6 +315,9 @@ class Sequential(Module):
         for i, module in enumerate(self._items):
             yield str(i), module
 
+    def children(self) -> Iterator[Module]:
+        return iter(self._items)
+
     def forward(self, x):
         for module in self._items:
             x = module(x)
@@ -342,6 +359,9 @@ class ModuleList(Module):
     def named_children(self) -> Iterator[tuple[str, Module]]:
         for i, module in enumerate(self._items):
             yield str(i), module
+
+    def children(self) -> Iterator[Module]:
+        return iter(self._items)
 
     def __getitem__(self, index):
         if isinstance(index, slice):

@@ -44,8 +44,10 @@ class Transpose(Op):
         return np.transpose(x, self.axes)
 
     def backward(self, grad):
-        inverse = tuple(np.argsort([a % grad.ndim for a in self.axes]))
-        return grad.transpose(inverse)
+        inverse = [0] * grad.ndim  # the permutation that undoes self.axes
+        for position, axis in enumerate(self.axes):
+            inverse[axis % grad.ndim] = position
+        return grad.transpose(tuple(inverse))
 
 
 class BroadcastTo(Op):
