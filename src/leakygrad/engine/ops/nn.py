@@ -170,6 +170,10 @@ def _as_images(rows, n, out_size):
     return rows.reshape((n,) + tuple(out_size) + (-1,)).transpose(0, 3, 1, 2)
 
 
+def _is_channels_last(x: np.ndarray) -> bool:
+    return x.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
 class ChannelsLast(Op):
     """The same (N, C, H, W) values, stored channels-last in memory (a copy only if they are not already).
     A change of layout, not of value: the gradient passes through unchanged."""
@@ -177,20 +181,12 @@ class ChannelsLast(Op):
     name = "channels_last"
 
     def forward(self, x):
-        if x.transpose(0, 2, 3, 1).flags.c_contiguous:
+        if _is_channels_last(x):
             return x
         return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
     def backward(self, grad):
         return grad
-
-
-def _sum_rows(y: Tensor) -> Tensor:
-    """(N, O, OH, OW) -> (O,): the sum over every output position, as a product with a vector of ones.
-    (The same sum as y.sum(axis=(0, 2, 3)), but NumPy sums the long axis of a narrow array some 20 times
-    slower than a matrix-vector product does.)"""
-    rows = y.transpose(0, 2, 3, 1).reshape(-1, y.shape[1])
-    return Tensor._wrap(np.ones(rows.shape[0], dtype=y.dtype)) @ rows
 
 
 class Conv2d(Op):
@@ -221,14 +217,15 @@ class Conv2d(Op):
         x, w = self.inputs[:2]
         want = self.needs_input_grad
         options = dict(stride=self.stride, padding=self.padding)
-        grad = ChannelsLast.apply(grad)  # both gradients read it channels-last: lay it out so once
+        if not _is_channels_last(grad.data):  # both gradients read it channels-last: lay it out so once
+            grad = ChannelsLast.apply(grad)
         grad_x = grad_w = grad_b = None
         if want[0]:
             grad_x = Conv2dInputGrad.apply(grad, w, image_shape=x.shape, **options)
         if want[1]:
             grad_w = Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
         if len(want) == 3 and want[2]:
-            grad_b = _sum_rows(grad)  # the bias is added at every output position
+            grad_b = grad.sum(axis=(0, 2, 3))  # the bias is added at every output position
         return (grad_x, grad_w, grad_b)[: len(want)]
 
 
