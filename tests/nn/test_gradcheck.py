@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import leakygrad as lg
-from leakygrad.engine.ops.nn import Col2Im, GRUSequence, Im2Col, LSTMSequence, RNNSequence
+from leakygrad.engine.ops.nn import Col2Im, GRUSequence, Im2Col, Linear, LSTMSequence, RNNSequence
 from leakygrad.nn import functional as F
 from leakygrad.nn.recurrent import gru_sequence, lstm_sequence, rnn_relu_sequence, rnn_tanh_sequence
 
@@ -24,6 +24,15 @@ def test_im2col_and_col2im_are_adjoint():
     w = rng.standard_normal(cols.shape)
     back = Col2Im(image_shape=x.shape, **options).forward(w)
     assert np.sum(cols * w) == pytest.approx(np.sum(x * back), rel=1e-12)
+
+
+@pytest.mark.parametrize("x_shape", [(4, 3), (2, 4, 3), (3,)])
+def test_linear_op_gradients_and_second_derivatives(x_shape):
+    x, w, b = t(*x_shape), t(2, 3), t(2)
+    lg.gradcheck(lambda x, w, b: Linear.apply(x, w, b), x, w, b)
+    lg.gradcheck(lambda x, w: Linear.apply(x, w), x, w)
+    # linear in each input, so the second derivatives come from the tanh around it and the cross terms
+    lg.gradgradcheck(lambda x, w, b: Linear.apply(x, w, b).tanh(), x, w, b)
 
 
 def test_conv2d_gradients_and_second_derivatives():

@@ -16,6 +16,21 @@ def test_linear_without_bias_on_a_batch_of_sequences(twin):
     twin.compare(nn.Linear(5, 3, bias=False), torch.nn.Linear(5, 3, bias=False), [twin.normal(2, 4, 5)])
 
 
+@pytest.mark.parametrize("x_shape", [(5,), (2, 4, 5)])
+def test_linear_on_a_vector_and_with_bias_on_a_batch_of_sequences(twin, x_shape):
+    twin.compare(nn.Linear(5, 3), torch.nn.Linear(5, 3), [twin.normal(*x_shape)])
+
+
+def test_functional_linear_with_mixed_dtypes_keeps_the_rules_of_matmul_and_add():
+    # Not the fused op's case (it wants one dtype): the composed x @ W.T + b, which promotes to float64.
+    x = lg.Tensor(np.ones((2, 3)), requires_grad=True)  # float32
+    w = lg.Tensor(np.ones((4, 3)), requires_grad=True, dtype="float64")
+    out = nn.functional.linear(x, w, lg.Tensor(np.zeros(4), dtype="float64"))
+    assert out.dtype == np.float64 and out.op.name == "add"
+    out.sum().backward()
+    assert x.grad.dtype == np.float32 and np.allclose(x.grad.data, 4.0)
+
+
 def test_embedding_with_repeated_indices_and_padding(twin):
     indices = np.array([[1, 2, 1], [0, 4, 4]])
     module = nn.Embedding(6, 3, padding_idx=4)

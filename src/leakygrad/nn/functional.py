@@ -42,7 +42,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features in its last "
             f"dimension, the weight {weight.shape} expects {weight.shape[1]}"
         )
-    out = x @ weight.T
+    fused = weight.ndim == 2 and (bias is None or (bias.shape == weight.shape[:1] and bias.dtype == x.dtype))
+    if fused and x.ndim >= 1 and x.dtype == weight.dtype:  # the common case: one op (ops.nn.Linear)
+        return nn_ops.Linear.apply(x, weight) if bias is None else nn_ops.Linear.apply(x, weight, bias)
+    out = x @ weight.T  # any other shapes and dtypes: the same function, by the rules of @ and +
     return out if bias is None else out + bias
 
 
