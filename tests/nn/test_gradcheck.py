@@ -110,6 +110,8 @@ def test_attention_gradients():
 def test_losses_second_derivatives():
     x = t(3, 4)
     lg.gradgradcheck(lambda x: F.cross_entropy(x, np.array([0, 3, 1]), label_smoothing=0.1), x)
+    for reduction in ("mean", "sum", "none"):  # the fused op, summing its rows itself or not
+        lg.gradgradcheck(lambda x, r=reduction: F.cross_entropy(x, np.array([0, 3, 1]), reduction=r), x)
     lg.gradgradcheck(lambda x: F.binary_cross_entropy_with_logits(x, np.full((3, 4), 0.3)), x)
 
 

@@ -421,26 +421,28 @@ class CrossEntropy(Op):
 
         loss[m] = weight[m] (logsumexp(x[m]) - x[m, target[m]])          (= -weight[m] log softmax(x[m])[target])
 
-    One op instead of log_softmax, a pick and a sum: a loss is computed once per step, but for small models
-    its handful of ops is a noticeable share of the step. Backward: weight (softmax(x) - one_hot(target)).
+    and with `total=True` their sum, a single number. One op instead of log_softmax, a pick and a sum: a loss
+    is computed once per step, but for small models its handful of ops is a noticeable share of the step.
+    Backward: weight (softmax(x) - one_hot(target)), times the incoming gradient.
     """
 
     name = "cross_entropy"
 
-    def __init__(self, target: np.ndarray, weight: np.ndarray):
-        self.target, self.weight = target, weight
+    def __init__(self, target: np.ndarray, weight: np.ndarray, total: bool = False):
+        self.target, self.weight, self.total = target, weight, total
 
     def forward(self, x):
-        rows = np.arange(x.shape[0])
         shifted = x - x.max(axis=1, keepdims=True)  # the same result, and exp cannot overflow
         log_sum = np.log(np.exp(shifted).sum(axis=1))
-        return (log_sum - shifted[rows, self.target]) * self.weight
+        losses = (log_sum - np.take_along_axis(shifted, self.target[:, None], axis=1)[:, 0]) * self.weight
+        return losses.sum() if self.total else losses
 
     def backward(self, grad):
         (x,) = self.inputs
         one_hot = np.zeros(x.shape, dtype=x.dtype)
         one_hot[np.arange(x.shape[0]), self.target] = 1
-        return (x.softmax(axis=1) - one_hot) * (grad * self.weight).reshape(-1, 1)
+        row_grad = grad if self.total else grad.reshape(-1, 1)  # d(result)/d(loss[m]): one number, or a column
+        return (x.softmax(axis=1) - one_hot) * (row_grad * self.weight[:, None])
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences
