@@ -118,13 +118,22 @@ def test_losses_second_derivatives():
 def test_conv2d_with_bias_second_derivatives_through_the_gradient_ops():
     x, w, b = t(2, 2, 4, 4), t(3, 2, 2, 2), t(3)
     lg.gradgradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1) ** 2, x, w, b)
+    lg.gradgradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=1, padding=1) ** 2, x, w, b)
 
 
-def test_conv2d_gradient_ops_are_the_adjoints_of_the_convolution():
+@pytest.mark.parametrize(
+    "channels, options",
+    [
+        (3, dict(stride=(2, 1), padding=(1, 0))),  # strided: the input gradient through col2im
+        (3, dict(stride=(1, 1), padding=(1, 1))),  # stride 1: as a convolution of the padded gradient
+        (1, dict(stride=(1, 1), padding=(2, 0))),  # one channel; padding k - 1 and 0
+        (2, dict(stride=(1, 1), padding=(3, 1))),  # padding beyond k - 1: through col2im again
+    ],
+)
+def test_conv2d_gradient_ops_are_the_adjoints_of_the_convolution(channels, options):
     from leakygrad.engine.ops.nn import Conv2d, Conv2dInputGrad, Conv2dWeightGrad
 
-    x, w = rng.standard_normal((2, 3, 6, 5)), rng.standard_normal((4, 3, 3, 2))
-    options = dict(stride=(2, 1), padding=(1, 0))
+    x, w = rng.standard_normal((2, channels, 6, 5)), rng.standard_normal((4, channels, 3, 2))
     y = Conv2d(**options).forward(x, w)
     g = rng.standard_normal(y.shape)
     # <conv(x, w), g> = <x, input_grad(g, w)> = <w, weight_grad(x, g)>

@@ -53,6 +53,14 @@ def test_conv2d(twin, kwargs, size):
 
 
 @pytest.mark.parametrize(
+    "in_channels, kwargs", [(1, dict(kernel_size=3, padding=1)), (2, dict(kernel_size=2, padding=2))]
+)
+def test_conv2d_with_one_input_channel_or_padding_beyond_the_kernel(twin, in_channels, kwargs):
+    ours, theirs = nn.Conv2d(in_channels, 4, **kwargs), torch.nn.Conv2d(in_channels, 4, **kwargs)
+    twin.compare(ours, theirs, [twin.normal(2, in_channels, 5, 6)])
+
+
+@pytest.mark.parametrize(
     "kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(3, 2), stride=1)]
 )
 def test_max_pool2d(twin, kwargs):
