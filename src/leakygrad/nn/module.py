@@ -111,8 +111,8 @@ class Module:
                 yield name, value
 
     def children(self) -> Iterator[Module]:
-        for _, module in self.named_children():
-            yield module
+        """The modules of named_children (a container that keeps them elsewhere overrides both, as Sequential)."""
+        return iter([value for value in vars(self).values() if isinstance(value, Module)])
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """This module (named `prefix`, "" at the top) and every module inside it, depth first; a module used
@@ -140,7 +140,7 @@ class Module:
                 continue
             seen.add(id(module))
             yield module
-            stack.extend(reversed(list(module.children())))
+            stack.extend(reversed(list(module.children())))  # popped first to last: depth first, in order
 
     def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
         """("layer.weight", parameter) pairs; a parameter shared by two modules is listed once."""
