@@ -466,8 +466,10 @@ class CrossEntropy(Op):
 
     def forward(self, x):
         shifted = x - x.max(axis=1, keepdims=True)  # the same result, and exp cannot overflow
-        log_sum = np.log(np.exp(shifted).sum(axis=1))
-        losses = (log_sum - np.take_along_axis(shifted, self.target[:, None], axis=1)[:, 0]) * self.weight
+        exp = np.exp(shifted)
+        sums = exp.sum(axis=1, keepdims=True)
+        self.softmax = exp / sums  # kept for backward
+        losses = (np.log(sums[:, 0]) - np.take_along_axis(shifted, self.target[:, None], axis=1)[:, 0]) * self.weight
         return losses.sum() if self.total else losses
 
     def backward(self, grad):
@@ -475,7 +477,10 @@ class CrossEntropy(Op):
         one_hot = np.zeros(x.shape, dtype=x.dtype)
         one_hot[np.arange(x.shape[0]), self.target] = 1
         row_grad = grad if self.total else grad.reshape(-1, 1)  # d(result)/d(loss[m]): one number, or a column
-        return (x.softmax(axis=1) - one_hot) * (row_grad * self.weight[:, None])
+        # Recording this backward (create_graph) needs softmax(x) as an op of x, to differentiate it; otherwise
+        # the forward's values will do, and save an op.
+        softmax = x.softmax(axis=1) if is_grad_enabled() else Tensor._wrap(self.softmax)
+        return (softmax - one_hot) * (row_grad * self.weight[:, None])
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences
