@@ -297,3 +297,28 @@ def test_create_graph_decides_whether_the_gradient_is_differentiable():
     (recorded,) = lg.grad((x**3).sum(), x, create_graph=True)
     assert not plain.requires_grad and plain.op is None
     assert recorded.requires_grad and recorded.op is not None
+
+
+def test_forward_knows_whether_a_backward_may_follow():
+    """needs_input_grad is set before forward when the op is recorded (so forward can skip saving what no
+    backward will read, as relu does with its mask), and empty when it is not."""
+    from leakygrad.engine.op import Op
+
+    seen = []
+
+    class Spy(Op):
+        name = "spy"
+
+        def forward(self, a, b):
+            seen.append(self.needs_input_grad)
+            return a + b
+
+        def backward(self, grad):
+            return grad, grad
+
+    x, c = lg.tensor([1.0], requires_grad=True), lg.tensor([2.0])
+    Spy.apply(x, c)
+    Spy.apply(c, c)
+    with lg.no_grad():
+        Spy.apply(x, c)
+    assert seen == [(True, False), (), ()]

@@ -2,7 +2,8 @@
 
 An op has two methods, side by side:
 
-- `forward(*arrays)`: NumPy arrays in, one NumPy array out. It may keep on `self` what backward needs.
+- `forward(*arrays)`: NumPy arrays in, one NumPy array out. It may keep on `self` what backward needs
+  (`self.needs_input_grad` is already set when a backward may follow, and empty when none will).
 - `backward(grad)`: given d(final)/d(output) as a Tensor, return d(final)/d(input) for each input, also as
   Tensors. Because backward is written with Tensor operations, running it with the graph recording
   (`create_graph=True`) differentiates the backward pass too: second derivatives come for free.
@@ -27,7 +28,8 @@ class Op:
     name = "op"  # how errors, the graph drawing and the doctor call it
 
     inputs: tuple[Tensor, ...] = ()
-    # needs_input_grad[i] is True when input i wants a gradient: a backward may skip the others' work.
+    # needs_input_grad[i] is True when input i wants a gradient: a backward may skip the others' work. Empty
+    # when the op is not recorded (no input wants a gradient, or inside no_grad): no backward will run.
     needs_input_grad: tuple[bool, ...] = ()
 
     def forward(self, *arrays: np.ndarray) -> np.ndarray:
@@ -49,6 +51,10 @@ class Op:
             if not isinstance(x, Tensor):
                 tensors = _constants_as_tensors(inputs)
                 break
+        wants = [t._requires_grad for t in tensors]
+        recorded = True in wants and is_grad_enabled()
+        if recorded:
+            op.needs_input_grad = tuple(wants)
         try:
             result = op.forward(*[t.data for t in tensors])
         except LeakygradError:
@@ -56,12 +62,10 @@ class Op:
         except (ValueError, IndexError, TypeError) as error:
             raise OpError(_explain_failure(op.name, tensors, error)) from error
 
-        wants = [t._requires_grad for t in tensors]
-        if True not in wants or not is_grad_enabled():
+        if not recorded:
             return Tensor._wrap(result)
         output = Tensor._wrap(result, True)
         op.inputs = tensors
-        op.needs_input_grad = tuple(wants)
         op._output = weakref.ref(output)
         output.op = op
         return output
