@@ -267,14 +267,22 @@ def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(condition, a, b)
 
 
+_SAME_WIDTH_INTEGER = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64 read as integers
+
+
 def _is_plus_zero(x: np.ndarray) -> bool:
-    return x.ndim == 0 and x.dtype.kind == "f" and x == 0 and not np.signbit(x)
+    """A single +0.0 (not -0.0): the one number whose bits are all zero."""
+    return (
+        x.ndim == 0
+        and x.dtype.kind == "f"
+        and x.itemsize in _SAME_WIDTH_INTEGER
+        and not x.view(_SAME_WIDTH_INTEGER[x.itemsize])
+    )
 
 
 def _keep_bits(x: np.ndarray, bits: np.ndarray) -> np.ndarray:
     """x where `bits` is -1 (all bits set), +0.0 where it is 0: x's bits AND'ed with them, as integers."""
-    as_integers = x.view(np.dtype(f"i{x.itemsize}"))
-    return np.bitwise_and(as_integers, bits).view(x.dtype)
+    return np.bitwise_and(x.view(_SAME_WIDTH_INTEGER[x.itemsize]), bits).view(x.dtype)
 
 
 def _fills(condition: np.ndarray, x: np.ndarray) -> bool:
