@@ -35,7 +35,7 @@ class Sub(Op):
 
     def backward(self, grad):
         a, b = self.inputs
-        return grad.sum_to(a.shape), (-grad).sum_to(b.shape)
+        return grad.sum_to(a.shape), (-grad).sum_to(b.shape) if self.needs_input_grad[1] else None
 
 
 class Mul(Op):
@@ -46,7 +46,8 @@ class Mul(Op):
 
     def backward(self, grad):
         a, b = self.inputs
-        return (grad * b).sum_to(a.shape), (grad * a).sum_to(b.shape)
+        want_a, want_b = self.needs_input_grad
+        return (grad * b).sum_to(a.shape) if want_a else None, (grad * a).sum_to(b.shape) if want_b else None
 
 
 class Div(Op):
@@ -58,8 +59,12 @@ class Div(Op):
 
     def backward(self, grad):
         a, b = self.inputs
+        want_a, want_b = self.needs_input_grad
         # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2
-        return (grad / b).sum_to(a.shape), (-grad * a / (b * b)).sum_to(b.shape)
+        return (
+            (grad / b).sum_to(a.shape) if want_a else None,
+            (-grad * a / (b * b)).sum_to(b.shape) if want_b else None,
+        )
 
 
 class Neg(Op):
@@ -89,6 +94,8 @@ class PowScalar(Op):
         p = self.exponent
         if p == 0:
             return zeros_like(grad)  # x^0 = 1 everywhere, even at x = 0 (PyTorch's convention)
+        if p == 2:
+            return grad * 2 * x  # the same as below, without computing x ** 1 (a copy of x)
         return grad * p * x ** (p - 1)
 
 

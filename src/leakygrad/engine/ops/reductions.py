@@ -82,7 +82,7 @@ class Mean(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        return _spread(grad, x.shape, self.axes) / _count(x.shape, self.axes)
+        return _spread(grad / _count(x.shape, self.axes), x.shape, self.axes)  # divided before it is spread
 
 
 class Var(Op):
