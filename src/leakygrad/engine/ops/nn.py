@@ -123,7 +123,8 @@ def _channels_last(x, padding, fill=0.0):
     (ph, pw), (n, c, h, w) = padding, x.shape
     if ph == pw == 0:
         return x.transpose(0, 2, 3, 1)
-    padded = np.full((n, h + 2 * ph, w + 2 * pw, c), fill, dtype=x.dtype)
+    padded = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
+    padded.fill(fill)
     padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
     return padded
 
@@ -140,7 +141,10 @@ def _window_view(padded, kernel_size, stride, out_size):
     (kh, kw), (sh, sw), (n, _, _, c) = kernel_size, stride, padded.shape
     step_n, step_h, step_w, step_c = padded.strides
     shape = (n,) + tuple(out_size) + (kh, kw, c)
-    return as_strided(padded, shape, (step_n, sh * step_h, sw * step_w, step_h, step_w, step_c), writeable=False)
+    strides = (step_n, sh * step_h, sw * step_w, step_h, step_w, step_c)
+    if padded.flags.c_contiguous:  # the same view, built directly (as_strided takes a detour through Python)
+        return np.ndarray(shape, padded.dtype, padded, 0, strides)
+    return as_strided(padded, shape, strides, writeable=False)
 
 
 def im2col(x, kernel_size, stride, padding):
@@ -469,7 +473,7 @@ class CrossEntropy(Op):
         exp = np.exp(shifted)
         sums = exp.sum(axis=1, keepdims=True)
         self.softmax = exp / sums  # kept for backward
-        losses = (np.log(sums[:, 0]) - np.take_along_axis(shifted, self.target[:, None], axis=1)[:, 0]) * self.weight
+        losses = (np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target]) * self.weight
         return losses.sum() if self.total else losses
 
     def backward(self, grad):
