@@ -52,6 +52,13 @@ def test_conv2d(twin, kwargs, size):
     twin.compare(nn.Conv2d(3, 4, **kwargs), torch.nn.Conv2d(3, 4, **kwargs), [twin.normal(2, 3, size, size)])
 
 
+def test_conv2d_on_the_channels_last_output_of_another_convolution(twin):
+    # The second convolution reads the first's output in place (channels-last memory, no padding to copy into).
+    ours = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 2, 2, stride=(1, 2)))
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 2, 2, stride=(1, 2)))
+    twin.compare(ours, theirs, [twin.normal(2, 3, 5, 6)])
+
+
 @pytest.mark.parametrize(
     "in_channels, kwargs", [(1, dict(kernel_size=3, padding=1)), (2, dict(kernel_size=2, padding=2))]
 )
