@@ -47,6 +47,7 @@ from leakygrad.engine.autograd import grad as autograd_grad
 from leakygrad.engine.errors import BackwardError, OpError
 from leakygrad.engine.grad_mode import is_grad_enabled
 from leakygrad.engine.op import Op
+from leakygrad.engine.ops.reductions import sum_over
 from leakygrad.engine.tensor import Tensor
 
 # ---------------------------------------------------------------------------------------------------- linear
@@ -564,7 +565,7 @@ def _weight_grads(d_pre, x, h_prev, want_w_ih: bool, want_w_hh: bool, want_b: bo
     flat = d_pre.reshape(-1, g)
     d_w_ih = flat.T @ x.reshape(-1, x.shape[-1]) if want_w_ih else None
     d_w_hh = flat.T @ h_prev.reshape(-1, h_prev.shape[-1]) if want_w_hh else None
-    d_b = flat.sum(axis=0) if want_b else None
+    d_b = sum_over(flat, (0,)) if want_b else None
     return d_w_ih, d_w_hh, d_b
 
 
@@ -638,7 +639,8 @@ class LSTMSequence(FusedRecurrence):
             gates = np.matmul(h, w_hh.T, out=self.gates[t])
             gates += x_w[t]
             i, f, g, o = (gates[:, k * hidden : (k + 1) * hidden] for k in range(4))
-            i[...], f[...], g[...], o[...] = _sigmoid(i), _sigmoid(f), np.tanh(g), _sigmoid(o)
+            gates[:, : 2 * hidden] = _sigmoid(gates[:, : 2 * hidden])  # i and f, side by side: one call
+            g[...], o[...] = np.tanh(g), _sigmoid(o)  # (in place on these strided views would be slower)
             c = np.multiply(f, c, out=cs[t])
             c += i * g
             np.tanh(c, out=self.tanh_c[t])
@@ -653,18 +655,21 @@ class LSTMSequence(FusedRecurrence):
         d_pre = np.empty_like(self.gates)  # gradients of the gate pre-activations, all steps
         d_h = np.zeros_like(h0)  # what reaches h_t and c_t from step t+1
         d_c = np.zeros_like(c0)
+        cell_states_used = grad[1].any()  # usually only the h_t are: skip adding zeros at every step
         for t in reversed(range(x.shape[0])):
             i, f, g, o = (self.gates[t, :, k * hidden : (k + 1) * hidden] for k in range(4))
             tanh_c, c_prev = self.tanh_c[t], (cs[t - 1] if t > 0 else c0)
-            d_h = d_h + grad[0, t]
-            d_c = d_c + grad[1, t] + d_h * o * (1 - tanh_c * tanh_c)  # through h_t = o tanh(c_t)
+            d_h += grad[0, t]
+            if cell_states_used:
+                d_c += grad[1, t]
+            d_c += d_h * o * (1 - tanh_c * tanh_c)  # through h_t = o tanh(c_t)
             d = d_pre[t]
             d[:, :hidden] = d_c * g * i * (1 - i)  # sigmoid' = s (1 - s)
             d[:, hidden : 2 * hidden] = d_c * c_prev * f * (1 - f)
             d[:, 2 * hidden : 3 * hidden] = d_c * i * (1 - g * g)  # tanh' = 1 - tanh^2
             d[:, 3 * hidden :] = d_h * tanh_c * o * (1 - o)
             d_h = d @ w_hh
-            d_c = d_c * f  # the cell path: multiplied by the forget gate, and nothing else
+            d_c *= f  # the cell path: multiplied by the forget gate, and nothing else
         want = self.needs_input_grad
         d_x = (d_pre.reshape(-1, d_pre.shape[-1]) @ w_ih).reshape(x.shape) if want[0] else None
         d_w_ih, d_w_hh, d_b = _weight_grads(d_pre, x, _previous_states(h0, hs), want[3], want[4], any(want[5:]))
@@ -725,6 +730,6 @@ class GRUSequence(FusedRecurrence):
         d_x = (d_x_pre.reshape(-1, g) @ w_ih).reshape(x.shape) if want[0] else None
         d_w_ih = d_x_pre.reshape(-1, g).T @ x.reshape(-1, x.shape[-1]) if want[2] else None
         d_w_hh = d_h_pre.reshape(-1, g).T @ h_prev.reshape(-1, hidden) if want[3] else None
-        d_b_ih = d_x_pre.reshape(-1, g).sum(axis=0) if want[4] else None
-        d_b_hh = d_h_pre.reshape(-1, g).sum(axis=0) if want[5] else None
+        d_b_ih = sum_over(d_x_pre.reshape(-1, g), (0,)) if want[4] else None
+        d_b_hh = sum_over(d_h_pre.reshape(-1, g), (0,)) if want[5] else None
         return d_x, d_h, d_w_ih, d_w_hh, d_b_ih, d_b_hh
