@@ -268,9 +268,9 @@ def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     channels-last), which is the one the ops upstream in the backward pass work in.
     """
     if _is_plus_zero(b) and a.dtype == b.dtype and _fills(condition, a):
-        return _keep_bits(_in_layout_of(condition, a), -condition.view(np.int8))  # -1: all bits set where true
+        return keep_bits(_in_layout_of(condition, a), -condition.view(np.int8))  # -1: all bits set where true
     if _is_plus_zero(a) and a.dtype == b.dtype and _fills(condition, b):
-        return _keep_bits(_in_layout_of(condition, b), condition.view(np.int8) - 1)  # all bits set where false
+        return keep_bits(_in_layout_of(condition, b), condition.view(np.int8) - 1)  # all bits set where false
     return np.where(condition, a, b)
 
 
@@ -287,9 +287,11 @@ def _is_plus_zero(x: np.ndarray) -> bool:
     )
 
 
-def _keep_bits(x: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """x where `bits` is -1 (all bits set), +0.0 where it is 0: x's bits AND'ed with them, as integers."""
-    return np.bitwise_and(x.view(_SAME_WIDTH_INTEGER[x.itemsize]), bits).view(x.dtype)
+def keep_bits(x: np.ndarray, bits: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """x where `bits` is -1 (all bits set), +0.0 where it is 0 (int8 bits broadcast): np.where(bits, x, 0.0) to
+    the bit, NaN and inf included, as one branch-free pass: x's bits AND'ed with them, read as integers."""
+    integers = _SAME_WIDTH_INTEGER[x.itemsize]
+    return np.bitwise_and(x.view(integers), bits, out=None if out is None else out.view(integers)).view(x.dtype)
 
 
 def _fills(condition: np.ndarray, x: np.ndarray) -> bool:

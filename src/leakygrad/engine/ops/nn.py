@@ -47,6 +47,7 @@ from leakygrad.engine.autograd import grad as autograd_grad
 from leakygrad.engine.errors import BackwardError, OpError
 from leakygrad.engine.grad_mode import is_grad_enabled
 from leakygrad.engine.op import Op
+from leakygrad.engine.ops.elementwise import keep_bits
 from leakygrad.engine.ops.reductions import sum_over
 from leakygrad.engine.tensor import Tensor
 
@@ -410,20 +411,20 @@ class MaxPoolScatter(Op):
 
     def forward(self, values):
         pool = self.pool
-        (ph, pw), (n, c, h, w) = pool.padding, self.image_shape
+        (ph, pw), (sh, sw), (n, c, h, w) = pool.padding, pool.stride, self.image_shape
         values = values.transpose(0, 2, 3, 1)
-        padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
-        # Multiplying by the 0/1 winner mask is several times faster than np.where, and the same unless a
-        # gradient is inf or NaN (0 * NaN = NaN would spread it over the whole window): then use where.
-        finite = np.isfinite(values).all()
+        out_h, out_w = values.shape[1:3]
+        tiled = pool.stride == pool.kernel_size and (h + 2 * ph, w + 2 * pw) == (out_h * sh, out_w * sw)
+        # Windows that tile the image leave no pixel unwritten below: no need to fill it with zeros first.
+        padded = (np.empty if tiled else np.zeros)((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
         for k, offset in _kernel_offsets(pool.kernel_size):
-            target = _at_offset(padded, offset, pool.stride, values.shape[1:3])
-            wins = pool.winner == k
-            mine = values * wins if finite else np.where(wins, values, 0)
+            target = _at_offset(padded, offset, pool.stride, (out_h, out_w))
+            # where(winner == k, values, 0) as a bitwise AND (keep_bits: np.where's result without its branches)
+            wins = -(pool.winner == k).view(np.int8)
             if pool.overlapping():  # a pixel may win several windows: add
-                target += mine
-            else:  # each pixel is in one window only: put
-                target[...] = mine
+                target += keep_bits(values, wins)
+            else:  # each pixel is in one window only: put, in place
+                keep_bits(values, wins, out=target)
         return _channels_first(padded, pool.padding, self.image_shape)
 
     def backward(self, grad):
