@@ -300,8 +300,8 @@ def _fills(condition: np.ndarray, x: np.ndarray) -> bool:
 
 
 def _in_layout_of(like: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """`x` laid out in memory like `like` (e.g. channels-last), when both have the same shape: NumPy multiplies
-    two arrays of different memory orders several times slower than one copy and a multiplication."""
+    """`x` laid out in memory like `like` (e.g. channels-last), when both have the same shape: NumPy combines
+    two arrays of different memory orders several times slower than it copies one and combines the two."""
     if x.shape != like.shape or _same_steps(x, like) or _axis_order(x) == _axis_order(like):
         return x
     same = np.empty_like(like, dtype=x.dtype)
