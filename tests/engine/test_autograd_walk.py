@@ -100,6 +100,17 @@ def test_no_grad_works_as_a_decorator():
     assert not evaluate(lg.tensor([1.0], requires_grad=True)).requires_grad
 
 
+def test_no_grad_decorator_restores_the_mode_when_the_function_recurses():
+    @lg.no_grad()
+    def countdown(n):
+        if n:
+            countdown(n - 1)  # entered with recording already off
+        assert not lg.is_grad_enabled()
+
+    countdown(3)
+    assert lg.is_grad_enabled()  # the outermost call restores what it found, not what an inner call found
+
+
 def test_set_grad_enabled():
     try:
         lg.set_grad_enabled(False)
@@ -286,3 +297,28 @@ def test_create_graph_decides_whether_the_gradient_is_differentiable():
     (recorded,) = lg.grad((x**3).sum(), x, create_graph=True)
     assert not plain.requires_grad and plain.op is None
     assert recorded.requires_grad and recorded.op is not None
+
+
+def test_forward_knows_whether_a_backward_may_follow():
+    """needs_input_grad is set before forward when the op is recorded (so forward can skip saving what no
+    backward will read, as relu does with its mask), and empty when it is not."""
+    from leakygrad.engine.op import Op
+
+    seen = []
+
+    class Spy(Op):
+        name = "spy"
+
+        def forward(self, a, b):
+            seen.append(self.needs_input_grad)
+            return a + b
+
+        def backward(self, grad):
+            return grad, grad
+
+    x, c = lg.tensor([1.0], requires_grad=True), lg.tensor([2.0])
+    Spy.apply(x, c)
+    Spy.apply(c, c)
+    with lg.no_grad():
+        Spy.apply(x, c)
+    assert seen == [(True, False), (), ()]

@@ -343,3 +343,32 @@ def test_abs_and_sign_at_nan_follow_numpy_not_pytorch():
     xt = torch.tensor([nan], dtype=torch.float64, requires_grad=True)
     xt.abs().sum().backward()
     assert xt.sign().item() == 0.0 and xt.grad.item() == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "channels-last", "mixed", "broadcast"])
+def test_where_with_a_zero_branch_is_np_where_to_the_bit(dtype, layout):
+    """where(mask, x, 0) and where(mask, 0, x) skip np.where (see elementwise._select): the result must still be
+    np.where's to the bit (NaN, inf and the sign of zero included), laid out like the mask when shapes match."""
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal((2, 3, 4, 5)).astype(dtype)
+    values.flat[::7], values.flat[1::11], values.flat[2::13] = nan, -inf, -0.0
+    mask = rng.random((2, 3, 4, 5)) < 0.5
+    channels_last = lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # noqa: E731
+    if layout in ("channels-last", "mixed"):
+        mask = channels_last(mask)
+    if layout == "channels-last":
+        values = channels_last(values)
+    if layout == "broadcast":
+        mask = mask[:, :1]
+    x = lg.Tensor(values, dtype=dtype)
+    for zero in (0.0, -0.0):
+        for ours, expected in [
+            (F.where(mask, x, zero), np.where(mask, values, dtype(zero))),
+            (F.where(mask, zero, x), np.where(mask, dtype(zero), values)),
+        ]:
+            assert ours.dtype == dtype
+            bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+            np.testing.assert_array_equal(ours.data.view(bits), expected.view(bits))
+            if layout != "broadcast" and zero == 0 and not np.signbit(zero):  # -0.0: np.where's own layout
+                assert np.argsort(ours.data.strides).tolist() == np.argsort(mask.strides).tolist()

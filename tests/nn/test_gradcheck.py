@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import leakygrad as lg
-from leakygrad.engine.ops.nn import Col2Im, GRUSequence, Im2Col, LSTMSequence, RNNSequence
+from leakygrad.engine.ops.nn import Col2Im, GRUSequence, Im2Col, Linear, LSTMSequence, RNNSequence
 from leakygrad.nn import functional as F
 from leakygrad.nn.recurrent import gru_sequence, lstm_sequence, rnn_relu_sequence, rnn_tanh_sequence
 
@@ -24,6 +24,15 @@ def test_im2col_and_col2im_are_adjoint():
     w = rng.standard_normal(cols.shape)
     back = Col2Im(image_shape=x.shape, **options).forward(w)
     assert np.sum(cols * w) == pytest.approx(np.sum(x * back), rel=1e-12)
+
+
+@pytest.mark.parametrize("x_shape", [(4, 3), (2, 4, 3), (3,)])
+def test_linear_op_gradients_and_second_derivatives(x_shape):
+    x, w, b = t(*x_shape), t(2, 3), t(2)
+    lg.gradcheck(lambda x, w, b: Linear.apply(x, w, b), x, w, b)
+    lg.gradcheck(lambda x, w: Linear.apply(x, w), x, w)
+    # linear in each input, so the second derivatives come from the tanh around it and the cross terms
+    lg.gradgradcheck(lambda x, w, b: Linear.apply(x, w, b).tanh(), x, w, b)
 
 
 def test_conv2d_gradients_and_second_derivatives():
@@ -101,19 +110,30 @@ def test_attention_gradients():
 def test_losses_second_derivatives():
     x = t(3, 4)
     lg.gradgradcheck(lambda x: F.cross_entropy(x, np.array([0, 3, 1]), label_smoothing=0.1), x)
+    for reduction in ("mean", "sum", "none"):  # the fused op, summing its rows itself or not
+        lg.gradgradcheck(lambda x, r=reduction: F.cross_entropy(x, np.array([0, 3, 1]), reduction=r), x)
     lg.gradgradcheck(lambda x: F.binary_cross_entropy_with_logits(x, np.full((3, 4), 0.3)), x)
 
 
 def test_conv2d_with_bias_second_derivatives_through_the_gradient_ops():
     x, w, b = t(2, 2, 4, 4), t(3, 2, 2, 2), t(3)
     lg.gradgradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1) ** 2, x, w, b)
+    lg.gradgradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=1, padding=1) ** 2, x, w, b)
 
 
-def test_conv2d_gradient_ops_are_the_adjoints_of_the_convolution():
+@pytest.mark.parametrize(
+    "channels, options",
+    [
+        (3, dict(stride=(2, 1), padding=(1, 0))),  # strided: the input gradient through col2im
+        (3, dict(stride=(1, 1), padding=(1, 1))),  # stride 1: as a convolution of the padded gradient
+        (1, dict(stride=(1, 1), padding=(2, 0))),  # one channel; padding k - 1 and 0
+        (2, dict(stride=(1, 1), padding=(3, 1))),  # padding beyond k - 1: through col2im again
+    ],
+)
+def test_conv2d_gradient_ops_are_the_adjoints_of_the_convolution(channels, options):
     from leakygrad.engine.ops.nn import Conv2d, Conv2dInputGrad, Conv2dWeightGrad
 
-    x, w = rng.standard_normal((2, 3, 6, 5)), rng.standard_normal((4, 3, 3, 2))
-    options = dict(stride=(2, 1), padding=(1, 0))
+    x, w = rng.standard_normal((2, channels, 6, 5)), rng.standard_normal((4, channels, 3, 2))
     y = Conv2d(**options).forward(x, w)
     g = rng.standard_normal(y.shape)
     # <conv(x, w), g> = <x, input_grad(g, w)> = <w, weight_grad(x, g)>

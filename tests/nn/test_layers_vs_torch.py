@@ -16,6 +16,21 @@ def test_linear_without_bias_on_a_batch_of_sequences(twin):
     twin.compare(nn.Linear(5, 3, bias=False), torch.nn.Linear(5, 3, bias=False), [twin.normal(2, 4, 5)])
 
 
+@pytest.mark.parametrize("x_shape", [(5,), (2, 4, 5)])
+def test_linear_on_a_vector_and_with_bias_on_a_batch_of_sequences(twin, x_shape):
+    twin.compare(nn.Linear(5, 3), torch.nn.Linear(5, 3), [twin.normal(*x_shape)])
+
+
+def test_functional_linear_with_mixed_dtypes_keeps_the_rules_of_matmul_and_add():
+    # Not the fused op's case (it wants one dtype): the composed x @ W.T + b, which promotes to float64.
+    x = lg.Tensor(np.ones((2, 3)), requires_grad=True)  # float32
+    w = lg.Tensor(np.ones((4, 3)), requires_grad=True, dtype="float64")
+    out = nn.functional.linear(x, w, lg.Tensor(np.zeros(4), dtype="float64"))
+    assert out.dtype == np.float64 and out.op.name == "add"
+    out.sum().backward()
+    assert x.grad.dtype == np.float32 and np.allclose(x.grad.data, 4.0)
+
+
 def test_embedding_with_repeated_indices_and_padding(twin):
     indices = np.array([[1, 2, 1], [0, 4, 4]])
     module = nn.Embedding(6, 3, padding_idx=4)
@@ -37,11 +52,27 @@ def test_conv2d(twin, kwargs, size):
     twin.compare(nn.Conv2d(3, 4, **kwargs), torch.nn.Conv2d(3, 4, **kwargs), [twin.normal(2, 3, size, size)])
 
 
+def test_conv2d_on_the_channels_last_output_of_another_convolution(twin):
+    # The second convolution reads the first's output in place (channels-last memory, no padding to copy into).
+    ours = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 2, 2, stride=(1, 2)))
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 2, 2, stride=(1, 2)))
+    twin.compare(ours, theirs, [twin.normal(2, 3, 5, 6)])
+
+
+@pytest.mark.parametrize(
+    "in_channels, kwargs", [(1, dict(kernel_size=3, padding=1)), (2, dict(kernel_size=2, padding=2))]
+)
+def test_conv2d_with_one_input_channel_or_padding_beyond_the_kernel(twin, in_channels, kwargs):
+    ours, theirs = nn.Conv2d(in_channels, 4, **kwargs), torch.nn.Conv2d(in_channels, 4, **kwargs)
+    twin.compare(ours, theirs, [twin.normal(2, in_channels, 5, 6)])
+
+
 @pytest.mark.parametrize(
     "kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(3, 2), stride=1)]
 )
-def test_max_pool2d(twin, kwargs):
-    twin.compare(nn.MaxPool2d(**kwargs), torch.nn.MaxPool2d(**kwargs), [twin.normal(2, 3, 7, 6)])
+@pytest.mark.parametrize("size", [(7, 6), (6, 4)])  # (6, 4): windows of 2 tile the image
+def test_max_pool2d(twin, kwargs, size):
+    twin.compare(nn.MaxPool2d(**kwargs), torch.nn.MaxPool2d(**kwargs), [twin.normal(2, 3, *size)])
 
 
 def test_max_pool2d_gives_a_tie_to_the_first_maximum_as_pytorch():

@@ -83,6 +83,17 @@ def test_cross_entropy_with_class_weights_and_ignored_targets(reduction):
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_with_plain_targets(reduction):
+    logits = rng.standard_normal((6, 4)) * 3
+    target = np.array([0, 3, 1, 1, 2, 3])
+    _compare(
+        lambda a: F.cross_entropy(a, target, reduction=reduction),
+        lambda a: TF.cross_entropy(a, torch.from_numpy(target), reduction=reduction),
+        logits,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_cross_entropy_with_label_smoothing(reduction):
     logits = rng.standard_normal((5, 4))
     target = np.array([0, 3, 1, 7, 2])
@@ -213,6 +224,10 @@ def test_loss_errors_name_the_shapes_and_values_at_fault():
         F.mse_loss(x, lg.randn(4))
     with pytest.raises(lg.OpError, match="target 5 is out of range for 3 classes"):
         F.cross_entropy(lg.randn(2, 3), np.array([0, 5]))
+    with pytest.raises(lg.OpError, match="target -2 is out of range for 3 classes"):
+        F.cross_entropy(lg.randn(3, 3), np.array([0, -100, -2]))  # -100 is ignored, -2 is not
+    with pytest.raises(lg.OpError, match="target -1 is out of range for 3 classes"):
+        F.cross_entropy(lg.randn(2, 3), np.array([-1, 1]))
     with pytest.raises(lg.OpError, match="targets must be integer class indices"):
         F.nll_loss(lg.randn(2, 3), lg.Tensor([0.0, 1.0]).astype("int64").astype("float32"))
     with pytest.raises(lg.OpError, match=r"needs targets of shape \(2,\)"):

@@ -62,6 +62,32 @@ def test_shared_modules_and_parameters_are_listed_once_and_plain_lists_are_not_m
     np.testing.assert_array_equal(net.a.weight.data, twin.a.weight.detach().numpy())
 
 
+def test_parameters_follow_every_change_of_structure_after_being_listed():
+    """parameters() remembers its list: each way of changing a model must be seen by the next call."""
+    net = Net()
+    new_layers = nn.Linear(3, 3), nn.Linear(1, 2)  # built first: building a module is a change of its own
+
+    def count():
+        listed = list(net.parameters())
+        assert [id(p) for p in listed] == [id(p) for _, p in net.named_parameters()]  # same objects, same order
+        return len(listed)
+
+    before = count()
+    net.head.append(new_layers[0])  # a nested container grows
+    assert count() == before + 2
+    net.extra[0].weight = nn.Parameter(lg.ones(3, 3))  # a parameter of a nested layer is replaced
+    assert any(p is net.extra[0].weight for p in net.parameters())
+    net.extra[1].bias = None  # removed by assignment
+    assert count() == before + 1
+    del net.scale  # removed by deletion
+    assert count() == before
+    net.extra.append(new_layers[1])
+    assert count() == before + 2
+    net.norm.register_buffer("counter", nn.Parameter(lg.zeros(1)))  # a Parameter is a parameter wherever it is
+    assert count() == before + 3
+    assert list(net.extra.parameters(recurse=False)) == [] and list(net.parameters(recurse=False)) == []
+
+
 def test_state_dict_order_is_pytorchs():
     ours = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Linear(2, 2))
     theirs = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Linear(2, 2))

@@ -39,7 +39,7 @@ def topological_order(roots: Sequence[Tensor]) -> list[Tensor]:
             stack.append((tensor, True))
             if tensor.op is not None:
                 for parent in tensor.op.inputs:
-                    if parent.requires_grad and id(parent) not in seen:
+                    if parent._requires_grad and id(parent) not in seen:
                         stack.append((parent, False))
     finished.reverse()
     return finished
@@ -132,17 +132,19 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
             g = pending.pop(id(tensor), None)
             if g is None:
                 continue  # no path from the roots delivered a gradient here
-            g = _run_hooks(tensor, g)
+            if tensor._hooks:
+                g = _run_hooks(tensor, g)
+            op = tensor.op
             if wanted_ids is not None:
                 if id(tensor) in wanted_ids:
                     found[id(tensor)] = g
-            elif tensor.op is None:
+            elif op is None:
                 _accumulate_into_leaf(tensor, g, create_graph, given_to_leaves)
             elif tensor._retains_grad:  # accumulates across calls, like a leaf's (as in PyTorch)
                 retained = g if create_graph else g.detach()
                 tensor.grad = retained if tensor.grad is None else tensor.grad + retained
-            if tensor.op is not None:
-                _backward_through(tensor.op, g, pending)
+            if op is not None:
+                _backward_through(op, g, pending)
     return found
 
 
@@ -181,12 +183,12 @@ def _backward_through(op, g: Tensor, pending: dict[int, Tensor]) -> None:
             continue
         if type(gx) is not Tensor:
             gx = as_tensor(gx, like=g)
-        if gx.shape != x.shape:
+        if gx.data.shape != x.data.shape:
             raise BackwardError(
                 f"{op.name}.backward returned a gradient of shape {gx.shape} for input {i}, which has "
                 f"shape {x.shape}: a gradient always has the shape of what it is the gradient of"
             )
-        if gx.dtype != x.dtype:
+        if gx.data.dtype != x.data.dtype:
             gx = gx.astype(x.dtype)  # e.g. a float32 weight times a float64 constant: keep the weight's dtype
         _add(pending, x, gx)
 

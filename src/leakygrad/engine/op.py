@@ -2,7 +2,8 @@
 
 An op has two methods, side by side:
 
-- `forward(*arrays)`: NumPy arrays in, one NumPy array out. It may keep on `self` what backward needs.
+- `forward(*arrays)`: NumPy arrays in, one NumPy array out. It may keep on `self` what backward needs
+  (`self.needs_input_grad` is already set when a backward may follow, and empty when none will).
 - `backward(grad)`: given d(final)/d(output) as a Tensor, return d(final)/d(input) for each input, also as
   Tensors. Because backward is written with Tensor operations, running it with the graph recording
   (`create_graph=True`) differentiates the backward pass too: second derivatives come for free.
@@ -27,7 +28,8 @@ class Op:
     name = "op"  # how errors, the graph drawing and the doctor call it
 
     inputs: tuple[Tensor, ...] = ()
-    # needs_input_grad[i] is True when input i wants a gradient: a backward may skip the others' work.
+    # needs_input_grad[i] is True when input i wants a gradient: a backward may skip the others' work. Empty
+    # when the op is not recorded (no input wants a gradient, or inside no_grad): no backward will run.
     needs_input_grad: tuple[bool, ...] = ()
 
     def forward(self, *arrays: np.ndarray) -> np.ndarray:
@@ -44,7 +46,15 @@ class Op:
     @classmethod
     def apply(cls, *inputs, **params) -> Tensor:
         op = cls(**params)
-        tensors = inputs if all(isinstance(x, Tensor) for x in inputs) else _constants_as_tensors(inputs)
+        tensors = inputs
+        for x in inputs:
+            if not isinstance(x, Tensor):
+                tensors = _constants_as_tensors(inputs)
+                break
+        wants = [t._requires_grad for t in tensors]
+        recorded = True in wants and is_grad_enabled()
+        if recorded:
+            op.needs_input_grad = tuple(wants)
         try:
             result = op.forward(*[t.data for t in tensors])
         except LeakygradError:
@@ -52,13 +62,12 @@ class Op:
         except (ValueError, IndexError, TypeError) as error:
             raise OpError(_explain_failure(op.name, tensors, error)) from error
 
-        requires_grad = is_grad_enabled() and any([t._requires_grad for t in tensors])
-        output = Tensor._wrap(result, requires_grad)
-        if requires_grad:
-            op.inputs = tensors
-            op.needs_input_grad = tuple([t._requires_grad for t in tensors])
-            op._output = weakref.ref(output)
-            output.op = op
+        if not recorded:
+            return Tensor._wrap(result)
+        output = Tensor._wrap(result, True)
+        op.inputs = tensors
+        op._output = weakref.ref(output)
+        output.op = op
         return output
 
     def __repr__(self) -> str:
@@ -69,7 +78,7 @@ class Op:
 def _constants_as_tensors(inputs) -> tuple[Tensor, ...]:
     """Python numbers and NumPy arrays become constant tensors; numbers take the dtype of a tensor input."""
     like = next((x for x in inputs if isinstance(x, Tensor)), None)
-    return tuple(as_tensor(x, like) for x in inputs)
+    return tuple([x if isinstance(x, Tensor) else as_tensor(x, like) for x in inputs])
 
 
 def _explain_failure(name: str, tensors: tuple[Tensor, ...], error: Exception) -> str:

@@ -64,7 +64,7 @@ class Tensor:
     def _wrap(cls, array, requires_grad: bool = False) -> Tensor:
         """Fast constructor for op outputs: `array` is already a NumPy array (or scalar) of the right dtype."""
         tensor = cls.__new__(cls)
-        tensor.data = np.asarray(array)
+        tensor.data = array if type(array) is np.ndarray else np.asarray(array)
         tensor.grad = None
         tensor.op = None
         tensor._hooks = None

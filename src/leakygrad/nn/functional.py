@@ -42,7 +42,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features in its last "
             f"dimension, the weight {weight.shape} expects {weight.shape[1]}"
         )
-    out = x @ weight.T
+    fused = weight.ndim == 2 and (bias is None or (bias.shape == weight.shape[:1] and bias.dtype == x.dtype))
+    if fused and x.ndim >= 1 and x.dtype == weight.dtype:  # the common case: one op (ops.nn.Linear)
+        return nn_ops.Linear.apply(x, weight) if bias is None else nn_ops.Linear.apply(x, weight, bias)
+    out = x @ weight.T  # any other shapes and dtypes: the same function, by the rules of @ and +
     return out if bias is None else out + bias
 
 
@@ -381,16 +384,25 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
     if target.shape != expected:
         raise OpError(f"{name}: input {input.shape} needs targets of shape {expected}, got {target.shape}")
     ignored = target == ignore_index
+    if not ignored.any() and weight is None:  # the common case, in fewer NumPy calls
+        if target.size and (target.min() < 0 or target.max() >= classes):
+            _out_of_range(name, target, ~ignored, classes, ignore_index)
+        return target, np.ones(target.shape, dtype=input.dtype), class_axis
     out_of_range = ~ignored & ((target < 0) | (target >= classes))
     if out_of_range.any():
-        raise OpError(
-            f"{name}: target {target[out_of_range][0]} is out of range for {classes} classes "
-            f"(targets must be in 0..{classes - 1}, or ignore_index={ignore_index})"
-        )
+        _out_of_range(name, target, out_of_range, classes, ignore_index)
     safe_target = np.where(ignored, 0, target)
     class_weight = np.ones(classes) if weight is None else _array(weight)
     target_weight = np.where(ignored, 0.0, class_weight[safe_target]).astype(input.dtype)
     return safe_target, target_weight, class_axis
+
+
+def _out_of_range(name: str, target: np.ndarray, candidates: np.ndarray, classes: int, ignore_index: int):
+    bad = target[candidates & ((target < 0) | (target >= classes))][0]
+    raise OpError(
+        f"{name}: target {bad} is out of range for {classes} classes "
+        f"(targets must be in 0..{classes - 1}, or ignore_index={ignore_index})"
+    )
 
 
 def _array(value) -> np.ndarray:
@@ -416,7 +428,9 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
 
 def _classes_last(input: Tensor, class_axis: int) -> Tensor:
     """(N, C, d1, ...) or (C,) -> (M, C): one row of class scores per prediction."""
-    if input.ndim <= 2:
+    if input.ndim == 2:
+        return input
+    if input.ndim < 2:
         return input.reshape(-1, input.shape[class_axis])
     axes = (0,) + tuple(range(2, input.ndim)) + (1,)
     return input.transpose(axes).reshape(-1, input.shape[1])
@@ -458,17 +472,23 @@ def cross_entropy(
             return loss.sum() / loss.size
         return _reduce("cross_entropy", loss, reduction)
 
-    kept = (_array(target) != ignore_index).astype(input.dtype)
+    kept = (_array(target) != ignore_index).astype(input.dtype) if label_smoothing else None
     target, target_weight, class_axis = _class_targets("cross_entropy", input, target, weight, ignore_index)
     _check_reduction("cross_entropy", reduction)
     # "mean" divides by the total weight (NaN if every target is ignored, as PyTorch); folding it into the
-    # weights saves a division op.
+    # weights saves a division op, and the op sums the rows itself when that is all that is asked.
     total = float(target_weight.sum())
     scale = (1 / total if total else float("nan")) if reduction == "mean" else 1.0
-    rows = nn_ops.CrossEntropy.apply(
-        _classes_last(input, class_axis), target=target.reshape(-1), weight=target_weight.reshape(-1) * scale
+    summed = reduction != "none" and not label_smoothing
+    loss = nn_ops.CrossEntropy.apply(
+        _classes_last(input, class_axis),
+        target=target.reshape(-1),
+        weight=target_weight.reshape(-1) * scale,
+        total=summed,
     )
-    loss = rows if rows.shape == target.shape else rows.reshape(target.shape)
+    if summed:
+        return loss
+    loss = loss if loss.shape == target.shape else loss.reshape(target.shape)
     if label_smoothing:
         # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
         smooth = -weighted_log_p().sum(axis=class_axis) * (kept * (scale / classes))

@@ -7,10 +7,16 @@ its buffers (state that is saved but not learned, like batch norm's running mean
 also the order of `state_dict` (and the same order PyTorch gives the same class).
 
 Calling a module runs its forward pre-hooks, `forward`, then its forward hooks.
+
+`parameters()` remembers the list it found, until a module anywhere gains, loses or replaces a submodule or
+a parameter (assigning or deleting an attribute, `append`, `register_buffer`): a training step asks for the
+parameters at least twice (zero_grad, the update), and walking the modules is a noticeable share of a small
+network's step. Change the structure through attributes, not through `vars(module)`, or the list goes stale.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -47,6 +53,15 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
+_structure_versions = itertools.count()
+_structure_version = next(_structure_versions)  # a new number whenever any module's structure changes
+
+
+def _structure_changed() -> None:
+    global _structure_version
+    _structure_version = next(_structure_versions)
+
+
 class Module:
     """Base class of every layer and every model. Subclasses call `super().__init__()` first, then assign
     their parameters and submodules as attributes, and write `forward`."""
@@ -57,6 +72,15 @@ class Module:
         self._non_persistent: set[str] = set()
         self._forward_pre_hooks: list[Callable] = []
         self._forward_hooks: list[Callable] = []
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, (Module, Parameter)) or isinstance(self.__dict__.get(name), (Module, Parameter)):
+            _structure_changed()
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _structure_changed()
+        object.__delattr__(self, name)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no forward method")
@@ -104,6 +128,7 @@ class Module:
         if not persistent:
             self._non_persistent.add(name)
         object.__setattr__(self, name, tensor)
+        _structure_changed()
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
         for name, value in vars(self).items():
@@ -111,8 +136,8 @@ class Module:
                 yield name, value
 
     def children(self) -> Iterator[Module]:
-        for _, module in self.named_children():
-            yield module
+        """The modules of named_children (a container that keeps them elsewhere overrides both, as Sequential)."""
+        return iter([value for value in vars(self).values() if isinstance(value, Module)])
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """This module (named `prefix`, "" at the top) and every module inside it, depth first; a module used
@@ -131,8 +156,16 @@ class Module:
             stack.extend(reversed(children))
 
     def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
+        """The modules of named_modules, in the same order, without building their names."""
+        seen: set[int] = set()
+        stack = [self]
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
             yield module
+            stack.extend(reversed(list(module.children())))  # popped first to last: depth first, in order
 
     def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
         """("layer.weight", parameter) pairs; a parameter shared by two modules is listed once."""
@@ -145,8 +178,22 @@ class Module:
                     yield (module_name + "." + name if module_name else name), value
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, parameter in self.named_parameters(recurse=recurse):
-            yield parameter
+        """The parameters of named_parameters, in the same order (remembered: see the module docstring)."""
+        found = self.__dict__.get("_parameters_found")
+        if found is None or found[0] != (_structure_version, recurse):
+            found = ((_structure_version, recurse), self._find_parameters(recurse))
+            object.__setattr__(self, "_parameters_found", found)
+        return iter(found[1])
+
+    def _find_parameters(self, recurse: bool) -> list[Parameter]:
+        seen: set[int] = set()
+        parameters = []
+        for module in self.modules() if recurse else (self,):
+            for value in vars(module).values():
+                if isinstance(value, Parameter) and id(value) not in seen:
+                    seen.add(id(value))
+                    parameters.append(value)
+        return parameters
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         for module_name, module in self.named_modules(prefix):
@@ -295,11 +342,15 @@ class Sequential(Module):
         if not isinstance(module, Module):
             raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
         self._items.append(module)
+        _structure_changed()
         return self
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
         for i, module in enumerate(self._items):
             yield str(i), module
+
+    def children(self) -> Iterator[Module]:
+        return iter(self._items)
 
     def forward(self, x):
         for module in self._items:
@@ -332,6 +383,7 @@ class ModuleList(Module):
         if not isinstance(module, Module):
             raise TypeError(f"ModuleList holds modules, got {type(module).__name__}")
         self._items.append(module)
+        _structure_changed()
         return self
 
     def extend(self, modules) -> ModuleList:
@@ -342,6 +394,9 @@ class ModuleList(Module):
     def named_children(self) -> Iterator[tuple[str, Module]]:
         for i, module in enumerate(self._items):
             yield str(i), module
+
+    def children(self) -> Iterator[Module]:
+        return iter(self._items)
 
     def __getitem__(self, index):
         if isinstance(index, slice):

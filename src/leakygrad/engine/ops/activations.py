@@ -52,11 +52,12 @@ class ReLU(Op):
     name = "relu"
 
     def forward(self, x):
+        if self.needs_input_grad:  # found while x is fresh in the cache: cheaper than in backward
+            self.off = x <= 0  # slope 0 here (at x = 0 too), 1 elsewhere: NaN passes the gradient, as in PyTorch
         return np.maximum(x, 0)
 
     def backward(self, grad):
-        (x,) = self.inputs
-        return where(x <= 0, 0.0, grad)  # slope 1 where x > 0, else 0 (at x = 0 too); NaN passes, as in PyTorch
+        return where(self.off, 0.0, grad)
 
 
 class LeakyReLU(Op):

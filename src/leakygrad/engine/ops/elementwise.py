@@ -35,7 +35,7 @@ class Sub(Op):
 
     def backward(self, grad):
         a, b = self.inputs
-        return grad.sum_to(a.shape), (-grad).sum_to(b.shape)
+        return grad.sum_to(a.shape), (-grad).sum_to(b.shape) if self.needs_input_grad[1] else None
 
 
 class Mul(Op):
@@ -46,7 +46,8 @@ class Mul(Op):
 
     def backward(self, grad):
         a, b = self.inputs
-        return (grad * b).sum_to(a.shape), (grad * a).sum_to(b.shape)
+        want_a, want_b = self.needs_input_grad
+        return (grad * b).sum_to(a.shape) if want_a else None, (grad * a).sum_to(b.shape) if want_b else None
 
 
 class Div(Op):
@@ -58,8 +59,12 @@ class Div(Op):
 
     def backward(self, grad):
         a, b = self.inputs
+        want_a, want_b = self.needs_input_grad
         # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2
-        return (grad / b).sum_to(a.shape), (-grad * a / (b * b)).sum_to(b.shape)
+        return (
+            (grad / b).sum_to(a.shape) if want_a else None,
+            (-grad * a / (b * b)).sum_to(b.shape) if want_b else None,
+        )
 
 
 class Neg(Op):
@@ -89,6 +94,8 @@ class PowScalar(Op):
         p = self.exponent
         if p == 0:
             return zeros_like(grad)  # x^0 = 1 everywhere, even at x = 0 (PyTorch's convention)
+        if p == 2:
+            return grad * 2 * x  # the same as below, without computing x ** 1 (a copy of x)
         return grad * p * x ** (p - 1)
 
 
@@ -254,30 +261,62 @@ def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.where(condition, a, b), faster in the common case of masking a gradient: where(mask, grad, 0).
 
     np.where branches on every element, and on a random mask (half the ReLUs on) the branches are mispredicted
-    half the time: it runs some ten times slower than a multiplication. So when one side is the constant 0 and
-    the other holds no inf or NaN (which times 0 would give NaN, not 0), multiply by the mask instead.
+    half the time: it runs some ten times slower than one pass without branches. So when one side is the
+    constant +0.0, keep the bits of the other side where it is chosen and clear them elsewhere (a bitwise AND
+    with all ones or all zeros): the same result to the bit, NaN and inf included. The result is laid out in
+    memory like the condition: a mask computed from the forward activations has their layout (e.g.
+    channels-last), which is the one the ops upstream in the backward pass work in.
     """
-    if b.ndim == 0 and b == 0 and a.shape == np.broadcast_shapes(a.shape, condition.shape) and _all_finite(a):
-        return a * _in_layout_of(a, condition)
-    if a.ndim == 0 and a == 0 and b.shape == np.broadcast_shapes(b.shape, condition.shape) and _all_finite(b):
-        return b * ~_in_layout_of(b, condition)
+    if _is_plus_zero(b) and a.dtype == b.dtype and _fills(condition, a):
+        return keep_bits(_in_layout_of(condition, a), -condition.view(np.int8))  # -1: all bits set where true
+    if _is_plus_zero(a) and a.dtype == b.dtype and _fills(condition, b):
+        return keep_bits(_in_layout_of(condition, b), condition.view(np.int8) - 1)  # all bits set where false
     return np.where(condition, a, b)
 
 
-def _all_finite(x: np.ndarray) -> bool:
-    return x.dtype.kind == "f" and bool(np.isfinite(x).all())
+_SAME_WIDTH_INTEGER = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64 read as integers
 
 
-def _in_layout_of(like: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """`mask` laid out in memory like `like` (e.g. channels-last), when both have its shape: NumPy multiplies
-    two arrays of different memory orders several times slower than two of the same."""
-    if mask.shape != like.shape or mask.strides == tuple(s // like.itemsize for s in like.strides):
-        return mask
-    if np.argsort(mask.strides, kind="stable").tolist() == np.argsort(like.strides, kind="stable").tolist():
-        return mask
-    same = np.empty_like(like, dtype=mask.dtype)
-    same[...] = mask
+def _is_plus_zero(x: np.ndarray) -> bool:
+    """A single +0.0 (not -0.0): the one number whose bits are all zero."""
+    return (
+        x.ndim == 0
+        and x.dtype.kind == "f"
+        and x.itemsize in _SAME_WIDTH_INTEGER
+        and not x.view(_SAME_WIDTH_INTEGER[x.itemsize])
+    )
+
+
+def keep_bits(x: np.ndarray, bits: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """x where `bits` is -1 (all bits set), +0.0 where it is 0 (int8 bits broadcast): np.where(bits, x, 0.0) to
+    the bit, NaN and inf included, as one branch-free pass: x's bits AND'ed with them, read as integers."""
+    integers = _SAME_WIDTH_INTEGER[x.itemsize]
+    return np.bitwise_and(x.view(integers), bits, out=None if out is None else out.view(integers)).view(x.dtype)
+
+
+def _fills(condition: np.ndarray, x: np.ndarray) -> bool:
+    """Whether the condition broadcasts to x's shape (so the result has x's shape)."""
+    return condition.shape == x.shape or x.shape == np.broadcast_shapes(x.shape, condition.shape)
+
+
+def _in_layout_of(like: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """`x` laid out in memory like `like` (e.g. channels-last), when both have the same shape: NumPy combines
+    two arrays of different memory orders several times slower than it copies one and combines the two."""
+    if x.shape != like.shape or _same_steps(x, like) or _axis_order(x) == _axis_order(like):
+        return x
+    same = np.empty_like(like, dtype=x.dtype)
+    same[...] = x
     return same
+
+
+def _same_steps(x: np.ndarray, y: np.ndarray) -> bool:
+    """The same strides in elements (the usual case, checked first: it is cheaper than _axis_order)."""
+    return [s // x.itemsize for s in x.strides] == [s // y.itemsize for s in y.strides]
+
+
+def _axis_order(x: np.ndarray) -> list[int]:
+    """The axes from innermost to outermost in memory (axes of size 1 do not count: any stride will do)."""
+    return sorted((axis for axis in range(x.ndim) if x.shape[axis] > 1), key=lambda axis: abs(x.strides[axis]))
 
 
 def where(condition, a, b) -> Tensor:

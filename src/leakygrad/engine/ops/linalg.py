@@ -24,7 +24,8 @@ class MatMul(Op):
         if inner_a != inner_b:
             raise OpError(f"matmul: {a.shape} @ {b.shape}: inner dimensions {inner_a} and {inner_b} differ")
         try:
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            if a.ndim > 2 and b.ndim > 2:  # batches of matrices on both sides: their batch axes must broadcast
+                np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except ValueError:
             raise OpError(
                 f"matmul: {a.shape} @ {b.shape}: batch dimensions {a.shape[:-2]} and {b.shape[:-2]} "

@@ -1,5 +1,9 @@
 """The fused ops that layers need: convolution, pooling, and whole-sequence recurrences.
 
+Linear
+------
+`Linear` is x W^T + b as one op: three ops' worth of work, one op's overhead.
+
 Convolution
 -----------
 A convolution is one matrix product once every kernel-sized window of the image is copied into a row of its
@@ -37,12 +41,48 @@ Tensor operations (the layers pass theirs in), and differentiates that instead.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from leakygrad.engine.autograd import grad as autograd_grad
 from leakygrad.engine.errors import BackwardError, OpError
 from leakygrad.engine.grad_mode import is_grad_enabled
 from leakygrad.engine.op import Op
+from leakygrad.engine.ops.elementwise import keep_bits
+from leakygrad.engine.ops.reductions import sum_over
 from leakygrad.engine.tensor import Tensor
+
+# ---------------------------------------------------------------------------------------------------- linear
+
+
+class Linear(Op):
+    """y = x W^T + b, the fully connected layer: x (..., in), W (out, in), b (out,) -> y (..., out).
+
+    The same function as x @ W.T + b, as one op instead of three (a transpose, a product, an add; and six
+    backward): in a small network the cost of applying an op is a noticeable share of a training step.
+    For G = dL/dy, with the leading axes of x and G flattened into rows:
+
+        dL/dx = G W          dL/dW = G^T x          dL/db = the sum of the rows of G
+    """
+
+    name = "linear"
+
+    def forward(self, x, w, b=None):
+        rows = x.reshape(-1, x.shape[-1]) @ w.T  # one product, however many leading axes x has
+        if b is not None:
+            rows += b
+        return rows.reshape(x.shape[:-1] + w.shape[:1])
+
+    def backward(self, grad):
+        x, w = self.inputs[:2]
+        want = self.needs_input_grad
+        grad_rows = grad if grad.ndim == 2 else grad.reshape(-1, w.shape[0])
+        grad_x = grad @ w if want[0] else None
+        grad_w = None
+        if want[1]:
+            grad_w = grad_rows.T @ (x if x.ndim == 2 else x.reshape(-1, w.shape[1]))
+        grad_b = grad_rows.sum(axis=0) if len(want) == 3 and want[2] else None
+        return (grad_x, grad_w, grad_b)[: len(want)]
+
 
 # ---------------------------------------------------------------------------------------------------- windows
 
@@ -85,7 +125,8 @@ def _channels_last(x, padding, fill=0.0):
     (ph, pw), (n, c, h, w) = padding, x.shape
     if ph == pw == 0:
         return x.transpose(0, 2, 3, 1)
-    padded = np.full((n, h + 2 * ph, w + 2 * pw, c), fill, dtype=x.dtype)
+    padded = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
+    padded.fill(fill)
     padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
     return padded
 
@@ -96,12 +137,28 @@ def _channels_first(padded, padding, image_shape):
     return padded[:, ph : ph + h, pw : pw + w, :].transpose(0, 3, 1, 2)
 
 
+def _window_view(padded, kernel_size, stride, out_size):
+    """Every window of a padded channels-last image as a read-only (N, OH, OW, kh, kw, C) view, no copy:
+    one step along OH moves the window down `stride` rows, one step along kh moves down one row."""
+    (kh, kw), (sh, sw), (n, _, _, c) = kernel_size, stride, padded.shape
+    step_n, step_h, step_w, step_c = padded.strides
+    shape = (n,) + tuple(out_size) + (kh, kw, c)
+    strides = (step_n, sh * step_h, sw * step_w, step_h, step_w, step_c)
+    if padded.flags.c_contiguous:  # the same view, built directly (as_strided takes a detour through Python)
+        return np.ndarray(shape, padded.dtype, padded, 0, strides)
+    return as_strided(padded, shape, strides, writeable=False)
+
+
 def im2col(x, kernel_size, stride, padding):
     """(N, C, H, W) -> (N, OH, OW, kh, kw, C): every window, one per output position, zero-padded."""
     out_size = _check_windows("im2col", x.shape, kernel_size, stride, padding)
     padded = _channels_last(x, padding)
+    if x.shape[1] > 1:  # one copy of the window view: NumPy copies each window row (kw*C values) in one go
+        return np.ascontiguousarray(_window_view(padded, kernel_size, stride, out_size))
+    # One channel: that inner run would be only kw values long, and one copy per kernel offset, whose inner
+    # run is an image row, is about twice as fast.
     windows = np.empty((x.shape[0],) + out_size + tuple(kernel_size) + (x.shape[1],), dtype=x.dtype)
-    for _, (i, j) in _kernel_offsets(kernel_size):  # one strided copy per kernel offset, of the whole batch
+    for _, (i, j) in _kernel_offsets(kernel_size):
         windows[:, :, :, i, j, :] = _at_offset(padded, (i, j), stride, out_size)
     return windows
 
@@ -170,6 +227,10 @@ def _as_images(rows, n, out_size):
     return rows.reshape((n,) + tuple(out_size) + (-1,)).transpose(0, 3, 1, 2)
 
 
+def _is_channels_last(x: np.ndarray) -> bool:
+    return x.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
 class ChannelsLast(Op):
     """The same (N, C, H, W) values, stored channels-last in memory (a copy only if they are not already).
     A change of layout, not of value: the gradient passes through unchanged."""
@@ -177,20 +238,12 @@ class ChannelsLast(Op):
     name = "channels_last"
 
     def forward(self, x):
-        if x.transpose(0, 2, 3, 1).flags.c_contiguous:
+        if _is_channels_last(x):
             return x
         return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
     def backward(self, grad):
         return grad
-
-
-def _sum_rows(y: Tensor) -> Tensor:
-    """(N, O, OH, OW) -> (O,): the sum over every output position, as a product with a vector of ones.
-    (The same sum as y.sum(axis=(0, 2, 3)), but NumPy sums the long axis of a narrow array some 20 times
-    slower than a matrix-vector product does.)"""
-    rows = y.transpose(0, 2, 3, 1).reshape(-1, y.shape[1])
-    return Tensor._wrap(np.ones(rows.shape[0], dtype=y.dtype)) @ rows
 
 
 class Conv2d(Op):
@@ -221,14 +274,15 @@ class Conv2d(Op):
         x, w = self.inputs[:2]
         want = self.needs_input_grad
         options = dict(stride=self.stride, padding=self.padding)
-        grad = ChannelsLast.apply(grad)  # both gradients read it channels-last: lay it out so once
+        if not _is_channels_last(grad.data):  # both gradients read it channels-last: lay it out so once
+            grad = ChannelsLast.apply(grad)
         grad_x = grad_w = grad_b = None
         if want[0]:
             grad_x = Conv2dInputGrad.apply(grad, w, image_shape=x.shape, **options)
         if want[1]:
             grad_w = Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
         if len(want) == 3 and want[2]:
-            grad_b = _sum_rows(grad)  # the bias is added at every output position
+            grad_b = grad.sum(axis=(0, 2, 3))  # the bias is added at every output position
         return (grad_x, grad_w, grad_b)[: len(want)]
 
 
@@ -242,9 +296,12 @@ class Conv2dInputGrad(Op):
         self.image_shape, self.stride, self.padding = image_shape, stride, padding
 
     def forward(self, g, w):
+        kernel_size = w.shape[2:]
+        if self.stride == (1, 1) and all(p < k for p, k in zip(self.padding, kernel_size)):
+            return _full_correlation(g, w, self.padding)
         n, _, out_h, out_w = g.shape
-        windows = (_rows(g) @ _kernel_matrix(w).T).reshape((n, out_h, out_w) + w.shape[2:] + (w.shape[1],))
-        return col2im(windows, self.image_shape, w.shape[2:], self.stride, self.padding)
+        windows = (_rows(g) @ _kernel_matrix(w).T).reshape((n, out_h, out_w) + kernel_size + (w.shape[1],))
+        return col2im(windows, self.image_shape, kernel_size, self.stride, self.padding)
 
     def backward(self, grad):
         g, w = self.inputs
@@ -256,6 +313,22 @@ class Conv2dInputGrad(Op):
         if self.needs_input_grad[1]:
             grad_w = Conv2dWeightGrad.apply(grad, g, kernel_size=w.shape[2:], **options)
         return grad_g, grad_w
+
+
+def _full_correlation(g, w, padding):
+    """The input gradient of a stride-1 convolution, computed as a convolution itself:
+
+        dx[n, c, y, x] = sum over o, i, j of g[n, o, y + p - i, x + p - j] w[o, c, i, j]
+
+    that is, g padded by k - 1 - p on each side, convolved with the kernel flipped in space and with its
+    in and out channels swapped. One im2col and one product, instead of a product and col2im, whose sum of
+    overlapping windows NumPy does in short strided pieces (about twice as slow). Needs p <= k - 1.
+    """
+    (ph, pw), (kh, kw) = padding, w.shape[2:]
+    flipped = w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)  # (C, O, kh, kw)
+    windows = im2col(g, (kh, kw), (1, 1), (kh - 1 - ph, kw - 1 - pw))  # (N, H, W, kh, kw, O)
+    n, h, width = windows.shape[:3]
+    return _as_images(windows.reshape(n * h * width, -1) @ _kernel_matrix(flipped), n, (h, width))
 
 
 class Conv2dWeightGrad(Op):
@@ -338,20 +411,20 @@ class MaxPoolScatter(Op):
 
     def forward(self, values):
         pool = self.pool
-        (ph, pw), (n, c, h, w) = pool.padding, self.image_shape
+        (ph, pw), (sh, sw), (n, c, h, w) = pool.padding, pool.stride, self.image_shape
         values = values.transpose(0, 2, 3, 1)
-        padded = np.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
-        # Multiplying by the 0/1 winner mask is several times faster than np.where, and the same unless a
-        # gradient is inf or NaN (0 * NaN = NaN would spread it over the whole window): then use where.
-        finite = np.isfinite(values).all()
+        out_h, out_w = values.shape[1:3]
+        tiled = pool.stride == pool.kernel_size and (h + 2 * ph, w + 2 * pw) == (out_h * sh, out_w * sw)
+        # Windows that tile the image leave no pixel unwritten below: no need to fill it with zeros first.
+        padded = (np.empty if tiled else np.zeros)((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
         for k, offset in _kernel_offsets(pool.kernel_size):
-            target = _at_offset(padded, offset, pool.stride, values.shape[1:3])
-            wins = pool.winner == k
-            mine = values * wins if finite else np.where(wins, values, 0)
+            target = _at_offset(padded, offset, pool.stride, (out_h, out_w))
+            # where(winner == k, values, 0) as a bitwise AND (keep_bits: np.where's result without its branches)
+            wins = -(pool.winner == k).view(np.int8)
             if pool.overlapping():  # a pixel may win several windows: add
-                target += mine
-            else:  # each pixel is in one window only: put
-                target[...] = mine
+                target += keep_bits(values, wins)
+            else:  # each pixel is in one window only: put, in place
+                keep_bits(values, wins, out=target)
         return _channels_first(padded, pool.padding, self.image_shape)
 
     def backward(self, grad):
@@ -387,26 +460,33 @@ class CrossEntropy(Op):
 
         loss[m] = weight[m] (logsumexp(x[m]) - x[m, target[m]])          (= -weight[m] log softmax(x[m])[target])
 
-    One op instead of log_softmax, a pick and a sum: a loss is computed once per step, but for small models
-    its handful of ops is a noticeable share of the step. Backward: weight (softmax(x) - one_hot(target)).
+    and with `total=True` their sum, a single number. One op instead of log_softmax, a pick and a sum: a loss
+    is computed once per step, but for small models its handful of ops is a noticeable share of the step.
+    Backward: weight (softmax(x) - one_hot(target)), times the incoming gradient.
     """
 
     name = "cross_entropy"
 
-    def __init__(self, target: np.ndarray, weight: np.ndarray):
-        self.target, self.weight = target, weight
+    def __init__(self, target: np.ndarray, weight: np.ndarray, total: bool = False):
+        self.target, self.weight, self.total = target, weight, total
 
     def forward(self, x):
-        rows = np.arange(x.shape[0])
         shifted = x - x.max(axis=1, keepdims=True)  # the same result, and exp cannot overflow
-        log_sum = np.log(np.exp(shifted).sum(axis=1))
-        return (log_sum - shifted[rows, self.target]) * self.weight
+        exp = np.exp(shifted)
+        sums = exp.sum(axis=1, keepdims=True)
+        self.softmax = exp / sums  # kept for backward
+        losses = (np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target]) * self.weight
+        return losses.sum() if self.total else losses
 
     def backward(self, grad):
         (x,) = self.inputs
         one_hot = np.zeros(x.shape, dtype=x.dtype)
         one_hot[np.arange(x.shape[0]), self.target] = 1
-        return (x.softmax(axis=1) - one_hot) * (grad * self.weight).reshape(-1, 1)
+        row_grad = grad if self.total else grad.reshape(-1, 1)  # d(result)/d(loss[m]): one number, or a column
+        # Recording this backward (create_graph) needs softmax(x) as an op of x, to differentiate it; otherwise
+        # the forward's values will do, and save an op.
+        softmax = x.softmax(axis=1) if is_grad_enabled() else Tensor._wrap(self.softmax)
+        return (softmax - one_hot) * (row_grad * self.weight[:, None])
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences
@@ -486,7 +566,7 @@ def _weight_grads(d_pre, x, h_prev, want_w_ih: bool, want_w_hh: bool, want_b: bo
     flat = d_pre.reshape(-1, g)
     d_w_ih = flat.T @ x.reshape(-1, x.shape[-1]) if want_w_ih else None
     d_w_hh = flat.T @ h_prev.reshape(-1, h_prev.shape[-1]) if want_w_hh else None
-    d_b = flat.sum(axis=0) if want_b else None
+    d_b = sum_over(flat, (0,)) if want_b else None
     return d_w_ih, d_w_hh, d_b
 
 
@@ -560,7 +640,8 @@ class LSTMSequence(FusedRecurrence):
             gates = np.matmul(h, w_hh.T, out=self.gates[t])
             gates += x_w[t]
             i, f, g, o = (gates[:, k * hidden : (k + 1) * hidden] for k in range(4))
-            i[...], f[...], g[...], o[...] = _sigmoid(i), _sigmoid(f), np.tanh(g), _sigmoid(o)
+            gates[:, : 2 * hidden] = _sigmoid(gates[:, : 2 * hidden])  # i and f, side by side: one call
+            g[...], o[...] = np.tanh(g), _sigmoid(o)  # (in place on these strided views would be slower)
             c = np.multiply(f, c, out=cs[t])
             c += i * g
             np.tanh(c, out=self.tanh_c[t])
@@ -575,18 +656,21 @@ class LSTMSequence(FusedRecurrence):
         d_pre = np.empty_like(self.gates)  # gradients of the gate pre-activations, all steps
         d_h = np.zeros_like(h0)  # what reaches h_t and c_t from step t+1
         d_c = np.zeros_like(c0)
+        cell_states_used = grad[1].any()  # usually only the h_t are: skip adding zeros at every step
         for t in reversed(range(x.shape[0])):
             i, f, g, o = (self.gates[t, :, k * hidden : (k + 1) * hidden] for k in range(4))
             tanh_c, c_prev = self.tanh_c[t], (cs[t - 1] if t > 0 else c0)
-            d_h = d_h + grad[0, t]
-            d_c = d_c + grad[1, t] + d_h * o * (1 - tanh_c * tanh_c)  # through h_t = o tanh(c_t)
+            d_h += grad[0, t]
+            if cell_states_used:
+                d_c += grad[1, t]
+            d_c += d_h * o * (1 - tanh_c * tanh_c)  # through h_t = o tanh(c_t)
             d = d_pre[t]
             d[:, :hidden] = d_c * g * i * (1 - i)  # sigmoid' = s (1 - s)
             d[:, hidden : 2 * hidden] = d_c * c_prev * f * (1 - f)
             d[:, 2 * hidden : 3 * hidden] = d_c * i * (1 - g * g)  # tanh' = 1 - tanh^2
             d[:, 3 * hidden :] = d_h * tanh_c * o * (1 - o)
             d_h = d @ w_hh
-            d_c = d_c * f  # the cell path: multiplied by the forget gate, and nothing else
+            d_c *= f  # the cell path: multiplied by the forget gate, and nothing else
         want = self.needs_input_grad
         d_x = (d_pre.reshape(-1, d_pre.shape[-1]) @ w_ih).reshape(x.shape) if want[0] else None
         d_w_ih, d_w_hh, d_b = _weight_grads(d_pre, x, _previous_states(h0, hs), want[3], want[4], any(want[5:]))
@@ -647,6 +731,6 @@ class GRUSequence(FusedRecurrence):
         d_x = (d_x_pre.reshape(-1, g) @ w_ih).reshape(x.shape) if want[0] else None
         d_w_ih = d_x_pre.reshape(-1, g).T @ x.reshape(-1, x.shape[-1]) if want[2] else None
         d_w_hh = d_h_pre.reshape(-1, g).T @ h_prev.reshape(-1, hidden) if want[3] else None
-        d_b_ih = d_x_pre.reshape(-1, g).sum(axis=0) if want[4] else None
-        d_b_hh = d_h_pre.reshape(-1, g).sum(axis=0) if want[5] else None
+        d_b_ih = sum_over(d_x_pre.reshape(-1, g), (0,)) if want[4] else None
+        d_b_hh = sum_over(d_h_pre.reshape(-1, g), (0,)) if want[5] else None
         return d_x, d_h, d_w_ih, d_w_hh, d_b_ih, d_b_hh

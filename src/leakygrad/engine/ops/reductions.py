@@ -38,6 +38,23 @@ def _count(shape, axes) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
+def sum_over(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False) -> np.ndarray:
+    """np.sum(x, axis=axes), faster when the summed axes are the outer ones in memory.
+
+    Summing the rows of a long, narrow array (a bias gradient: every batch position, a few channels) NumPy
+    does row by row, some 20 times slower than the same sum as a product with a vector of ones, which BLAS
+    does at full speed. Both add the rows one after another, so the precision is the same.
+    """
+    kept = [a for a in range(x.ndim) if a not in axes]
+    if x.dtype.kind == "f" and axes and kept and x.size:
+        moved = x.transpose(list(axes) + kept)  # a view; C-contiguous when the summed axes are outermost
+        if moved.flags.c_contiguous:
+            rows = moved.reshape(-1, moved[(0,) * len(axes)].size)
+            total = np.ones(rows.shape[0], dtype=x.dtype) @ rows
+            return total.reshape(_kept_shape(x.shape, axes) if keepdims else moved.shape[len(axes) :])
+    return np.sum(x, axis=axes, keepdims=keepdims)
+
+
 class Sum(Op):
     name = "sum"
 
@@ -46,7 +63,7 @@ class Sum(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
-        return np.sum(x, axis=self.axes, keepdims=self.keepdims)
+        return sum_over(x, self.axes, self.keepdims)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -65,7 +82,7 @@ class Mean(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        return _spread(grad, x.shape, self.axes) / _count(x.shape, self.axes)
+        return _spread(grad / _count(x.shape, self.axes), x.shape, self.axes)  # divided before it is spread
 
 
 class Var(Op):

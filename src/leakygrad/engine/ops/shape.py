@@ -10,6 +10,7 @@ import numpy as np
 
 from leakygrad.engine.errors import OpError
 from leakygrad.engine.op import Op
+from leakygrad.engine.ops.reductions import sum_over
 from leakygrad.engine.tensor import Tensor
 
 
@@ -44,8 +45,10 @@ class Transpose(Op):
         return np.transpose(x, self.axes)
 
     def backward(self, grad):
-        inverse = tuple(np.argsort([a % grad.ndim for a in self.axes]))
-        return grad.transpose(inverse)
+        inverse = [0] * grad.ndim  # the permutation that undoes self.axes
+        for position, axis in enumerate(self.axes):
+            inverse[axis % grad.ndim] = position
+        return grad.transpose(tuple(inverse))
 
 
 class BroadcastTo(Op):
@@ -80,7 +83,7 @@ class SumTo(Op):
         if lead < 0 or any(n not in (1, m) for n, m in zip(self.shape, x.shape[lead:])):
             raise OpError(f"sum_to: {x.shape} cannot be summed down to {self.shape}")
         stretched = tuple(lead + i for i, n in enumerate(self.shape) if n == 1 and x.shape[lead + i] != 1)
-        return np.sum(x, axis=tuple(range(lead)) + stretched, keepdims=True).reshape(self.shape)
+        return sum_over(x, tuple(range(lead)) + stretched).reshape(self.shape)
 
     def backward(self, grad):
         (x,) = self.inputs
