@@ -119,25 +119,22 @@ class NumpyCNN:
 
     @staticmethod
     def im2col(x, k=3, pad=1):
-        """(N, H, W, C) -> (N*H*W, k*k*C) for a stride-1 'same' convolution."""
+        """(N, H, W, C) -> (N*H*W, k*k*C) for a stride-1 'same' convolution: one copy of a strided view of
+        the windows (the same kernel leakygrad's conv2d uses)."""
         n, h, w, c = x.shape
         padded = np.zeros((n, h + 2 * pad, w + 2 * pad, c), dtype=x.dtype)
         padded[:, pad : pad + h, pad : pad + w] = x
-        cols = np.empty((n, h, w, k, k, c), dtype=x.dtype)
-        for i in range(k):
-            for j in range(k):
-                cols[:, :, :, i, j, :] = padded[:, i : i + h, j : j + w, :]
-        return cols.reshape(n * h * w, k * k * c)
+        sn, sh, sw, sc = padded.strides
+        windows = np.lib.stride_tricks.as_strided(padded, (n, h, w, k, k, c), (sn, sh, sw, sh, sw, sc))
+        return windows.reshape(n * h * w, k * k * c)
 
     @staticmethod
-    def col2im(cols, shape, k=3, pad=1):
-        n, h, w, c = shape
-        cols = cols.reshape(n, h, w, k, k, c)
-        padded = np.zeros((n, h + 2 * pad, w + 2 * pad, c), dtype=cols.dtype)
-        for i in range(k):
-            for j in range(k):
-                padded[:, i : i + h, j : j + w, :] += cols[:, :, :, i, j, :]
-        return padded[:, pad : pad + h, pad : pad + w, :]
+    def flipped(kernel_matrix, k, c_in):
+        """A (k*k*C_in, C_out) kernel matrix -> the (k*k*C_out, C_in) matrix of the flipped, transposed kernel:
+        the input gradient of a stride-1 'same' convolution is the gradient convolved with it (no col2im)."""
+        c_out = kernel_matrix.shape[1]
+        kernel = kernel_matrix.reshape(k, k, c_in, c_out)[::-1, ::-1]
+        return np.ascontiguousarray(kernel.transpose(0, 1, 3, 2)).reshape(k * k * c_out, c_in)
 
     def loss_and_grads(self, images, labels):
         n = images.shape[0]
@@ -170,7 +167,7 @@ class NumpyCNN:
         d_z2 = (d_logits @ self.w3.T).reshape(n * 16, 32)
         d_z2 *= z2 > 0
         g2, gb2 = cols2.T @ d_z2, np.ones(len(d_z2), d_z2.dtype) @ d_z2  # sums, as BLAS products (faster)
-        d_p1 = self.col2im(d_z2 @ self.w2.T, p1.shape)
+        d_p1 = (self.im2col(d_z2.reshape(n, 4, 4, 32)) @ self.flipped(self.w2, 3, 16)).reshape(n, 4, 4, 16)
         d_a1 = np.empty((n, 4, 2, 4, 2, 16), dtype=d_p1.dtype)
         for k, (i, j) in ((0, (0, 0)), (1, (0, 1)), (2, (1, 0)), (3, (1, 1))):
             np.multiply(d_p1, winner == k, out=d_a1[:, :, i, :, j, :])  # only each window's winner
