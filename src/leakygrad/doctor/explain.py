@@ -109,7 +109,7 @@ def _explain_time(f: Finding, vanishing: bool):
         f"In `{f.where.split(' ')[0]}` ({e['kind']}), the gradient reaching time steps {first[0]}-{first[1]} is "
         f"{fmt(e['ratio'])} of the gradient at time steps {last[0]}-{last[1]}. Backprop through time multiplies the "
         "gradient at every step by the recurrent Jacobian, W_hh^T times the activation's derivative; "
-        f"here that factor averages {fmt(factor)} per time step, over {e['time_steps'] - 1} steps."
+        f"here that factor averages {fmt(factor)} per time step, over {last[0] - first[0]} steps."
     )
     if vanishing:
         text += " So the loss cannot teach the layer anything that depends on the early inputs" + (
@@ -180,6 +180,8 @@ def explain_nonfinite(f: Finding):
     module = e.get("module")
     if module == "the loss":
         at = f"`{f.where}` (in the loss)"
+    elif e.get("inside"):
+        at = f"`{f.where}` (in `{module}`)"
     else:
         at = f"`{f.where}`" + (f" (after `{module}`)" if module and module not in f.where else "")
     phase = e.get("phase")

@@ -73,7 +73,10 @@ class LossSeries:
         else:
             self.buckets.append(LossBucket(step, step, value, 1, value, value))
         if len(self.buckets) > self.max_buckets:
-            self.buckets = [a.merge(b) for a, b in zip(self.buckets[0::2], self.buckets[1::2])]
+            merged = [a.merge(b) for a, b in zip(self.buckets[0::2], self.buckets[1::2])]
+            if len(self.buckets) % 2:
+                merged.append(self.buckets[-1])  # the odd one out stays as it is
+            self.buckets = merged
             self.steps_per_bucket *= 2
 
     def __len__(self) -> int:

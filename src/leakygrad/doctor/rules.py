@@ -192,7 +192,7 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         norms = layer.time_grad_norms
         steps = len(norms)
         _, edge = time_ratio(norms, t.time_edge_share)
-        per_step = ratio ** (1 / (steps - 1)) if ratio > 0 else math.nan
+        per_step = ratio ** (1 / (steps - edge)) if ratio > 0 else math.nan  # the two ends are steps - edge apart
         first = onset(history.healthy_records(), holds, t.persistence)
         evidence = {
             "across": "time",
@@ -445,6 +445,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "value": event.value,
         "op": event.op,
         "module": event.module,
+        "inside": event.inside,
         "exact": event.exact,
         "through_where": event.through_where,
         "candidates": event.candidates,

@@ -89,6 +89,7 @@ class NonfiniteEvent:
     where: str  # module path or operation ("log", "fc2", ...)
     op: str | None = None  # the operation, when known
     module: str | None = None  # the module it sits in or after, when known
+    inside: bool = False  # the op is the module's own computation (in it), not an op after it
     value: str = "nan"  # "nan", "inf" or "nan and inf"
     exact: bool = True  # located at the op/module itself, or only bounded (see `detail`)
     through_where: bool = False  # the NaN reached the gradient through the untaken branch of torch.where

@@ -58,6 +58,7 @@ GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates satu
 # --- the one patched function: torch.autograd.backward ------------------------------------------------------------
 _active_probes: list[TorchProbe] = []
 _original_backward = None
+TORCH_BACKWARD = torch.autograd.backward  # as PyTorch defines it (this module is imported before any patching)
 
 
 def _patched_backward(tensors, *args, **kwargs):
@@ -95,12 +96,14 @@ class ModuleInfo:
     has_weights: bool  # owns trainable parameters directly
     recurrent: str | None  # "sequence" (nn.RNN/LSTM/GRU), "cell" (nn.RNNCell/...), or None
     gated: bool  # LSTM/GRU: internal sigmoid/tanh gates are not reported as saturated
+    leaf: bool  # no submodules: an op producing its output is *in* it (else the op sits in its forward, after ...)
 
 
 def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     has_weights = any(p.requires_grad for p in module.parameters(recurse=False))
     recurrent = "sequence" if isinstance(module, nn.RNNBase) else "cell" if isinstance(module, nn.RNNCellBase) else None
-    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, isinstance(module, GATED_RECURRENT))
+    leaf = next(module.children(), None) is None
+    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, isinstance(module, GATED_RECURRENT), leaf)
 
 
 def _first_tensor(value):
@@ -179,6 +182,8 @@ class TorchProbe:
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
         self._reset_marks = None
         self._nonfinite_seen = False
+        self._last_finite_step = 0  # the last sampled step whose parameters were all finite
+        self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
         self._module_handles = []
         self._global_handles = []
         self._failures: dict[str, int] = {}
@@ -667,6 +672,7 @@ class TorchProbe:
                 blocked = sum(value(b) for b, _ in pairs)
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements)
         record.graph_cuts = sorted(state.cuts)
+        self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
         self.state = None
@@ -754,6 +760,21 @@ class TorchProbe:
     def _backward_nonfinite(self, record: StepRecord, state: StepState, value) -> None:
         if self._nonfinite_seen or (record.loss is not None and not math.isfinite(record.loss)):
             return
+        bad = [
+            self._param_label(p)
+            for (_, _, p), w_idx in zip(state.params, state.weight_norm_idx)
+            if not math.isfinite(value(w_idx))
+        ]
+        if bad:  # the weights were already broken when this step began; the loss hid it (a where, a clamp...)
+            self._report_nonfinite_parameters(
+                [entry for entry in bad if entry is not None],
+                step=self.step,
+                detail=f"parameters were finite at sampled step {self._last_finite_step} and non-finite at step "
+                f"{self.step}: an optimiser step in between applied a non-finite gradient (rerun with --every 1 "
+                "to name the operation)",
+            )
+            return
+        self._last_finite_step = self.step
         born = next((entry for entry in state.nan_checks if value(entry[0]) > 0), None)
         if born is not None:
             _, node, parents, label = born
@@ -797,27 +818,25 @@ class TorchProbe:
             self.doctor.set_nonfinite(NonfiniteEvent(self.step, "forward", "loss", exact=False))
             return
         if culprit.phase == "update":
-            names = [self._param_label(p)[1] for p in culprit.parameters if self._param_label(p)]
-            modules = [self._param_label(p)[2] for p in culprit.parameters if self._param_label(p)]
-            where = modules[-1] if modules else "parameters"
-            self.doctor.set_nonfinite(
-                NonfiniteEvent(
-                    step=max(0, self.step - 1),
-                    phase="update",
-                    where=where,
-                    module=where,
-                    exact=False,
-                    parameters=names,
-                    detail=f"parameters were already non-finite when step {self.step} began, so the update of the "
-                    "step before made them so (that step was not sampled; rerun with --every 1 to name the op)",
-                )
+            labels = [self._param_label(p) for p in culprit.parameters]
+            self._report_nonfinite_parameters(
+                [entry for entry in labels if entry is not None],
+                step=max(0, self.step - 1),
+                detail=f"parameters were already non-finite when step {self.step} began, so the optimiser step "
+                "before made them so, from a non-finite gradient (that step was not sampled: rerun with --every 1 "
+                "to name the operation)",
             )
             return
         if culprit.data and culprit.op is None:
             self.doctor.set_nonfinite(NonfiniteEvent(self.step, "forward", "input data", exact=True))
             return
         labels = self._node_labels(graph_tools.walk([loss.grad_fn]))
-        module = labels.get(culprit.node) or graph_tools.nearest_upstream(culprit.node, labels)
+        owner = self.info_by_name.get(labels.get(culprit.node))
+        inside = owner is not None and owner.leaf  # the op is the layer's own computation (a matmul that overflowed)
+        if inside:
+            module = owner.name
+        else:
+            module = graph_tools.nearest_upstream(culprit.node, labels) or labels.get(culprit.node)
         self.doctor.set_nonfinite(
             NonfiniteEvent(
                 step=self.step,
@@ -825,10 +844,29 @@ class TorchProbe:
                 where=culprit.op or "loss",
                 op=culprit.op,
                 module=module,
+                inside=inside,
                 value=culprit.value,
                 exact=culprit.exact,
                 candidates=culprit.candidates,
                 detail="" if culprit.exact else f"one of {', '.join(culprit.candidates)}",
+            )
+        )
+
+    def _report_nonfinite_parameters(self, entries, step: int, detail: str) -> None:
+        """Parameters turned NaN/Inf by an update: name the layer nearest the loss (the gradient reached it first)."""
+        modules = list(dict.fromkeys(label for _, _, label in entries))
+        modules.sort(key=lambda m: self._layer_order.get(m, -1))
+        where = modules[-1] if modules else "parameters"
+        self._nonfinite_seen = True
+        self.doctor.set_nonfinite(
+            NonfiniteEvent(
+                step=step,
+                phase="update",
+                where=where,
+                module=where,
+                exact=False,
+                parameters=[name for _, name, _ in entries],
+                detail=detail,
             )
         )
 
