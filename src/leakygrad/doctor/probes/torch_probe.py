@@ -180,7 +180,8 @@ class TorchProbe:
         self._backward_calls = 0
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
-        self._reset_marks = None
+        self._reset_marks = None  # (parameter, its .grad, version) after a sampled optimiser step
+        self._backward_since_marks = 0
         self._nonfinite_seen = False
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
         self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
@@ -223,10 +224,8 @@ class TorchProbe:
         try:
             if self._backward_calls and self.mode != "optimizer":
                 self._close_backward_step()
-            elif self._backward_calls:
-                if self.sampling and self.state is not None:
-                    self._finish_sampled_step(with_update=False)
-                self._end_step(start_next=False)
+            # In optimiser mode a step ends at the optimiser step; backward calls after the last one (a GAN's
+            # generator loss after the discriminator's step) belong to no complete step and are not counted.
             self._flush_device_losses()
         except Exception as error:
             self._fail("finishing the run", error)
@@ -443,7 +442,7 @@ class TorchProbe:
                 self._resolve_backward_mode()
             self._backward_calls += 1
             if self._reset_marks is not None:
-                self._check_reset()
+                self._backward_since_marks += 1
             loss = roots[0] if roots else None
             if loss is not None and loss.numel() == 1 and loss.is_floating_point():
                 self._record_loss(loss)
@@ -578,6 +577,8 @@ class TorchProbe:
                 return None
             self.mode = "optimizer"
             self._awaiting = False
+            if self._reset_marks is not None:
+                self._check_reset()
             if self.sampling and self.state is not None:
                 self._remove_module_hooks()
                 self._measure_parameters(self._optimizer_parameters(optimizer), snapshot=True)
@@ -594,6 +595,7 @@ class TorchProbe:
                 self._reset_marks = [
                     (p, p.grad, p.grad._version) for p in self._optimizer_parameters(optimizer) if p.grad is not None
                 ]
+                self._backward_since_marks = 0
             self._end_step()
         except Exception as error:
             self._fail("optimizer post-step hook", error)
@@ -614,12 +616,25 @@ class TorchProbe:
         return out
 
     def _check_reset(self) -> None:
-        """At the first backward after an optimiser step: were the gradients zeroed (or set to None) since?"""
+        """At the optimiser step after a sampled one: were the gradients reset in between?
+
+        `backward()` adds into an existing `.grad` in place (its version counter goes up by one per backward that
+        reaches it); `zero_grad()` either replaces it with None (a new tensor comes next) or zeroes it in place
+        (one more version). So a gradient that is the same tensor, moved on by no more versions than there were
+        backward calls, was never reset: it still holds the previous step's gradient.
+        """
         marks, self._reset_marks = self._reset_marks, None
-        if not marks:
-            return
-        stale = sum(1 for p, grad, version in marks if p.grad is grad and grad._version == version)
-        self.doctor.check_reset(self.step, reset=stale < len(marks) / 2)
+        backward_calls = self._backward_since_marks
+        stale = reset = 0
+        for p, grad, version in marks:
+            if p.grad is not grad:
+                reset += 1
+            elif 0 < grad._version - version <= backward_calls:
+                stale += 1
+            elif grad._version - version > backward_calls:
+                reset += 1
+        if stale or reset:
+            self.doctor.check_reset(self.step, reset=stale <= reset)
 
     @torch.no_grad()
     def _measure_parameters(self, params, snapshot: bool) -> None:
