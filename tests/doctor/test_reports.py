@@ -72,9 +72,9 @@ def test_html_is_self_contained_and_has_every_part(tmp_path):
     doctor = sick_doctor()
     html = report_html.render(doctor)
     for title in ("Findings", "Loss", "Gradient norm per layer", "Gradient flow by depth", "Dead and saturated",
-                  "Recurrent layers", "Update / weight ratio", "Internal notes"):  # fmt: skip
+                  "Operations that block", "Recurrent layers", "Update / weight ratio", "Internal notes"):  # fmt: skip
         assert f"<h2>{title}" in html, title
-    assert html.count('<svg class="chart"') >= 6
+    assert html.count('<svg class="chart"') >= 7
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # nothing fetched from anywhere
     assert "<link" not in html and "@import" not in html
     assert 'id="doctor-data"' in html and "vanishing_gradient" in html

@@ -89,14 +89,19 @@ def render(doctor) -> str:
         "scale. A dark band at the top is a vanishing gradient; a bright one an exploding gradient.</p>",
         _heatmap(history),
         "<h2>Gradient flow by depth</h2>",
-        '<p class="help">Median over the recent sampled steps. Left: gradient norm by depth (log). Right: each '
-        "layer's backward gain, the factor by which the gradient changes on its way through (1 = unchanged).</p>",
+        '<p class="help">Median over the recent sampled steps. Top: the gradient norm at each layer, input to output '
+        "(log). Bottom: each layer's backward gain, the factor by which the gradient changes from one layer to the "
+        "one below (1 = unchanged).</p>",
         _flow(history),
         "<h2>Dead and saturated units</h2>",
         '<p class="help">ReLU family: share of units that were zero for every example of the recent window. '
         "Sigmoid/tanh: share of outputs in the flat tails (derivative under "
         f"{fmt(doctor.thresholds.saturation_derivative * 100)}% of its maximum).</p>",
         _activations(history, doctor.thresholds),
+        "<h2>Operations that block the gradient</h2>",
+        '<p class="help">Gating operations (clamp, hardtanh, round, sign, a ReLU on the loss, ...): the share of '
+        "the nonzero gradient entering each that leaves it as exactly zero, median over recent sampled steps.</p>",
+        _blocking_ops(history, doctor.thresholds),
         "<h2>Recurrent layers: gradient per time step</h2>",
         '<p class="help">||d loss / d input at time t|| for each recurrent layer (latest sampled step, log scale). '
         "Falling towards t = 0: vanishing over time; rising: exploding.</p>",
@@ -221,15 +226,14 @@ def _flow(history) -> str:
             gain_names.append(f"{lower} (from {upper})")
     depth_chart = svg.line_chart(
         [{"name": "||grad||", "x": list(range(len(names))), "y": norms, "color": "#6a1b9a"}],
-        "depth (0 = nearest the input): "
-        + ", ".join(f"{i}={n}" for i, n in enumerate(names[:8]))
-        + (" ..." if len(names) > 8 else ""),
+        "layer, from the input (left) to the output (right)",
         "||d loss / d output|| (log)",
         log_y=True,
         height=240,
         label="gradient norm by depth",
+        x_names=names,
     )
-    colors = ["#c62828" if g < 0.1 or g > 10 else "#2e7d32" for g in gains]
+    colors = ["#c62828" if g < 0.5 or g > 2 else "#2e7d32" for g in gains]
     gain_chart = svg.bar_chart(
         gain_names,
         gains,
@@ -244,7 +248,8 @@ def _flow(history) -> str:
 
 def _activations(history, thresholds) -> str:
     recent = history.recent()
-    sites = sorted({s for r in recent for s in r.activations})
+    depth = {s: a.depth for r in recent for s, a in r.activations.items()}
+    sites = sorted(depth, key=lambda s: (depth[s] is None, depth[s] or 0, s))
     if not sites:
         return '<p class="empty">No ReLU, sigmoid or tanh activation was measured.</p>'
     dead_sites, dead_values, sat_sites, sat_values = [], [], [], []
@@ -291,6 +296,25 @@ def _activations(history, thresholds) -> str:
             )
         )
     return "".join(parts)
+
+
+def _blocking_ops(history, thresholds) -> str:
+    recent = history.recent()
+    keys = sorted({key for r in recent for key in r.ops})
+    if not keys:
+        return '<p class="empty">No gating operation took part in the measured steps.</p>'
+    values = [median([r.ops[k].blocked_fraction for r in recent if k in r.ops]) for k in keys]
+    labels = [k.replace("@", " in ") if k.endswith("@loss") else k.replace("@", " ") for k in keys]
+    return svg.bar_chart(
+        labels,
+        values,
+        "blocked gradient",
+        "blocked share",
+        reference=[(thresholds.blocked_warning, "warning", "#ef8f00"), (thresholds.blocked_error, "error", "#c62828")],
+        colors=["#c62828" if v > thresholds.blocked_warning else "#1565c0" for v in values],
+        low=0.0,
+        high=1.0,
+    )
 
 
 def _time_steps(history) -> str:

@@ -27,12 +27,15 @@ def ramp(t: float) -> str:
 
 
 def fmt(x: float) -> str:
+    """A value for a label or tooltip: 3 significant digits; powers of ten as 1e-4."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "n/a"
     if x == 0:
         return "0"
     if abs(x) >= 1e4 or abs(x) < 1e-2:
-        return f"{x:.2e}"
+        mantissa, exponent = f"{x:.2e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
     return f"{x:.3g}"
 
 
@@ -93,7 +96,9 @@ def _tip(text: str) -> str:
     return f' data-tip="{escape(text)}"'
 
 
-def _axes(x: Scale, y: Scale, left, top, right, bottom, x_label: str, y_label: str, x_ticks=None) -> list[str]:
+def _axes(
+    x: Scale, y: Scale, left, top, right, bottom, x_label: str, y_label: str, x_ticks=None, x_names=None
+) -> list[str]:
     parts = [
         f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" fill="#fafafa" stroke="#ccc"/>'
     ]
@@ -103,7 +108,8 @@ def _axes(x: Scale, y: Scale, left, top, right, bottom, x_label: str, y_label: s
         parts.append(f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" fill="#555">{fmt(value)}</text>')
     for value in x_ticks if x_ticks is not None else x.ticks(6):
         px = x(value)
-        parts.append(f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" fill="#555">{fmt(value)}</text>')
+        label = x_names[int(value)] if x_names else fmt(value)
+        parts.append(_text(px, bottom + 14, label, "middle", "#555"))
     parts.append(_text((left + right) / 2, bottom + 30, x_label, "middle"))
     parts.append(
         f'<text transform="translate(12,{(top + bottom) / 2:.0f}) rotate(-90)" text-anchor="middle" fill="#333">'
@@ -120,18 +126,27 @@ def line_chart(
     markers: list[dict] | None = None,
     height: int = 260,
     label: str = "line chart",
+    x_names: list[str] | None = None,
 ) -> str:
     """series: [{"name", "x": [...], "y": [...], "low": [...]?, "high": [...]?, "color"}];
-    markers: [{"x", "label", "color"}] drawn as vertical lines."""
+    markers: [{"x", "label", "color"}] drawn as vertical lines; x_names: categorical x (x = 0, 1, ...).
+    On a log scale, values of exactly 0 are drawn as a red cross on the bottom edge."""
     xs = [x for s in series for x in s["x"]]
     ys = [y for s in series for key in ("y", "low", "high") for y in s.get(key) or []]
     ys = _positive(ys) if log_y else _finite(ys)
     if not xs or not ys:
         return f'<p class="empty">No data for {escape(label)}.</p>'
     left, top, right, bottom = 64, 12, WIDTH - 16, height - 40
-    x = Scale(min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1, left, right)
+    if x_names:  # categories: half a slot of room at each end for their names
+        x = Scale(-0.5, len(x_names) - 0.5, left, right)
+    else:
+        x = Scale(min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1, left, right)
     y = Scale(min(ys), max(ys), bottom, top, log=log_y)
-    parts = [_open(height, label)] + _axes(x, y, left, top, right, bottom, x_label, y_label)
+    x_ticks = None
+    if x_names:
+        every = max(1, math.ceil(len(x_names) / 10))
+        x_ticks = list(range(0, len(x_names), every))
+    parts = [_open(height, label)] + _axes(x, y, left, top, right, bottom, x_label, y_label, x_ticks, x_names)
     for s in series:
         color = s.get("color", "#1565c0")
         if s.get("low") and s.get("high"):
@@ -146,8 +161,16 @@ def line_chart(
         if points:
             path = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in points)
             parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.6"/>')
+            name = s.get("name", "")
+            if log_y:
+                for a, b in zip(s["x"], s["y"]):
+                    if b == 0:
+                        px = x(a)
+                        parts.append(
+                            f'<path d="M{px - 4:.1f},{bottom - 4} l8,8 m0,-8 l-8,8" stroke="#c62828" stroke-width="2"'
+                            f"{_tip(f'{name} at {fmt(a)}: exactly 0')}/>"
+                        )
             if len(points) <= 80:
-                name = s.get("name", "")
                 for a, b in points:
                     parts.append(
                         f'<circle cx="{x(a):.1f}" cy="{y(b):.1f}" r="2.2" fill="{color}"'
@@ -187,10 +210,10 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
         low, high = low - 0.5, high + 0.5
     name_width = min(220, 12 + 7 * max(len(r) for r in rows))
     left, top = name_width, 10
-    legend_width = 70
+    legend_width = 90
     cell_w = max(2.0, (WIDTH - left - legend_width - 10) / len(columns))
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
-    height = top + cell_h * len(rows) + 40
+    height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 40)
     parts = [_open(height, label)]
     for r, name in enumerate(rows):
         y = top + r * cell_h
@@ -227,7 +250,11 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
         )
     parts.append(f'<text x="{legend_x + 16}" y="{top + 9}" fill="#333">{fmt(10**high)}</text>')
     parts.append(f'<text x="{legend_x + 16}" y="{top + legend_h}" fill="#333">{fmt(10**low)}</text>')
-    parts.append(f'<text x="{legend_x}" y="{top + legend_h + 14}" fill="#555">log scale</text>')
+    parts.append(_text(legend_x, top + legend_h + 14, "log scale", fill="#555"))
+    parts.append(f'<rect x="{legend_x}" y="{top + legend_h + 22}" width="10" height="10" fill="#000"/>')
+    parts.append(_text(legend_x + 14, top + legend_h + 31, "0", fill="#555"))
+    parts.append(f'<rect x="{legend_x + 28}" y="{top + legend_h + 22}" width="10" height="10" fill="#ddd"/>')
+    parts.append(_text(legend_x + 42, top + legend_h + 31, "n/a", fill="#555"))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -259,7 +286,7 @@ def bar_chart(
     lo = low if low is not None else (min(domain) / 2 if log else min(0.0, min(domain)))
     hi = high if high is not None else (max(domain) * 2 if log else max(domain) * 1.05 or 1.0)
     name_width = min(240, 12 + 7 * max(len(x) for x in labels))
-    left, top, right = name_width, 8, WIDTH - 70
+    left, top, right = name_width, 20, WIDTH - 70
     bar_h = 16
     bottom = top + bar_h * len(labels)
     height = bottom + 36
@@ -290,7 +317,7 @@ def bar_chart(
         parts.append(
             f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top - 4}" y2="{bottom}" stroke="{color}" stroke-dasharray="4 3"/>'
         )
-        parts.append(f'<text x="{px + 3:.1f}" y="{bottom + 28}" fill="{color}">{escape(text)}</text>')
-    parts.append(f'<text x="{right + 8}" y="{bottom + 14}" fill="#555">{escape(unit)}</text>')
+        parts.append(_text(px, top - 8, text, "middle", color))
+    parts.append(_text((left + right) / 2, bottom + 30, unit, "middle", "#333"))
     parts.append("</svg>")
     return "".join(parts)
