@@ -121,7 +121,7 @@ def test_an_error_inside_the_doctor_is_a_note_and_training_goes_on(monkeypatch):
         raise RuntimeError("synthetic failure")
 
     monkeypatch.setattr(torch_probe, "add_activation", broken)
-    monkeypatch.setattr(torch_probe, "squared_norm", broken)
+    monkeypatch.setattr(torch_probe, "norm", broken)
     torch.manual_seed(1)
     model = FunctionalNet()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

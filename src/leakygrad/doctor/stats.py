@@ -24,8 +24,6 @@ class LayerStats:
     param_grad_norm: float | None = None  # ||d loss / d (the layer's own parameters)||
     weight_norm: float | None = None  # ||parameters||
     update_ratio: float | None = None  # ||parameters after the step - before|| / ||before||
-    out_abs_max: float | None = None  # largest |output| in the forward pass
-    nonfinite_output: bool = False  # NaN or Inf in the forward output
     nonfinite_grad: bool = False  # NaN or Inf in the gradient arriving at the output
     recurrent: bool = False  # an RNN/LSTM/GRU (or cell) layer
     time_grad_norms: list[float] | None = None  # recurrent: ||d loss / d input at time t||, t = 0 .. T-1

@@ -30,6 +30,7 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch import nn
@@ -41,7 +42,7 @@ from leakygrad.doctor.probes.torch_stats import (
     Deferred,
     add_activation,
     blocked_fraction,
-    squared_norm,
+    norm,
     time_step_norms,
     unit_axis,
 )
@@ -125,6 +126,15 @@ def _tensors(value):
     return []
 
 
+UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
+
+
+def _spread_sample(param: torch.Tensor) -> torch.Tensor:
+    """Up to UPDATE_SAMPLE entries spread evenly through the parameter: a strided view, no copy."""
+    flat = param.detach().reshape(-1)
+    return flat[:: max(1, flat.numel() // UPDATE_SAMPLE)]
+
+
 def _storage(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage().data_ptr()
 
@@ -139,8 +149,7 @@ class StepState:
     output_storages: dict = field(default_factory=dict)  # storage pointer of outputs with grad -> module name
     boundaries: dict = field(default_factory=dict)  # recurrent module name -> grad_fn nodes of its inputs
     recurrent_outputs: dict = field(default_factory=dict)  # recurrent module name -> its output nodes
-    out_abs_max: dict = field(default_factory=dict)  # module name -> [deferred index]
-    out_grad_sq: dict = field(default_factory=dict)  # module name -> [deferred index]
+    out_grad_norms: dict = field(default_factory=dict)  # module name -> [deferred index], one per call
     grad_arrival: list = field(default_factory=list)  # module names in the order their output gradient arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
@@ -155,6 +164,8 @@ class StepState:
     update_norm_idx: list = field(default_factory=list)
     before_update: list | None = None
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
+    samples: list = field(default_factory=list)  # evenly spaced entries of each parameter (views)
+    sample_scale: list = field(default_factory=list)  # sqrt(entries / sampled entries), per parameter
 
 
 class TorchProbe:
@@ -377,7 +388,6 @@ class TorchProbe:
             if y.requires_grad:
                 state.output_storages[_storage(y)] = info.name
             if info.has_weights or info.recurrent:
-                state.out_abs_max.setdefault(info.name, []).append(state.deferred.scalar(y.detach().abs().amax()))
                 if y.requires_grad:
                     if info.recurrent == "cell":
                         calls = state.cell_calls.setdefault(info.name, [])
@@ -391,7 +401,7 @@ class TorchProbe:
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
     def _on_output_grad(self, state: StepState, name: str, grad):
         try:
-            state.out_grad_sq.setdefault(name, []).append(state.deferred.scalar(squared_norm(grad)))
+            state.out_grad_norms.setdefault(name, []).append(state.deferred.scalar(norm(grad)))
             state.grad_arrival.append(name)
         except Exception as error:
             self._fail("output gradient hook", error)
@@ -427,8 +437,10 @@ class TorchProbe:
             ins = [g for g in grad_inputs if g is not None]
             if not outs or not ins:
                 return
-            finite_out = torch.stack([torch.isfinite(g).all() for g in outs]).all()
-            finite_in = torch.stack([torch.isfinite(g).all() for g in ins]).all()
+            # A sum is NaN or Inf when a term is (or when finite terms overflow it, which needs entries near
+            # 1e33: broken too). One reduction is far cheaper than isfinite(g).all(), which writes a mask first.
+            finite_out = torch.stack([torch.isfinite(g.sum()) for g in outs]).all()
+            finite_in = torch.stack([torch.isfinite(g.sum()) for g in ins]).all()
             born_here = finite_out & ~finite_in  # finite gradient in, non-finite gradient out: NaN born here
             state.nan_checks.append((state.deferred.scalar(born_here), node, parents, label))
         except Exception as error:
@@ -638,31 +650,36 @@ class TorchProbe:
 
     @torch.no_grad()
     def _measure_parameters(self, params, snapshot: bool) -> None:
+        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of evenly spaced entries.
+
+        Copying every parameter before each sampled update would cost as much as a plain SGD step; the ratio
+        ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread evenly through each
+        tensor (a strided view: no random numbers, nothing copied but those entries).
+        """
         state = self.state
-        state.params = []
+        state.params, state.samples, state.sample_scale = [], [], []
         state.grad_norm_idx, state.weight_norm_idx, state.update_norm_idx = [], [], []
-        grads, weights = [], []
+        grads = []
         for p in params:
             _, name, label = self._param_label(p)
             state.params.append((name, label, p))
-            weights.append(p.detach())
+            sample = _spread_sample(p)
+            state.samples.append(sample)
+            state.sample_scale.append(math.sqrt(p.numel() / max(sample.numel(), 1)))
             grads.append(p.grad.detach() if p.grad is not None else None)
         with_grad = [g for g in grads if g is not None]
-        grad_norms = iter(torch._foreach_norm(with_grad) if with_grad else [])
-        weight_norms = torch._foreach_norm(weights) if weights else []
-        for g, w_norm in zip(grads, weight_norms):
-            state.grad_norm_idx.append(None if g is None else state.deferred.scalar(next(grad_norms)))
-            state.weight_norm_idx.append(state.deferred.scalar(w_norm))
-        state.before_update = [w.clone() for w in weights] if snapshot else None
+        grad_norms = iter(state.deferred.scalars(torch._foreach_norm(with_grad)) if with_grad else [])
+        state.grad_norm_idx = [None if g is None else next(grad_norms) for g in grads]
+        state.weight_norm_idx = state.deferred.scalars(torch._foreach_norm(state.samples)) if state.samples else []
+        state.before_update = [sample.clone() for sample in state.samples] if snapshot else None
 
     @torch.no_grad()
     def _measure_update(self) -> None:
         state = self.state
         if state.before_update is None:
             return
-        after = [p.detach() for _, _, p in state.params]
-        changes = torch._foreach_sub(after, state.before_update)
-        state.update_norm_idx = [state.deferred.scalar(n) for n in torch._foreach_norm(changes)]
+        changes = torch._foreach_sub([_spread_sample(p) for _, _, p in state.params], state.before_update)
+        state.update_norm_idx = state.deferred.scalars(torch._foreach_norm(changes))
         state.before_update = None
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
@@ -695,13 +712,17 @@ class TorchProbe:
     def _add_parameter_stats(self, record: StepRecord, state: StepState, value) -> None:
         by_module: dict[str, list] = {}
         total = 0.0
-        for (name, label, _), g_idx, w_idx, u_idx in zip(
+        for (name, label, _), g_idx, w_idx, u_idx, scale in zip(
             state.params,
             state.grad_norm_idx,
             state.weight_norm_idx,
             state.update_norm_idx or [None] * len(state.params),
+            state.sample_scale,
         ):
             grad_norm, weight_norm, update_norm = value(g_idx), value(w_idx), value(u_idx)
+            # the sampled entries' norms, scaled up to the whole tensor (their ratio needs no scaling)
+            weight_norm *= scale
+            update_norm = None if update_norm is None else update_norm * scale
             record.param_has_grad[name] = grad_norm is not None and grad_norm != 0  # NaN counts: it arrived
             record.param_module[name] = label
             sums = by_module.setdefault(label, [0.0, 0.0, 0.0, False])
@@ -723,14 +744,10 @@ class TorchProbe:
             if info is None or not (info.has_weights or info.recurrent):
                 continue
             layer = LayerStats(name, info.kind, depth, has_weights=info.has_weights, recurrent=bool(info.recurrent))
-            squares = [value(i) for i in state.out_grad_sq.get(name, [])]
-            if squares:
-                layer.out_grad_norm = math.sqrt(sum(squares))
+            norms = [value(i) for i in state.out_grad_norms.get(name, [])]
+            if norms:
+                layer.out_grad_norm = math.sqrt(sum(n * n for n in norms))  # over every call of the layer
                 layer.nonfinite_grad = not math.isfinite(layer.out_grad_norm)
-            maxima = [value(i) for i in state.out_abs_max.get(name, [])]
-            if maxima:
-                layer.out_abs_max = max(maxima)
-                layer.nonfinite_output = not math.isfinite(layer.out_abs_max)
             module_sums = sums.get(name)
             if module_sums is not None:
                 grad_sq, weight_sq, update_sq, has_update = module_sums
@@ -760,7 +777,7 @@ class TorchProbe:
             if tally.derivative_sum:
                 stats.mean_derivative = sum(value(i) for i in tally.derivative_sum) / tally.elements
             if tally.unit_active is not None:
-                stats.unit_active = bytes(int(v > 0) for v in vectors[tally.unit_active])
+                stats.unit_active = (vectors[tally.unit_active] > 0).astype(np.uint8).tobytes()
             record.activations[site] = stats
 
     def _defer_activation_tallies(self, state: StepState) -> None:

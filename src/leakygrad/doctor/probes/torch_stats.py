@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 CHANNEL_FIRST_KINDS = ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "MaxPool2d",
@@ -17,53 +18,52 @@ CHANNEL_FIRST_KINDS = ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d
 
 
 class Deferred:
-    """Device tensors waiting to be fetched: scalars and vectors, each read back as floats by its index."""
+    """Device tensors waiting to be fetched: scalars and vectors, each read back by its index.
+
+    Nothing is converted or copied when a number is added; at `fetch`, tensors of one device and dtype are
+    stacked and copied to the host together (one transfer per group, usually one or two per step).
+    """
 
     def __init__(self):
         self._scalars: list[torch.Tensor] = []
         self._vectors: list[torch.Tensor] = []
 
     def scalar(self, tensor: torch.Tensor) -> int:
-        self._scalars.append(tensor.detach().reshape(()).to(torch.float64))
+        tensor = tensor.detach()
+        self._scalars.append(tensor if tensor.dim() == 0 else tensor.reshape(()))
         return len(self._scalars) - 1
 
+    def scalars(self, tensors: list[torch.Tensor]) -> list[int]:
+        """Several scalars at once (a list from torch._foreach_norm, say): their indices."""
+        start = len(self._scalars)
+        self._scalars.extend(t.detach() for t in tensors)
+        return list(range(start, len(self._scalars)))
+
     def vector(self, tensor: torch.Tensor) -> int:
-        self._vectors.append(tensor.detach().reshape(-1).to(torch.float64))
+        self._vectors.append(tensor.detach().reshape(-1))
         return len(self._vectors) - 1
 
-    def fetch(self) -> tuple[list[float], list[list[float]]]:
-        scalars = _fetch_flat(self._scalars)
-        vectors = []
-        if self._vectors:
-            sizes = [v.numel() for v in self._vectors]
-            flat = _fetch_flat([v for v in self._vectors])
+    def fetch(self) -> tuple[list[float], list[np.ndarray]]:
+        scalars = [0.0] * len(self._scalars)
+        for indices, tensors in _groups(self._scalars):
+            for i, value in zip(indices, torch.stack(tensors).tolist()):
+                scalars[i] = float(value)
+        vectors: list = [None] * len(self._vectors)
+        for indices, tensors in _groups(self._vectors):
+            flat = torch.cat(tensors).cpu().numpy().astype(np.float64)
             start = 0
-            for size in sizes:
-                vectors.append(flat[start : start + size])
-                start += size
+            for i, t in zip(indices, tensors):
+                vectors[i] = flat[start : start + t.numel()]
+                start += t.numel()
         return scalars, vectors
 
 
-def _fetch_flat(tensors: list[torch.Tensor]) -> list[float]:
-    """Concatenate per device, one copy to the host per device, in the original order."""
-    if not tensors:
-        return []
-    by_device: dict = {}
+def _groups(tensors: list[torch.Tensor]):
+    """(indices, tensors) for each (device, dtype) among `tensors`, in order."""
+    groups: dict = {}
     for i, t in enumerate(tensors):
-        by_device.setdefault(t.device, []).append(i)
-    out = [0.0] * sum(t.numel() for t in tensors)
-    offsets, position = [], 0
-    for t in tensors:
-        offsets.append(position)
-        position += t.numel()
-    for indices in by_device.values():
-        values = torch.cat([tensors[i].reshape(-1) for i in indices]).tolist()
-        cursor = 0
-        for i in indices:
-            size = tensors[i].numel()
-            out[offsets[i] : offsets[i] + size] = values[cursor : cursor + size]
-            cursor += size
-    return out
+        groups.setdefault((t.device, t.dtype), []).append(i)
+    return [(indices, [tensors[i] for i in indices]) for indices in groups.values()]
 
 
 @dataclass
@@ -77,7 +77,7 @@ class ActivationTally:
     saturated: list = None  # [tensor counts] elements in the flat region (sigmoid/tanh)
     derivative_sum: list = None  # [tensor sums] of the local derivative
     elements: int = 0
-    unit_active: torch.Tensor | None = None  # bool per unit: nonzero for some example
+    unit_active: torch.Tensor | None = None  # per unit: its largest output (> 0: it fired for some example)
     feeds_from: str | None = None
     depth: float | None = None
 
@@ -92,30 +92,48 @@ def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
     return y.dim() - 1
 
 
+ACTIVATION_SAMPLE = 65536  # outputs per site and step used to estimate zero/saturated fractions
+
+
+def spread(t: torch.Tensor, count: int) -> torch.Tensor:
+    """Up to `count` entries spread evenly through `t` (a strided view of a contiguous tensor: no copy)."""
+    flat = t.reshape(-1)
+    return flat[:: max(1, flat.numel() // count)]
+
+
 def add_activation(tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float) -> None:
-    """Fold one activation output `y` (already detached) into the site's tally."""
+    """Fold one activation output `y` (already detached) into the site's tally.
+
+    Whether a unit fired for *some* example is taken over every example (one max over the non-unit axes): a
+    dead unit is a claim about all of them. The shares of zero and saturated outputs, and the mean derivative,
+    are averages, estimated from up to ACTIVATION_SAMPLE outputs spread evenly through the tensor; counts come
+    from sums of sign(), several times faster than summing a boolean mask.
+    """
     y = y.detach()
     if y.dim() == 0 or y.numel() == 0:
         return
-    tally.elements += y.numel()
+    sample = spread(y, ACTIVATION_SAMPLE)
+    n = sample.numel()
+    tally.elements += n
     tally.examples += y.shape[0] if y.dim() > 1 else 1
     function = tally.function
-    if function in ("relu", "relu6", "threshold"):
-        positive = y > 0
-        tally.positive.append(positive.sum())
-        tally.derivative_sum.append(tally.positive[-1])  # relu'(z) = 1 where z > 0, else 0
-        per_unit = positive.movedim(axis, 0).reshape(positive.shape[axis], -1).any(dim=1)
-        if tally.unit_active is None or tally.unit_active.shape != per_unit.shape:
-            tally.unit_active = per_unit
+    if function == "relu":
+        positive = sample.sign().sum()  # relu(z) >= 0, so sign is 1 where the unit fired and 0 where it did not
+        tally.positive.append(positive)
+        tally.derivative_sum.append(positive)  # relu'(z) = 1 where z > 0, else 0
+        other_axes = tuple(a for a in range(y.dim()) if a != axis)
+        per_unit = y.amax(dim=other_axes) if other_axes else y  # > 0 iff the unit fired for some example
+        tally.unit_active = per_unit if tally.unit_active is None else torch.maximum(tally.unit_active, per_unit)
+    elif function in ("sigmoid", "tanh"):
+        if function == "sigmoid":
+            derivative = sample * (1 - sample)  # sigma'(z) = sigma(z)(1 - sigma(z)), at most 1/4
+            # sigma' < t/4  <=>  |sigma - 1/2| > sqrt(1/4 - t/4)
+            distance, edge = (sample - 0.5).abs_(), (0.25 - 0.25 * saturation_derivative) ** 0.5
         else:
-            tally.unit_active = tally.unit_active | per_unit
-    elif function == "sigmoid":
-        derivative = y * (1 - y)  # sigma'(z) = sigma(z)(1 - sigma(z)), at most 0.25
-        tally.saturated.append((derivative < saturation_derivative * 0.25).sum())
-        tally.derivative_sum.append(derivative.sum())
-    elif function == "tanh":
-        derivative = 1 - y * y  # tanh'(z) = 1 - tanh(z)^2, at most 1
-        tally.saturated.append((derivative < saturation_derivative).sum())
+            derivative = 1 - sample * sample  # tanh'(z) = 1 - tanh(z)^2, at most 1
+            distance, edge = sample.abs(), (1 - saturation_derivative) ** 0.5  # tanh' < t  <=>  |tanh| > sqrt(1-t)
+        signs = distance.sub_(edge).sign_().sum()  # +1 per saturated output, -1 per other
+        tally.saturated.append((signs + n) * 0.5)
         tally.derivative_sum.append(derivative.sum())
 
 
@@ -126,12 +144,12 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
     return torch.linalg.vector_norm(grad.movedim(time_axis, 0).reshape(steps, -1).float(), dim=1)
 
 
-def squared_norm(tensor: torch.Tensor) -> torch.Tensor:
-    """||tensor||^2 in float32 at least (half-precision squares overflow at 256)."""
+def norm(tensor: torch.Tensor) -> torch.Tensor:
+    """||tensor||, accumulated in float32 at least (half-precision squares overflow at 256)."""
     t = tensor.detach()
     if t.dtype in (torch.float16, torch.bfloat16):
-        t = t.float()
-    return torch.linalg.vector_norm(t) ** 2
+        return torch.linalg.vector_norm(t, dtype=torch.float32)
+    return torch.linalg.vector_norm(t)
 
 
 def blocked_fraction(grad_in: torch.Tensor, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
