@@ -4,11 +4,13 @@
     python benchmarks/bench_doctor.py --quick         # fewer rounds, for a smoke test
     python benchmarks/bench_doctor.py --device cuda --clock wall --big-gpt   # where a GPU is available
 
-Method. Each model gets four copies with the same initial weights, trained on a fixed batch: plain; under the doctor
-with default settings (statistics every 16th step); under the doctor with statistics on every step; and, for
-reference, under `torch.autograd.detect_anomaly()`. The copies take turns, a block of steps each (a multiple of 16,
-so every block holds the same share of sampled steps), for several rounds; a block's time over its step count is one
-measurement of the time per step, and the table gives the median over rounds, and its ratio to the plain run.
+Method. Each model trains on a fixed batch, one run, in blocks of steps taken in turn: plain; under the doctor with
+default settings (statistics every 16th step); under the doctor with statistics on every step; and, for reference,
+under `torch.autograd.detect_anomaly()`. (One model for all four, as in a real run: separate copies would also time
+how they evict each other from the cache.) Blocks are a multiple of 16 steps, so every doctor block holds the same
+share of sampled steps; many rounds, in an order rotated each round; a block's
+time over its step count is one measurement of the time per step. The table gives the median over rounds, and the
+median over rounds of each mode's ratio to the plain block of the same round (paired, so drift cancels).
 Time is this process's CPU time by default: on a shared machine other processes' load inflates elapsed time
 unevenly, but not the CPU time the training itself uses (with one torch thread on CPU, that is the step's cost). The
 doctor is attached for its block and detached after (so the plain blocks run with no hook of ours installed); its
@@ -21,7 +23,6 @@ prints how many step records and loss buckets the history holds and its size whe
 from __future__ import annotations
 
 import argparse
-import copy
 import math
 import pickle
 import statistics
@@ -134,19 +135,25 @@ MODES = ["plain", "doctor", "doctor every step", "anomaly"]
 
 
 def bench_task(name, device, rounds, block, big=False):
+    """Median time per step of each mode, and the median over rounds of its ratio to the plain block of the round.
+
+    Within a round the modes run back to back, in an order rotated from round to round, so each ratio compares
+    blocks run moments apart: slow drifts in the machine's speed (other processes, clock changes) cancel.
+    """
     make = TASKS[name]
-    base, make_optimizer, loss_fn = make(device, big) if name == "tiny GPT" else make(device)
-    copies = {mode: copy.deepcopy(base) for mode in MODES}
-    optimizers = {mode: make_optimizer(copies[mode]) for mode in MODES}
+    model, make_optimizer, loss_fn = make(device, big) if name == "tiny GPT" else make(device)
+    optimizer = make_optimizer(model)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     times = {mode: [] for mode in MODES}
     for mode in MODES:  # warm-up: caches, allocator, lazy initialisation
-        train_block(copies[mode], optimizers[mode], loss_fn, 16, mode, sync)
-    for _ in range(rounds):
-        for mode in MODES:
-            steps = block if mode != "anomaly" else max(16, block // 4)  # anomaly mode is slow: fewer steps
-            times[mode].append(train_block(copies[mode], optimizers[mode], loss_fn, steps, mode, sync))
-    return {mode: statistics.median(values) for mode, values in times.items()}
+        train_block(model, optimizer, loss_fn, 16, mode, sync)
+    for r in range(rounds):
+        for mode in MODES[r % len(MODES) :] + MODES[: r % len(MODES)]:
+            steps = block if mode != "anomaly" else 16  # anomaly mode is slow: fewer steps
+            times[mode].append(train_block(model, optimizer, loss_fn, steps, mode, sync))
+    medians = {mode: statistics.median(values) for mode, values in times.items()}
+    ratios = {mode: statistics.median(t / p for t, p in zip(times[mode], times["plain"])) for mode in MODES}
+    return medians, ratios
 
 
 def memory_run(device, steps, checkpoints):
@@ -170,12 +177,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Time training steps with and without the leakygrad doctor.")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: steadiest timings)")
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--block", type=int, default=64, help="steps per timed block (a multiple of 16)")
+    parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument("--block", type=int, default=32, help="steps per timed block (a multiple of 16)")
     parser.add_argument("--models", default=",".join(TASKS), help="comma-separated: " + ", ".join(TASKS))
     parser.add_argument("--big-gpt", action="store_true", help="a larger tiny GPT (6 blocks, width 384) for GPUs")
     parser.add_argument("--memory-steps", type=int, default=20000)
-    parser.add_argument("--quick", action="store_true", help="3 rounds, 2000 memory steps")
+    parser.add_argument("--quick", action="store_true", help="4 rounds, 2000 memory steps")
     parser.add_argument(
         "--clock",
         choices=CLOCKS,
@@ -189,22 +196,22 @@ def main() -> None:
     if args.block % 16:
         parser.error("--block must be a multiple of 16 (the default sampling interval)")
     if args.quick:
-        args.rounds, args.memory_steps = 3, 2000
+        args.rounds, args.memory_steps = 4, 2000
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
     print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} thread(s), "
-          f"{args.rounds} rounds of {args.block}-step blocks, median {args.clock} time per step")  # fmt: skip
+          f"{args.rounds} rounds of {args.block}-step blocks: median {args.clock} time per step; "
+          "ratio = median over rounds of (mode / plain in the same round)")  # fmt: skip
     header = "| model | plain | doctor (every 16) | ratio | doctor (every step) | ratio | detect_anomaly | ratio |"
     print(header)
     print("|" + "---|" * 8)
     for name in args.models.split(","):
         name = name.strip()
-        result = bench_task(name, args.device, args.rounds, args.block, big=args.big_gpt)
-        plain = result["plain"]
-        cells = [f"{plain * 1e3:.2f} ms"]
+        medians, ratios = bench_task(name, args.device, args.rounds, args.block, big=args.big_gpt)
+        cells = [f"{medians['plain'] * 1e3:.2f} ms"]
         for mode in MODES[1:]:
-            cells += [f"{result[mode] * 1e3:.2f} ms", f"{result[mode] / plain:.3f}x"]
+            cells += [f"{medians[mode] * 1e3:.2f} ms", f"{ratios[mode]:.3f}x"]
         label = name + (" (big)" if args.big_gpt and name == "tiny GPT" else "")
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     checkpoints = sorted({args.memory_steps // 20, args.memory_steps // 4, args.memory_steps // 2, args.memory_steps})

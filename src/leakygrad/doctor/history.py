@@ -98,10 +98,12 @@ class LossSeries:
 
 @dataclass
 class UnitWindow:
-    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site."""
+    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site, and per unit the
+    number of those steps in which it fired (kept up to date as masks enter and leave the window)."""
 
     masks: deque = field(default_factory=deque)
     examples: deque = field(default_factory=deque)
+    fired: np.ndarray | None = None
 
 
 class History:
@@ -169,18 +171,19 @@ class History:
         for site, stats in record.activations.items():
             if stats.unit_active is None:
                 continue
-            mask = np.frombuffer(stats.unit_active, dtype=np.uint8)
+            mask = np.frombuffer(stats.unit_active, dtype=np.uint8).astype(np.int32)
             tally = self.unit_windows.setdefault(site, UnitWindow())
-            if tally.masks and len(tally.masks[-1]) != len(mask):
-                tally.masks.clear()  # the layer changed width: start the window again
+            if tally.fired is None or len(tally.fired) != len(mask):
+                tally.masks.clear()  # a new site, or the layer changed width: start the window again
                 tally.examples.clear()
+                tally.fired = np.zeros(len(mask), dtype=np.int32)
             tally.masks.append(mask)
             tally.examples.append(stats.examples)
+            tally.fired += mask
             while len(tally.masks) > window:
-                tally.masks.popleft()
+                tally.fired -= tally.masks.popleft()
                 tally.examples.popleft()
-            ever_active = np.bitwise_or.reduce(np.stack(tally.masks), axis=0)
-            stats.dead_fraction = float(1.0 - ever_active.mean()) if len(ever_active) else 0.0
+            stats.dead_fraction = float(np.mean(tally.fired == 0)) if len(mask) else 0.0
             stats.window_examples = int(sum(tally.examples))
             stats.unit_active = None  # folded: the record keeps only the fraction
 

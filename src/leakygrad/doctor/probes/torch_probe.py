@@ -199,6 +199,7 @@ class TorchProbe:
         self._module_handles = []
         self._global_handles = []
         self._failures: dict[str, int] = {}
+        self._views: dict[int, tuple] = {}  # id(parameter) -> (weakref, data pointer, _parameter_view result)
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
         for m in models:
@@ -661,11 +662,10 @@ class TorchProbe:
         state.grad_norm_idx, state.weight_norm_idx, state.update_norm_idx = [], [], []
         grads = []
         for p in params:
-            _, name, label = self._param_label(p)
+            name, label, sample, scale = self._parameter_view(p)
             state.params.append((name, label, p))
-            sample = _spread_sample(p)
             state.samples.append(sample)
-            state.sample_scale.append(math.sqrt(p.numel() / max(sample.numel(), 1)))
+            state.sample_scale.append(scale)
             grads.append(p.grad.detach() if p.grad is not None else None)
         with_grad = [g for g in grads if g is not None]
         grad_norms = iter(state.deferred.scalars(torch._foreach_norm(with_grad)) if with_grad else [])
@@ -673,12 +673,23 @@ class TorchProbe:
         state.weight_norm_idx = state.deferred.scalars(torch._foreach_norm(state.samples)) if state.samples else []
         state.before_update = [sample.clone() for sample in state.samples] if snapshot else None
 
+    def _parameter_view(self, p):
+        """(name, module label, evenly spaced sample view, sqrt(size / sample size)), cached per parameter."""
+        cached = self._views.get(id(p))
+        if cached is not None and cached[0]() is p and cached[1] == p.data_ptr():
+            return cached[2]
+        _, name, label = self._param_label(p)
+        sample = _spread_sample(p)
+        view = (name, label, sample, math.sqrt(p.numel() / max(sample.numel(), 1)))
+        self._views[id(p)] = (weakref.ref(p), p.data_ptr(), view)  # re-made if the storage is ever replaced
+        return view
+
     @torch.no_grad()
     def _measure_update(self) -> None:
         state = self.state
         if state.before_update is None:
             return
-        changes = torch._foreach_sub([_spread_sample(p) for _, _, p in state.params], state.before_update)
+        changes = torch._foreach_sub(state.samples, state.before_update)  # the views see the updated values
         state.update_norm_idx = state.deferred.scalars(torch._foreach_norm(changes))
         state.before_update = None
 
