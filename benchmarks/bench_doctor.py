@@ -152,7 +152,11 @@ def bench_task(name, device, rounds, block, big=False):
             steps = block if mode != "anomaly" else 16  # anomaly mode is slow: fewer steps
             times[mode].append(train_block(model, optimizer, loss_fn, steps, mode, sync))
     medians = {mode: statistics.median(values) for mode, values in times.items()}
-    ratios = {mode: statistics.median(t / p for t, p in zip(times[mode], times["plain"])) for mode in MODES}
+    ratios = {}
+    for mode in MODES:
+        paired = sorted(t / p for t, p in zip(times[mode], times["plain"]))
+        quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
+        ratios[mode] = (quartiles[1], quartiles[0], quartiles[2])  # median, lower and upper quartile
     return medians, ratios
 
 
@@ -177,7 +181,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Time training steps with and without the leakygrad doctor.")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: steadiest timings)")
-    parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--block", type=int, default=32, help="steps per timed block (a multiple of 16)")
     parser.add_argument("--models", default=",".join(TASKS), help="comma-separated: " + ", ".join(TASKS))
     parser.add_argument("--big-gpt", action="store_true", help="a larger tiny GPT (6 blocks, width 384) for GPUs")
@@ -202,7 +206,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
     print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} thread(s), "
           f"{args.rounds} rounds of {args.block}-step blocks: median {args.clock} time per step; "
-          "ratio = median over rounds of (mode / plain in the same round)")  # fmt: skip
+          "ratio = median over rounds of (mode / plain in the same round), (interquartile range)")  # fmt: skip
     header = "| model | plain | doctor (every 16) | ratio | doctor (every step) | ratio | detect_anomaly | ratio |"
     print(header)
     print("|" + "---|" * 8)
@@ -211,7 +215,8 @@ def main() -> None:
         medians, ratios = bench_task(name, args.device, args.rounds, args.block, big=args.big_gpt)
         cells = [f"{medians['plain'] * 1e3:.2f} ms"]
         for mode in MODES[1:]:
-            cells += [f"{medians[mode] * 1e3:.2f} ms", f"{ratios[mode]:.3f}x"]
+            middle, low, high = ratios[mode]
+            cells += [f"{medians[mode] * 1e3:.2f} ms", f"{middle:.3f}x ({low:.2f}-{high:.2f})"]
         label = name + (" (big)" if args.big_gpt and name == "tiny GPT" else "")
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     checkpoints = sorted({args.memory_steps // 20, args.memory_steps // 4, args.memory_steps // 2, args.memory_steps})

@@ -286,3 +286,27 @@ def test_history_stays_bounded_over_a_long_run():
     assert history.steps == 3000 and history.records_seen == 1500
     assert len(history.records) <= history.max_records and len(history.loss.buckets) <= history.loss.max_buckets
     assert math.isfinite(history.loss.buckets[-1].mean)
+
+
+def test_nothing_is_kept_alive_after_the_run():
+    """Hooks on autograd nodes point back to the step's state; that state must let go of the nodes, or each
+    sampled step's graph (and the whole doctor) would leak through a cycle the garbage collector cannot see."""
+    import gc
+
+    from leakygrad.doctor.doctor import Doctor
+
+    def alive(kind):
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is kind or issubclass(type(o), kind))
+
+    before = alive(torch_probe.StepState), alive(Doctor), alive(torch.autograd.graph.Node)
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = data()
+    with doctor.watch(model, optimizer, every=1) as dr:
+        train(model, optimizer, 12, x, y)
+    assert dr.history.records_seen == 12
+    del dr
+    after = alive(torch_probe.StepState), alive(Doctor), alive(torch.autograd.graph.Node)
+    assert after[:2] == before[:2]
+    assert after[2] <= before[2] + 2  # no graph of any past step survives

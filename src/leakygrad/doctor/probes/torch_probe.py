@@ -167,6 +167,16 @@ class StepState:
     samples: list = field(default_factory=list)  # evenly spaced entries of each parameter (views)
     sample_scale: list = field(default_factory=list)  # sqrt(entries / sampled entries), per parameter
 
+    def release(self) -> None:
+        """Drop every reference to autograd nodes and tensors. Hooks left on nodes still point to this state;
+        without this, a node -> hook -> state -> node cycle through C++ objects would keep each sampled step's
+        graph, and the whole doctor, alive for good."""
+        for value in vars(self).values():
+            if isinstance(value, (dict, list, set)):
+                value.clear()
+        self.deferred = Deferred()
+        self.before_update = None
+
 
 class TorchProbe:
     def __init__(self, doctor, model=None, optimizer=None, discover: bool = False, name: str | None = None):
@@ -247,7 +257,11 @@ class TorchProbe:
         self._global_handles = []
         _deactivate(self)
         self.attached = False
+        if self.state is not None:
+            self.state.release()
         self.state = None
+        self._reset_marks = None
+        self._views.clear()
 
     def add_root(self, module: nn.Module, name: str, prefixed: bool) -> None:
         # A bare nn.Sequential's paths are just indices ("3"); prefix them with its name ("model.3").
@@ -291,6 +305,8 @@ class TorchProbe:
         self.sampling = self.step % self.every == 0
         self._backward_calls = 0
         self._losses = []
+        if self.state is not None:
+            self.state.release()  # an unfinished sampled step (no optimiser step came)
         self.state = StepState() if self.sampling else None
         self._depth = 0
         if self.sampling:
@@ -718,6 +734,7 @@ class TorchProbe:
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
+        state.release()
         self.state = None
 
     def _add_parameter_stats(self, record: StepRecord, state: StepState, value) -> None:
