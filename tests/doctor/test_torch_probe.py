@@ -195,7 +195,7 @@ def test_a_backward_nan_on_an_unsampled_step_is_bounded_by_the_next_loss():
 def test_nan_weights_hidden_from_the_loss_are_found_at_the_next_sampled_step():
     [finding] = train_sqrt(guarded=True, every=4)  # where hides the NaN weights from the loss: 0 forever
     assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("fc", 8, "update")
-    assert "finite at sampled step 4 and non-finite at step 8" in finding.evidence["detail"]
+    assert "finite after sampled step 4 and non-finite when step 8 began" in finding.evidence["detail"]
 
 
 class LogHead(nn.Module):

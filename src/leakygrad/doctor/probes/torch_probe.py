@@ -160,7 +160,8 @@ class StepState:
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     grad_norm_idx: list = field(default_factory=list)
-    weight_norm_idx: list = field(default_factory=list)
+    weight_norm_idx: list = field(default_factory=list)  # weight samples after the update
+    before_norm_idx: list = field(default_factory=list)  # weight samples the step used (before its update)
     update_norm_idx: list = field(default_factory=list)
     before_update: list | None = None
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
@@ -682,12 +683,17 @@ class TorchProbe:
             state.params.append((name, label, p))
             state.samples.append(sample)
             state.sample_scale.append(scale)
-            grads.append(p.grad.detach() if p.grad is not None else None)
+            grads.append(p.grad)  # under no_grad here; a .grad never requires grad itself
         with_grad = [g for g in grads if g is not None]
-        grad_norms = iter(state.deferred.scalars(torch._foreach_norm(with_grad)) if with_grad else [])
+        if snapshot:  # the weight samples are measured after the update, with the change (one call for both)
+            state.before_update = torch._foreach_mul(state.samples, 1.0) if state.samples else []
+            norms = torch._foreach_norm(with_grad) if with_grad else []
+        else:
+            norms = torch._foreach_norm([*with_grad, *state.samples]) if with_grad or state.samples else []
+            state.weight_norm_idx = state.deferred.scalars(norms[len(with_grad) :])
+            state.before_norm_idx = state.weight_norm_idx  # no update follows: these are the weights the step used
+        grad_norms = iter(state.deferred.scalars(norms[: len(with_grad)]))
         state.grad_norm_idx = [None if g is None else next(grad_norms) for g in grads]
-        state.weight_norm_idx = state.deferred.scalars(torch._foreach_norm(state.samples)) if state.samples else []
-        state.before_update = [sample.clone() for sample in state.samples] if snapshot else None
 
     def _parameter_view(self, p):
         """(name, module label, evenly spaced sample view, sqrt(size / sample size)), cached per parameter."""
@@ -705,8 +711,15 @@ class TorchProbe:
         state = self.state
         if state.before_update is None:
             return
+        if not state.samples:
+            return
         changes = torch._foreach_sub(state.samples, state.before_update)  # the views see the updated values
-        state.update_norm_idx = state.deferred.scalars(torch._foreach_norm(changes))
+        # ||change||, ||weights after|| and ||weights before||, in one call
+        norms = torch._foreach_norm([*changes, *state.samples, *state.before_update])
+        count = len(changes)
+        state.update_norm_idx = state.deferred.scalars(norms[:count])
+        state.weight_norm_idx = state.deferred.scalars(norms[count : 2 * count])
+        state.before_norm_idx = state.deferred.scalars(norms[2 * count :])
         state.before_update = None
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
@@ -818,23 +831,12 @@ class TorchProbe:
                 tally.unit_active = state.deferred.vector(tally.unit_active)
 
     def _backward_nonfinite(self, record: StepRecord, state: StepState, value) -> None:
+        """After a sampled step: a NaN born in its backward pass (exact), one that reached a layer's output (bounded
+        to the ops between it and the loss), or parameters made non-finite by some update since the last sample."""
         if self._nonfinite_seen or (record.loss is not None and not math.isfinite(record.loss)):
             return
-        bad = [
-            self._param_label(p)
-            for (_, _, p), w_idx in zip(state.params, state.weight_norm_idx)
-            if not math.isfinite(value(w_idx))
-        ]
-        if bad:  # the weights were already broken when this step began; the loss hid it (a where, a clamp...)
-            self._report_nonfinite_parameters(
-                [entry for entry in bad if entry is not None],
-                step=self.step,
-                detail=f"parameters were finite at sampled step {self._last_finite_step} and non-finite at step "
-                f"{self.step}: an optimiser step in between applied a non-finite gradient (rerun with --every 1 "
-                "to name the operation)",
-            )
-            return
-        self._last_finite_step = self.step
+        if self._report_broken_weights(state, state.before_norm_idx, value, before=True):
+            return  # the step ran on weights an earlier update had broken: what follows is a consequence
         born = next((entry for entry in state.nan_checks if value(entry[0]) > 0), None)
         if born is not None:
             _, node, parents, label = born
@@ -868,6 +870,33 @@ class TorchProbe:
                     "that produced it lies between that layer and the loss",
                 )
             )
+            return
+        if not self._report_broken_weights(state, state.weight_norm_idx, value, before=False):
+            self._last_finite_step = self.step
+
+    def _report_broken_weights(self, state: StepState, norm_idx: list, value, before: bool) -> bool:
+        """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
+        a clamp or a max can hide NaN weights from the loss)."""
+        bad = [
+            self._param_label(p)
+            for (_, _, p), idx in zip(state.params, norm_idx)
+            if idx is not None and not math.isfinite(value(idx))
+        ]
+        if not bad:
+            return False
+        if before:
+            detail = (
+                f"parameters were finite after sampled step {self._last_finite_step} and non-finite when step "
+                f"{self.step} began: an optimiser step in between applied a non-finite gradient (rerun with "
+                "--every 1 to name the operation)"
+            )
+        else:
+            detail = (
+                f"the update of step {self.step} made the parameters non-finite, though no NaN was seen in its "
+                "backward pass at the measured points (the layers' outputs and the ops with infinite derivatives)"
+            )
+        self._report_nonfinite_parameters([entry for entry in bad if entry is not None], self.step, detail)
+        return True
 
     # --- locating a non-finite loss in the live graph -----------------------------------------------------------------
     def _locate_forward_nonfinite(self, loss: torch.Tensor) -> None:
