@@ -87,4 +87,6 @@ def test_notebook_display():
     doctor = sick_doctor()
     html = doctor._repr_html_()
     assert "leakygrad doctor" in html and "vanishing_gradient" in html and "<svg" in html
+    style = html[html.index("<style>") + 7 : html.index("</style>")]
+    assert all(rule.startswith(".lg-doctor") for rule in style.split("}") if rule)  # scoped: the page keeps its look
     assert repr(doctor).startswith("<Doctor: 200 steps, ")

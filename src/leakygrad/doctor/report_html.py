@@ -360,6 +360,19 @@ def _notes(notes) -> str:
     )
 
 
+def scoped(css: str, scope: str) -> str:
+    """The stylesheet with every rule limited to `scope` (so a notebook page keeps its own look)."""
+    rules = []
+    for rule in css.split("}"):
+        if "{" not in rule:
+            continue
+        selectors, body = rule.split("{", 1)
+        names = [name.strip() for name in selectors.split(",")]
+        names = [scope if name == "body" else f"{scope} {name}" for name in names]
+        rules.append(f"{','.join(names)}{{{body}}}")
+    return "".join(rules)
+
+
 def notebook_summary(doctor) -> str:
     """The rich display of `dr` in a notebook: counts, the findings, and the loss curve."""
     findings = doctor.findings
@@ -367,7 +380,7 @@ def notebook_summary(doctor) -> str:
     for f in findings:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     return (
-        f'<div><style>{CSS.replace("body{", ".lg-doctor{")}</style><div class="lg-doctor">'
+        f'<div><style>{scoped(CSS, ".lg-doctor")}</style><div class="lg-doctor">'
         f"<b>leakygrad doctor</b>: {doctor.steps} steps watched. {_counts(counts)}{_findings(findings)}"
         f"{_loss_chart(doctor.history, findings)}</div></div>"
     )
