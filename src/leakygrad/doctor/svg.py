@@ -57,7 +57,8 @@ class Scale:
         if self.log:
             first, last = math.floor(self.low), math.ceil(self.high)
             step = max(1, math.ceil((last - first) / 6))
-            return [10.0**e for e in range(first, last + 1, step) if self.low - 1e-9 <= e <= self.high + 1e-9]
+            powers = [10.0**e for e in range(first, last + 1, step) if self.low - 1e-9 <= e <= self.high + 1e-9]
+            return powers or [10.0**self.low, 10.0**self.high]  # less than a decade: label both ends
         span = self.high - self.low
         raw = span / max(count, 1)
         magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
