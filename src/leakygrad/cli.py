@@ -12,6 +12,7 @@ import sys
 # name -> (module, one-line help)
 SUBCOMMANDS = {
     "demo": ("leakygrad.cli_demo", "train a small MLP on the bare engine and gradient-check it"),
+    "doctor": ("leakygrad.doctor.cli", "run a PyTorch training script and report where its gradients leak"),
 }
 
 

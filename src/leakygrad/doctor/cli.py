@@ -1,0 +1,75 @@
+"""Run a training script under the doctor and report where backprop leaks.
+
+Usage: leakygrad doctor [--json PATH] [--html PATH] [--every N] [--quiet] SCRIPT.py [SCRIPT ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser) -> None:
+    from leakygrad.doctor.doctor import DEFAULT_EVERY
+
+    parser.usage = "leakygrad doctor [OPTIONS] SCRIPT.py [SCRIPT ARGS...]"
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    parser.add_argument(
+        "--html", metavar="PATH", help="write the HTML report here (default: SCRIPT.doctor.html when no --json)"
+    )
+    parser.add_argument(
+        "--every",
+        metavar="N",
+        type=int,
+        default=DEFAULT_EVERY,
+        help=f"take the costly statistics every N steps (default {DEFAULT_EVERY}; 1 = every step)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no summary on the terminal (reports are still written)")
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        help="exit with status 3 when the script succeeded but findings of this severity (or worse) were found",
+    )
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="SCRIPT.py [SCRIPT ARGS...]", help="the script and its arguments"
+    )
+
+
+def run(args) -> int:
+    from leakygrad.doctor.report_text import print_summary
+    from leakygrad.doctor.runner import run_script
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print(
+            "leakygrad doctor: no script given. Usage: leakygrad doctor [OPTIONS] SCRIPT.py [ARGS...]", file=sys.stderr
+        )
+        return 2
+    script, script_args = Path(command[0]), command[1:]
+    if args.every < 1:
+        print(f"leakygrad doctor: --every must be 1 or more, got {args.every}", file=sys.stderr)
+        return 2
+    if not script.is_file():
+        print(f"leakygrad doctor: no script at {script} (expected a Python file to run)", file=sys.stderr)
+        return 2
+    result = run_script(script, script_args, every=args.every)
+    doctor = result.doctor
+    html = args.html or (None if args.json else f"{script.stem}.doctor.html")
+    written = []
+    for path in (html, args.json):
+        if path is None:
+            continue
+        try:
+            written.append(doctor.report(path))
+        except OSError as error:
+            print(f"leakygrad doctor: could not write the report to {path}: {error}", file=sys.stderr)
+    if not args.quiet:
+        print_summary(doctor, report_paths=written)
+    if result.exit_code == 0 and args.fail_on:
+        worst = {f.severity for f in doctor.findings}
+        if "error" in worst or (args.fail_on == "warning" and "warning" in worst):
+            return 3
+    return result.exit_code

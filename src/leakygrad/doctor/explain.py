@@ -1,0 +1,405 @@
+"""Explanations and remedies: the chain-rule account of each finding, told with this run's numbers.
+
+Backprop multiplies the gradient, on its way from the loss to each weight, by one local derivative per
+operation (the chain rule). Every leak is one of those factors being too small, too large, zero or not a
+number; each function below says which factor it was, how big it measured, and what changes it.
+One function per symptom, evidence in, (explanation, remedies) out.
+"""
+
+from __future__ import annotations
+
+from leakygrad.doctor.findings import Finding
+
+DERIVATIVE_BOUNDS = {
+    "sigmoid": "sigma'(z) = sigma(z)(1 - sigma(z)) <= 0.25",
+    "tanh": "tanh'(z) = 1 - tanh(z)^2 <= 1, and near 0 once |z| > 2",
+    "relu": "relu'(z) = 1 where z > 0, else 0",
+    "hardtanh": "hardtanh'(z) = 1 inside [-1, 1], else 0",
+    "hardsigmoid": "hardsigmoid'(z) = 1/6 inside [-3, 3], else 0",
+}
+
+
+def fmt(x) -> str:
+    """A number the way a person reads it: 3 significant digits, scientific when tiny or huge."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e4 or abs(x) < 1e-3:
+        return f"{x:.2g}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+    return f"{x:.3g}"
+
+
+def pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+# --- vanishing / exploding --------------------------------------------------------------------------------------
+def explain_vanishing_gradient(f: Finding):
+    e = f.evidence
+    if e.get("across") == "time":
+        return _explain_time(f, vanishing=True)
+    derivatives = e.get("activation_mean_derivative") or {}
+    squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
+    parts = [
+        f"The gradient reaching `{e['input_layer']}` is {fmt(e['ratio'])} of the gradient at `{e['output_layer']}`, "
+        f"{e['layers']} layers nearer the loss.",
+        "Backprop multiplies the gradient, layer by layer, by each layer's local derivative: the transposed weight "
+        "matrix and the activation's derivative.",
+        f"Measured mean factor per layer: {fmt(e['mean_factor_per_layer'])}.",
+    ]
+    for name in squashing:
+        parts.append(f"Here {DERIVATIVE_BOUNDS[name]}; measured mean {fmt(derivatives[name])}.")
+    parts.append("Multiplied over the depth, the layers nearest the input receive almost no gradient and barely learn.")
+    remedies = []
+    if squashing:
+        remedies.append(
+            f"Replace {' and '.join(squashing)} in the hidden layers by ReLU or GELU (derivative 1 over half the "
+            "inputs) and keep the squashing function only where an output must be bounded."
+        )
+    remedies += [
+        "Initialise for the activation: `nn.init.kaiming_normal_` (He) for ReLU-family, `nn.init.xavier_uniform_` "
+        "for tanh/sigmoid, so each layer keeps the gradient's scale.",
+        "Put a normalisation layer (BatchNorm / LayerNorm) between layers.",
+        "Add residual connections (x + f(x)): the identity path has derivative 1 whatever f does.",
+    ]
+    return " ".join(parts), remedies
+
+
+def explain_exploding_gradient(f: Finding):
+    e = f.evidence
+    if e.get("across") == "time":
+        return _explain_time(f, vanishing=False)
+    if e.get("across") == "steps":
+        text = (
+            f"The total gradient norm grew from {fmt(e['grad_norm_start'])} to {fmt(e['grad_norm_end'])} "
+            f"(x{fmt(e['growth'])}) over the run, most at `{f.where}`. Each update made by such a gradient is larger "
+            "than the last: a feedback loop between big weights and big gradients, the usual road to NaN."
+        )
+        remedies = [
+            "Clip the gradient norm before the optimiser step: "
+            f"`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm={fmt(e['clip_suggestion'])})` "
+            "(about 5x the norm measured early in this run).",
+            "Lower the learning rate (try 10x lower) or add a warm-up.",
+            "Add normalisation layers; check the initialisation scale.",
+        ]
+        return text, remedies
+    text = (
+        f"The gradient at `{e['input_layer']}` is {fmt(e['ratio'])} times the gradient at `{e['output_layer']}`: "
+        "each layer multiplies it by its transposed weights and its activation's derivative, and here that factor "
+        f"averages {fmt(e['mean_factor_per_layer'])} per layer (above 1), so it compounds over the {e['layers']} "
+        "layers. The weights are initialised too large for the depth."
+    )
+    remedies = [
+        "Initialise with `nn.init.kaiming_normal_` (ReLU) or `nn.init.xavier_uniform_` (tanh/sigmoid): variance "
+        "2/fan_in or 2/(fan_in + fan_out) keeps the factor near 1.",
+        "Add normalisation (BatchNorm / LayerNorm) between layers.",
+        "Clip the gradient norm (`torch.nn.utils.clip_grad_norm_`) while you fix the initialisation.",
+    ]
+    return text, remedies
+
+
+def _explain_time(f: Finding, vanishing: bool):
+    e = f.evidence
+    first, last = e["early_steps"], e["late_steps"]
+    factor = e["mean_factor_per_time_step"]
+    text = (
+        f"In `{f.where.split(' ')[0]}` ({e['kind']}), the gradient reaching time steps {first[0]}-{first[1]} is "
+        f"{fmt(e['ratio'])} of the gradient at time steps {last[0]}-{last[1]}. Backprop through time multiplies the "
+        "gradient at every step by the recurrent Jacobian, W_hh^T times the activation's derivative; "
+        f"here that factor averages {fmt(factor)} per time step, over {last[0] - first[0]} steps."
+    )
+    if vanishing:
+        text += " So the loss cannot teach the layer anything that depends on the early inputs" + (
+            ", and the loss is not improving." if e.get("loss_stalled") else "."
+        )
+        remedies = [
+            "Use a gated layer, `nn.LSTM` or `nn.GRU`: its additive cell state carries the gradient with a factor "
+            "near 1 (the forget gate).",
+            "Initialise W_hh orthogonally (`nn.init.orthogonal_`) so its singular values are 1.",
+            "Shorten the dependency: truncated backprop through time, attention, or feeding the early input later.",
+        ]
+    else:
+        text += (
+            " The factor is above 1, so it compounds: the earliest steps get gradients large enough to wreck the "
+            "weights."
+        )
+        remedies = [
+            "Clip the gradient norm before each step: `torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)`.",
+            "Initialise W_hh orthogonally (`nn.init.orthogonal_`) or scale it so its spectral radius is below 1.",
+            "Use `nn.LSTM` / `nn.GRU`, lower the learning rate, or shorten the sequences (truncated BPTT).",
+        ]
+    return text, remedies
+
+
+# --- dead and saturated units ------------------------------------------------------------------------------------
+def explain_dead_relu(f: Finding):
+    e = f.evidence
+    feeder = f" back to `{e['feeds_from']}`" if e.get("feeds_from") else ""
+    text = (
+        f"{pct(e['dead_fraction'])} of the units at `{f.where}` ({e['dead_units']} of {e['units']}) output zero for "
+        f"every one of the {e['window_examples']} examples of the last sampled steps. relu'(z) = 0 wherever z < 0, "
+        f"so a unit whose input is negative for every example passes no gradient{feeder}: its incoming weights and "
+        "bias never change again, and nothing revives it. This is not sparsity: a healthy ReLU layer is about half "
+        f"zeros per batch (this one: {pct(e['zero_fraction'])}) but has almost no unit that is zero for every example."
+    )
+    remedies = [
+        "Lower the learning rate: one large update that pushes a unit's bias far negative is the usual cause.",
+        "Use LeakyReLU, ELU or GELU, whose derivative is not zero for negative inputs.",
+        "Initialise with `nn.init.kaiming_normal_` and a zero or small positive bias; "
+        "put BatchNorm before the ReLU so its input stays centred.",
+    ]
+    return text, remedies
+
+
+def explain_saturated_activation(f: Finding):
+    e = f.evidence
+    function = e.get("function", "")
+    bound = DERIVATIVE_BOUNDS.get(function, "its derivative is near zero in its flat regions")
+    text = (
+        f"{pct(e['saturated_fraction'])} of the outputs of `{f.where}` ({function}) sit in its flat tails, where the "
+        f"local derivative is below {pct(e['derivative_threshold'])} of its maximum ({bound}); "
+        f"measured mean derivative {fmt(e['mean_derivative'])}. Backprop multiplies the gradient by that derivative, "
+        "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
+    )
+    remedies = [
+        "Initialise with `nn.init.xavier_uniform_` (scaled for tanh/sigmoid) and standardise the inputs.",
+        "Put BatchNorm / LayerNorm before the activation so its input stays near zero.",
+        "Use ReLU or GELU in hidden layers; if the output must be a probability, use a loss that takes logits "
+        "(`BCEWithLogitsLoss`, `cross_entropy`) instead of a sigmoid followed by a loss.",
+    ]
+    return text, remedies
+
+
+# --- non-finite values --------------------------------------------------------------------------------------------
+def explain_nonfinite(f: Finding):
+    e = f.evidence
+    op = e.get("op")
+    module = e.get("module")
+    if module == "the loss":
+        at = f"`{f.where}` (in the loss)"
+    elif e.get("inside"):
+        at = f"`{f.where}` (in `{module}`)"
+    else:
+        at = f"`{f.where}`" + (f" (after `{module}`)" if module and module not in f.where else "")
+    phase = e.get("phase")
+    if phase == "forward":
+        text = (
+            f"At step {f.first_step} the forward pass produced {e['value']} at {at}, from finite inputs. From there it "
+            "spreads: the loss becomes non-finite, then every gradient, then (after the optimiser step) every weight."
+        )
+        if op in ("log", "log2", "log10"):
+            text += " log(0) = -inf and log of a negative number is NaN."
+        elif op in ("div", "reciprocal"):
+            text += " Dividing by zero gives inf (and 0/0 NaN)."
+        elif op in ("sqrt", "rsqrt", "pow"):
+            text += " sqrt or a fractional power of a negative number is NaN."
+        elif op == "exp":
+            text += " exp overflows float32 above about 88.7."
+    elif phase == "backward":
+        text = (
+            f"At step {f.first_step} the loss was finite but the backward pass produced {e['value']} at {at}. "
+            "A local derivative was infinite where its gradient was zero: d/dx log(x) = 1/x and d/dx sqrt(x) = "
+            "1/(2 sqrt(x)) are infinite at 0, and 0 x inf = NaN."
+        )
+        if e.get("through_where"):
+            text += (
+                " It reached the gradient through the branch of `torch.where` that was not taken: "
+                "torch.where(cond, f(x), y) computes f(x) for every element, and its backward sends a gradient of 0 "
+                "through f for the masked elements, which f's infinite derivative turns into NaN."
+            )
+    else:
+        text = (
+            f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}): "
+            "the optimiser applied a non-finite gradient from the backward pass of the step before."
+        )
+    if not e.get("exact"):
+        text += f" Located to within: {e.get('detail') or ', '.join(e.get('candidates') or [])}."
+    remedies = []
+    if e.get("through_where"):
+        remedies.append(
+            "Make the untaken branch safe too (the double-where trick): "
+            "`torch.where(cond, torch.log(torch.where(cond, x, 1.0)), 0.0)`."
+        )
+    if op in ("log", "log2", "log10") or "log" in (e.get("candidates") or []):
+        remedies.append(
+            "Keep log away from 0: `torch.log(x.clamp_min(1e-12))`, or better, compute from logits with "
+            "`F.log_softmax`, `F.cross_entropy`, `F.binary_cross_entropy_with_logits`."
+        )
+    if op in ("sqrt", "pow", "rsqrt"):
+        remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
+    if op in ("div", "reciprocal"):
+        remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
+    remedies += [
+        "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate.",
+        f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "
+        "`torch.autograd.detect_anomaly()`.",
+    ]
+    return text, remedies
+
+
+# --- blocked gradient -----------------------------------------------------------------------------------------------
+BLOCKING_DERIVATIVE = {
+    "clamp": "clamp(x, lo, hi) has local derivative 1 inside [lo, hi] and 0 outside",
+    "clip": "clip(x, lo, hi) has local derivative 1 inside [lo, hi] and 0 outside",
+    "hardtanh": "hardtanh has local derivative 1 inside [-1, 1] and 0 outside",
+    "relu": "relu has local derivative 0 wherever its input is negative",
+    "relu6": "relu6 has local derivative 1 inside (0, 6) and 0 outside",
+    "threshold": "threshold has local derivative 0 below the threshold",
+    "round": "round is a staircase: its local derivative is 0 everywhere",
+    "floor": "floor is a staircase: its local derivative is 0 everywhere",
+    "ceil": "ceil is a staircase: its local derivative is 0 everywhere",
+    "trunc": "trunc is a staircase: its local derivative is 0 everywhere",
+    "sign": "sign is flat: its local derivative is 0 everywhere",
+}
+
+
+def explain_blocked_gradient(f: Finding):
+    e = f.evidence
+    site = e.get("site") or ""
+    op = f.where
+    text = (
+        f"{pct(e['blocked_fraction'])} of the gradient entering `{op}` ({site}) leaves it as exactly zero. "
+        f"{BLOCKING_DERIVATIVE.get(op, 'its local derivative is zero there')}, and the chain rule multiplies every "
+        "gradient below it by that derivative, so those elements teach the model nothing."
+    )
+    remedies = []
+    if op in ("clamp", "clip", "hardtanh") and site.startswith("loss"):
+        text += (
+            " Clipping the error inside the loss is the classic DQN mistake: (clamp(td, -1, 1))^2 returns zero "
+            "gradient for every transition whose error is large, exactly the ones with most to teach."
+        )
+        remedies.append(
+            "Use the Huber loss, which is what clipping the error was meant to be: quadratic for small errors, "
+            "linear (gradient +-1) for large ones: `F.smooth_l1_loss(q, target)` or "
+            "`F.huber_loss(q, target, delta=1.0)`."
+        )
+        remedies.append("If you want bounded updates, clip the gradient norm instead of the error.")
+    elif op in ("round", "floor", "ceil", "trunc", "sign"):
+        remedies.append(
+            f"Use a straight-through estimator: `x + ({op}(x) - x).detach()` passes the gradient through as if "
+            f"{op} were the identity."
+        )
+    else:
+        remedies.append(
+            f"Move `{op}` out of the training path, widen its range, or use a smooth version "
+            "(tanh instead of hardtanh, softplus instead of relu on a loss)."
+        )
+    return text, remedies
+
+
+# --- parameters without gradient and gradients never reset ------------------------------------------------------------
+def explain_no_gradient(f: Finding):
+    e = f.evidence
+    cuts = e.get("graph_cuts") or []
+    text = (
+        f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a gradient "
+        f"(None or exactly zero) in {e['sampled_steps_checked']} sampled steps: the backward pass never reaches them, "
+        "so they never learn (only weight decay, if any, moves them)."
+    )
+    if cuts:
+        cut = cuts[0]
+        text += (
+            f" The graph is cut between `{cut['from']}` and `{cut['to']}`: `{cut['to']}` receives a tensor that shares "
+            f"`{cut['from']}`'s output memory but carries no gradient history, the mark of `.detach()`."
+        )
+    else:
+        text += (
+            " Something between them and the loss cuts the graph: `.detach()`, `torch.no_grad()`, `.item()` or "
+            "`.numpy()` and back, an integer cast, a comparison, or the layer's output is simply not used."
+        )
+    remedies = [
+        "Remove the `.detach()` (or `no_grad`, or round trip through Python numbers) between this module and the loss.",
+        "If freezing it is intended, say so: `module.requires_grad_(False)` and leave its parameters out of the "
+        "optimiser.",
+    ]
+    return text, remedies
+
+
+def explain_accumulating_gradient(f: Finding):
+    e = f.evidence
+    norms = ", ".join(f"{fmt(n)}" for _, n in e.get("grad_norm_by_step", [])) or "n/a"
+    text = (
+        f"Gradients were not reset between optimiser steps on {e['steps_not_reset']} of {e['steps_checked']} checked "
+        "steps. `backward()` adds each new gradient into `.grad`, so without `zero_grad()` step t applies the sum of "
+        f"every gradient since the start, a growing, stale direction. Gradient norm on sampled steps: {norms}."
+    )
+    remedies = [
+        "Call `optimizer.zero_grad()` once per step, before `loss.backward()`.",
+        "If you accumulate over micro-batches on purpose, zero after each `optimizer.step()`.",
+    ]
+    return text, remedies
+
+
+# --- the loss ---------------------------------------------------------------------------------------------------------
+def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
+    ratio = e.get("update_ratio_median")
+    if ratio is None:
+        return "", []
+    text = f" Median update/weight ratio per step: {fmt(ratio)} (CS231n's rule of thumb: around 1e-3 is healthy)."
+    verdict = e.get("learning_rate")
+    remedies = []
+    if verdict == "far too low" and e.get("update_ratio_max") is not None:
+        text += f" Even the layer that moves most changes by only {fmt(e['update_ratio_max'])} of its size per step."
+    if verdict:
+        factor = 1e-3 / ratio
+        text += f" The learning rate is {verdict}."
+        remedies.append(
+            f"Scale the learning rate by about {fmt(factor)} (to bring the ratio near 1e-3), or run a learning-rate "
+            "range test: increase it geometrically over a short run and pick a value a few times below where the "
+            "loss turns up."
+        )
+    return text, remedies
+
+
+def explain_diverging_loss(f: Finding):
+    e = f.evidence
+    text = (
+        f"The loss fell to {fmt(e['loss_lowest'])} (around step {e['lowest_at_step']}) and then rose to "
+        f"{fmt(e['loss_end'])}, above where it started ({fmt(e['loss_start'])})."
+    )
+    advice, remedies = _learning_rate_advice(e)
+    text += advice
+    remedies += [
+        "Lower the learning rate (10x is a good first try), add warm-up, and clip the gradient norm.",
+    ]
+    return text, remedies
+
+
+def explain_stalled_loss(f: Finding):
+    e = f.evidence
+    text = (
+        f"The mean loss over the last third of the run ({fmt(e['loss_last_third'])}) is within 2% of the mean over "
+        f"the first third ({fmt(e['loss_first_third'])}): training is not making progress."
+    )
+    advice, remedies = _learning_rate_advice(e)
+    text += advice
+    if not e.get("learning_rate"):
+        text += (
+            " The updates have a normal size, so the gradient itself carries little signal: see the other findings "
+            "(vanishing, dead, blocked), and check that inputs and labels match."
+        )
+        remedies.append("Fix the leak named by the other findings first; then check the data and the labels.")
+    return text, remedies
+
+
+EXPLAINERS = {
+    "vanishing_gradient": explain_vanishing_gradient,
+    "exploding_gradient": explain_exploding_gradient,
+    "dead_relu": explain_dead_relu,
+    "saturated_activation": explain_saturated_activation,
+    "nonfinite": explain_nonfinite,
+    "blocked_gradient": explain_blocked_gradient,
+    "no_gradient": explain_no_gradient,
+    "accumulating_gradient": explain_accumulating_gradient,
+    "diverging_loss": explain_diverging_loss,
+    "stalled_loss": explain_stalled_loss,
+}
+
+
+def explain(finding: Finding) -> Finding:
+    """Fill the finding's explanation and remedies from its evidence."""
+    finding.explanation, finding.remedies = EXPLAINERS[finding.symptom](finding)
+    return finding

@@ -1,0 +1,61 @@
+"""A finding: one leak the doctor found, where, since when, how sure, and what to do about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SYMPTOMS = (
+    "nonfinite",
+    "exploding_gradient",
+    "vanishing_gradient",
+    "dead_relu",
+    "saturated_activation",
+    "blocked_gradient",
+    "no_gradient",
+    "accumulating_gradient",
+    "diverging_loss",
+    "stalled_loss",
+)
+"""Every symptom the doctor can report, by its exact name (the JSON report uses these strings)."""
+
+SEVERITIES = ("error", "warning")
+
+
+@dataclass
+class Finding:
+    symptom: str  # one of SYMPTOMS
+    where: str  # module path ("encoder.0"), operation ("clamp"), or a recurrent layer with its time steps
+    first_step: int  # the training step from which the symptom holds
+    severity: str  # "error" or "warning"
+    evidence: dict = field(default_factory=dict)  # the measured numbers behind it
+    explanation: str = ""  # the chain-rule account, with this run's numbers
+    remedies: list[str] = field(default_factory=list)  # specific changes to try, most likely first
+
+    def __post_init__(self):
+        if self.symptom not in SYMPTOMS:
+            raise ValueError(f"unknown symptom {self.symptom!r}; expected one of {', '.join(SYMPTOMS)}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}; expected 'error' or 'warning'")
+
+    def to_dict(self) -> dict:
+        """The JSON form: exactly the fields documented in the README."""
+        return {
+            "symptom": self.symptom,
+            "where": self.where,
+            "first_step": self.first_step,
+            "severity": self.severity,
+            "evidence": self.evidence,
+            "explanation": self.explanation,
+            "remedies": list(self.remedies),
+        }
+
+    def one_line(self) -> str:
+        return f"{self.severity:7s} {self.symptom} at {self.where} from step {self.first_step}"
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Most severe first; within a severity, in symptom order (causes before consequences), then earliest."""
+    return sorted(
+        findings,
+        key=lambda f: (SEVERITIES.index(f.severity), SYMPTOMS.index(f.symptom), f.first_step, f.where),
+    )

@@ -1,0 +1,228 @@
+"""The run's history, bounded: memory stays flat however long the training runs.
+
+- Sampled step records: the most recent half of `max_records` is kept whole; the older half is thinned by
+  dropping every other record each time the history fills, so old steps survive at a coarser and coarser
+  spacing (the first record is always kept).
+- The loss of every step goes into at most `max_loss_buckets` buckets (mean, min, max); when they fill,
+  neighbouring buckets merge and each bucket covers twice as many steps.
+- Running tallies that must see every sampled step (units active in the recent window, parameters that ever
+  received a gradient, whether gradients were reset, the first NaN) are kept as small counters, not as records.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from leakygrad.doctor.stats import NonfiniteEvent, StepRecord
+from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+@dataclass
+class LossBucket:
+    first_step: int
+    last_step: int
+    total: float
+    count: int
+    low: float
+    high: float
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count
+
+    def merge(self, other: LossBucket) -> LossBucket:
+        return LossBucket(
+            self.first_step,
+            other.last_step,
+            self.total + other.total,
+            self.count + other.count,
+            min(self.low, other.low),
+            max(self.high, other.high),
+        )
+
+
+class LossSeries:
+    """The loss of every step, summarised into a bounded number of buckets."""
+
+    def __init__(self, max_buckets: int = 1024):
+        if max_buckets < 2 or max_buckets % 2:
+            raise ValueError(f"LossSeries: max_buckets must be an even number >= 2, got {max_buckets}")
+        self.max_buckets = max_buckets
+        self.steps_per_bucket = 1
+        self.buckets: list[LossBucket] = []
+        self.nonfinite_steps = 0
+        self.first_nonfinite_step: int | None = None
+
+    def add(self, step: int, value: float) -> None:
+        if not math.isfinite(value):
+            self.nonfinite_steps += 1
+            if self.first_nonfinite_step is None:
+                self.first_nonfinite_step = step
+            return
+        last = self.buckets[-1] if self.buckets else None
+        if last is not None and last.count < self.steps_per_bucket and step >= last.last_step:
+            last.last_step = step
+            last.total += value
+            last.count += 1
+            last.low = min(last.low, value)
+            last.high = max(last.high, value)
+        else:
+            self.buckets.append(LossBucket(step, step, value, 1, value, value))
+        if len(self.buckets) > self.max_buckets:
+            merged = [a.merge(b) for a, b in zip(self.buckets[0::2], self.buckets[1::2])]
+            if len(self.buckets) % 2:
+                merged.append(self.buckets[-1])  # the odd one out stays as it is
+            self.buckets = merged
+            self.steps_per_bucket *= 2
+
+    def __len__(self) -> int:
+        return sum(b.count for b in self.buckets)
+
+    def smoothed(self, points: int = 20) -> list[tuple[int, float]]:
+        """The loss averaged over `points` equal stretches of the recorded steps: (last step, mean) pairs."""
+        if not self.buckets:
+            return []
+        groups = np.array_split(np.arange(len(self.buckets)), min(points, len(self.buckets)))
+        out = []
+        for group in groups:
+            chunk = [self.buckets[i] for i in group]
+            total = sum(b.total for b in chunk)
+            count = sum(b.count for b in chunk)
+            out.append((chunk[-1].last_step, total / count))
+        return out
+
+
+@dataclass
+class UnitWindow:
+    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site, and per unit the
+    number of those steps in which it fired (kept up to date as masks enter and leave the window)."""
+
+    masks: deque = field(default_factory=deque)
+    examples: deque = field(default_factory=deque)
+    fired: np.ndarray | None = None
+
+
+class History:
+    def __init__(self, thresholds: Thresholds = DEFAULT_THRESHOLDS, max_records: int = 128, max_loss_buckets=1024):
+        if max_records < 8:
+            raise ValueError(f"History: max_records must be at least 8, got {max_records}")
+        self.thresholds = thresholds
+        self.max_records = max_records
+        self.records: list[StepRecord] = []
+        self.loss = LossSeries(max_loss_buckets)
+        self.steps = 0  # training steps seen (sampled or not)
+        self.records_seen = 0  # sampled records ever added (records holds at most max_records of them)
+        self.unit_windows: dict[str, UnitWindow] = {}
+        self.param_checks: dict[str, int] = {}  # parameter -> sampled steps on which it was checked
+        self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
+        self.param_module: dict[str, str] = {}
+        self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
+        self.not_reset = 0  # ... and found they were not
+        self.first_not_reset: int | None = None
+        self.graph_cuts: dict[tuple[str, str], int] = {}  # (producer, consumer) -> first step seen
+        self.nonfinite: NonfiniteEvent | None = None
+        self.notes: dict[str, int] = {}  # internal notes (errors inside the doctor) -> times seen
+        self.onsets: dict[tuple[str, str], int] = {}  # (symptom, where) -> earliest step, kept across thinning
+        self.watched: list[str] = []  # names of the models and optimisers watched
+        self.max_notes = 50
+
+    # --- adding ---------------------------------------------------------------------------------------------
+    def add_loss(self, step: int, value: float) -> None:
+        self.loss.add(step, value)
+
+    def add_record(self, record: StepRecord) -> None:
+        self._fold_unit_masks(record)
+        self._fold_parameter_checks(record)
+        for cut in record.graph_cuts:
+            self.graph_cuts.setdefault(tuple(cut), record.step)
+        self.records.append(record)
+        self.records_seen += 1
+
+    def needs_thinning(self) -> bool:
+        return len(self.records) >= self.max_records
+
+    def thin(self) -> None:
+        """Drop every other record of the older half (the first record always stays)."""
+        keep_recent = self.max_records // 2
+        older, recent = self.records[:-keep_recent], self.records[-keep_recent:]
+        self.records = older[:1] + older[1:][1::2] + recent
+
+    def note(self, message: str) -> None:
+        """An internal note: something inside the doctor failed; the training went on."""
+        if message in self.notes or len(self.notes) < self.max_notes:
+            self.notes[message] = self.notes.get(message, 0) + 1
+
+    def set_nonfinite(self, event: NonfiniteEvent) -> None:
+        """Keep the first NaN/Inf event; a later one only refines it if it happened earlier."""
+        if self.nonfinite is None or event.step < self.nonfinite.step:
+            self.nonfinite = event
+
+    def remember_onset(self, symptom: str, where: str, step: int) -> None:
+        key = (symptom, where)
+        self.onsets[key] = min(step, self.onsets.get(key, step))
+
+    # --- folding running tallies ------------------------------------------------------------------------------
+    def _fold_unit_masks(self, record: StepRecord) -> None:
+        window = self.thresholds.dead_window
+        for site, stats in record.activations.items():
+            if stats.unit_active is None:
+                continue
+            mask = np.frombuffer(stats.unit_active, dtype=np.uint8).astype(np.int32)
+            tally = self.unit_windows.setdefault(site, UnitWindow())
+            if tally.fired is None or len(tally.fired) != len(mask):
+                tally.masks.clear()  # a new site, or the layer changed width: start the window again
+                tally.examples.clear()
+                tally.fired = np.zeros(len(mask), dtype=np.int32)
+            tally.masks.append(mask)
+            tally.examples.append(stats.examples)
+            tally.fired += mask
+            while len(tally.masks) > window:
+                tally.fired -= tally.masks.popleft()
+                tally.examples.popleft()
+            stats.dead_fraction = float(np.mean(tally.fired == 0)) if len(mask) else 0.0
+            stats.window_examples = int(sum(tally.examples))
+            stats.unit_active = None  # folded: the record keeps only the fraction
+
+    def _fold_parameter_checks(self, record: StepRecord) -> None:
+        self.param_module.update(record.param_module)
+        record.param_module = {}
+        for name, has_grad in record.param_has_grad.items():
+            self.param_checks[name] = self.param_checks.get(name, 0) + 1
+            self.param_with_grad[name] = self.param_with_grad.get(name, 0) + int(has_grad)
+        record.param_has_grad = {}
+
+    # --- reading ------------------------------------------------------------------------------------------------
+    def recent(self, share: float | None = None) -> list[StepRecord]:
+        """The most recent share of the records (at least `min_records` of them, or all there are)."""
+        share = self.thresholds.recent_share if share is None else share
+        records = self.healthy_records()
+        count = max(self.thresholds.min_records, int(math.ceil(len(records) * share)))
+        return records[-count:]
+
+    def healthy_records(self) -> list[StepRecord]:
+        """The records before the first NaN/Inf (after it, every statistic is poisoned and says nothing new)."""
+        if self.nonfinite is None:
+            return self.records
+        return [r for r in self.records if r.step < self.nonfinite.step]
+
+    def layer_names(self) -> list[str]:
+        """Every layer seen, in depth order (as of the latest record that saw it)."""
+        depth: dict[str, int] = {}
+        for record in self.records:
+            for name, layer in record.layers.items():
+                depth[name] = layer.depth
+        return sorted(depth, key=lambda name: (depth[name], name))
+
+    def to_dict(self) -> dict:
+        return {
+            "steps": self.steps,
+            "records": [r.to_dict() for r in self.records],
+            "loss": [
+                {"first_step": b.first_step, "last_step": b.last_step, "mean": b.mean, "min": b.low, "max": b.high}
+                for b in self.loss.buckets
+            ],
+        }

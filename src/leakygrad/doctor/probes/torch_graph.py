@@ -1,0 +1,278 @@
+"""Reading PyTorch's autograd graph: node names, walks, and locating the first NaN of a forward pass.
+
+The graph is the one autograd records in the forward pass: each `grad_fn` node knows the nodes of its inputs
+(`next_functions`) and keeps the tensors its backward needs (`_saved_self`, `_saved_result`, ...). Walking it
+from the loss finds every operation that took part in the step, including those written as plain function
+calls inside a module's `forward`, which module hooks never see.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+_OP_NAMES: dict[str, str] = {}
+
+ACCUMULATE = "accumulate_grad"
+
+# Forward operations that turn finite inputs into NaN/Inf (log(0), 0/0, sqrt(-1), exp overflow, matmul overflow).
+FORWARD_NAN_PRONE = {
+    "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "div", "reciprocal", "pow", "exp", "exp2", "expm1",
+    "acos", "asin", "atanh", "acosh", "xlogy", "lgamma", "digamma", "erfinv", "tan", "mm", "addmm", "bmm",
+    "matmul", "convolution", "cudnn_convolution", "mkldnn_convolution", "sum", "prod", "cumprod", "mul", "cosh",
+    "sinh",
+}  # fmt: skip
+# Backward operations whose local derivative is infinite somewhere (1/x, 1/(2 sqrt x), ...): 0 x inf = NaN.
+BACKWARD_NAN_PRONE = {
+    "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "div", "reciprocal", "pow", "acos", "asin", "atanh",
+    "acosh", "xlogy", "norm", "linalg_vector_norm", "std", "var", "atan2", "lgamma", "digamma", "erfinv", "cdist",
+    "prod", "cumprod", "tan",
+}  # fmt: skip
+# Unary forward operations we can recompute from the input their node saved, to confirm a NaN was born there.
+RECOMPUTABLE = {
+    "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "exp": torch.exp, "acos": torch.acos,
+    "asin": torch.asin, "atanh": torch.atanh, "expm1": torch.expm1,
+}  # fmt: skip
+
+
+def op_name(node) -> str:
+    """'ClampMinBackward0' -> 'clamp_min', 'torch::autograd::AccumulateGrad' -> 'accumulate_grad'."""
+    raw = node.name()
+    name = _OP_NAMES.get(raw)
+    if name is None:
+        short = raw.rsplit("::", 1)[-1]
+        short = re.sub(r"Backward\d*$", "", short)
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", short).lower()
+        _OP_NAMES[raw] = name
+    return name
+
+
+@dataclass
+class Graph:
+    nodes: list  # every node reachable from the roots, in breadth-first order from the loss
+    children: dict  # node -> the nodes of its inputs
+    parents: dict = field(default_factory=dict)  # node -> the nodes that consume its output
+
+
+def walk(roots, with_parents: bool = False) -> Graph:
+    """Every node reachable from `roots` (grad_fn nodes), breadth first."""
+    seen = set()
+    nodes, children = [], {}
+    parents: dict = {}
+    queue = deque(node for node in roots if node is not None)
+    for node in queue:
+        seen.add(node)
+    while queue:
+        node = queue.popleft()
+        nodes.append(node)
+        kids = [child for child, _ in node.next_functions if child is not None]
+        children[node] = kids
+        for child in kids:
+            if with_parents:
+                parents.setdefault(child, []).append(node)
+            if child not in seen:
+                seen.add(child)
+                queue.append(child)
+    return Graph(nodes, children, parents)
+
+
+def forward_order(graph: Graph) -> list:
+    """The nodes with every node after the nodes of its inputs (the order the forward pass ran them)."""
+    order, state = [], {}
+    for root in graph.nodes:
+        if root in state:
+            continue
+        stack = [(root, iter(graph.children.get(root, ())))]
+        state[root] = 1
+        while stack:
+            node, kids = stack[-1]
+            child = next(kids, None)
+            if child is None:
+                stack.pop()
+                order.append(node)
+            elif child not in state:
+                state[child] = 1
+                stack.append((child, iter(graph.children.get(child, ()))))
+    return order
+
+
+def region(outputs, stop) -> set:
+    """Nodes from `outputs` up to (not including) the `stop` nodes: the operations inside one module's forward."""
+    inside, queue = set(), deque(n for n in outputs if n is not None and n not in stop)
+    inside.update(queue)
+    while queue:
+        node = queue.popleft()
+        if op_name(node) == ACCUMULATE:
+            continue
+        for child, _ in node.next_functions:
+            if child is not None and child not in stop and child not in inside:
+                inside.add(child)
+                queue.append(child)
+    return inside
+
+
+def loss_side(graph: Graph, roots, module_outputs) -> set:
+    """Nodes between the loss and the model's outputs: the loss computation, outside every watched module."""
+    side, queue = set(), deque(n for n in roots if n is not None and n not in module_outputs)
+    side.update(queue)
+    while queue:
+        node = queue.popleft()
+        for child in graph.children.get(node, ()):
+            if child not in side and child not in module_outputs:
+                side.add(child)
+                queue.append(child)
+    return side
+
+
+def nearest_upstream(node, names: dict, limit: int = 8) -> str | None:
+    """The name of the nearest node upstream (towards the input) that `names` knows: the layer feeding `node`."""
+    frontier, seen = [node], {node}
+    for _ in range(limit):
+        next_frontier = []
+        for current in frontier:
+            for child, _ in current.next_functions:
+                if child is None or child in seen:
+                    continue
+                if child in names:
+                    return names[child]
+                seen.add(child)
+                next_frontier.append(child)
+        frontier = next_frontier
+    return None
+
+
+def leads_to_where(node, parents: dict, limit: int = 6) -> bool:
+    """Does the output of `node` flow into a torch.where within a few operations (towards the loss)?"""
+    frontier, seen = [node], {node}
+    for _ in range(limit):
+        next_frontier = []
+        for current in frontier:
+            for parent in parents.get(current, ()):
+                if parent in seen:
+                    continue
+                if op_name(parent) == "where":
+                    return True
+                seen.add(parent)
+                next_frontier.append(parent)
+        frontier = next_frontier
+    return False
+
+
+def saved_tensors(node) -> list:
+    """The tensors a node saved for its backward (inputs, outputs), as far as they are still held."""
+    out = []
+    for attribute in dir(node):
+        if not attribute.startswith("_saved_") or attribute.endswith(("_sizes", "_strides", "_sym_sizes")):
+            continue
+        try:
+            value = getattr(node, attribute)
+        except RuntimeError:  # freed by an earlier backward
+            continue
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        out.extend(v for v in values if isinstance(v, torch.Tensor))
+    return out
+
+
+def is_finite(tensor: torch.Tensor) -> bool:
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return True
+    return bool(torch.isfinite(tensor).all())
+
+
+def kind_of_nonfinite(tensor: torch.Tensor) -> str:
+    """'nan', 'inf', '-inf', or a combination such as 'nan and -inf'."""
+    kinds = []
+    if bool(torch.isnan(tensor).any()):
+        kinds.append("nan")
+    if bool((tensor == float("inf")).any()):
+        kinds.append("inf")
+    if bool((tensor == float("-inf")).any()):
+        kinds.append("-inf")
+    return " and ".join(kinds) or "nan"
+
+
+@dataclass
+class ForwardCulprit:
+    phase: str  # "forward", or "update" when the non-finite values were already in the parameters
+    op: str | None
+    node: object | None
+    candidates: list[str]
+    exact: bool
+    value: str
+    parameters: list  # non-finite parameter tensors (phase "update")
+    data: bool  # the input data itself held NaN/Inf
+
+
+def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
+    """Where did a non-finite loss come from? Read the values every node saved, find the first that is not finite.
+
+    A node's output is known when a consumer saved it (or it saved its own result); its inputs when it saved
+    them. The culprit is the earliest operation whose output is non-finite (or unknown and on the path to one)
+    while its inputs are finite; unary operations (log, sqrt, exp, ...) are recomputed to confirm.
+    """
+    graph = walk([loss.grad_fn])
+    finite: dict = {loss.grad_fn: False}
+    bad_params, data_bad = [], False
+    for node in graph.nodes:
+        if op_name(node) == ACCUMULATE:
+            variable = node.variable
+            finite[node] = is_finite(variable)
+            if not finite[node]:
+                bad_params.append(variable)
+            continue
+        for tensor in saved_tensors(node):
+            producer = tensor.grad_fn
+            ok = is_finite(tensor)
+            if producer is not None:
+                finite[producer] = finite.get(producer, True) and ok
+            elif not tensor.requires_grad and not ok:
+                data_bad = True
+    order = forward_order(graph)
+    if bad_params:
+        return ForwardCulprit("update", None, None, [], False, "nan", bad_params, data_bad)
+    first = next((node for node in order if finite.get(node) is False), loss.grad_fn)
+    # Candidates: `first` and the unknown-valued operations feeding it, up to known-finite values.
+    candidates, queue = [first], [first]
+    while queue:
+        node = queue.pop()
+        for child in graph.children.get(node, ()):
+            if child not in candidates and finite.get(child) is None and op_name(child) != ACCUMULATE:
+                candidates.append(child)
+                queue.append(child)
+    position = {node: i for i, node in enumerate(order)}
+    candidates.sort(key=lambda node: position.get(node, 0))
+    culprit = next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
+    exact = len(candidates) == 1 or _recomputed_nonfinite(culprit)
+    value = "nan"
+    recomputed = _recompute(culprit)
+    if recomputed is not None:
+        value = kind_of_nonfinite(recomputed)
+    elif loss.numel() == 1:
+        value = "inf" if math.isinf(float(loss.detach())) else "nan"
+    names = [op_name(n) for n in candidates]
+    return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [], data_bad)
+
+
+def _recompute(node):
+    function = RECOMPUTABLE.get(op_name(node))
+    if function is None or not hasattr(node, "_saved_self"):
+        return None
+    try:
+        with torch.no_grad():
+            return function(node._saved_self)
+    except RuntimeError:
+        return None
+
+
+def _recomputed_nonfinite(node) -> bool:
+    try:
+        inputs_finite = is_finite(node._saved_self)
+    except (AttributeError, RuntimeError):
+        return False
+    recomputed = _recompute(node)
+    return recomputed is not None and inputs_finite and not is_finite(recomputed)

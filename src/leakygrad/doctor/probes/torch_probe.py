@@ -1,0 +1,987 @@
+"""The PyTorch probe: hooks that measure a training run without changing it, and hand the doctor statistics.
+
+What runs when (step = one optimiser step; without an optimiser, one backward call):
+
+- Every step (a few microseconds): the loss is read at `backward()` (one patched function,
+  `torch.autograd.backward`, which `Tensor.backward` calls); if it is not finite, the live autograd graph is
+  searched for the first operation that produced the NaN/Inf, before the backward pass frees its values.
+- Sampled steps (every `every`-th, step 0 included): global module forward hooks are installed for that step
+  only. They note each layer's position, register a hook on its output for the gradient that arrives there,
+  and, for recurrent layers, on its input for the gradient at each time step. At `backward()` the autograd
+  graph is walked once: activations (ReLU/sigmoid/tanh, as modules or plain function calls) are summarised
+  from the values their nodes saved, and hooks go on gating operations (clamp, round, ...) to measure how much
+  gradient they block, and on operations with infinite derivatives (log, sqrt, div, ...) to catch the first
+  NaN of the backward pass. At the optimiser step: gradient and weight norms per layer, and the update/weight
+  ratio. Everything is reduced on the tensors' device and fetched in one transfer at the end of the step.
+- Between sampled steps no module hook is installed, so PyTorch takes its hook-free fast path.
+
+Nothing here changes a value the training computes: hooks return None, statistics are computed on detached
+tensors under no_grad, and an exception inside the doctor is caught and kept as an internal note. The one
+rearrangement, feeding a recurrent layer a detached alias of its input that requires grad (on sampled steps,
+when the input has no gradient of its own), computes the same forward values and the same parameter gradients;
+`tests/doctor/test_never_changes_training.py` checks losses and parameters bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.optim.optimizer as optimizer_hooks
+from torch import nn
+
+from leakygrad.doctor.probes import torch_graph as graph_tools
+from leakygrad.doctor.probes.torch_graph import op_name
+from leakygrad.doctor.probes.torch_stats import (
+    ActivationTally,
+    Deferred,
+    add_activation,
+    blocked_fraction,
+    norm,
+    time_step_norms,
+    unit_axis,
+)
+from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
+
+ACTIVATION_OPS = ("relu", "sigmoid", "tanh")
+GATING_OPS = {
+    "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
+    "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+}  # fmt: skip
+GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
+
+
+# --- the one patched function: torch.autograd.backward ------------------------------------------------------------
+_active_probes: list[TorchProbe] = []
+_original_backward = None
+TORCH_BACKWARD = torch.autograd.backward  # as PyTorch defines it (this module is imported before any patching)
+
+
+def _patched_backward(tensors, *args, **kwargs):
+    probes = list(_active_probes)
+    for probe in probes:
+        probe.before_backward(tensors)
+    result = _original_backward(tensors, *args, **kwargs)
+    for probe in probes:
+        probe.after_backward()
+    return result
+
+
+def _activate(probe: TorchProbe) -> None:
+    global _original_backward
+    if not _active_probes:
+        _original_backward = torch.autograd.backward
+        torch.autograd.backward = functools.wraps(_original_backward)(_patched_backward)
+    _active_probes.append(probe)
+
+
+def _deactivate(probe: TorchProbe) -> None:
+    global _original_backward
+    if probe in _active_probes:
+        _active_probes.remove(probe)
+    if not _active_probes and _original_backward is not None:
+        torch.autograd.backward = _original_backward
+        _original_backward = None
+
+
+# --- what the probe knows about each module ----------------------------------------------------------------------
+@dataclass
+class ModuleInfo:
+    name: str
+    kind: str
+    has_weights: bool  # owns trainable parameters directly
+    recurrent: str | None  # "sequence" (nn.RNN/LSTM/GRU), "cell" (nn.RNNCell/...), or None
+    gated: bool  # LSTM/GRU: internal sigmoid/tanh gates are not reported as saturated
+    leaf: bool  # no submodules: an op producing its output is *in* it (else the op sits in its forward, after ...)
+
+
+def _module_info(name: str, module: nn.Module) -> ModuleInfo:
+    has_weights = any(p.requires_grad for p in module.parameters(recurse=False))
+    recurrent = "sequence" if isinstance(module, nn.RNNBase) else "cell" if isinstance(module, nn.RNNCellBase) else None
+    leaf = next(module.children(), None) is None
+    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, isinstance(module, GATED_RECURRENT), leaf)
+
+
+def _first_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+        return value[0]
+    return None
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        out = []
+        for v in value:
+            out.extend(_tensors(v))
+        return out
+    return []
+
+
+UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
+
+
+def _spread_sample(param: torch.Tensor) -> torch.Tensor:
+    """Up to UPDATE_SAMPLE entries spread evenly through the parameter: a strided view, no copy."""
+    flat = param.detach().reshape(-1)
+    return flat[:: max(1, flat.numel() // UPDATE_SAMPLE)]
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
+@dataclass
+class StepState:
+    """What one sampled step has gathered so far (device tensors, fetched at its end)."""
+
+    deferred: Deferred = field(default_factory=Deferred)
+    order: dict = field(default_factory=dict)  # module name -> forward position
+    output_nodes: dict = field(default_factory=dict)  # grad_fn node -> module name
+    output_storages: dict = field(default_factory=dict)  # storage pointer of outputs with grad -> module name
+    boundaries: dict = field(default_factory=dict)  # recurrent module name -> grad_fn nodes of its inputs
+    recurrent_outputs: dict = field(default_factory=dict)  # recurrent module name -> its output nodes
+    out_grad_norms: dict = field(default_factory=dict)  # module name -> [deferred index], one per call
+    grad_arrival: list = field(default_factory=list)  # module names in the order their output gradient arrived
+    time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
+    cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
+    activations: dict = field(default_factory=dict)  # site -> ActivationTally
+    gates: dict = field(default_factory=dict)  # "op@site" -> (op, site, [(blocked idx, arriving idx)], elements)
+    nan_checks: list = field(default_factory=list)  # (deferred index, node, parents, label) in backward order
+    cuts: set = field(default_factory=set)
+    seen_nodes: set = field(default_factory=set)
+    params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
+    grad_norm_idx: list = field(default_factory=list)
+    weight_norm_idx: list = field(default_factory=list)  # weight samples after the update
+    before_norm_idx: list = field(default_factory=list)  # weight samples the step used (before its update)
+    update_norm_idx: list = field(default_factory=list)
+    before_update: list | None = None
+    module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
+    samples: list = field(default_factory=list)  # evenly spaced entries of each parameter (views)
+    sample_scale: list = field(default_factory=list)  # sqrt(entries / sampled entries), per parameter
+
+    def release(self) -> None:
+        """Drop every reference to autograd nodes and tensors. Hooks left on nodes still point to this state;
+        without this, a node -> hook -> state -> node cycle through C++ objects would keep each sampled step's
+        graph, and the whole doctor, alive for good."""
+        for value in vars(self).values():
+            if isinstance(value, (dict, list, set)):
+                value.clear()
+        self.deferred = Deferred()
+        self.before_update = None
+
+
+class TorchProbe:
+    def __init__(self, doctor, model=None, optimizer=None, discover: bool = False, name: str | None = None):
+        self.doctor = doctor
+        self.every = doctor.every
+        self.thresholds = doctor.thresholds
+        self.discover = discover
+        self.infos: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> ModuleInfo
+        self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
+        self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
+        self.root_names: list[str] = []
+        self.info_by_name: dict[str, ModuleInfo] = {}
+        self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
+        self.primary = None  # weakref to the optimiser whose steps count as training steps
+        self.step = 0
+        self.sampling = False
+        self.state: StepState | None = None
+        self.attached = False
+        self._depth = 0
+        self._losses: list[float] = []
+        self._pending_device_losses: list = []
+        self._backward_calls = 0
+        self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
+        self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
+        self._reset_marks = None  # (parameter, its .grad, version) after a sampled optimiser step
+        self._backward_since_marks = 0
+        self._nonfinite_seen = False
+        self._last_finite_step = 0  # the last sampled step whose parameters were all finite
+        self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
+        self._module_handles = []
+        self._global_handles = []
+        self._failures: dict[str, int] = {}
+        self._views: dict[int, tuple] = {}  # id(parameter) -> (weakref, data pointer, _parameter_view result)
+        self._given_optimizer = optimizer
+        models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
+        for m in models:
+            if not isinstance(m, nn.Module):
+                raise TypeError(f"watch: expected a torch.nn.Module (or a list of them), got {type(m).__name__}")
+        self._given_models = models
+        self._given_name = name
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"watch: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+
+    # --- attaching ----------------------------------------------------------------------------------------------
+    def attach(self) -> None:
+        if self.attached:
+            return
+        for i, model in enumerate(self._given_models):
+            name = self._given_name if (self._given_name and i == 0) else type(model).__name__.lower()
+            self.add_root(model, name, prefixed=len(self._given_models) > 1)
+        if self._given_optimizer is not None:
+            self.mode = "optimizer"
+            self.optimizers[id(self._given_optimizer)] = True
+            self.primary = weakref.ref(self._given_optimizer)
+            self.doctor.history.watched.append(type(self._given_optimizer).__name__)
+        self._global_handles = [
+            optimizer_hooks.register_optimizer_step_pre_hook(self._on_optimizer_pre),
+            optimizer_hooks.register_optimizer_step_post_hook(self._on_optimizer_post),
+        ]
+        _activate(self)
+        self.attached = True
+        self._start_step()
+
+    def detach(self) -> None:
+        if not self.attached:
+            return
+        try:
+            if self._backward_calls and self.mode != "optimizer":
+                self._close_backward_step()
+            # In optimiser mode a step ends at the optimiser step; backward calls after the last one (a GAN's
+            # generator loss after the discriminator's step) belong to no complete step and are not counted.
+            self._flush_device_losses()
+        except Exception as error:
+            self._fail("finishing the run", error)
+        self._remove_module_hooks()
+        for handle in self._global_handles:
+            handle.remove()
+        self._global_handles = []
+        _deactivate(self)
+        self.attached = False
+        if self.state is not None:
+            self.state.release()
+        self.state = None
+        self._reset_marks = None
+        self._views.clear()
+
+    def add_root(self, module: nn.Module, name: str, prefixed: bool) -> None:
+        # A bare nn.Sequential's paths are just indices ("3"); prefix them with its name ("model.3").
+        prefix = f"{name}." if prefixed or isinstance(module, nn.Sequential) else ""
+        self.root_names.append(name)
+        for path, sub in module.named_modules():
+            if sub in self.infos:
+                continue
+            label = f"{prefix}{path}" if path else name
+            self.infos[sub] = _module_info(label, sub)
+            self.info_by_name[label] = self.infos[sub]
+        for path, param in module.named_parameters():
+            if id(param) not in self.param_labels:
+                owner = path.rpartition(".")[0]
+                label = f"{prefix}{owner}" if owner else name
+                self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
+        self.doctor.history.watched.append(name)
+
+    def _param_label(self, param):
+        entry = self.param_labels.get(id(param))
+        if entry is None or entry[0]() is not param:
+            return None
+        return entry
+
+    def _discover(self, module: nn.Module) -> ModuleInfo | None:
+        """A module called at top level with grad enabled and trainable parameters: a model to watch."""
+        if module in self.rejected:
+            return None
+        if not any(p.requires_grad for p in module.parameters()):
+            self.rejected.add(module)
+            return None
+        name = _global_name(module) or type(module).__name__.lower()
+        while name in self.root_names:
+            name += "_"
+        self.add_root(module, name, prefixed=bool(self.root_names))
+        return self.infos.get(module)
+
+    # --- step boundaries ------------------------------------------------------------------------------------------
+    def _start_step(self) -> None:
+        self._awaiting = False
+        self.sampling = self.step % self.every == 0
+        self._backward_calls = 0
+        self._losses = []
+        if self.state is not None:
+            self.state.release()  # an unfinished sampled step (no optimiser step came)
+        self.state = StepState() if self.sampling else None
+        self._depth = 0
+        if self.sampling:
+            self._install_module_hooks()
+
+    def _end_step(self, start_next: bool = True) -> None:
+        if self._losses:
+            self.doctor.add_loss(self.step, sum(self._losses) / len(self._losses))
+        self.step += 1
+        self.doctor.set_steps(self.step)
+        if len(self._pending_device_losses) >= self.every:
+            self._flush_device_losses()
+        if start_next:
+            self._remove_module_hooks()
+            self._start_step()
+
+    def _install_module_hooks(self) -> None:
+        if self._module_handles:
+            return
+        module_hooks = nn.modules.module
+        self._module_handles = [
+            module_hooks.register_module_forward_pre_hook(self._on_forward_pre),
+            module_hooks.register_module_forward_hook(self._on_forward),
+        ]
+
+    def _remove_module_hooks(self) -> None:
+        for handle in self._module_handles:
+            handle.remove()
+        self._module_handles = []
+
+    # --- internal errors: noted, never raised into the training -------------------------------------------------------
+    def _fail(self, where: str, error: BaseException) -> None:
+        self._failures[where] = self._failures.get(where, 0) + 1
+        self.doctor.internal_error(where, error)
+
+    # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
+    def _on_forward_pre(self, module, args):
+        try:
+            depth = self._depth
+            if self._awaiting and torch.is_grad_enabled():
+                self._resolve_backward_mode()
+            self._depth += 1
+            info = self.infos.get(module)
+            if info is None and self.discover and depth == 0 and torch.is_grad_enabled():
+                info = self._discover(module)
+            if info is None or not torch.is_grad_enabled() or self.state is None:
+                return None
+            state = self.state
+            state.order.setdefault(info.name, len(state.order))
+            for arg in _tensors(args):
+                if arg.is_floating_point() and not arg.requires_grad and state.output_storages:
+                    producer = state.output_storages.get(_storage(arg))
+                    if producer is not None and producer != info.name:
+                        state.cuts.add((producer, info.name))
+            if info.recurrent:
+                state.boundaries.setdefault(info.name, set()).update(
+                    t.grad_fn for t in _tensors(args) if t.grad_fn is not None
+                )
+                if info.recurrent == "sequence":
+                    return self._watch_sequence_input(module, info, args)
+        except Exception as error:
+            self._fail("forward pre-hook", error)
+        return None
+
+    def _watch_sequence_input(self, module, info: ModuleInfo, args):
+        """Hook the gradient at each time step of a recurrent layer's input."""
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2:
+            return None  # PackedSequence or unusual input: no per-time-step view
+        time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
+        hook = functools.partial(self._on_time_grad, self.state, info.name, time_axis)
+        if x.requires_grad:
+            x.register_hook(hook)
+            return None
+        # The input carries no gradient (raw data): give the layer a detached alias that does. Same values,
+        # same parameter gradients; the extra gradient w.r.t. the input is computed on sampled steps only.
+        alias = x.detach().requires_grad_(True)
+        alias.register_hook(hook)
+        return (alias, *args[1:])
+
+    def _on_forward(self, module, args, output):
+        try:
+            self._depth = max(0, self._depth - 1)
+            info = self.infos.get(module)
+            if info is None or not torch.is_grad_enabled() or self.state is None:
+                return None
+            state = self.state
+            y = _first_tensor(output)
+            if y is None or not y.is_floating_point():
+                return None
+            for t in _tensors(output):
+                if t.grad_fn is not None:
+                    state.output_nodes.setdefault(t.grad_fn, info.name)
+                    if info.recurrent:
+                        state.recurrent_outputs.setdefault(info.name, set()).add(t.grad_fn)
+            if y.requires_grad:
+                state.output_storages[_storage(y)] = info.name
+            if info.has_weights or info.recurrent:
+                if y.requires_grad:
+                    if info.recurrent == "cell":
+                        calls = state.cell_calls.setdefault(info.name, [])
+                        calls.append(None)
+                        y.register_hook(functools.partial(self._on_cell_grad, state, info.name, len(calls) - 1))
+                    y.register_hook(functools.partial(self._on_output_grad, state, info.name))
+        except Exception as error:
+            self._fail("forward hook", error)
+        return None
+
+    # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
+    def _on_output_grad(self, state: StepState, name: str, grad):
+        try:
+            state.out_grad_norms.setdefault(name, []).append(state.deferred.scalar(norm(grad)))
+            state.grad_arrival.append(name)
+        except Exception as error:
+            self._fail("output gradient hook", error)
+
+    def _on_cell_grad(self, state: StepState, name: str, call: int, grad):
+        try:
+            state.cell_calls[name][call] = state.deferred.scalar(torch.linalg.vector_norm(grad.detach().float()))
+        except Exception as error:
+            self._fail("recurrent cell gradient hook", error)
+
+    def _on_time_grad(self, state: StepState, name: str, time_axis: int, grad):
+        try:
+            state.time_norms[name] = state.deferred.vector(time_step_norms(grad, time_axis))
+        except Exception as error:
+            self._fail("time-step gradient hook", error)
+
+    def _on_gate_grad(self, state: StepState, key: str, grad_inputs, grad_outputs):
+        try:
+            grad_in = grad_inputs[0] if grad_inputs else None
+            grad_out = grad_outputs[0] if grad_outputs else None
+            if grad_in is None or grad_out is None or grad_in.shape != grad_out.shape:
+                return
+            blocked, arriving = blocked_fraction(grad_in, grad_out)
+            entry = state.gates[key]
+            entry[2].append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
+            entry[3] += grad_out.numel()
+        except Exception as error:
+            self._fail("gating-op gradient hook", error)
+
+    def _on_nan_prone_grad(self, state: StepState, node, parents, label, grad_inputs, grad_outputs):
+        try:
+            outs = [g for g in grad_outputs if g is not None]
+            ins = [g for g in grad_inputs if g is not None]
+            if not outs or not ins:
+                return
+            # A sum is NaN or Inf when a term is (or when finite terms overflow it, which needs entries near
+            # 1e33: broken too). One reduction is far cheaper than isfinite(g).all(), which writes a mask first.
+            finite_out = torch.stack([torch.isfinite(g.sum()) for g in outs]).all()
+            finite_in = torch.stack([torch.isfinite(g.sum()) for g in ins]).all()
+            born_here = finite_out & ~finite_in  # finite gradient in, non-finite gradient out: NaN born here
+            state.nan_checks.append((state.deferred.scalar(born_here), node, parents, label))
+        except Exception as error:
+            self._fail("NaN check hook", error)
+
+    # --- backward (every step) ----------------------------------------------------------------------------------------
+    def before_backward(self, tensors) -> None:
+        try:
+            roots = _tensors(tensors) if not isinstance(tensors, torch.Tensor) else [tensors]
+            if self._awaiting:
+                self._resolve_backward_mode()
+            self._backward_calls += 1
+            if self._reset_marks is not None:
+                self._backward_since_marks += 1
+            loss = roots[0] if roots else None
+            if loss is not None and loss.numel() == 1 and loss.is_floating_point():
+                self._record_loss(loss)
+            if self.sampling and self.state is not None:
+                self._walk_graph(roots)
+        except Exception as error:
+            self._fail("before backward", error)
+
+    def after_backward(self) -> None:
+        """Without an optimiser, each forward + backward is one step and ends here.
+
+        Until an optimiser has been seen we cannot tell: the step may yet end at an optimiser step (the runner
+        meets optimisers only when they first step). So wait with the hooks on: an optimiser step next means
+        "optimizer" mode; another forward or backward first means "backward" mode, and the step ended here.
+        """
+        try:
+            if self.mode == "backward":
+                self._close_backward_step()
+            elif self.mode == "unknown":
+                self._awaiting = True
+                self._install_module_hooks()
+        except Exception as error:
+            self._fail("after backward", error)
+
+    def _close_backward_step(self) -> None:
+        self._awaiting = False
+        if self.sampling and self.state is not None:
+            self._finish_sampled_step(with_update=False)
+        self._end_step()
+
+    def _resolve_backward_mode(self) -> None:
+        """A new forward or backward began after a backward with no optimiser step between: no optimiser."""
+        self.mode = "backward"
+        self._close_backward_step()
+
+    def _record_loss(self, loss: torch.Tensor) -> None:
+        if loss.device.type != "cpu":
+            self._pending_device_losses.append((self.step, loss.detach()))
+            return
+        value = float(loss.detach())
+        self._losses.append(value)
+        if not math.isfinite(value) and not self._nonfinite_seen:
+            self._nonfinite_seen = True
+            self._locate_forward_nonfinite(loss)
+
+    def _flush_device_losses(self) -> None:
+        if not self._pending_device_losses:
+            return
+        steps = [s for s, _ in self._pending_device_losses]
+        values = torch.stack([t.float().cpu() for _, t in self._pending_device_losses]).tolist()
+        self._pending_device_losses = []
+        for step, value in zip(steps, values):
+            self.doctor.add_loss(step, value)
+
+    # --- the graph walk (sampled steps) -------------------------------------------------------------------------------
+    def _walk_graph(self, roots) -> None:
+        state = self.state
+        root_nodes = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        if not root_nodes:
+            return
+        graph = graph_tools.walk(root_nodes, with_parents=True)
+        names = state.output_nodes
+        loss_nodes = graph_tools.loss_side(graph, root_nodes, names)
+        inside = {}  # node -> recurrent module it belongs to
+        for module_name, outputs in state.recurrent_outputs.items():
+            for node in graph_tools.region(outputs, state.boundaries.get(module_name, set())):
+                inside.setdefault(node, module_name)
+        gated = {info.name for info in self.infos.values() if info.gated}
+        saturation = self.thresholds.saturation_derivative
+        for node in graph.nodes:
+            if node in state.seen_nodes:
+                continue
+            state.seen_nodes.add(node)
+            op = op_name(node)
+            if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
+                owner = inside.get(node)
+                if owner in gated:
+                    continue
+                self._tally_activation(state, node, op, owner, saturation)
+            elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
+                gate = GATING_OPS.get(op, op)
+                if node in loss_nodes:
+                    site = "loss"
+                else:
+                    site = names.get(node) or inside.get(node)
+                    site = f"in {site}" if site else f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                key = f"{gate}@{site}"
+                state.gates.setdefault(key, [gate, site, [], 0])
+                node.register_hook(functools.partial(self._on_gate_grad, state, key))
+            if op in graph_tools.BACKWARD_NAN_PRONE:
+                label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
+                node.register_hook(functools.partial(self._on_nan_prone_grad, state, node, graph.parents, label))
+
+    def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
+        names = state.output_nodes
+        feeds_from = graph_tools.nearest_upstream(node, names)
+        site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
+        y = node._saved_result
+        feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
+        feeds_kind = feeds_info.kind if feeds_info else None
+        axis = unit_axis(y, feeds_kind)
+        units = y.shape[axis] if y.dim() else 1
+        tally = state.activations.get(site)
+        if tally is None or tally.units != units or tally.function != op:
+            tally = ActivationTally(op, units, feeds_from=feeds_from if feeds_from != site else None)
+            if site in state.order:
+                tally.depth = state.order[site]
+            elif feeds_from in state.order:
+                tally.depth = state.order[feeds_from] + 0.5
+            state.activations[site] = tally
+        with torch.no_grad():
+            add_activation(tally, y, axis, saturation)
+
+    # --- optimiser steps ----------------------------------------------------------------------------------------------
+    def _is_watched_optimizer(self, optimizer) -> bool:
+        known = self.optimizers.get(id(optimizer))
+        if known is None:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            known = any(self._param_label(p) for p in params) or (self.discover and not self.param_labels)
+            self.optimizers[id(optimizer)] = known
+            if known:
+                self.doctor.history.watched.append(type(optimizer).__name__)
+        return known
+
+    def _on_optimizer_pre(self, optimizer, args, kwargs):
+        try:
+            if not self._is_watched_optimizer(optimizer):
+                return None
+            if self.primary is None:
+                self.primary = weakref.ref(optimizer)
+            if self.primary() is not optimizer:
+                return None
+            self.mode = "optimizer"
+            self._awaiting = False
+            if self._reset_marks is not None:
+                self._check_reset()
+            if self.sampling and self.state is not None:
+                self._remove_module_hooks()
+                self._measure_parameters(self._optimizer_parameters(optimizer), snapshot=True)
+        except Exception as error:
+            self._fail("optimizer pre-step hook", error)
+        return None
+
+    def _on_optimizer_post(self, optimizer, args, kwargs):
+        try:
+            if self.primary is None or self.primary() is not optimizer:
+                return
+            if self.sampling and self.state is not None:
+                self._finish_sampled_step(with_update=True)
+                self._reset_marks = [
+                    (p, p.grad, p.grad._version) for p in self._optimizer_parameters(optimizer) if p.grad is not None
+                ]
+                self._backward_since_marks = 0
+            self._end_step()
+        except Exception as error:
+            self._fail("optimizer post-step hook", error)
+            try:
+                self._end_step()
+            except Exception as second:
+                self._fail("ending a step", second)
+
+    def _optimizer_parameters(self, optimizer):
+        return [p for group in optimizer.param_groups for p in group["params"] if self._param_label(p)]
+
+    def _model_parameters(self):
+        out = []
+        for ref, _, _ in self.param_labels.values():
+            p = ref()
+            if p is not None and p.requires_grad:
+                out.append(p)
+        return out
+
+    def _check_reset(self) -> None:
+        """At the optimiser step after a sampled one: were the gradients reset in between?
+
+        `backward()` adds into an existing `.grad` in place (its version counter goes up by one per backward that
+        reaches it); `zero_grad()` either replaces it with None (a new tensor comes next) or zeroes it in place
+        (one more version). So a gradient that is the same tensor, moved on by no more versions than there were
+        backward calls, was never reset: it still holds the previous step's gradient.
+        """
+        marks, self._reset_marks = self._reset_marks, None
+        backward_calls = self._backward_since_marks
+        stale = reset = 0
+        for p, grad, version in marks:
+            if p.grad is not grad:
+                reset += 1
+            elif 0 < grad._version - version <= backward_calls:
+                stale += 1
+            elif grad._version - version > backward_calls:
+                reset += 1
+        if stale or reset:
+            self.doctor.check_reset(self.step, reset=stale <= reset)
+
+    @torch.no_grad()
+    def _measure_parameters(self, params, snapshot: bool) -> None:
+        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of evenly spaced entries.
+
+        Copying every parameter before each sampled update would cost as much as a plain SGD step; the ratio
+        ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread evenly through each
+        tensor (a strided view: no random numbers, nothing copied but those entries).
+        """
+        state = self.state
+        state.params, state.samples, state.sample_scale = [], [], []
+        state.grad_norm_idx, state.weight_norm_idx, state.update_norm_idx = [], [], []
+        grads = []
+        for p in params:
+            name, label, sample, scale = self._parameter_view(p)
+            state.params.append((name, label, p))
+            state.samples.append(sample)
+            state.sample_scale.append(scale)
+            grads.append(p.grad)  # under no_grad here; a .grad never requires grad itself
+        with_grad = [g for g in grads if g is not None]
+        if snapshot:  # the weight samples are measured after the update, with the change (one call for both)
+            state.before_update = torch._foreach_mul(state.samples, 1.0) if state.samples else []
+            norms = torch._foreach_norm(with_grad) if with_grad else []
+        else:
+            norms = torch._foreach_norm([*with_grad, *state.samples]) if with_grad or state.samples else []
+            state.weight_norm_idx = state.deferred.scalars(norms[len(with_grad) :])
+            state.before_norm_idx = state.weight_norm_idx  # no update follows: these are the weights the step used
+        grad_norms = iter(state.deferred.scalars(norms[: len(with_grad)]))
+        state.grad_norm_idx = [None if g is None else next(grad_norms) for g in grads]
+
+    def _parameter_view(self, p):
+        """(name, module label, evenly spaced sample view, sqrt(size / sample size)), cached per parameter."""
+        cached = self._views.get(id(p))
+        if cached is not None and cached[0]() is p and cached[1] == p.data_ptr():
+            return cached[2]
+        _, name, label = self._param_label(p)
+        sample = _spread_sample(p)
+        view = (name, label, sample, math.sqrt(p.numel() / max(sample.numel(), 1)))
+        self._views[id(p)] = (weakref.ref(p), p.data_ptr(), view)  # re-made if the storage is ever replaced
+        return view
+
+    @torch.no_grad()
+    def _measure_update(self) -> None:
+        state = self.state
+        if state.before_update is None:
+            return
+        if not state.samples:
+            return
+        changes = torch._foreach_sub(state.samples, state.before_update)  # the views see the updated values
+        # ||change||, ||weights after|| and ||weights before||, in one call
+        norms = torch._foreach_norm([*changes, *state.samples, *state.before_update])
+        count = len(changes)
+        state.update_norm_idx = state.deferred.scalars(norms[:count])
+        state.weight_norm_idx = state.deferred.scalars(norms[count : 2 * count])
+        state.before_norm_idx = state.deferred.scalars(norms[2 * count :])
+        state.before_update = None
+
+    # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
+    def _finish_sampled_step(self, with_update: bool) -> None:
+        state = self.state
+        if with_update:
+            self._measure_update()
+        elif not state.params:
+            self._measure_parameters(self._model_parameters(), snapshot=False)
+        self._defer_activation_tallies(state)
+        scalars, vectors = state.deferred.fetch()
+        value = lambda i: None if i is None else scalars[i]  # noqa: E731
+        record = StepRecord(step=self.step)
+        if self._losses:
+            record.loss = sum(self._losses) / len(self._losses)
+        self._add_parameter_stats(record, state, value)
+        self._add_layer_stats(record, state, value, vectors)
+        self._add_activation_stats(record, state, value, vectors)
+        for key, (op, site, pairs, elements) in state.gates.items():
+            arriving = sum(value(a) for _, a in pairs)
+            if arriving > 0:
+                blocked = sum(value(b) for b, _ in pairs)
+                record.ops[key] = OpStats(op, site, blocked / arriving, elements)
+        record.graph_cuts = sorted(state.cuts)
+        self._layer_order.update(state.order)
+        self._backward_nonfinite(record, state, value)
+        self.doctor.record(record)
+        state.release()
+        self.state = None
+
+    def _add_parameter_stats(self, record: StepRecord, state: StepState, value) -> None:
+        by_module: dict[str, list] = {}
+        total = 0.0
+        for (name, label, _), g_idx, w_idx, u_idx, scale in zip(
+            state.params,
+            state.grad_norm_idx,
+            state.weight_norm_idx,
+            state.update_norm_idx or [None] * len(state.params),
+            state.sample_scale,
+        ):
+            grad_norm, weight_norm, update_norm = value(g_idx), value(w_idx), value(u_idx)
+            # the sampled entries' norms, scaled up to the whole tensor (their ratio needs no scaling)
+            weight_norm *= scale
+            update_norm = None if update_norm is None else update_norm * scale
+            record.param_has_grad[name] = grad_norm is not None and grad_norm != 0  # NaN counts: it arrived
+            record.param_module[name] = label
+            sums = by_module.setdefault(label, [0.0, 0.0, 0.0, False])
+            if grad_norm is not None:
+                sums[0] += grad_norm**2
+                total += grad_norm**2
+            sums[1] += weight_norm**2
+            if update_norm is not None:
+                sums[2] += update_norm**2
+                sums[3] = True
+        record.grad_norm = math.sqrt(total) if state.params else None
+        state.module_sums = by_module
+
+    def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
+        infos = self.info_by_name
+        sums = state.module_sums
+        for name, depth in state.order.items():
+            info = infos.get(name)
+            if info is None or not (info.has_weights or info.recurrent):
+                continue
+            layer = LayerStats(name, info.kind, depth, has_weights=info.has_weights, recurrent=bool(info.recurrent))
+            norms = [value(i) for i in state.out_grad_norms.get(name, [])]
+            if norms:
+                layer.out_grad_norm = math.sqrt(sum(n * n for n in norms))  # over every call of the layer
+                layer.nonfinite_grad = not math.isfinite(layer.out_grad_norm)
+            module_sums = sums.get(name)
+            if module_sums is not None:
+                grad_sq, weight_sq, update_sq, has_update = module_sums
+                layer.param_grad_norm = math.sqrt(grad_sq)
+                layer.weight_norm = math.sqrt(weight_sq)
+                if has_update and weight_sq > 0:
+                    layer.update_ratio = math.sqrt(update_sq) / math.sqrt(weight_sq)
+            if name in state.time_norms:
+                layer.time_grad_norms = list(vectors[state.time_norms[name]])
+            elif name in state.cell_calls:
+                norms = [value(i) for i in state.cell_calls[name]]
+                if len(norms) >= 2 and all(n is not None for n in norms):
+                    layer.time_grad_norms = norms
+            record.layers[name] = layer
+
+    def _add_activation_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
+        for site, tally in state.activations.items():
+            if not tally.elements:
+                continue
+            stats = ActivationStats(
+                site, tally.function, tally.units, tally.examples, feeds_from=tally.feeds_from, depth=tally.depth
+            )
+            if tally.positive:
+                stats.zero_fraction = 1 - sum(value(i) for i in tally.positive) / tally.elements
+            if tally.saturated:
+                stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements
+            if tally.derivative_sum:
+                stats.mean_derivative = sum(value(i) for i in tally.derivative_sum) / tally.elements
+            if tally.unit_active is not None:
+                stats.unit_active = (vectors[tally.unit_active] > 0).astype(np.uint8).tobytes()
+            record.activations[site] = stats
+
+    def _defer_activation_tallies(self, state: StepState) -> None:
+        """Turn each tally's device counts into deferred indices (so they ride the step's one transfer)."""
+        for tally in state.activations.values():
+            tally.positive = [state.deferred.scalar(t) for t in tally.positive]
+            tally.saturated = [state.deferred.scalar(t) for t in tally.saturated]
+            tally.derivative_sum = [state.deferred.scalar(t) for t in tally.derivative_sum]
+            if tally.unit_active is not None:
+                tally.unit_active = state.deferred.vector(tally.unit_active)
+
+    def _backward_nonfinite(self, record: StepRecord, state: StepState, value) -> None:
+        """After a sampled step: a NaN born in its backward pass (exact), one that reached a layer's output (bounded
+        to the ops between it and the loss), or parameters made non-finite by some update since the last sample."""
+        if self._nonfinite_seen or (record.loss is not None and not math.isfinite(record.loss)):
+            return
+        if self._report_broken_weights(state, state.before_norm_idx, value, before=True):
+            return  # the step ran on weights an earlier update had broken: what follows is a consequence
+        born = next((entry for entry in state.nan_checks if value(entry[0]) > 0), None)
+        if born is not None:
+            _, node, parents, label = born
+            op = op_name(node)
+            self._nonfinite_seen = True
+            self.doctor.set_nonfinite(
+                NonfiniteEvent(
+                    step=self.step,
+                    phase="backward",
+                    where=op,
+                    op=op,
+                    module=label,
+                    through_where=graph_tools.leads_to_where(node, parents),
+                )
+            )
+            return
+        first_bad = next(
+            (name for name in state.grad_arrival if name in record.layers and record.layers[name].nonfinite_grad),
+            None,
+        )
+        if first_bad is not None:
+            self._nonfinite_seen = True
+            self.doctor.set_nonfinite(
+                NonfiniteEvent(
+                    step=self.step,
+                    phase="backward",
+                    where=first_bad,
+                    module=first_bad,
+                    exact=False,
+                    detail=f"the gradient arriving at `{first_bad}`'s output was already non-finite: the operation "
+                    "that produced it lies between that layer and the loss",
+                )
+            )
+            return
+        if not self._report_broken_weights(state, state.weight_norm_idx, value, before=False):
+            self._last_finite_step = self.step
+
+    def _report_broken_weights(self, state: StepState, norm_idx: list, value, before: bool) -> bool:
+        """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
+        a clamp or a max can hide NaN weights from the loss)."""
+        bad = [
+            self._param_label(p)
+            for (_, _, p), idx in zip(state.params, norm_idx)
+            if idx is not None and not math.isfinite(value(idx))
+        ]
+        if not bad:
+            return False
+        if before:
+            detail = (
+                f"parameters were finite after sampled step {self._last_finite_step} and non-finite when step "
+                f"{self.step} began: an optimiser step in between applied a non-finite gradient (rerun with "
+                "--every 1 to name the operation)"
+            )
+        else:
+            detail = (
+                f"the update of step {self.step} made the parameters non-finite, though no NaN was seen in its "
+                "backward pass at the measured points (the layers' outputs and the ops with infinite derivatives)"
+            )
+        self._report_nonfinite_parameters([entry for entry in bad if entry is not None], self.step, detail)
+        return True
+
+    # --- locating a non-finite loss in the live graph -----------------------------------------------------------------
+    def _locate_forward_nonfinite(self, loss: torch.Tensor) -> None:
+        try:
+            culprit = graph_tools.locate_forward_nonfinite(loss)
+        except Exception as error:
+            self._fail("locating the first non-finite value", error)
+            self.doctor.set_nonfinite(NonfiniteEvent(self.step, "forward", "loss", exact=False))
+            return
+        if culprit.phase == "update":
+            labels = [self._param_label(p) for p in culprit.parameters]
+            self._report_nonfinite_parameters(
+                [entry for entry in labels if entry is not None],
+                step=max(0, self.step - 1),
+                detail=f"parameters were already non-finite when step {self.step} began, so the optimiser step "
+                "before made them so, from a non-finite gradient (that step was not sampled: rerun with --every 1 "
+                "to name the operation)",
+            )
+            return
+        if culprit.data and culprit.op is None:
+            self.doctor.set_nonfinite(NonfiniteEvent(self.step, "forward", "input data", exact=True))
+            return
+        labels = self._node_labels(graph_tools.walk([loss.grad_fn]))
+        owner = self.info_by_name.get(labels.get(culprit.node))
+        inside = owner is not None and owner.leaf  # the op is the layer's own computation (a matmul that overflowed)
+        if inside:
+            module = owner.name
+        else:
+            module = graph_tools.nearest_upstream(culprit.node, labels) or labels.get(culprit.node)
+        self.doctor.set_nonfinite(
+            NonfiniteEvent(
+                step=self.step,
+                phase="forward",
+                where=culprit.op or "loss",
+                op=culprit.op,
+                module=module,
+                inside=inside,
+                value=culprit.value,
+                exact=culprit.exact,
+                candidates=culprit.candidates,
+                detail="" if culprit.exact else f"one of {', '.join(culprit.candidates)}",
+            )
+        )
+
+    def _report_nonfinite_parameters(self, entries, step: int, detail: str) -> None:
+        """Parameters turned NaN/Inf by an update: name the layer nearest the loss (the gradient reached it first)."""
+        modules = list(dict.fromkeys(label for _, _, label in entries))
+        modules.sort(key=lambda m: self._layer_order.get(m, -1))
+        where = modules[-1] if modules else "parameters"
+        self._nonfinite_seen = True
+        self.doctor.set_nonfinite(
+            NonfiniteEvent(
+                step=step,
+                phase="update",
+                where=where,
+                module=where,
+                exact=False,
+                parameters=[name for _, name, _ in entries],
+                detail=detail,
+            )
+        )
+
+    def _node_labels(self, graph) -> dict:
+        """node -> module label: module outputs seen this step, and ops that consume a module's parameters."""
+        labels = dict(self.state.output_nodes) if self.state is not None else {}
+        for node in graph.nodes:
+            if node in labels:
+                continue
+            for child in graph.children.get(node, ()):
+                grandchildren = [child] + list(graph.children.get(child, ()))[:1]
+                for leaf in grandchildren:
+                    if op_name(leaf) == graph_tools.ACCUMULATE:
+                        entry = self._param_label(leaf.variable)
+                        if entry is not None:
+                            labels[node] = entry[2]
+                            break
+                if node in labels:
+                    break
+        return labels
+
+
+def _global_name(module: nn.Module) -> str | None:
+    """The name the running script gave the module at top level (`model = Net()` -> 'model'), if any."""
+    main = sys.modules.get("__main__")
+    for name, value in vars(main).items() if main is not None else ():
+        if value is module and not name.startswith("_"):
+            return name
+    return None

@@ -1,0 +1,60 @@
+"""The terminal summary: one line per finding, most severe first, then where the full report is."""
+
+from __future__ import annotations
+
+from leakygrad.doctor.explain import fmt
+
+STYLE = {"error": "bold red", "warning": "yellow"}
+
+
+def first_sentence(text: str, limit: int = 110) -> str:
+    sentence = text.split(". ")[0].rstrip(".")
+    return sentence if len(sentence) <= limit else sentence[: limit - 3] + "..."
+
+
+def lines(doctor) -> list[tuple[str, str]]:
+    """(style, text) pairs; style is a rich style name or ''."""
+    history = doctor.history
+    findings = doctor.findings
+    out = []
+    watched = ", ".join(dict.fromkeys(history.watched)) or "no PyTorch model seen"
+    head = f"leakygrad doctor: {history.steps} steps, {history.records_seen} sampled (every {doctor.every}); {watched}"
+    out.append(("bold", head))
+    if not findings:
+        out.append(("green", "  no leaks found"))
+    width = max((len(f.symptom) for f in findings), default=0)
+    for f in findings:
+        text = f"  {f.severity.upper():7s} {f.symptom:{width}s}  {f.where}  (from step {f.first_step}): "
+        text += first_sentence(f.explanation)
+        out.append((STYLE[f.severity], text))
+    for note in doctor.notes:
+        out.append(("dim", f"  note (inside the doctor, training unaffected): {note}"))
+    return out
+
+
+def render(doctor, color: bool = False, report_paths=()) -> str:
+    text = "\n".join(t for _, t in lines(doctor))
+    for path in report_paths:
+        text += f"\n  full report: {path}"
+    return text
+
+
+def print_summary(doctor, report_paths=(), file=None) -> None:
+    """Print to the terminal (stderr by default, so the script's own stdout stays clean), in colour if rich is there."""
+    import sys
+
+    file = file or sys.stderr
+    try:
+        from rich.console import Console
+        from rich.text import Text
+    except ImportError:
+        print(render(doctor, report_paths=report_paths), file=file)
+        return
+    console = Console(file=file, highlight=False, soft_wrap=True)
+    for style, text in lines(doctor):
+        console.print(Text(text, style=style))
+    for path in report_paths:
+        console.print(Text(f"  full report: {path}", style="bold"))
+
+
+__all__ = ["fmt", "lines", "print_summary", "render"]

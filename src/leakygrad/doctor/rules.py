@@ -1,0 +1,535 @@
+"""The rules: one function per symptom family, the run's history in, findings out.
+
+A rule reads only the statistics in `History` (plain numbers), never a PyTorch or engine object, and compares
+them with the named thresholds of `Thresholds`. It fills `symptom`, `where`, `first_step`, `severity` and
+`evidence`; `explain.py` then writes the explanation and remedies from that evidence.
+
+Rules judge the run by its most recent sampled steps (a leak that healed is not reported) and date a finding
+from the first sampled step after which the condition held nearly all the time (`Thresholds.persistence`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from leakygrad.doctor.findings import Finding
+from leakygrad.doctor.history import History
+from leakygrad.doctor.stats import LayerStats, StepRecord
+from leakygrad.doctor.thresholds import Thresholds
+
+RELU_FAMILY = ("relu", "relu6", "threshold")
+SQUASHING = ("sigmoid", "tanh", "hardsigmoid", "hardtanh")
+
+
+def median(values) -> float:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.median(values)) if values else math.nan
+
+
+def onset(records: list[StepRecord], holds: Callable[[StepRecord], bool | None], persistence: float) -> int | None:
+    """The first step from which `holds` is true on at least `persistence` of the records that have a verdict.
+
+    `holds` returns None for records that say nothing (the layer was not measured that step).
+    """
+    verdicts = [(r.step, holds(r)) for r in records]
+    verdicts = [(step, v) for step, v in verdicts if v is not None]
+    true_after = 0
+    first = None
+    for i in range(len(verdicts) - 1, -1, -1):  # walk backwards, counting how often it held from i on
+        step, held = verdicts[i]
+        true_after += int(held)
+        if held and true_after / (len(verdicts) - i) >= persistence:
+            first = step
+    return first
+
+
+def _grade(value: float, warning: float, error: float, below: bool) -> str | None:
+    """'error', 'warning' or None for a value against two thresholds (below=True: small values are bad)."""
+    if math.isnan(value):
+        return None
+    if below:
+        return "error" if value < error else "warning" if value < warning else None
+    return "error" if value > error else "warning" if value > warning else None
+
+
+def _sci(x: float) -> float:
+    """A number rounded to 3 significant digits for the evidence (JSON-safe: no NaN/Inf)."""
+    if x is None or not math.isfinite(x):
+        return None
+    return float(f"{x:.3g}")
+
+
+# --- vanishing / exploding across depth ----------------------------------------------------------------------
+def weighted_chain(record: StepRecord) -> list[LayerStats]:
+    """The layers with weights that received a nonzero gradient at their output, nearest the input first."""
+    chain = [
+        layer
+        for layer in record.layers.values()
+        if layer.has_weights and layer.out_grad_norm is not None and layer.out_grad_norm > 0
+    ]
+    chain = [layer for layer in chain if math.isfinite(layer.out_grad_norm)]
+    return sorted(chain, key=lambda layer: layer.depth)
+
+
+def depth_ratio(record: StepRecord, t: Thresholds) -> float | None:
+    """||gradient at the input-end layer|| / ||gradient at the output-end layer|| on one step."""
+    chain = weighted_chain(record)
+    if len(chain) < t.depth_min_layers:
+        return None
+    return chain[0].out_grad_norm / chain[-1].out_grad_norm
+
+
+def depth_rule(history: History, t: Thresholds) -> list[Finding]:
+    recent = history.recent()
+    ratios = [depth_ratio(r, t) for r in recent]
+    ratios = [x for x in ratios if x is not None]
+    if len(ratios) < t.min_records:
+        return []
+    ratio = median(ratios)
+    vanishing = _grade(ratio, t.depth_vanishing_warning, t.depth_vanishing_error, below=True)
+    exploding = _grade(ratio, t.depth_exploding_warning, t.depth_exploding_error, below=False)
+    severity = vanishing or exploding
+    if severity is None:
+        return []
+    symptom = "vanishing_gradient" if vanishing else "exploding_gradient"
+    threshold = t.depth_vanishing_warning if vanishing else t.depth_exploding_warning
+
+    def holds(record):
+        x = depth_ratio(record, t)
+        return None if x is None else (x < threshold if vanishing else x > threshold)
+
+    last = recent[-1]
+    chain = weighted_chain(last)
+    names = [layer.name for layer in chain]
+    norms = {name: median(_layer_values(recent, name, "out_grad_norm")) for name in names}
+    gains = {}
+    for lower, upper in zip(names, names[1:]):
+        if norms[upper] > 0:
+            gains[lower] = _sci(norms[lower] / norms[upper])
+    per_layer = ratio ** (1 / (len(names) - 1)) if len(names) > 1 and ratio > 0 else math.nan
+    derivatives = _mean_derivatives(recent)
+    evidence = {
+        "across": "depth",
+        "ratio": _sci(ratio),
+        "input_layer": names[0],
+        "output_layer": names[-1],
+        "layers": len(names),
+        "mean_factor_per_layer": _sci(per_layer),
+        "grad_norm_by_layer": {name: _sci(v) for name, v in norms.items()},
+        "backward_gain_by_layer": gains,
+        "activation_mean_derivative": derivatives,
+        "kinds": sorted({layer.kind for layer in chain}),
+    }
+    first = onset(history.healthy_records(), holds, t.persistence)
+    return [Finding(symptom, names[0], first if first is not None else recent[0].step, severity, evidence)]
+
+
+def _layer_values(records: list[StepRecord], name: str, attribute: str) -> list[float]:
+    values = []
+    for record in records:
+        layer = record.layers.get(name)
+        if layer is not None and getattr(layer, attribute) is not None:
+            values.append(getattr(layer, attribute))
+    return values
+
+
+def _mean_derivatives(records: list[StepRecord]) -> dict[str, float]:
+    """Mean local derivative of each activation function, over sites and recent steps."""
+    by_function: dict[str, list[float]] = {}
+    for record in records:
+        for site in record.activations.values():
+            if site.mean_derivative is not None:
+                by_function.setdefault(site.function, []).append(site.mean_derivative)
+    return {function: _sci(median(values)) for function, values in by_function.items()}
+
+
+# --- vanishing / exploding across time -------------------------------------------------------------------------
+def time_ratio(norms: list[float], edge_share: float) -> tuple[float, int] | None:
+    """(mean gradient over the earliest time steps / mean over the latest, how many steps each end covers)."""
+    if norms is None or len(norms) < 4:
+        return None
+    edge = max(1, int(len(norms) * edge_share))
+    early = sum(norms[:edge]) / edge
+    late = sum(norms[-edge:]) / edge
+    if not (math.isfinite(early) and math.isfinite(late)) or late <= 0:
+        return None
+    return early / late, edge
+
+
+def time_rule(history: History, t: Thresholds) -> list[Finding]:
+    findings = []
+    recent = history.recent()
+    recurrent = sorted({name for r in recent for name, layer in r.layers.items() if layer.recurrent})
+    loss_stalled = _loss_is_stalled(history, t)
+    for name in recurrent:
+
+        def ratio_of(record, name=name):
+            layer = record.layers.get(name)
+            result = time_ratio(layer.time_grad_norms if layer else None, t.time_edge_share)
+            return None if result is None else result[0]
+
+        ratios = [x for x in (ratio_of(r) for r in recent) if x is not None]
+        if len(ratios) < t.min_records:
+            continue
+        ratio = median(ratios)
+        vanishing = _grade(ratio, t.time_vanishing_warning, t.time_vanishing_error, below=True)
+        if vanishing == "warning" and loss_stalled:
+            vanishing = "error"  # the early steps get no gradient *and* the loss does not improve
+        exploding = _grade(ratio, t.time_exploding_warning, t.time_exploding_error, below=False)
+        severity = vanishing or exploding
+        if severity is None:
+            continue
+        threshold = t.time_vanishing_warning if vanishing else t.time_exploding_warning
+
+        def holds(record, ratio_of=ratio_of, vanishing=vanishing, threshold=threshold):
+            x = ratio_of(record)
+            return None if x is None else (x < threshold if vanishing else x > threshold)
+
+        layer = next(r.layers[name] for r in reversed(recent) if name in r.layers and r.layers[name].time_grad_norms)
+        norms = layer.time_grad_norms
+        steps = len(norms)
+        _, edge = time_ratio(norms, t.time_edge_share)
+        per_step = ratio ** (1 / (steps - edge)) if ratio > 0 else math.nan  # the two ends are steps - edge apart
+        first = onset(history.healthy_records(), holds, t.persistence)
+        evidence = {
+            "across": "time",
+            "ratio": _sci(ratio),
+            "time_steps": steps,
+            "early_steps": [0, edge - 1],
+            "late_steps": [steps - edge, steps - 1],
+            "mean_factor_per_time_step": _sci(per_step),
+            "grad_norm_by_time_step": [_sci(x) for x in norms],
+            "kind": layer.kind,
+            "loss_stalled": loss_stalled,
+        }
+        where = f"{name} (time steps 0-{edge - 1} of {steps})"
+        symptom = "vanishing_gradient" if vanishing else "exploding_gradient"
+        findings.append(Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence))
+    return findings
+
+
+# --- exploding step over step ----------------------------------------------------------------------------------
+def growth_rule(history: History, t: Thresholds) -> list[Finding]:
+    records = [r for r in history.healthy_records() if r.grad_norm is not None and math.isfinite(r.grad_norm)]
+    if len(records) < 2 * t.min_records:
+        return []
+    start = median([r.grad_norm for r in records[: t.min_records]])
+    recent = history.recent()
+    end = median([r.grad_norm for r in recent if r.grad_norm is not None])
+    if not start > 0 or math.isnan(end):
+        return []
+    growth = end / start
+    severity = _grade(growth, t.growth_warning, t.growth_error, below=False)
+    if severity is None:
+        return []
+    # Name the layer whose parameter gradient grew the most.
+    growth_by_layer = {}
+    for name in history.layer_names():
+        early = median(_layer_values(records[: t.min_records], name, "param_grad_norm"))
+        late = median(_layer_values(recent, name, "param_grad_norm"))
+        if early > 0 and math.isfinite(late):
+            growth_by_layer[name] = late / early
+    where = max(growth_by_layer, key=growth_by_layer.get) if growth_by_layer else "all parameters"
+    first = onset(
+        history.healthy_records(), lambda r: None if r.grad_norm is None else r.grad_norm > start * 10, t.persistence
+    )
+    evidence = {
+        "across": "steps",
+        "growth": _sci(growth),
+        "grad_norm_start": _sci(start),
+        "grad_norm_end": _sci(end),
+        "growth_by_layer": {k: _sci(v) for k, v in sorted(growth_by_layer.items(), key=lambda kv: -kv[1])[:8]},
+        "clip_suggestion": _sci(start * 5),
+    }
+    return [Finding("exploding_gradient", where, first if first is not None else recent[0].step, severity, evidence)]
+
+
+# --- dead ReLUs and saturated squashing functions ----------------------------------------------------------------
+def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
+    findings = []
+    recent = history.recent()
+    sites = sorted({s for r in recent for s, a in r.activations.items() if a.function in RELU_FAMILY})
+    for site in sites:
+
+        def dead(record, site=site):
+            stats = record.activations.get(site)
+            if stats is None or stats.dead_fraction is None or stats.window_examples < t.dead_min_examples:
+                return None
+            return stats.dead_fraction
+
+        fractions = [x for x in (dead(r) for r in recent) if x is not None]
+        if len(fractions) < t.min_records:
+            continue
+        fraction = median(fractions)
+        severity = _grade(fraction, t.dead_warning, t.dead_error, below=False)
+        if severity is None:
+            continue
+        first = onset(
+            history.healthy_records(),
+            lambda r, dead=dead: None if dead(r) is None else dead(r) > t.dead_warning,
+            t.persistence,
+        )
+        last = next(r.activations[site] for r in reversed(recent) if site in r.activations)
+        evidence = {
+            "dead_fraction": _sci(fraction),
+            "dead_units": int(round(fraction * last.units)),
+            "units": last.units,
+            "window_examples": last.window_examples,
+            "zero_fraction": _sci(median(_site_values(recent, site, "zero_fraction"))),
+            "feeds_from": last.feeds_from,
+            "function": last.function,
+        }
+        findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
+    return findings
+
+
+def _site_values(records, site, attribute):
+    return [getattr(r.activations[site], attribute) for r in records if site in r.activations]
+
+
+def is_output_activation(record: StepRecord, site: str) -> bool:
+    """An activation after the last layer with weights: the model's output squashing (a probability).
+
+    Its saturation is how a confident classifier looks, and with a log loss it does not block the gradient
+    (d/dz of -log(sigma(z)) = sigma(z) - 1: the loss's 1/sigma cancels sigma'), so the saturation rule skips it.
+    """
+    stats = record.activations.get(site)
+    depths = [layer.depth for layer in record.layers.values() if layer.has_weights]
+    return stats is not None and stats.depth is not None and bool(depths) and stats.depth > max(depths)
+
+
+def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
+    findings = []
+    recent = history.recent()
+    sites = sorted(
+        {
+            s
+            for r in recent
+            for s, a in r.activations.items()
+            if a.function in SQUASHING and not is_output_activation(r, s)
+        }
+    )
+    for site in sites:
+        fractions = [x for x in _site_values(recent, site, "saturated_fraction") if x is not None]
+        if len(fractions) < t.min_records:
+            continue
+        fraction = median(fractions)
+        severity = _grade(fraction, t.saturated_warning, t.saturated_error, below=False)
+        if severity is None:
+            continue
+
+        def holds(record, site=site):
+            stats = record.activations.get(site)
+            if stats is None or stats.saturated_fraction is None:
+                return None
+            return stats.saturated_fraction > t.saturated_warning
+
+        last = next(r.activations[site] for r in reversed(recent) if site in r.activations)
+        evidence = {
+            "saturated_fraction": _sci(fraction),
+            "mean_derivative": _sci(median(_site_values(recent, site, "mean_derivative"))),
+            "function": last.function,
+            "units": last.units,
+            "feeds_from": last.feeds_from,
+            "derivative_threshold": t.saturation_derivative,
+        }
+        first = onset(history.healthy_records(), holds, t.persistence)
+        findings.append(
+            Finding("saturated_activation", site, first if first is not None else recent[0].step, severity, evidence)
+        )
+    return findings
+
+
+# --- blocked gradient ------------------------------------------------------------------------------------------
+def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
+    findings = []
+    recent = history.recent()
+    keys = sorted({key for r in recent for key in r.ops})
+    for key in keys:
+        fractions = [r.ops[key].blocked_fraction for r in recent if key in r.ops]
+        if len(fractions) < t.min_records:
+            continue
+        fraction = median(fractions)
+        severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
+        if severity is None:
+            continue
+        last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
+        first = onset(
+            history.healthy_records(),
+            lambda r, key=key: r.ops[key].blocked_fraction > t.blocked_warning if key in r.ops else None,
+            t.persistence,
+        )
+        evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
+        findings.append(
+            Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
+        )
+    return findings
+
+
+# --- parameters that never receive a gradient ---------------------------------------------------------------------
+def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
+    checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
+    unreached = sorted(name for name in checked if history.param_with_grad.get(name, 0) == 0)
+    if not unreached:
+        return []
+    reached = [name for name in checked if history.param_with_grad.get(name, 0) > 0]
+    groups: dict[str, list[str]] = {}
+    for name in unreached:
+        groups.setdefault(_widest_unreached_module(name, history.param_module, reached), []).append(name)
+    findings = []
+    for module, params in sorted(groups.items()):
+        cuts = [
+            {"from": a, "to": b, "first_step": step}
+            for (a, b), step in history.graph_cuts.items()
+            if module == "(model)" or a == module or a.startswith(module + ".")
+        ]
+        evidence = {
+            "parameters": params,
+            "parameter_count": len(params),
+            "sampled_steps_checked": min(checked[p] for p in params),
+            "graph_cuts": cuts,
+        }
+        first_step = history.records[0].step if history.records else 0
+        findings.append(Finding("no_gradient", module, first_step, "error", evidence))
+    return findings
+
+
+def _module_of(param: str, param_module: dict[str, str]) -> str:
+    return param_module.get(param, param.rpartition(".")[0])
+
+
+def _widest_unreached_module(param: str, param_module: dict[str, str], reached: list[str]) -> str:
+    """The outermost module containing `param` none of whose parameters received a gradient."""
+    module = _module_of(param, param_module)
+    parts = module.split(".") if module else []
+    reached_modules = [_module_of(p, param_module) for p in reached]
+    for depth in range(0, len(parts) + 1):
+        prefix = ".".join(parts[:depth])
+        inside = [m for m in reached_modules if prefix == "" or m == prefix or m.startswith(prefix + ".")]
+        if not inside:
+            return prefix or "(model)"
+    return module or "(model)"
+
+
+# --- gradients never reset ---------------------------------------------------------------------------------------
+def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
+    if history.reset_checks < t.min_records - 1 or history.not_reset == 0:
+        return []
+    share = history.not_reset / history.reset_checks
+    if share < 0.5:
+        return []
+    norms = [(r.step, _sci(r.grad_norm)) for r in history.records if r.grad_norm is not None][:6]
+    evidence = {
+        "steps_checked": history.reset_checks,
+        "steps_not_reset": history.not_reset,
+        "grad_norm_by_step": norms,
+        "optimizers": history.watched,
+    }
+    return [Finding("accumulating_gradient", "optimizer", history.first_not_reset or 0, "error", evidence)]
+
+
+# --- non-finite values -----------------------------------------------------------------------------------------------
+def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
+    event = history.nonfinite
+    if event is None:
+        if history.loss.first_nonfinite_step is None:
+            return []
+        evidence = {"phase": "forward", "value": "nan or inf", "exact": False, "nonfinite_loss_steps": 0}
+        evidence["nonfinite_loss_steps"] = history.loss.nonfinite_steps
+        return [Finding("nonfinite", "loss", history.loss.first_nonfinite_step, "error", evidence)]
+    evidence = {
+        "phase": event.phase,
+        "value": event.value,
+        "op": event.op,
+        "module": event.module,
+        "inside": event.inside,
+        "exact": event.exact,
+        "through_where": event.through_where,
+        "candidates": event.candidates,
+        "parameters": event.parameters[:12],
+        "detail": event.detail,
+        "nonfinite_loss_steps": history.loss.nonfinite_steps,
+    }
+    return [Finding("nonfinite", event.where, event.step, "error", evidence)]
+
+
+# --- the loss: diverging or stalled -------------------------------------------------------------------------------
+def _loss_thirds(history: History) -> tuple[float, float] | None:
+    """Mean loss over the first and the last third of the recorded steps."""
+    thirds = history.loss.smoothed(points=3)
+    if len(thirds) < 3:
+        return None
+    return thirds[0][1], thirds[-1][1]
+
+
+def _loss_is_stalled(history: History, t: Thresholds) -> bool:
+    thirds = _loss_thirds(history)
+    if len(history.loss) < t.loss_min_steps or thirds is None:
+        return False
+    first, last = thirds
+    return abs(first - last) / max(abs(first), 1e-12) < t.stalled_change
+
+
+def update_ratios(history: History) -> dict[str, float]:
+    """Median update/weight ratio of each layer over the recent sampled steps."""
+    recent = history.recent()
+    out = {}
+    for name in history.layer_names():
+        value = median(_layer_values(recent, name, "update_ratio"))
+        if not math.isnan(value):
+            out[name] = value
+    return out
+
+
+def loss_rule(history: History, t: Thresholds) -> list[Finding]:
+    smoothed = history.loss.smoothed()
+    if len(history.loss) < t.loss_min_steps or len(smoothed) < 3:
+        return []
+    start, end = smoothed[0][1], smoothed[-1][1]
+    low_step, lowest = min(smoothed, key=lambda sv: sv[1])
+    ratios = update_ratios(history)
+    overall = median(list(ratios.values()))
+    verdict = None
+    if not math.isnan(overall):
+        if overall > t.update_ratio_high:
+            verdict = "far too high"
+        elif max(ratios.values()) < t.update_ratio_low:
+            verdict = "far too low"  # not one layer moves (a low median alone may be a vanishing gradient)
+    evidence = {
+        "loss_start": _sci(start),
+        "loss_end": _sci(end),
+        "loss_lowest": _sci(lowest),
+        "lowest_at_step": low_step,
+        "update_ratio_median": _sci(overall),
+        "update_ratio_by_layer": {k: _sci(v) for k, v in ratios.items()},
+        "learning_rate": verdict,
+    }
+    diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0
+    if diverging or (lowest < 0 and end > start + abs(start) * t.diverging_factor):
+        first = next((step for step, value in smoothed if step > low_step and value > 1.5 * lowest), low_step)
+        return [Finding("diverging_loss", "loss", first, "error", evidence)]
+    if _loss_is_stalled(history, t):
+        first, last = _loss_thirds(history)
+        evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
+        evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
+        first_step = history.loss.buckets[0].first_step
+        return [Finding("stalled_loss", "loss", first_step, "warning", evidence)]
+    return []
+
+
+RULES = (
+    nonfinite_rule,
+    depth_rule,
+    time_rule,
+    growth_rule,
+    dead_relu_rule,
+    saturation_rule,
+    blocked_rule,
+    no_gradient_rule,
+    accumulating_rule,
+    loss_rule,
+)
+"""Every rule, in the order the report lists symptoms of equal severity."""

@@ -1,0 +1,96 @@
+"""The statistics the doctor reasons about: small per-layer and per-op summaries of one training step.
+
+These are plain dataclasses of floats, ints and strings. A probe (the PyTorch one in `probes/torch_probe.py`,
+later one for leakygrad's own engine) turns live tensors into them; the rules read nothing else. That keeps
+the rules testable on synthetic histories and lets several probes feed them. Every summary is a reduction taken
+where the tensors live (one number per layer, never a copy of the tensor), so records are tiny and can be
+gathered across processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class LayerStats:
+    """One module (layer) on one sampled step."""
+
+    name: str  # module path in the model, such as "encoder.0"
+    kind: str  # its class name: "Linear", "Conv2d", "RNN", ...
+    depth: int  # position in the order the forward pass first called the layers (0 = nearest the input)
+    has_weights: bool = False  # owns trainable parameters
+    out_grad_norm: float | None = None  # ||d loss / d output||: the gradient arriving at the layer's output
+    param_grad_norm: float | None = None  # ||d loss / d (the layer's own parameters)||
+    weight_norm: float | None = None  # ||parameters||
+    update_ratio: float | None = None  # ||parameters after the step - before|| / ||before||
+    nonfinite_grad: bool = False  # NaN or Inf in the gradient arriving at the output
+    recurrent: bool = False  # an RNN/LSTM/GRU (or cell) layer
+    time_grad_norms: list[float] | None = None  # recurrent: ||d loss / d input at time t||, t = 0 .. T-1
+
+
+@dataclass
+class ActivationStats:
+    """One activation site (a ReLU, sigmoid, tanh module or function call) on one sampled step."""
+
+    site: str  # module path ("net.1") or, for a function call inside a forward, "relu after fc1"
+    function: str  # "relu", "relu6", "sigmoid", "tanh", "hardtanh", ...
+    units: int  # units (features, or channels for convolutions)
+    examples: int  # examples in this batch
+    zero_fraction: float | None = None  # share of outputs exactly zero (ReLU family)
+    saturated_fraction: float | None = None  # share of outputs whose local derivative is near zero
+    mean_derivative: float | None = None  # mean local derivative: sigma' = y(1 - y), tanh' = 1 - y^2, relu' = 0/1
+    unit_active: bytes | None = None  # one byte per unit: 1 if any example made it nonzero (folded by History)
+    dead_fraction: float | None = None  # filled by History: share of units zero over the whole recent window
+    window_examples: int = 0  # filled by History: examples in that window
+    feeds_from: str | None = None  # the layer whose output this activation transforms, when known
+    depth: float | None = None  # position in the forward pass, comparable with LayerStats.depth
+
+
+@dataclass
+class OpStats:
+    """One gating operation (clamp, hardtanh, round, sign, a ReLU on the loss, ...) on one sampled step."""
+
+    op: str  # "clamp", "round", ...
+    site: str  # where it sits: "loss" (after the model's output) or "in net.head", "after fc1"
+    blocked_fraction: float  # share of the nonzero gradient entering it that leaves as exactly zero
+    elements: int  # elements flowing through it
+
+
+@dataclass
+class StepRecord:
+    """Everything measured on one sampled training step."""
+
+    step: int
+    loss: float | None = None
+    grad_norm: float | None = None  # norm over all parameters' gradients
+    layers: dict[str, LayerStats] = field(default_factory=dict)
+    activations: dict[str, ActivationStats] = field(default_factory=dict)
+    ops: dict[str, OpStats] = field(default_factory=dict)  # keyed by "op@site"
+    param_has_grad: dict[str, bool] = field(default_factory=dict)  # optimiser parameters: nonzero gradient?
+    param_module: dict[str, str] = field(default_factory=dict)  # parameter name -> its module path
+    graph_cuts: list[tuple[str, str]] = field(default_factory=list)  # (producer, consumer) joined by a detach
+
+    def to_dict(self) -> dict:
+        record = asdict(self)
+        for activation in record["activations"].values():
+            activation.pop("unit_active", None)
+        return record
+
+
+@dataclass
+class NonfiniteEvent:
+    """The first NaN or Inf of the run: where it appeared, as far as the probe could tell."""
+
+    step: int
+    phase: str  # "forward", "backward" or "update" (parameters made nonfinite by the optimiser step)
+    where: str  # module path or operation ("log", "fc2", ...)
+    op: str | None = None  # the operation, when known
+    module: str | None = None  # the module it sits in or after, when known
+    inside: bool = False  # the op is the module's own computation (in it), not an op after it
+    value: str = "nan"  # "nan", "inf" or "nan and inf"
+    exact: bool = True  # located at the op/module itself, or only bounded (see `detail`)
+    through_where: bool = False  # the NaN reached the gradient through the untaken branch of torch.where
+    candidates: list[str] = field(default_factory=list)  # ops between the last finite and first nonfinite value
+    parameters: list[str] = field(default_factory=list)  # parameters that turned nonfinite
+    detail: str = ""

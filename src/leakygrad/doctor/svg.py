@@ -1,0 +1,324 @@
+"""Small server-side SVG charts for the doctor's HTML report: no JavaScript library, no network.
+
+Each function takes plain numbers and returns an `<svg>` string. Every mark carries a `data-tip` attribute (and
+an SVG `<title>`) with its exact value, which the report's few lines of script show on hover.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+WIDTH = 760
+FONT = 11
+# A perceptually ordered ramp (dark blue -> teal -> yellow), the look of viridis, from 6 anchor colours.
+RAMP = [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (189, 223, 38), (253, 231, 37)]
+SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00"}
+
+
+def ramp(t: float) -> str:
+    """Colour for t in [0, 1] on the ramp."""
+    t = min(1.0, max(0.0, t))
+    position = t * (len(RAMP) - 1)
+    i = min(int(position), len(RAMP) - 2)
+    f = position - i
+    r, g, b = (round(a + (c - a) * f) for a, c in zip(RAMP[i], RAMP[i + 1]))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def fmt(x: float) -> str:
+    """A value for a label or tooltip: 3 significant digits; powers of ten as 1e-4."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e4 or abs(x) < 1e-2:
+        mantissa, exponent = f"{x:.2e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
+    return f"{x:.3g}"
+
+
+class Scale:
+    """Maps data values to pixels, linear or log10."""
+
+    def __init__(self, low: float, high: float, start: float, end: float, log: bool = False):
+        if log:
+            low, high = math.log10(low), math.log10(high)
+        if high == low:
+            low, high = low - 0.5, high + 0.5
+        self.low, self.high, self.start, self.end, self.log = low, high, start, end, log
+
+    def __call__(self, value: float) -> float:
+        v = math.log10(value) if self.log else value
+        return self.start + (v - self.low) / (self.high - self.low) * (self.end - self.start)
+
+    def ticks(self, count: int = 5) -> list[float]:
+        if self.log:
+            first, last = math.floor(self.low), math.ceil(self.high)
+            step = max(1, math.ceil((last - first) / 6))
+            powers = [10.0**e for e in range(first, last + 1, step) if self.low - 1e-9 <= e <= self.high + 1e-9]
+            return powers or [10.0**self.low, 10.0**self.high]  # less than a decade: label both ends
+        span = self.high - self.low
+        raw = span / max(count, 1)
+        magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        first = math.ceil(self.low / step) * step
+        out, v = [], first
+        while v <= self.high + step * 1e-9:
+            out.append(round(v, 12))
+            v += step
+        return out
+
+
+def _positive(values):
+    return [v for v in values if v is not None and math.isfinite(v) and v > 0]
+
+
+def _finite(values):
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def _open(height: int, label: str, width: int = WIDTH) -> str:
+    return (
+        f'<svg class="chart" role="img" aria-label="{escape(label)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" font-size="{FONT}">'
+    )
+
+
+def _text(x: float, y: float, content: str, anchor: str = "start", fill: str = "#333", size: int | None = None):
+    size_attribute = f' font-size="{size}"' if size else ""
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}"{size_attribute}>{escape(content)}</text>'
+    )
+
+
+def _tip(text: str) -> str:
+    return f' data-tip="{escape(text)}"'
+
+
+def _axes(
+    x: Scale, y: Scale, left, top, right, bottom, x_label: str, y_label: str, x_ticks=None, x_names=None
+) -> list[str]:
+    parts = [
+        f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" fill="#fafafa" stroke="#ccc"/>'
+    ]
+    for value in y.ticks():
+        py = y(value)
+        parts.append(f'<line x1="{left}" x2="{right}" y1="{py:.1f}" y2="{py:.1f}" stroke="#e6e6e6"/>')
+        parts.append(f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" fill="#555">{fmt(value)}</text>')
+    for value in x_ticks if x_ticks is not None else x.ticks(6):
+        px = x(value)
+        label = x_names[int(value)] if x_names else fmt(value)
+        parts.append(_text(px, bottom + 14, label, "middle", "#555"))
+    parts.append(_text((left + right) / 2, bottom + 30, x_label, "middle"))
+    parts.append(
+        f'<text transform="translate(12,{(top + bottom) / 2:.0f}) rotate(-90)" text-anchor="middle" fill="#333">'
+        f"{escape(y_label)}</text>"
+    )
+    return parts
+
+
+def line_chart(
+    series: list[dict],
+    x_label: str,
+    y_label: str,
+    log_y: bool = False,
+    markers: list[dict] | None = None,
+    height: int = 260,
+    label: str = "line chart",
+    x_names: list[str] | None = None,
+) -> str:
+    """series: [{"name", "x": [...], "y": [...], "low": [...]?, "high": [...]?, "color"}];
+    markers: [{"x", "label", "color"}] drawn as vertical lines; x_names: categorical x (x = 0, 1, ...).
+    On a log scale, values of exactly 0 are drawn as a red cross on the bottom edge."""
+    xs = [x for s in series for x in s["x"]]
+    ys = [y for s in series for key in ("y", "low", "high") for y in s.get(key) or []]
+    ys = _positive(ys) if log_y else _finite(ys)
+    if not xs or not ys:
+        return f'<p class="empty">No data for {escape(label)}.</p>'
+    left, top, right, bottom = 64, 12, WIDTH - 16, height - 40
+    if x_names:  # categories: half a slot of room at each end for their names
+        x = Scale(-0.5, len(x_names) - 0.5, left, right)
+    else:
+        x = Scale(min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1, left, right)
+    y = Scale(min(ys), max(ys), bottom, top, log=log_y)
+    x_ticks = None
+    if x_names:
+        every = max(1, math.ceil(len(x_names) / 10))
+        x_ticks = list(range(0, len(x_names), every))
+    parts = [_open(height, label)] + _axes(x, y, left, top, right, bottom, x_label, y_label, x_ticks, x_names)
+    for s in series:
+        color = s.get("color", "#1565c0")
+        if s.get("low") and s.get("high"):
+            band = [
+                (xv, lo, hi) for xv, lo, hi in zip(s["x"], s["low"], s["high"]) if _ok(lo, log_y) and _ok(hi, log_y)
+            ]
+            if band:
+                upper = " ".join(f"{x(a):.1f},{y(hi):.1f}" for a, _, hi in band)
+                lower = " ".join(f"{x(a):.1f},{y(lo):.1f}" for a, lo, _ in reversed(band))
+                parts.append(f'<polygon points="{upper} {lower}" fill="{color}" opacity="0.15"/>')
+        points = [(xv, yv) for xv, yv in zip(s["x"], s["y"]) if _ok(yv, log_y)]
+        if points:
+            path = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in points)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.6"/>')
+            name = s.get("name", "")
+            if log_y:
+                for a, b in zip(s["x"], s["y"]):
+                    if b == 0:
+                        px = x(a)
+                        parts.append(
+                            f'<path d="M{px - 4:.1f},{bottom - 4} l8,8 m0,-8 l-8,8" stroke="#c62828" stroke-width="2"'
+                            f"{_tip(f'{name} at {fmt(a)}: exactly 0')}/>"
+                        )
+            if len(points) <= 80:
+                for a, b in points:
+                    parts.append(
+                        f'<circle cx="{x(a):.1f}" cy="{y(b):.1f}" r="2.2" fill="{color}"'
+                        f"{_tip(f'{name} at {fmt(a)}: {fmt(b)}')}><title>{fmt(b)}</title></circle>"
+                    )
+    for i, m in enumerate(markers or []):
+        if not (x.low <= m["x"] <= x.high):
+            continue
+        px = x(m["x"])
+        color = m.get("color", "#c62828")
+        parts.append(
+            f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{bottom}" stroke="{color}" stroke-dasharray="4 3" '
+            f'stroke-width="1.4"{_tip(m["label"])}><title>{escape(m["label"])}</title></line>'
+        )
+        parts.append(_text(px + 3, top + 12 + 12 * (i % 4), m["short"], fill=color, size=10))
+    if len(series) > 1:
+        for i, s in enumerate(series):
+            color = s.get("color", "#1565c0")
+            ly = top + 10 + 14 * i
+            parts.append(f'<rect x="{right - 150}" y="{ly - 8}" width="10" height="10" fill="{color}"/>')
+            parts.append(f'<text x="{right - 136}" y="{ly + 1}" fill="#333">{escape(s.get("name", ""))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _ok(value, log):
+    return value is not None and math.isfinite(value) and (value > 0 or not log)
+
+
+def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]], label: str, unit: str) -> str:
+    """rows x columns grid, colour = log10(value); missing values grey."""
+    flat = _positive([v for row in values for v in row])
+    if not rows or not columns or not flat:
+        return f'<p class="empty">No data for {escape(label)}.</p>'
+    low, high = math.log10(min(flat)), math.log10(max(flat))
+    if high - low < 1e-9:
+        low, high = low - 0.5, high + 0.5
+    name_width = min(220, 12 + 7 * max(len(r) for r in rows))
+    left, top = name_width, 10
+    legend_width = 90
+    cell_w = max(2.0, (WIDTH - left - legend_width - 10) / len(columns))
+    cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
+    height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 40)
+    parts = [_open(height, label)]
+    for r, name in enumerate(rows):
+        y = top + r * cell_h
+        if cell_h >= 9:
+            parts.append(
+                f'<text x="{left - 4}" y="{y + cell_h * 0.72:.1f}" text-anchor="end" fill="#333">{escape(name)}</text>'
+            )
+        for c, step in enumerate(columns):
+            value = values[r][c]
+            x = left + c * cell_w
+            if value is None or not math.isfinite(value) or value <= 0:
+                fill = "#ddd" if value is None else "#000"
+                text = f"{name}, step {step}: " + ("not measured" if value is None else f"{fmt(value)}")
+            else:
+                fill = ramp((math.log10(value) - low) / (high - low))
+                text = f"{name}, step {step}: {fmt(value)} {unit}"
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{cell_w + 0.3:.1f}" height="{cell_h}" fill="{fill}"{_tip(text)}/>'
+            )
+    grid_right = left + cell_w * len(columns)
+    for step in _spread(columns, 8):
+        c = columns.index(step)
+        parts.append(
+            f'<text x="{left + (c + 0.5) * cell_w:.1f}" y="{top + cell_h * len(rows) + 14}" text-anchor="middle" '
+            f'fill="#555">{step}</text>'
+        )
+    parts.append(_text((left + grid_right) / 2, height - 6, "training step", "middle"))
+    legend_x, legend_h = grid_right + 18, min(160, cell_h * len(rows))
+    for i in range(20):
+        t = 1 - i / 19
+        parts.append(
+            f'<rect x="{legend_x}" y="{top + i * legend_h / 20:.1f}" width="12" height="{legend_h / 20 + 0.5:.1f}" '
+            f'fill="{ramp(t)}"/>'
+        )
+    parts.append(f'<text x="{legend_x + 16}" y="{top + 9}" fill="#333">{fmt(10**high)}</text>')
+    parts.append(f'<text x="{legend_x + 16}" y="{top + legend_h}" fill="#333">{fmt(10**low)}</text>')
+    parts.append(_text(legend_x, top + legend_h + 14, "log scale", fill="#555"))
+    parts.append(f'<rect x="{legend_x}" y="{top + legend_h + 22}" width="10" height="10" fill="#000"/>')
+    parts.append(_text(legend_x + 14, top + legend_h + 31, "0", fill="#555"))
+    parts.append(f'<rect x="{legend_x + 28}" y="{top + legend_h + 22}" width="10" height="10" fill="#ddd"/>')
+    parts.append(_text(legend_x + 42, top + legend_h + 31, "n/a", fill="#555"))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _spread(items: list, count: int) -> list:
+    if len(items) <= count:
+        return list(items)
+    step = (len(items) - 1) / (count - 1)
+    return [items[round(i * step)] for i in range(count)]
+
+
+def bar_chart(
+    labels: list[str],
+    values: list[float | None],
+    label: str,
+    unit: str = "",
+    log: bool = False,
+    reference: list[tuple[float, str, str]] | None = None,
+    colors: list[str] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+) -> str:
+    """Horizontal bars, one per label; reference: [(value, text, color)] vertical lines."""
+    usable = _positive(values) if log else _finite(values)
+    if not labels or not usable:
+        return f'<p class="empty">No data for {escape(label)}.</p>'
+    refs = [r[0] for r in reference or []]
+    domain = usable + [r for r in refs if (r > 0 or not log)]
+    lo = low if low is not None else (min(domain) / 2 if log else min(0.0, min(domain)))
+    hi = high if high is not None else (max(domain) * 2 if log else max(domain) * 1.05 or 1.0)
+    name_width = min(240, 12 + 7 * max(len(x) for x in labels))
+    left, top, right = name_width, 20, WIDTH - 70
+    bar_h = 16
+    bottom = top + bar_h * len(labels)
+    height = bottom + 36
+    x = Scale(lo, hi, left, right, log=log)
+    parts = [_open(height, label)]
+    for tick in x.ticks(5):
+        px = x(tick)
+        parts.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{bottom}" stroke="#eee"/>')
+        parts.append(f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" fill="#555">{fmt(tick)}</text>')
+    base = x(lo) if log else x(max(lo, 0.0))
+    for i, (name, value) in enumerate(zip(labels, values)):
+        y = top + i * bar_h
+        parts.append(f'<text x="{left - 4}" y="{y + 12}" text-anchor="end" fill="#333">{escape(name)}</text>')
+        if not _ok(value, log):
+            parts.append(f'<text x="{left + 4}" y="{y + 12}" fill="#999">n/a</text>')
+            continue
+        px = x(min(max(value, lo), hi))
+        color = colors[i] if colors else "#1565c0"
+        parts.append(
+            f'<rect x="{min(base, px):.1f}" y="{y + 2}" width="{max(abs(px - base), 1):.1f}" height="{bar_h - 4}" '
+            f'fill="{color}"{_tip(f"{name}: {fmt(value)} {unit}")}><title>{fmt(value)}</title></rect>'
+        )
+        parts.append(f'<text x="{max(base, px) + 4:.1f}" y="{y + 12}" fill="#333">{fmt(value)}</text>')
+    for value, text, color in reference or []:
+        if value <= 0 and log:
+            continue
+        px = x(value)
+        parts.append(
+            f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top - 4}" y2="{bottom}" stroke="{color}" stroke-dasharray="4 3"/>'
+        )
+        parts.append(_text(px, top - 8, text, "middle", color))
+    parts.append(_text((left + right) / 2, bottom + 30, unit, "middle", "#333"))
+    parts.append("</svg>")
+    return "".join(parts)

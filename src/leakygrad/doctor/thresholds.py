@@ -1,0 +1,100 @@
+"""Every number the doctor's rules compare against, named, in one place.
+
+Each threshold was set on healthy runs first (the six-plus healthy scripts under `tests/doctor/cases`, several
+seeds each, see `tests/doctor/calibrate.py`) so that healthy training trips none of them, and then checked on
+the broken scripts. `docs/doctor.md` lists each rule with its threshold and the margins measured on both kinds
+of run. Pass `Thresholds(...)` with other values to `watch(..., thresholds=...)` to tune them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # --- how much evidence a rule needs -------------------------------------------------------------------
+    min_records: int = 3
+    """Sampled steps needed before any trend rule speaks (one noisy batch is not a diagnosis)."""
+    persistence: float = 0.75
+    """A condition "holds from step s" when it holds on at least this share of the sampled steps from s on."""
+    recent_share: float = 0.25
+    """Rules judge the state of the run on its most recent quarter of sampled steps (at least `min_records`)."""
+
+    # --- vanishing / exploding across depth ---------------------------------------------------------------
+    depth_vanishing_warning: float = 1e-2
+    """Gradient norm at the input end over that at the output end below this: vanishing (warning).
+    Healthy scripts measured 0.14 .. 7.2 (docs/doctor.md)."""
+    depth_vanishing_error: float = 1e-4
+    """... below this: vanishing (error). The 10-layer sigmoid net measures 3e-9."""
+    depth_exploding_warning: float = 1e2
+    """Input-end over output-end gradient norm above this: exploding across depth (warning)."""
+    depth_exploding_error: float = 1e3
+    """... above this: exploding across depth (error). The over-scaled 8-layer ReLU net measures ~3e3."""
+    depth_min_layers: int = 3
+    """Layers with weights needed before depth is judged (two layers are too few to call a trend)."""
+
+    # --- vanishing / exploding across time (recurrent layers) ---------------------------------------------
+    time_vanishing_warning: float = 1e-6
+    """Gradient reaching the earliest time steps over that at the latest below this: vanishing over time."""
+    time_vanishing_error: float = 1e-9
+    """... below this, or below the warning level while the loss is not improving: error."""
+    time_exploding_warning: float = 1e3
+    """Earliest-steps over latest-steps gradient above this: exploding over time (warning). A healthy GRU
+    whose task depends on early tokens measured up to 34: early steps may rightly get *more* gradient."""
+    time_exploding_error: float = 1e4
+    """... above this: exploding over time (error)."""
+    time_edge_share: float = 0.1
+    """Share of the sequence averaged at each end (first and last 10% of time steps, at least one)."""
+
+    # --- exploding step over step ------------------------------------------------------------------------
+    growth_warning: float = 1e2
+    """Total gradient norm in the recent window over that in the first window above this: growing (warning)."""
+    growth_error: float = 1e4
+    """... above this: exploding step over step (error)."""
+
+    # --- dead ReLUs ----------------------------------------------------------------------------------------
+    dead_window: int = 8
+    """A unit is dead when it outputs zero for every example of this many consecutive sampled steps."""
+    dead_min_examples: int = 128
+    """... and those steps held at least this many examples (fewer is not enough to call a unit dead)."""
+    dead_warning: float = 0.4
+    """Share of a layer's units that are dead above this: warning. Healthy ReLU layers measured <= 0.12."""
+    dead_error: float = 0.7
+    """... above this: error (most of the layer no longer passes any gradient)."""
+
+    # --- saturated sigmoid / tanh --------------------------------------------------------------------------
+    saturation_derivative: float = 0.05
+    """An output is saturated when the local derivative is below this share of its maximum
+    (sigmoid: y(1-y) < 0.0125, |z| > 4.4; tanh: 1-y^2 < 0.05, |z| > 2.2)."""
+    saturated_warning: float = 0.5
+    """Share of a layer's outputs that are saturated above this: warning ("most inputs")."""
+    saturated_error: float = 0.8
+    """... above this: error."""
+
+    # --- blocked gradient -----------------------------------------------------------------------------------
+    blocked_warning: float = 0.5
+    """Share of the nonzero gradient entering an op that leaves it as exactly zero above this: warning."""
+    blocked_error: float = 0.9
+    """... above this: error (the op has become a wall)."""
+
+    # --- parameters without gradient ----------------------------------------------------------------------
+    no_gradient_min_checks: int = 2
+    """Sampled optimiser steps on which a parameter must have had no gradient before it is called unreached."""
+
+    # --- loss ------------------------------------------------------------------------------------------------
+    loss_min_steps: int = 20
+    """Steps with a recorded loss needed before the loss trend is judged."""
+    diverging_factor: float = 3.0
+    """Loss (smoothed) at the end over its lowest value above this, and above where it started: diverging."""
+    stalled_change: float = 0.02
+    """Mean loss over the last third of the run within this share of the mean over the first third: stalled.
+    (Thirds, not single points: a minibatch loss is noisy; the mean of a third varies by well under 1%.)"""
+    update_ratio_high: float = 3e-2
+    """Median per-layer update/weight ratio above this: the learning rate is far too high (CS231n: ~1e-3).
+    Healthy scripts measured 4.5e-4 .. 1.2e-2."""
+    update_ratio_low: float = 1e-5
+    """Largest per-layer update/weight ratio below this (no layer moves): the learning rate is far too low."""
+
+
+DEFAULT_THRESHOLDS = Thresholds()

@@ -1,0 +1,283 @@
+"""The rules on synthetic histories: plain numbers in, findings out (no PyTorch anywhere in this file)."""
+
+import math
+
+import pytest
+
+from leakygrad.doctor import Doctor, Finding, Thresholds, diagnose
+from leakygrad.doctor.history import History
+from leakygrad.doctor.rules import (
+    accumulating_rule,
+    blocked_rule,
+    dead_relu_rule,
+    depth_rule,
+    growth_rule,
+    loss_rule,
+    no_gradient_rule,
+    nonfinite_rule,
+    onset,
+    saturation_rule,
+    time_rule,
+)
+from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
+
+T = Thresholds()
+
+
+def chain(step, norms, **extra):
+    """A record with a chain of weighted layers l0 (input end) .. lN whose output-gradient norms are `norms`."""
+    layers = {f"l{i}": LayerStats(f"l{i}", "Linear", i, has_weights=True, out_grad_norm=n) for i, n in enumerate(norms)}
+    return StepRecord(step=step, layers=layers, **extra)
+
+
+def history_of(records, losses=None, **tallies):
+    history = History(T)
+    for r in records:
+        history.add_record(r)
+    for step, value in enumerate(losses or []):
+        history.add_loss(step, value)
+    history.steps = max([r.step for r in records] + [len(losses or [])], default=0) + 1
+    for name, value in tallies.items():
+        setattr(history, name, value)
+    return history
+
+
+# --- depth ------------------------------------------------------------------------------------------------------
+def test_vanishing_across_depth_names_the_input_end_and_measures_the_factor():
+    history = history_of([chain(s, [1e-7, 1e-5, 1e-3, 1e-1, 1.0]) for s in range(0, 80, 10)])
+    [f] = depth_rule(history, T)
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("vanishing_gradient", "l0", "error", 0)
+    assert f.evidence["ratio"] == pytest.approx(1e-7)
+    assert f.evidence["mean_factor_per_layer"] == pytest.approx(10 ** (-7 / 4), rel=1e-2)
+    assert f.evidence["backward_gain_by_layer"]["l0"] == pytest.approx(0.01)
+
+
+def test_exploding_across_depth_and_the_band_between_is_quiet():
+    exploding = history_of([chain(s, [1e4, 1e2, 1.0]) for s in range(5)])
+    [f] = depth_rule(exploding, T)
+    assert (f.symptom, f.severity) == ("exploding_gradient", "error")
+    healthy = history_of([chain(s, [0.2, 0.5, 1.0, 3.0]) for s in range(5)])
+    assert depth_rule(healthy, T) == []
+
+
+def test_depth_needs_enough_layers_and_records():
+    assert depth_rule(history_of([chain(s, [1e-9, 1.0]) for s in range(5)]), T) == []  # two layers: no trend
+    assert depth_rule(history_of([chain(0, [1e-9, 1e-5, 1.0])]), T) == []  # one sampled step: no diagnosis
+
+
+def test_onset_is_where_the_condition_starts_to_hold():
+    records = [chain(s, [1.0, 1.0, 1.0]) for s in range(0, 50, 10)]
+    records += [chain(s, [1e-8, 1e-4, 1.0]) for s in range(50, 120, 10)]
+    [f] = depth_rule(history_of(records), T)
+    assert f.first_step == 50
+    # a single early blip does not move the onset back
+    steps = [StepRecord(step=s) for s in range(10)]
+    verdicts = {0: True, 1: False, 2: False, 3: False, 4: False, 5: True, 6: True, 7: True, 8: True, 9: True}
+    assert onset(steps, lambda r: verdicts[r.step], 0.75) == 5
+
+
+def test_a_leak_that_healed_is_not_reported():
+    records = [chain(s, [1e-8, 1e-4, 1.0]) for s in range(0, 40, 10)]
+    records += [chain(s, [0.5, 0.8, 1.0]) for s in range(40, 200, 10)]
+    assert depth_rule(history_of(records), T) == []
+
+
+# --- time -------------------------------------------------------------------------------------------------------
+def recurrent(step, norms, name="rnn"):
+    layer = LayerStats(name, "RNN", 0, has_weights=True, recurrent=True, out_grad_norm=1.0, time_grad_norms=norms)
+    return StepRecord(step=step, layers={name: layer})
+
+
+def test_vanishing_over_time_names_the_early_steps():
+    norms = [0.5**k for k in range(39, -1, -1)]  # halves at every step back in time
+    [f] = time_rule(history_of([recurrent(s, norms) for s in range(5)]), T)
+    assert (f.symptom, f.where) == ("vanishing_gradient", "rnn (time steps 0-3 of 40)")
+    assert f.evidence["mean_factor_per_time_step"] == pytest.approx(0.5, rel=0.05)
+
+
+def test_vanishing_over_time_is_an_error_only_when_the_loss_stalls_too():
+    norms = [0.7**k for k in range(49, -1, -1)]  # early/late ~ 2e-7: between the warning and error thresholds
+    records = [recurrent(s, norms) for s in range(5)]
+    [learning] = time_rule(history_of(records, losses=[2.0 - 0.01 * k for k in range(60)]), T)
+    assert learning.severity == "warning"
+    [stuck] = time_rule(history_of(records, losses=[0.69] * 60), T)
+    assert stuck.severity == "error" and stuck.evidence["loss_stalled"] is True
+
+
+def test_exploding_over_time_and_a_flat_profile():
+    growing = [1.5**k for k in range(39, -1, -1)]
+    [f] = time_rule(history_of([recurrent(s, growing) for s in range(5)]), T)
+    assert (f.symptom, f.severity) == ("exploding_gradient", "error")
+    assert time_rule(history_of([recurrent(s, [1.0] * 40) for s in range(5)]), T) == []
+
+
+# --- growth -------------------------------------------------------------------------------------------------------
+def test_gradient_growing_step_over_step():
+    records = []
+    for s in range(20):
+        r = chain(s * 10, [1.0, 1.0, 1.0])
+        r.grad_norm = 10.0 ** (s / 3)
+        r.layers["l1"].param_grad_norm = r.grad_norm
+        r.layers["l0"].param_grad_norm = 1.0
+        records.append(r)
+    [f] = growth_rule(history_of(records), T)
+    assert (f.symptom, f.where, f.evidence["across"]) == ("exploding_gradient", "l1", "steps")
+    assert f.evidence["growth"] > 1e4 and f.severity == "error"
+
+
+# --- activations --------------------------------------------------------------------------------------------------
+def relu_site(step, dead, examples=512, units=100):
+    stats = ActivationStats("net.1", "relu", units, 64, zero_fraction=0.9, dead_fraction=dead, depth=1.5)
+    stats.window_examples = examples
+    return StepRecord(step=step, activations={"net.1": stats})
+
+
+def test_dead_relu_thresholds_and_minimum_evidence():
+    [f] = dead_relu_rule(history_of([relu_site(s, 0.8) for s in range(5)]), T)
+    assert (f.symptom, f.where, f.severity, f.evidence["dead_units"]) == ("dead_relu", "net.1", "error", 80)
+    [w] = dead_relu_rule(history_of([relu_site(s, 0.5) for s in range(5)]), T)
+    assert w.severity == "warning"
+    assert dead_relu_rule(history_of([relu_site(s, 0.05) for s in range(5)]), T) == []
+    assert dead_relu_rule(history_of([relu_site(s, 1.0, examples=32) for s in range(5)]), T) == []  # too few seen
+
+
+def test_history_folds_unit_masks_into_dead_fractions_over_a_window():
+    history = History(T)
+    for step in range(10):
+        active = bytes([1, 0, 0, 0]) if step < 9 else bytes([0, 0, 0, 1])  # unit 0 active until the last step
+        stats = ActivationStats("a", "relu", 4, 64, unit_active=active)
+        history.add_record(StepRecord(step=step, activations={"a": stats}))
+    last = history.records[-1].activations["a"]
+    assert last.dead_fraction == pytest.approx(0.5)  # units 0 and 3 were active within the window
+    assert last.window_examples == 64 * T.dead_window
+    assert last.unit_active is None  # folded: records do not keep masks
+
+
+def squash(step, fraction, depth=1.5):
+    stats = ActivationStats("net.1", "tanh", 10, 64, saturated_fraction=fraction, mean_derivative=0.02, depth=depth)
+    layers = {
+        "net.0": LayerStats("net.0", "Linear", 0, has_weights=True),
+        "net.2": LayerStats("net.2", "Linear", 2, True),
+    }
+    return StepRecord(step=step, activations={"net.1": stats}, layers=layers)
+
+
+def test_saturation_but_not_of_the_output_probability():
+    [f] = saturation_rule(history_of([squash(s, 0.9) for s in range(5)]), T)
+    assert (f.symptom, f.where, f.severity) == ("saturated_activation", "net.1", "error")
+    assert saturation_rule(history_of([squash(s, 0.3) for s in range(5)]), T) == []
+    assert saturation_rule(history_of([squash(s, 0.95, depth=3) for s in range(5)]), T) == []  # after the last layer
+
+
+# --- ops, parameters, resets, NaN ------------------------------------------------------------------------------------
+def test_blocked_gradient_is_named_by_the_op():
+    records = [StepRecord(step=s, ops={"clamp@loss": OpStats("clamp", "loss", 0.95, 64)}) for s in range(5)]
+    [f] = blocked_rule(history_of(records), T)
+    assert (f.symptom, f.where, f.severity, f.evidence["site"]) == ("blocked_gradient", "clamp", "error", "loss")
+    mild = [StepRecord(step=s, ops={"clamp@loss": OpStats("clamp", "loss", 0.2, 64)}) for s in range(5)]
+    assert blocked_rule(history_of(mild), T) == []
+
+
+def test_no_gradient_groups_parameters_into_the_widest_silent_module():
+    record = StepRecord(
+        step=0,
+        param_has_grad={"enc.0.weight": False, "enc.0.bias": False, "enc.2.weight": False, "head.weight": True},
+        param_module={"enc.0.weight": "enc.0", "enc.0.bias": "enc.0", "enc.2.weight": "enc.2", "head.weight": "head"},
+        graph_cuts=[("enc", "head")],
+    )
+    history = history_of([record, StepRecord(step=1, param_has_grad=dict(record.param_has_grad))])
+    [f] = no_gradient_rule(history, T)
+    assert (f.symptom, f.where, f.evidence["parameter_count"]) == ("no_gradient", "enc", 3)
+    assert f.evidence["graph_cuts"] == [{"from": "enc", "to": "head", "first_step": 0}]
+    once = history_of([record])
+    assert no_gradient_rule(once, T) == []  # a single sampled step is not enough
+
+
+def test_accumulating_gradient_when_most_steps_were_not_reset():
+    history = history_of([], reset_checks=6, not_reset=6, first_not_reset=1)
+    [f] = accumulating_rule(history, T)
+    assert (f.symptom, f.first_step) == ("accumulating_gradient", 1)
+    assert accumulating_rule(history_of([], reset_checks=6, not_reset=1, first_not_reset=3), T) == []
+
+
+def test_nonfinite_event_and_a_bare_nonfinite_loss():
+    event = NonfiniteEvent(step=7, phase="backward", where="sqrt", op="sqrt", through_where=True)
+    [f] = nonfinite_rule(history_of([], nonfinite=event), T)
+    assert (f.symptom, f.where, f.first_step, f.evidence["through_where"]) == ("nonfinite", "sqrt", 7, True)
+    [bare] = nonfinite_rule(history_of([], losses=[1.0, 0.9, math.nan, math.nan]), T)
+    assert (bare.where, bare.first_step) == ("loss", 2)
+
+
+def test_records_after_the_first_nan_are_not_judged():
+    records = [chain(s, [1.0, 1.0, 1.0]) for s in range(0, 50, 10)]
+    records += [chain(s, [math.nan, 1e-9, 1.0]) for s in range(50, 200, 10)]
+    history = history_of(records, nonfinite=NonfiniteEvent(step=50, phase="forward", where="log"))
+    assert depth_rule(history, T) == []
+
+
+# --- the loss --------------------------------------------------------------------------------------------------------
+def with_ratio(step, ratio):
+    layer = LayerStats("l0", "Linear", 0, has_weights=True, update_ratio=ratio)
+    return StepRecord(step=step, layers={"l0": layer})
+
+
+def test_diverging_loss_blames_a_learning_rate_far_too_high():
+    losses = [1.0 - 0.01 * k for k in range(30)] + [0.7 * 1.2**k for k in range(30)]
+    [f] = loss_rule(history_of([with_ratio(s, 0.3) for s in range(0, 60, 10)], losses=losses), T)
+    assert (f.symptom, f.severity, f.evidence["learning_rate"]) == ("diverging_loss", "error", "far too high")
+    assert 25 <= f.first_step <= 45
+    assert "far too high" in diagnose(history_of([with_ratio(0, 0.3)] * 3, losses=losses))[0].explanation
+
+
+def test_stalled_loss_with_and_without_a_learning_rate_verdict():
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    [low] = loss_rule(history_of([with_ratio(s, 1e-8) for s in range(0, 100, 10)], losses=flat), T)
+    assert (low.symptom, low.severity, low.evidence["learning_rate"]) == ("stalled_loss", "warning", "far too low")
+    [normal] = loss_rule(history_of([with_ratio(s, 1e-3) for s in range(0, 100, 10)], losses=flat), T)
+    assert normal.evidence["learning_rate"] is None
+    learning = [2.3 * 0.99**k for k in range(100)]
+    assert loss_rule(history_of([with_ratio(0, 1e-3)], losses=learning), T) == []
+
+
+def test_loss_rules_need_enough_steps():
+    assert loss_rule(history_of([], losses=[1.0, 5.0, 50.0]), T) == []
+
+
+# --- diagnose: the whole pipeline ----------------------------------------------------------------------------------
+def test_diagnose_orders_by_severity_and_explains_every_finding():
+    records = [chain(s, [1e-8, 1e-4, 1.0]) for s in range(0, 60, 10)]
+    for r in records:
+        r.ops["round@after l0"] = OpStats("round", "after l0", 0.6, 10)
+    findings = diagnose(history_of(records))
+    assert [f.severity for f in findings] == sorted([f.severity for f in findings], key=["error", "warning"].index)
+    assert all(f.explanation and f.remedies for f in findings)
+    assert {f.symptom for f in findings} == {"vanishing_gradient", "blocked_gradient"}
+
+
+def test_a_failing_rule_becomes_an_internal_note(monkeypatch):
+    import leakygrad.doctor.doctor as doctor_module
+
+    def broken(history, thresholds):
+        raise ZeroDivisionError("synthetic")
+
+    monkeypatch.setattr(doctor_module, "RULES", (broken,) + doctor_module.RULES)
+    doctor = Doctor()
+    for record in [chain(s, [1e-8, 1e-4, 1.0]) for s in range(0, 60, 10)]:
+        doctor.record(record)
+    assert [f.symptom for f in doctor.findings] == ["vanishing_gradient"]  # the other rules still ran
+    assert any("broken failed: ZeroDivisionError: synthetic" in n for n in doctor.notes)
+
+
+def test_findings_validate_their_names():
+    with pytest.raises(ValueError, match="unknown symptom 'dead_neuron'"):
+        Finding("dead_neuron", "x", 0, "error")
+    with pytest.raises(ValueError, match="unknown severity 'fatal'"):
+        Finding("dead_relu", "x", 0, "fatal")
+
+
+def test_thresholds_can_be_tuned():
+    records = [chain(s, [0.05, 0.3, 1.0]) for s in range(5)]
+    assert depth_rule(history_of(records), T) == []
+    strict = Thresholds(depth_vanishing_warning=0.1)
+    [f] = depth_rule(history_of(records), strict)
+    assert f.severity == "warning"

@@ -1,0 +1,312 @@
+"""The PyTorch probe in code: `watch()`, what it measures, where it names things, and that it cleans up."""
+
+import math
+
+import pytest
+import torch
+import torch.optim.optimizer as optimizer_hooks
+from torch import nn
+
+import leakygrad.doctor as doctor
+from leakygrad.doctor.probes import torch_probe
+
+
+def data(seed=0, n=64, features=8, classes=3):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=generator)
+    return x, (x[:, 0] > 0).long() + (x[:, 1] > 0).long() * (classes > 2)
+
+
+class FunctionalNet(nn.Module):
+    """ReLU written as a function call inside forward: module hooks never see it; the graph walk does."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def train(model, optimizer, steps, x, y, zero_grad=True):
+    losses = []
+    for _ in range(steps):
+        loss = nn.functional.cross_entropy(model(x), y)
+        if zero_grad:
+            optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def no_global_hooks_left():
+    module = nn.modules.module
+    return (
+        not module._global_forward_hooks
+        and not module._global_forward_pre_hooks
+        and not optimizer_hooks._global_optimizer_pre_hooks
+        and not optimizer_hooks._global_optimizer_post_hooks
+        and torch.autograd.backward is torch_probe.TORCH_BACKWARD
+    )
+
+
+def test_two_lines_around_a_loop():
+    torch.manual_seed(0)
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    with doctor.watch(model, optimizer, every=4) as dr:
+        train(model, optimizer, 20, x, y)
+    assert dr.steps == 20 and dr.history.records_seen == 5  # steps 0, 4, 8, 12, 16
+    assert dr.findings == [] and dr.notes == []
+    record = dr.history.records[-1]
+    assert set(record.layers) == {"fc1", "fc2"}
+    assert record.layers["fc1"].depth < record.layers["fc2"].depth
+    assert set(record.activations) == {"relu after fc1"}
+    assert record.activations["relu after fc1"].units == 16 and record.activations["relu after fc1"].feeds_from == "fc1"
+    for layer in record.layers.values():
+        assert layer.out_grad_norm > 0 and layer.param_grad_norm > 0 and 0 < layer.update_ratio < 1
+    assert len(dr.history.loss) == 20
+    assert no_global_hooks_left()
+
+
+def test_reports_from_code(tmp_path):
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    with doctor.watch(model, optimizer, every=2) as dr:
+        train(model, optimizer, 6, x, y)
+    html, js = dr.report(tmp_path / "r.html"), dr.report(tmp_path / "r.json")
+    assert html.read_text().startswith("<!DOCTYPE html>")
+    assert js.read_text().startswith('{\n  "version": 1,\n  "steps": 6,')
+    assert "no leaks found" in dr.summary()
+
+
+def test_without_an_optimizer_each_backward_is_a_step():
+    model = FunctionalNet()
+    x, y = data()
+    with doctor.watch(model, every=1) as dr:
+        for _ in range(5):
+            loss = nn.functional.cross_entropy(model(x), y)
+            model.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+    assert dr.steps == 5 and dr.history.records_seen == 5
+    assert dr.history.records[-1].layers["fc1"].param_grad_norm > 0
+    assert dr.history.records[-1].layers["fc1"].update_ratio is None  # no optimiser step to measure
+    assert no_global_hooks_left()
+
+
+def test_the_optimizer_is_found_when_not_given():
+    model = FunctionalNet()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = data()
+    with doctor.watch(model, every=3) as dr:
+        train(model, optimizer, 9, x, y)
+    assert dr.steps == 9 and "Adam" in dr.history.watched
+    assert dr.history.records[-1].layers["fc2"].update_ratio > 0
+
+
+def test_an_error_inside_the_doctor_is_a_note_and_training_goes_on(monkeypatch):
+    x, y = data()
+    torch.manual_seed(1)
+    plain_model = FunctionalNet()
+    plain = train(plain_model, torch.optim.SGD(plain_model.parameters(), lr=0.1), 8, x, y)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("synthetic failure")
+
+    monkeypatch.setattr(torch_probe, "add_activation", broken)
+    monkeypatch.setattr(torch_probe, "norm", broken)
+    torch.manual_seed(1)
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        watched = train(model, optimizer, 8, x, y)
+    assert watched == plain
+    assert any("synthetic failure" in note for note in dr.notes)
+    assert all(torch.equal(a, b) for a, b in zip(plain_model.parameters(), model.parameters()))
+
+
+def test_the_user_s_exception_propagates_and_hooks_are_removed():
+    model = FunctionalNet()
+    with pytest.raises(KeyError):
+        with doctor.watch(model):
+            model(torch.randn(2, 8)).sum().backward()
+            raise KeyError("the user's own bug")
+    assert no_global_hooks_left()
+
+
+def test_bad_arguments_are_clear():
+    with pytest.raises(TypeError, match="expected a torch.nn.Module"):
+        doctor.watch("model")
+    with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
+        doctor.watch(FunctionalNet(), optimizer=[1, 2])
+
+
+class SqrtFeatures(nn.Module):
+    """sqrt of a squared distance: where the distance is exactly 0, sqrt's derivative 1/(2 sqrt 0) is infinite
+    and the backward pass makes NaN (0 x inf). `guarded` wraps it in torch.where, which does not help."""
+
+    def __init__(self, guarded):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.guarded = guarded
+
+    def forward(self, x, poison):
+        d2 = (self.fc(x) ** 2).sum(1) * (0.0 if poison else 1.0)
+        if self.guarded:
+            return torch.where(d2 > 0, torch.sqrt(d2), torch.zeros_like(d2)).mean()
+        return torch.sqrt(d2).mean()
+
+
+def train_sqrt(guarded, every, poison_step=5, steps=10):
+    torch.manual_seed(0)
+    model = SqrtFeatures(guarded)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for step in range(steps):
+            loss = model(x, poison=step == poison_step)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return [f for f in dr.findings if f.symptom == "nonfinite"]
+
+
+def test_a_backward_nan_on_a_sampled_step_is_named_exactly():
+    [finding] = train_sqrt(guarded=True, every=5)
+    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("sqrt", 5, "backward")
+    assert finding.evidence["through_where"] is True and finding.evidence["exact"] is True
+
+
+def test_a_backward_nan_on_an_unsampled_step_is_bounded_by_the_next_loss():
+    [finding] = train_sqrt(guarded=False, every=100)  # the NaN weights make the next loss NaN
+    assert (finding.where, finding.first_step) == ("fc", 5)
+    assert finding.evidence["phase"] == "update" and finding.evidence["exact"] is False
+    assert "fc.weight" in finding.evidence["parameters"]
+    assert "--every 1" in finding.explanation
+
+
+def test_nan_weights_hidden_from_the_loss_are_found_at_the_next_sampled_step():
+    [finding] = train_sqrt(guarded=True, every=4)  # where hides the NaN weights from the loss: 0 forever
+    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("fc", 8, "update")
+    assert "finite after sampled step 4 and non-finite when step 8 began" in finding.evidence["detail"]
+
+
+class LogHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return torch.log(torch.relu(self.fc(x)))  # log(0) = -inf wherever the ReLU is off
+
+
+def test_a_forward_inf_inside_a_module_names_the_op_and_the_layer():
+    torch.manual_seed(0)
+    model = LogHead()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=100) as dr:  # not a sampled step: found from the graph alone
+        for _ in range(3):
+            loss = model(torch.randn(16, 4)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (finding.where, finding.first_step) == ("log", 0)
+    assert finding.evidence["phase"] == "forward" and finding.evidence["exact"] is True
+    assert finding.evidence["module"] == "fc" and finding.evidence["value"] == "-inf"
+    assert "(after `fc`)" in finding.explanation
+
+
+class CellLoop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.RNNCell(3, 8)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x):
+        h = torch.zeros(x.shape[0], 8)
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+        return self.head(h)
+
+
+def test_a_recurrent_cell_called_in_a_loop_gives_per_time_step_gradients():
+    torch.manual_seed(0)
+    model = CellLoop()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(3):
+            loss = model(torch.randn(4, 12, 3)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    layer = dr.history.records[-1].layers["cell"]
+    assert layer.recurrent and len(layer.time_grad_norms) == 12
+    assert layer.time_grad_norms[0] < layer.time_grad_norms[-1]  # the gradient fades going back in time
+
+
+def test_missing_zero_grad_is_seen_and_intentional_accumulation_is_not():
+    x, y = data()
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        train(model, optimizer, 10, x, y, zero_grad=False)
+    assert [f.symptom for f in dr.findings] == ["accumulating_gradient"]
+    assert dr.findings[0].evidence["steps_not_reset"] == dr.findings[0].evidence["steps_checked"]
+
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(10):
+            for _ in range(3):  # three micro-batches per step, on purpose
+                nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=False)
+    assert dr.findings == [] and dr.steps == 10
+
+
+def test_history_stays_bounded_over_a_long_run():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(3000):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    history = dr.history
+    assert history.steps == 3000 and history.records_seen == 1500
+    assert len(history.records) <= history.max_records and len(history.loss.buckets) <= history.loss.max_buckets
+    assert math.isfinite(history.loss.buckets[-1].mean)
+
+
+def test_nothing_is_kept_alive_after_the_run():
+    """Hooks on autograd nodes point back to the step's state; that state must let go of the nodes, or each
+    sampled step's graph (and the whole doctor) would leak through a cycle the garbage collector cannot see."""
+    import gc
+
+    from leakygrad.doctor.doctor import Doctor
+
+    def alive(kind):
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is kind or issubclass(type(o), kind))
+
+    before = alive(torch_probe.StepState), alive(Doctor), alive(torch.autograd.graph.Node)
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = data()
+    with doctor.watch(model, optimizer, every=1) as dr:
+        train(model, optimizer, 12, x, y)
+    assert dr.history.records_seen == 12
+    del dr
+    after = alive(torch_probe.StepState), alive(Doctor), alive(torch.autograd.graph.Node)
+    assert after[:2] == before[:2]
+    assert after[2] <= before[2] + 2  # no graph of any past step survives
