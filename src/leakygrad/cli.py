@@ -11,7 +11,10 @@ import sys
 
 # name -> (module, one-line help)
 SUBCOMMANDS = {
-    "demo": ("leakygrad.cli_demo", "train a small MLP on the bare engine and gradient-check it"),
+    "demo": (
+        "leakygrad.cli_demo",
+        "the engine trains and gradient-checks an MLP; the doctor diagnoses a sick PyTorch script",
+    ),
     "doctor": ("leakygrad.doctor.cli", "run a PyTorch training script and report where its gradients leak"),
 }
 
