@@ -6,10 +6,19 @@
 2. Per-op overhead: a graph of 10,000 tiny scalar ops, forward and backward, for leakygrad, PyTorch and
    micrograd.
 
-Each contender is warmed up, then timed `--repeats` times; the table gives medians and ratios to the NumPy
-floor (or to leakygrad for the scalar graph). Machines here are shared and noisy: compare ratios, not seconds.
+Each contender is warmed up, then timed `--repeats` times over `--steps` steps, the contenders interleaved within
+each repetition (a noisy moment slows all of them alike). The table gives the median time per step and the median
+over repetitions of each contender's ratio to the NumPy floor in the same repetition (or to leakygrad for the
+scalar graph). Machines here are shared and noisy: compare ratios, not seconds.
 
-    python benchmarks/bench_engine.py [--repeats 15] [--skip-peers]
+Two settings make the comparison about the code rather than the machine, and apply to every contender alike:
+one thread for BLAS and PyTorch (`--threads N` to change it: with two threads on two shared cores, a busy
+neighbour stalls BLAS's thread pool and single steps took 3 ms or 100 ms at random), and glibc's allocator told
+to keep freed memory (a step's arrays otherwise come fresh from the OS and are page-faulted in, or not,
+depending on what the process allocated before). `--clock cpu` (the default) times this process's CPU time,
+steadier than elapsed time on a shared machine; `--clock wall` for an idle one.
+
+    python benchmarks/bench_engine.py [--repeats 15] [--steps 10] [--skip-peers]
 
 The peers (autograd, tinygrad, micrograd) are benchmark-only dependencies: pip install autograd tinygrad micrograd
 """
@@ -17,17 +26,35 @@ The peers (autograd, tinygrad, micrograd) are benchmark-only dependencies: pip i
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+
+def _threads_from_argv(default: int = 1) -> int:
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return int(sys.argv[i + 1])
+        if arg.startswith("--threads="):
+            return int(arg.split("=", 1)[1])
+    return default
+
+
+# BLAS reads its thread count when NumPy is imported: set it first.
+THREADS = _threads_from_argv()
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import leakygrad as lg  # noqa: E402
+from leakygrad.nn import functional as F  # noqa: E402
 
 SIZES = (784, 512, 512, 10)
 BATCH = 128
@@ -80,7 +107,7 @@ def leakygrad_step(x, y, params):
     for i in range(0, 4, 2):
         h = (h @ params[i] + params[i + 1]).relu()
     logits = h @ params[4] + params[5]
-    loss = -logits.log_softmax(axis=1)[np.arange(len(y)), y].mean()
+    loss = F.cross_entropy(logits, y)  # as the PyTorch step below: the library's softmax cross-entropy
     for p in params:
         p.grad = None
     loss.backward()
@@ -257,28 +284,52 @@ def scalar_contenders():
 # ---------------------------------------------------------------------------------------------- timing
 
 
-def time_contenders(contenders: dict, repeats: int, warmup: int = 3) -> dict[str, list[float]]:
-    """Interleave contenders round by round, so that a noisy moment hurts all of them alike."""
+CLOCK = time.process_time
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc to keep freed memory for reuse instead of returning it to the OS (see the module docstring)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(libc.mallopt(m_mmap_threshold, 64 << 20) and libc.mallopt(m_trim_threshold, 512 << 20))
+
+
+def time_contenders(contenders: dict, repeats: int, steps: int, warmup: int = 3) -> dict[str, list[float]]:
+    """Seconds per step of each contender, one entry per repetition; contenders interleaved within each.
+
+    Python's cycle collector runs before each timed block, so that no contender pays for another's garbage
+    (micrograd's closures make reference cycles: collecting 10,000 of them took up to 100 ms in the middle of
+    whichever contender came next)."""
     for fn in contenders.values():
         for _ in range(warmup):
             fn()
     times = {name: [] for name in contenders}
     for _ in range(repeats):
         for name, fn in contenders.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            gc.collect()
+            start = CLOCK()
+            for _ in range(steps):
+                fn()
+            times[name].append((CLOCK() - start) / steps)
     return times
 
 
 def print_table(title: str, times: dict[str, list[float]], baseline: str) -> dict[str, float]:
-    medians = {name: statistics.median(ts) for name, ts in times.items()}
-    base = medians[baseline]
+    """Median time per step, and the median over repetitions of the ratio to `baseline` in the same one."""
     print(f"\n{title}")
-    print(f"{'contender':<28} {'median ms':>10} {'min ms':>9} {'ratio to ' + baseline:>32}")
-    for name, median in medians.items():
-        print(f"{name:<28} {median * 1e3:>10.2f} {min(times[name]) * 1e3:>9.2f} {median / base:>32.2f}")
-    return {name: median / base for name, median in medians.items()}
+    print(f"| contender | median ms | min ms | ratio to {baseline} (median, quartiles) |")
+    print("|---|---|---|---|")
+    ratios = {}
+    for name, ts in times.items():
+        paired = [t / b for t, b in zip(ts, times[baseline])]
+        ratios[name] = statistics.median(paired)
+        low, _, high = statistics.quantiles(paired, n=4) if len(paired) > 1 else (paired[0],) * 3
+        spread = f"{ratios[name]:.2f} ({low:.2f}-{high:.2f})"
+        print(f"| {name} | {statistics.median(ts) * 1e3:.2f} | {min(ts) * 1e3:.2f} | {spread} |")
+    return ratios
 
 
 def check_same_step(x, y, weights) -> float:
@@ -292,20 +343,30 @@ def check_same_step(x, y, weights) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=15, help="repetitions; medians are reported (default 15)")
+    parser.add_argument("--steps", type=int, default=10, help="MLP steps per repetition (default 10)")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS and PyTorch threads (default 1)")
+    parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu", help="what to time (default cpu)")
     parser.add_argument("--skip-peers", action="store_true", help="only NumPy, leakygrad and PyTorch")
     args = parser.parse_args(argv)
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    tuned = keep_freed_memory()
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     x, y, weights = make_problem()
     print(
-        f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32; NumPy {np.__version__}; "
-        f"{os.cpu_count()} CPUs; {args.repeats} timed steps each (median)"
+        f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32; NumPy {np.__version__}, torch {torch.__version__}; "
+        f"{os.cpu_count()} CPUs, {args.threads} thread(s); {args.clock} clock; allocator "
+        f"{'keeps freed memory' if tuned else 'default'}; {args.repeats} repetitions of {args.steps} steps"
     )
     difference = check_same_step(x, y, weights)
     print(f"leakygrad vs hand-written NumPy: largest parameter difference after one step {difference:.1e}")
-    mlp_times = time_contenders(mlp_contenders(x, y, weights, args.skip_peers), args.repeats)
+    mlp_times = time_contenders(mlp_contenders(x, y, weights, args.skip_peers), args.repeats, args.steps)
     ratios = print_table("One training step", mlp_times, "hand-written NumPy")
-    scalar_times = time_contenders(scalar_contenders(), max(5, args.repeats // 3), warmup=1)
+    scalar_times = time_contenders(scalar_contenders(), max(9, args.repeats // 2 + 1), steps=1, warmup=1)
     print_table(f"{SCALAR_OPS:,} scalar ops, forward + backward", scalar_times, "leakygrad")
     target = 1.10
     verdict = "meets" if ratios["leakygrad"] <= target else "MISSES"

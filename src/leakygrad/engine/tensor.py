@@ -399,7 +399,10 @@ class Tensor:
     @property
     def mT(self):
         """Transpose of the last two axes (a batch of matrices)."""
-        return self.swapaxes(-1, -2)
+        n = self.data.ndim
+        if n < 2:
+            raise OpError(f"mT: needs a matrix or a batch of them, got a tensor of shape {self.shape}")
+        return shape_ops.Transpose.apply(self, axes=(*range(n - 2), n - 1, n - 2))  # every matmul backward uses it
 
     def broadcast_to(self, *shape):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
