@@ -9,12 +9,15 @@ Two networks, each trained with plain SGD (forward, backward, update):
 
 The hand-written NumPy step is the floor: forward and backward written out by hand, channels-last, input
 projections of the LSTM batched over time, and every speed trick the leakygrad ops use (running-max pooling,
-sums as BLAS products, sigmoid through tanh). Before timing, the script checks that all three compute the same
-loss and the same gradients (float64, from the same weights), so they do the same work.
+sums as BLAS products, sigmoid through tanh, im2col as one copy of a strided view or, for one channel, one
+copy per kernel offset, the input gradient of a convolution as a convolution with the flipped kernel, biases
+added in place). Before timing, the script checks that all three compute the same loss and the same gradients
+(float64, from the same weights), so they do the same work.
 
 Each repetition times `--steps` training steps of every contender in turn (interleaved, so that a noisy
 neighbour slows all of them alike); the table shows the median over `--repeats` repetitions of the time per
-step, wall-clock by default (`--clock cpu`: this process's CPU time, steadier on a shared machine).
+step, wall-clock by default (`--clock cpu`: this process's CPU time, steadier on a shared machine), and the
+ratios are medians over repetitions of the ratio within each repetition.
 
 Two settings make the comparison about the code rather than the machine, and apply to all three alike:
 - one thread (BLAS and PyTorch) by default; `--threads N` to change it;
@@ -124,6 +127,12 @@ class NumpyCNN:
         n, h, w, c = x.shape
         padded = np.zeros((n, h + 2 * pad, w + 2 * pad, c), dtype=x.dtype)
         padded[:, pad : pad + h, pad : pad + w] = x
+        if c == 1:  # one channel: one copy per kernel offset (an image row at a time) is faster, as in leakygrad
+            windows = np.empty((n, h, w, k, k, c), dtype=x.dtype)
+            for i in range(k):
+                for j in range(k):
+                    windows[:, :, :, i, j, :] = padded[:, i : i + h, j : j + w, :]
+            return windows.reshape(n * h * w, k * k * c)
         sn, sh, sw, sc = padded.strides
         windows = np.lib.stride_tricks.as_strided(padded, (n, h, w, k, k, c), (sn, sh, sw, sh, sw, sc))
         return windows.reshape(n * h * w, k * k * c)
@@ -141,7 +150,8 @@ class NumpyCNN:
         x = images.reshape(n, 8, 8, 1)
         # forward
         cols1 = self.im2col(x)
-        z1 = cols1 @ self.w1 + self.b1  # (n*64, 16)
+        z1 = cols1 @ self.w1  # (n*64, 16)
+        z1 += self.b1  # in place, as leakygrad's conv2d adds its bias
         # 2x2 max pool, stride 2: scan the four offsets, keep the running max and the first winner's offset
         a1 = np.maximum(z1, 0).reshape(n, 4, 2, 4, 2, 16)
         p1 = a1[:, :, 0, :, 0, :].copy()  # (n, 4, 4, 16)
@@ -151,7 +161,8 @@ class NumpyCNN:
             winner += (candidate > p1) * (k - winner)  # strictly greater: ties stay with the first
             np.maximum(p1, candidate, out=p1)
         cols2 = self.im2col(p1)
-        z2 = cols2 @ self.w2 + self.b2  # (n*16, 32)
+        z2 = cols2 @ self.w2  # (n*16, 32)
+        z2 += self.b2
         a2 = np.maximum(z2, 0)
         features = a2.reshape(n, 512)
         logits = features @ self.w3 + self.b3
@@ -378,8 +389,8 @@ def keep_freed_memory() -> bool:
 CLOCK = time.perf_counter
 
 
-def time_steps(contenders: dict, steps: int, repeats: int) -> dict[str, float]:
-    """Median seconds per step for each contender; contenders are interleaved within each repetition."""
+def time_steps(contenders: dict, steps: int, repeats: int) -> dict[str, list[float]]:
+    """Seconds per step of each contender, one entry per repetition; contenders interleaved within each."""
     for step in contenders.values():  # warm-up
         for _ in range(2):
             step()
@@ -390,7 +401,12 @@ def time_steps(contenders: dict, steps: int, repeats: int) -> dict[str, float]:
             for _ in range(steps):
                 step()
             samples[name].append((CLOCK() - start) / steps)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
+
+
+def paired_ratio(samples: dict[str, list[float]], name: str, baseline: str) -> float:
+    """The median over repetitions of name's time / baseline's time in the same repetition (drift cancels)."""
+    return statistics.median(a / b for a, b in zip(samples[name], samples[baseline]))
 
 
 def digits_batch(batch: int, rng):
@@ -516,10 +532,11 @@ def main() -> None:
         "| leakygrad / NumPy | leakygrad / PyTorch |"
     )
     print("|" + "---|" * 6)
-    for name, r in results.items():
+    for name, samples in results.items():
+        ms = {contender: statistics.median(times) * 1e3 for contender, times in samples.items()}
         print(
-            f"| {name} | {r['numpy'] * 1e3:.2f} | {r['leakygrad'] * 1e3:.2f} | {r['torch'] * 1e3:.2f} | "
-            f"{r['leakygrad'] / r['numpy']:.2f}x | {r['leakygrad'] / r['torch']:.2f}x |"
+            f"| {name} | {ms['numpy']:.2f} | {ms['leakygrad']:.2f} | {ms['torch']:.2f} | "
+            f"{paired_ratio(samples, 'leakygrad', 'numpy'):.2f}x | {paired_ratio(samples, 'leakygrad', 'torch'):.2f}x |"
         )
 
 
