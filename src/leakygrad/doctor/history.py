@@ -183,7 +183,7 @@ class History:
             while len(tally.masks) > window:
                 tally.fired -= tally.masks.popleft()
                 tally.examples.popleft()
-            stats.dead_fraction = float(np.mean(tally.fired == 0)) if len(mask) else 0.0
+            stats.dead_fraction = (len(mask) - np.count_nonzero(tally.fired)) / len(mask) if len(mask) else 0.0
             stats.window_examples = int(sum(tally.examples))
             stats.unit_active = None  # folded: the record keeps only the fraction
 

@@ -202,13 +202,15 @@ class TorchProbe:
         self._backward_calls = 0
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
-        self._reset_marks = None  # (parameter, its .grad, version) after a sampled optimiser step
+        self._reset_marks = None  # (parameter, weak reference to its .grad, version) after a sampled optimiser step
         self._backward_since_marks = 0
         self._nonfinite_seen = False
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
         self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
         self._module_handles = []
+        self._hooks_paused = False  # inside the optimiser step: module hooks stay installed but do nothing
         self._global_handles = []
+        self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._failures: dict[str, int] = {}
         self._views: dict[int, tuple] = {}  # id(parameter) -> (weakref, data pointer, _parameter_view result)
         self._given_optimizer = optimizer
@@ -274,6 +276,8 @@ class TorchProbe:
             label = f"{prefix}{path}" if path else name
             self.infos[sub] = _module_info(label, sub)
             self.info_by_name[label] = self.infos[sub]
+            if self.infos[sub].gated:
+                self._gated_names.add(label)
         for path, param in module.named_parameters():
             if id(param) not in self.param_labels:
                 owner = path.rpartition(".")[0]
@@ -310,19 +314,20 @@ class TorchProbe:
             self.state.release()  # an unfinished sampled step (no optimiser step came)
         self.state = StepState() if self.sampling else None
         self._depth = 0
+        self._hooks_paused = False
         if self.sampling:
-            self._install_module_hooks()
+            self._install_module_hooks()  # kept from the step before when it was sampled too (every=1)
+        else:
+            self._remove_module_hooks()
 
-    def _end_step(self, start_next: bool = True) -> None:
+    def _end_step(self) -> None:
         if self._losses:
             self.doctor.add_loss(self.step, sum(self._losses) / len(self._losses))
         self.step += 1
         self.doctor.set_steps(self.step)
         if len(self._pending_device_losses) >= self.every:
             self._flush_device_losses()
-        if start_next:
-            self._remove_module_hooks()
-            self._start_step()
+        self._start_step()
 
     def _install_module_hooks(self) -> None:
         if self._module_handles:
@@ -345,6 +350,8 @@ class TorchProbe:
 
     # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
     def _on_forward_pre(self, module, args):
+        if self._hooks_paused:
+            return None
         try:
             depth = self._depth
             if self._awaiting and torch.is_grad_enabled():
@@ -389,6 +396,8 @@ class TorchProbe:
         return (alias, *args[1:])
 
     def _on_forward(self, module, args, output):
+        if self._hooks_paused:
+            return None
         try:
             self._depth = max(0, self._depth - 1)
             info = self.infos.get(module)
@@ -509,7 +518,7 @@ class TorchProbe:
         self._close_backward_step()
 
     def _record_loss(self, loss: torch.Tensor) -> None:
-        if loss.device.type != "cpu":
+        if not loss.is_cpu:
             self._pending_device_losses.append((self.step, loss.detach()))
             return
         value = float(loss.detach())
@@ -540,7 +549,7 @@ class TorchProbe:
         for module_name, outputs in state.recurrent_outputs.items():
             for node in graph_tools.region(outputs, state.boundaries.get(module_name, set())):
                 inside.setdefault(node, module_name)
-        gated = {info.name for info in self.infos.values() if info.gated}
+        gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
         for node in graph.nodes:
             if node in state.seen_nodes:
@@ -610,7 +619,7 @@ class TorchProbe:
             if self._reset_marks is not None:
                 self._check_reset()
             if self.sampling and self.state is not None:
-                self._remove_module_hooks()
+                self._hooks_paused = True  # forward calls inside the step (an LBFGS closure) are not this step's
                 self._measure_parameters(self._optimizer_parameters(optimizer), snapshot=True)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
@@ -622,8 +631,11 @@ class TorchProbe:
                 return
             if self.sampling and self.state is not None:
                 self._finish_sampled_step(with_update=True)
+                # weak references: holding last step's gradients would keep them from being freed by zero_grad()
                 self._reset_marks = [
-                    (p, p.grad, p.grad._version) for p in self._optimizer_parameters(optimizer) if p.grad is not None
+                    (p, weakref.ref(p.grad), p.grad._version)
+                    for p in self._optimizer_parameters(optimizer)
+                    if p.grad is not None
                 ]
                 self._backward_since_marks = 0
             self._end_step()
@@ -656,8 +668,9 @@ class TorchProbe:
         marks, self._reset_marks = self._reset_marks, None
         backward_calls = self._backward_since_marks
         stale = reset = 0
-        for p, grad, version in marks:
-            if p.grad is not grad:
+        for p, grad_ref, version in marks:
+            grad = grad_ref()
+            if grad is None or p.grad is not grad:
                 reset += 1
             elif 0 < grad._version - version <= backward_calls:
                 stale += 1
