@@ -40,6 +40,8 @@ from leakygrad.doctor.probes.torch_graph import op_name
 from leakygrad.doctor.probes.torch_stats import (
     ActivationTally,
     Deferred,
+    ParameterSamples,
+    Scratch,
     add_activation,
     blocked_fraction,
     norm,
@@ -126,15 +128,6 @@ def _tensors(value):
     return []
 
 
-UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
-
-
-def _spread_sample(param: torch.Tensor) -> torch.Tensor:
-    """Up to UPDATE_SAMPLE entries spread evenly through the parameter: a strided view, no copy."""
-    flat = param.detach().reshape(-1)
-    return flat[:: max(1, flat.numel() // UPDATE_SAMPLE)]
-
-
 def _storage(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage().data_ptr()
 
@@ -149,24 +142,23 @@ class StepState:
     output_storages: dict = field(default_factory=dict)  # storage pointer of outputs with grad -> module name
     boundaries: dict = field(default_factory=dict)  # recurrent module name -> grad_fn nodes of its inputs
     recurrent_outputs: dict = field(default_factory=dict)  # recurrent module name -> its output nodes
-    out_grad_norms: dict = field(default_factory=dict)  # module name -> [deferred index], one per call
-    grad_arrival: list = field(default_factory=list)  # module names in the order their output gradient arrived
+    out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> (op, site, [(blocked idx, arriving idx)], elements)
-    nan_checks: list = field(default_factory=list)  # (deferred index, node, parents, label) in backward order
+    nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
+    roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
-    grad_norm_idx: list = field(default_factory=list)
-    weight_norm_idx: list = field(default_factory=list)  # weight samples after the update
-    before_norm_idx: list = field(default_factory=list)  # weight samples the step used (before its update)
-    update_norm_idx: list = field(default_factory=list)
-    before_update: list | None = None
+    samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
+    snapshot_taken: bool = False  # the samples were copied before the optimiser step
+    grad_norm_idx: list = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
+    sample_norms: list = field(default_factory=list)  # (parameter indices, deferred vector index, rows)
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
-    samples: list = field(default_factory=list)  # evenly spaced entries of each parameter (views)
-    sample_scale: list = field(default_factory=list)  # sqrt(entries / sampled entries), per parameter
+    weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
+    weights_after: list = field(default_factory=list)  # ... and after its update
 
     def release(self) -> None:
         """Drop every reference to autograd nodes and tensors. Hooks left on nodes still point to this state;
@@ -176,7 +168,7 @@ class StepState:
             if isinstance(value, (dict, list, set)):
                 value.clear()
         self.deferred = Deferred()
-        self.before_update = None
+        self.samples = None
 
 
 class TorchProbe:
@@ -212,7 +204,8 @@ class TorchProbe:
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._failures: dict[str, int] = {}
-        self._views: dict[int, tuple] = {}  # id(parameter) -> (weakref, data pointer, _parameter_view result)
+        self._plan: tuple | None = None  # (key, [(name, label, parameter)], ParameterSamples): made once, reused
+        self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
         for m in models:
@@ -264,7 +257,8 @@ class TorchProbe:
             self.state.release()
         self.state = None
         self._reset_marks = None
-        self._views.clear()
+        self._plan = None
+        self._scratch = Scratch()
 
     def add_root(self, module: nn.Module, name: str, prefixed: bool) -> None:
         # A bare nn.Sequential's paths are just indices ("3"); prefix them with its name ("model.3").
@@ -363,12 +357,14 @@ class TorchProbe:
             if info is None or not torch.is_grad_enabled() or self.state is None:
                 return None
             state = self.state
-            state.order.setdefault(info.name, len(state.order))
-            for arg in _tensors(args):
-                if arg.is_floating_point() and not arg.requires_grad and state.output_storages:
-                    producer = state.output_storages.get(_storage(arg))
-                    if producer is not None and producer != info.name:
-                        state.cuts.add((producer, info.name))
+            if info.name not in state.order:
+                state.order[info.name] = len(state.order)
+            if state.output_storages:  # an input sharing an earlier output's memory but not its history: a cut
+                for arg in _tensors(args):
+                    if not arg.requires_grad and arg.is_floating_point():
+                        producer = state.output_storages.get(_storage(arg))
+                        if producer is not None and producer != info.name:
+                            state.cuts.add((producer, info.name))
             if info.recurrent:
                 state.boundaries.setdefault(info.name, set()).update(
                     t.grad_fn for t in _tensors(args) if t.grad_fn is not None
@@ -404,23 +400,29 @@ class TorchProbe:
             if info is None or not torch.is_grad_enabled() or self.state is None:
                 return None
             state = self.state
-            y = _first_tensor(output)
+            y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
             if y is None or not y.is_floating_point():
                 return None
-            for t in _tensors(output):
-                if t.grad_fn is not None:
-                    state.output_nodes.setdefault(t.grad_fn, info.name)
+            name = info.name
+            for t in (y,) if y is output else _tensors(output):
+                node = t.grad_fn
+                if node is not None:
+                    state.output_nodes.setdefault(node, name)
                     if info.recurrent:
-                        state.recurrent_outputs.setdefault(info.name, set()).add(t.grad_fn)
-            if y.requires_grad:
-                state.output_storages[_storage(y)] = info.name
+                        state.recurrent_outputs.setdefault(name, set()).add(node)
+            if not y.requires_grad:
+                return None
+            state.output_storages[_storage(y)] = name
             if info.has_weights or info.recurrent:
-                if y.requires_grad:
-                    if info.recurrent == "cell":
-                        calls = state.cell_calls.setdefault(info.name, [])
-                        calls.append(None)
-                        y.register_hook(functools.partial(self._on_cell_grad, state, info.name, len(calls) - 1))
-                    y.register_hook(functools.partial(self._on_output_grad, state, info.name))
+                node = y.grad_fn
+                if info.recurrent == "cell":
+                    calls = state.cell_calls.setdefault(name, [])
+                    calls.append(None)
+                    y.register_hook(functools.partial(self._on_cell_grad, state, name, len(calls) - 1))
+                if node is None:  # a leaf: the gradient arrives at the tensor itself
+                    y.register_hook(functools.partial(self._on_output_grad, state, name))
+                else:  # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
+                    node.register_prehook(functools.partial(self._on_output_node_grad, state, name, y.output_nr))
         except Exception as error:
             self._fail("forward hook", error)
         return None
@@ -428,8 +430,15 @@ class TorchProbe:
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
     def _on_output_grad(self, state: StepState, name: str, grad):
         try:
-            state.out_grad_norms.setdefault(name, []).append(state.deferred.scalar(norm(grad)))
-            state.grad_arrival.append(name)
+            state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
+        except Exception as error:
+            self._fail("output gradient hook", error)
+
+    def _on_output_node_grad(self, state: StepState, name: str, output_nr: int, grad_outputs):
+        try:
+            grad = grad_outputs[output_nr]
+            if grad is not None:
+                state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
         except Exception as error:
             self._fail("output gradient hook", error)
 
@@ -458,7 +467,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("gating-op gradient hook", error)
 
-    def _on_nan_prone_grad(self, state: StepState, node, parents, label, grad_inputs, grad_outputs):
+    def _on_nan_prone_grad(self, state: StepState, node, label, grad_inputs, grad_outputs):
         try:
             outs = [g for g in grad_outputs if g is not None]
             ins = [g for g in grad_inputs if g is not None]
@@ -469,7 +478,7 @@ class TorchProbe:
             finite_out = torch.stack([torch.isfinite(g.sum()) for g in outs]).all()
             finite_in = torch.stack([torch.isfinite(g.sum()) for g in ins]).all()
             born_here = finite_out & ~finite_in  # finite gradient in, non-finite gradient out: NaN born here
-            state.nan_checks.append((state.deferred.scalar(born_here), node, parents, label))
+            state.nan_checks.append((state.deferred.scalar(born_here), node, label))
         except Exception as error:
             self._fail("NaN check hook", error)
 
@@ -542,7 +551,8 @@ class TorchProbe:
         root_nodes = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         if not root_nodes:
             return
-        graph = graph_tools.walk(root_nodes, with_parents=True)
+        graph = graph_tools.walk(root_nodes)
+        state.roots.extend(root_nodes)
         names = state.output_nodes
         loss_nodes = graph_tools.loss_side(graph, root_nodes, names)
         inside = {}  # node -> recurrent module it belongs to
@@ -573,13 +583,13 @@ class TorchProbe:
                 node.register_hook(functools.partial(self._on_gate_grad, state, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
-                node.register_hook(functools.partial(self._on_nan_prone_grad, state, node, graph.parents, label))
+                node.register_hook(functools.partial(self._on_nan_prone_grad, state, node, label))
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
         names = state.output_nodes
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
-        y = node._saved_result
+        y = node._saved_result.detach()
         feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
         feeds_kind = feeds_info.kind if feeds_info else None
         axis = unit_axis(y, feeds_kind)
@@ -592,8 +602,7 @@ class TorchProbe:
             elif feeds_from in state.order:
                 tally.depth = state.order[feeds_from] + 0.5
             state.activations[site] = tally
-        with torch.no_grad():
-            add_activation(tally, y, axis, saturation)
+        add_activation(tally, y, axis, saturation, self._scratch)
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
     def _is_watched_optimizer(self, optimizer) -> bool:
@@ -630,13 +639,10 @@ class TorchProbe:
             if self.primary is None or self.primary() is not optimizer:
                 return
             if self.sampling and self.state is not None:
+                params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
                 # weak references: holding last step's gradients would keep them from being freed by zero_grad()
-                self._reset_marks = [
-                    (p, weakref.ref(p.grad), p.grad._version)
-                    for p in self._optimizer_parameters(optimizer)
-                    if p.grad is not None
-                ]
+                self._reset_marks = [(p, weakref.ref(p.grad), p.grad._version) for p in params if p.grad is not None]
                 self._backward_since_marks = 0
             self._end_step()
         except Exception as error:
@@ -681,59 +687,65 @@ class TorchProbe:
 
     @torch.no_grad()
     def _measure_parameters(self, params, snapshot: bool) -> None:
-        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of evenly spaced entries.
+        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries.
 
         Copying every parameter before each sampled update would cost as much as a plain SGD step; the ratio
-        ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread evenly through each
-        tensor (a strided view: no random numbers, nothing copied but those entries).
+        ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread through each
+        tensor (`ParameterSamples`: views made once, copied into buffers made once).
         """
         state = self.state
-        state.params, state.samples, state.sample_scale = [], [], []
-        state.grad_norm_idx, state.weight_norm_idx, state.update_norm_idx = [], [], []
-        grads = []
-        for p in params:
-            name, label, sample, scale = self._parameter_view(p)
-            state.params.append((name, label, p))
-            state.samples.append(sample)
-            state.sample_scale.append(scale)
-            grads.append(p.grad)  # under no_grad here; a .grad never requires grad itself
+        entries, state.samples = self._parameter_plan(params)
+        state.params = list(entries)  # a copy: release() empties the state's lists, not the cached plan
+        grads = [p.grad for p in params]  # under no_grad here; a .grad never requires grad itself
         with_grad = [g for g in grads if g is not None]
-        if snapshot:  # the weight samples are measured after the update, with the change (one call for both)
-            state.before_update = torch._foreach_mul(state.samples, 1.0) if state.samples else []
-            norms = torch._foreach_norm(with_grad) if with_grad else []
+        first = state.deferred.scalars(torch._foreach_norm(with_grad)) if with_grad else 0
+        slots = iter(range(first, first + len(with_grad)))
+        state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
+        if snapshot:  # the weights are measured after the update, with the change
+            state.samples.snapshot()
+            state.snapshot_taken = True
         else:
-            norms = torch._foreach_norm([*with_grad, *state.samples]) if with_grad or state.samples else []
-            state.weight_norm_idx = state.deferred.scalars(norms[len(with_grad) :])
-            state.before_norm_idx = state.weight_norm_idx  # no update follows: these are the weights the step used
-        grad_norms = iter(state.deferred.scalars(norms[: len(with_grad)]))
-        state.grad_norm_idx = [None if g is None else next(grad_norms) for g in grads]
+            self._defer_sample_norms(after_update=False)
 
-    def _parameter_view(self, p):
-        """(name, module label, evenly spaced sample view, sqrt(size / sample size)), cached per parameter."""
-        cached = self._views.get(id(p))
-        if cached is not None and cached[0]() is p and cached[1] == p.data_ptr():
-            return cached[2]
-        _, name, label = self._param_label(p)
-        sample = _spread_sample(p)
-        view = (name, label, sample, math.sqrt(p.numel() / max(sample.numel(), 1)))
-        self._views[id(p)] = (weakref.ref(p), p.data_ptr(), view)  # re-made if the storage is ever replaced
-        return view
+    def _parameter_plan(self, params) -> tuple[list, ParameterSamples]:
+        """[(name, module label, parameter)] and their samples, made once and reused while the parameters (and
+        their storage) stay the same."""
+        key = [(id(p), p.data_ptr()) for p in params]
+        if self._plan is None or self._plan[0] != key:
+            entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
+            self._plan = (key, entries, ParameterSamples(params))
+        return self._plan[1], self._plan[2]
+
+    def _defer_sample_norms(self, after_update: bool) -> None:
+        state = self.state
+        rows = 3 if after_update else 1
+        state.sample_norms = [
+            (indices, state.deferred.vector(norms), rows) for indices, norms in state.samples.norms(after_update)
+        ]
 
     @torch.no_grad()
     def _measure_update(self) -> None:
         state = self.state
-        if state.before_update is None:
-            return
-        if not state.samples:
-            return
-        changes = torch._foreach_sub(state.samples, state.before_update)  # the views see the updated values
-        # ||change||, ||weights after|| and ||weights before||, in one call
-        norms = torch._foreach_norm([*changes, *state.samples, *state.before_update])
-        count = len(changes)
-        state.update_norm_idx = state.deferred.scalars(norms[:count])
-        state.weight_norm_idx = state.deferred.scalars(norms[count : 2 * count])
-        state.before_norm_idx = state.deferred.scalars(norms[2 * count :])
-        state.before_update = None
+        if state.snapshot_taken and state.params:
+            self._defer_sample_norms(after_update=True)  # the samples are views: they see the updated values
+        state.snapshot_taken = False
+
+    def _parameter_values(self, state: StepState, scalars, vectors) -> tuple[list, list, list, list]:
+        """Per parameter: ||grad|| (None without one), ||weights|| after the step, before it, ||update|| (None
+        without an update). Sample norms are scaled up to the whole tensor (their ratio needs no scaling)."""
+        count = len(state.params)
+        grads = [None if i is None else scalars[i] for i in state.grad_norm_idx]
+        after, before, update = [None] * count, [None] * count, [None] * count
+        scales = state.samples.scales if state.samples is not None else []
+        for indices, vector, rows in state.sample_norms:
+            values = vectors[vector].reshape(rows, len(indices)).tolist()
+            for j, i in enumerate(indices):
+                if rows == 3:
+                    update[i], after[i], before[i] = (values[0][j] * scales[i], values[1][j] * scales[i],
+                                                      values[2][j] * scales[i])  # fmt: skip
+                else:
+                    after[i] = before[i] = values[0][j] * scales[i]
+        return grads, after, before, update
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
     def _finish_sampled_step(self, with_update: bool) -> None:
@@ -748,7 +760,8 @@ class TorchProbe:
         record = StepRecord(step=self.step)
         if self._losses:
             record.loss = sum(self._losses) / len(self._losses)
-        self._add_parameter_stats(record, state, value)
+        grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars, vectors)
+        self._add_parameter_stats(record, state, grads, updates)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, vectors)
         for key, (op, site, pairs, elements) in state.gates.items():
@@ -763,20 +776,13 @@ class TorchProbe:
         state.release()
         self.state = None
 
-    def _add_parameter_stats(self, record: StepRecord, state: StepState, value) -> None:
+    def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
         by_module: dict[str, list] = {}
         total = 0.0
-        for (name, label, _), g_idx, w_idx, u_idx, scale in zip(
-            state.params,
-            state.grad_norm_idx,
-            state.weight_norm_idx,
-            state.update_norm_idx or [None] * len(state.params),
-            state.sample_scale,
+        for (name, label, _), grad_norm, weight_norm, update_norm in zip(
+            state.params, grads, state.weights_after, updates
         ):
-            grad_norm, weight_norm, update_norm = value(g_idx), value(w_idx), value(u_idx)
-            # the sampled entries' norms, scaled up to the whole tensor (their ratio needs no scaling)
-            weight_norm *= scale
-            update_norm = None if update_norm is None else update_norm * scale
+            weight_norm = weight_norm or 0.0
             record.param_has_grad[name] = grad_norm is not None and grad_norm != 0  # NaN counts: it arrived
             record.param_module[name] = label
             sums = by_module.setdefault(label, [0.0, 0.0, 0.0, False])
@@ -793,12 +799,15 @@ class TorchProbe:
     def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
         infos = self.info_by_name
         sums = state.module_sums
+        out_grad_norms: dict[str, list] = {}
+        for name, index in state.out_grad_norms:  # one per call of the layer
+            out_grad_norms.setdefault(name, []).append(value(index))
         for name, depth in state.order.items():
             info = infos.get(name)
             if info is None or not (info.has_weights or info.recurrent):
                 continue
             layer = LayerStats(name, info.kind, depth, has_weights=info.has_weights, recurrent=bool(info.recurrent))
-            norms = [value(i) for i in state.out_grad_norms.get(name, [])]
+            norms = out_grad_norms.get(name)
             if norms:
                 layer.out_grad_norm = math.sqrt(sum(n * n for n in norms))  # over every call of the layer
                 layer.nonfinite_grad = not math.isfinite(layer.out_grad_norm)
@@ -848,11 +857,12 @@ class TorchProbe:
         to the ops between it and the loss), or parameters made non-finite by some update since the last sample."""
         if self._nonfinite_seen or (record.loss is not None and not math.isfinite(record.loss)):
             return
-        if self._report_broken_weights(state, state.before_norm_idx, value, before=True):
+        if self._report_broken_weights(state, state.weights_before, before=True):
             return  # the step ran on weights an earlier update had broken: what follows is a consequence
         born = next((entry for entry in state.nan_checks if value(entry[0]) > 0), None)
         if born is not None:
-            _, node, parents, label = born
+            _, node, label = born
+            parents = graph_tools.walk(state.roots, with_parents=True).parents  # walked again only now
             op = op_name(node)
             self._nonfinite_seen = True
             self.doctor.set_nonfinite(
@@ -867,7 +877,11 @@ class TorchProbe:
             )
             return
         first_bad = next(
-            (name for name in state.grad_arrival if name in record.layers and record.layers[name].nonfinite_grad),
+            (
+                name
+                for name, _ in state.out_grad_norms
+                if name in record.layers and record.layers[name].nonfinite_grad
+            ),
             None,
         )
         if first_bad is not None:
@@ -884,16 +898,16 @@ class TorchProbe:
                 )
             )
             return
-        if not self._report_broken_weights(state, state.weight_norm_idx, value, before=False):
+        if not self._report_broken_weights(state, state.weights_after, before=False):
             self._last_finite_step = self.step
 
-    def _report_broken_weights(self, state: StepState, norm_idx: list, value, before: bool) -> bool:
+    def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
         """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
         a clamp or a max can hide NaN weights from the loss)."""
         bad = [
             self._param_label(p)
-            for (_, _, p), idx in zip(state.params, norm_idx)
-            if idx is not None and not math.isfinite(value(idx))
+            for (_, _, p), norm in zip(state.params, norms)
+            if norm is not None and not math.isfinite(norm)
         ]
         if not bad:
             return False

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import functools
+import math
+
 import numpy as np
 import torch
 
@@ -20,8 +23,8 @@ CHANNEL_FIRST_KINDS = ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d
 class Deferred:
     """Device tensors waiting to be fetched: scalars and vectors, each read back by its index.
 
-    Nothing is converted or copied when a number is added; at `fetch`, tensors of one device and dtype are
-    stacked and copied to the host together (one transfer per group, usually one or two per step).
+    Nothing is converted or copied when a number is added; at `fetch` they are joined into one tensor and copied
+    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several).
     """
 
     def __init__(self):
@@ -29,21 +32,37 @@ class Deferred:
         self._vectors: list[torch.Tensor] = []
 
     def scalar(self, tensor: torch.Tensor) -> int:
-        tensor = tensor.detach()
-        self._scalars.append(tensor if tensor.dim() == 0 else tensor.reshape(()))
+        """A 0-d tensor (already detached, or made by a reduction of a detached tensor): its index."""
+        self._scalars.append(tensor)
         return len(self._scalars) - 1
 
-    def scalars(self, tensors: list[torch.Tensor]) -> list[int]:
-        """Several scalars at once (a list from torch._foreach_norm, say): their indices."""
+    def scalars(self, tensors) -> int:
+        """Several 0-d tensors (a list from torch._foreach_norm, say): the index of the first."""
         start = len(self._scalars)
-        self._scalars.extend(t.detach() for t in tensors)
-        return list(range(start, len(self._scalars)))
+        self._scalars.extend(tensors)
+        return start
 
     def vector(self, tensor: torch.Tensor) -> int:
-        self._vectors.append(tensor.detach().reshape(-1))
+        """A 1-d tensor (detached): its index."""
+        self._vectors.append(tensor)
         return len(self._vectors) - 1
 
     def fetch(self) -> tuple[list[float], list[np.ndarray]]:
+        if not self._scalars and not self._vectors:
+            return [], []
+        try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
+            parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
+            flat = torch.cat(parts).detach().cpu().numpy().astype(np.float64)
+        except RuntimeError:  # statistics on several devices (a model split across them)
+            return self._fetch_by_group()
+        count = len(self._scalars)
+        vectors, start = [], count
+        for t in self._vectors:
+            vectors.append(flat[start : start + t.numel()])
+            start += t.numel()
+        return flat[:count].tolist(), vectors
+
+    def _fetch_by_group(self) -> tuple[list[float], list[np.ndarray]]:
         scalars = [0.0] * len(self._scalars)
         for indices, tensors in _groups(self._scalars):
             for i, value in zip(indices, torch.stack(tensors).tolist()):
@@ -64,6 +83,28 @@ def _groups(tensors: list[torch.Tensor]):
     for i, t in enumerate(tensors):
         groups.setdefault((t.device, t.dtype), []).append(i)
     return [(indices, [tensors[i] for i in indices]) for indices in groups.values()]
+
+
+class Scratch:
+    """Working memory reused from step to step, one buffer per device and dtype.
+
+    Summarising an activation needs an elementwise temporary the size of its sample (256 KiB for 65,536 float32
+    outputs). Allocated afresh each sampled step, such blocks come from (and go back to) the operating system,
+    and the page faults cost more than the arithmetic; written into a buffer made once, they cost nothing.
+    """
+
+    def __init__(self):
+        self._buffers: dict = {}
+
+    def like(self, tensor: torch.Tensor) -> torch.Tensor:
+        """An uninitialised tensor of `tensor`'s shape, device and dtype, in memory reused across calls."""
+        key = (tensor.device, tensor.dtype)
+        buffer = self._buffers.get(key)
+        count = tensor.numel()
+        if buffer is None or buffer.numel() < count:
+            buffer = torch.empty(count, dtype=tensor.dtype, device=tensor.device)
+            self._buffers[key] = buffer
+        return buffer[:count].view(tensor.shape)
 
 
 @dataclass
@@ -93,23 +134,48 @@ def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
 
 
 ACTIVATION_SAMPLE = 65536  # outputs per site and step used to estimate zero/saturated fractions
+SAMPLE_RUNS = 64  # samples are taken as this many runs of consecutive entries, spread through the tensor
 
 
 def spread(t: torch.Tensor, count: int) -> torch.Tensor:
-    """Up to `count` entries spread evenly through `t` (a strided view of a contiguous tensor: no copy)."""
+    """Up to `count` entries of a contiguous `t`, as a view (no copy): all of them, or SAMPLE_RUNS runs of
+    consecutive entries spread evenly through it.
+
+    Runs rather than single entries at a fixed stride: reading whole cache lines is several times faster than
+    gathering entries a cache line apart. The runs start a little less than 1/SAMPLE_RUNS of the tensor apart,
+    at a distance sharing no factor with the length of its rows (or planes): so the runs start at different
+    columns (channels, positions), not all at column 0 of every 8th row.
+    """
     flat = t.reshape(-1)
-    return flat[:: max(1, flat.numel() // count)]
+    total = flat.numel()
+    if total <= count:
+        return flat
+    runs = min(SAMPLE_RUNS, count)
+    stride = _run_stride(tuple(t.shape), runs, count // runs)
+    return flat[: runs * stride].view(runs, stride)[:, : count // runs]
 
 
-def add_activation(tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float) -> None:
+@functools.lru_cache(maxsize=256)
+def _run_stride(shape: tuple, runs: int, run: int) -> int:
+    """The distance between runs: at most total/runs, at least `run`, coprime with every trailing block size."""
+    total = math.prod(shape)
+    blocks = {math.prod(shape[i:]) for i in range(1, len(shape))} - {0, 1}
+    stride = total // runs
+    while stride > run and any(math.gcd(stride, block) > 1 for block in blocks):
+        stride -= 1
+    return stride
+
+
+def add_activation(
+    tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float, scratch: Scratch
+) -> None:
     """Fold one activation output `y` (already detached) into the site's tally.
 
     Whether a unit fired for *some* example is taken over every example (one max over the non-unit axes): a
     dead unit is a claim about all of them. The shares of zero and saturated outputs, and the mean derivative,
-    are averages, estimated from up to ACTIVATION_SAMPLE outputs spread evenly through the tensor; counts come
-    from sums of sign(), several times faster than summing a boolean mask.
+    are averages, estimated from up to ACTIVATION_SAMPLE outputs spread through the tensor (`spread`); counts
+    come from sums of sign(), several times faster than summing a boolean mask, written into reused memory.
     """
-    y = y.detach()
     if y.dim() == 0 or y.numel() == 0:
         return
     sample = spread(y, ACTIVATION_SAMPLE)
@@ -117,24 +183,93 @@ def add_activation(tally: ActivationTally, y: torch.Tensor, axis: int, saturatio
     tally.elements += n
     tally.examples += y.shape[0] if y.dim() > 1 else 1
     function = tally.function
+    work = scratch.like(sample)
     if function == "relu":
-        positive = sample.sign().sum()  # relu(z) >= 0, so sign is 1 where the unit fired and 0 where it did not
+        positive = torch.sign(sample, out=work).sum(dtype=torch.float32)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
         tally.positive.append(positive)
         tally.derivative_sum.append(positive)  # relu'(z) = 1 where z > 0, else 0
         other_axes = tuple(a for a in range(y.dim()) if a != axis)
         per_unit = y.amax(dim=other_axes) if other_axes else y  # > 0 iff the unit fired for some example
         tally.unit_active = per_unit if tally.unit_active is None else torch.maximum(tally.unit_active, per_unit)
     elif function in ("sigmoid", "tanh"):
+        squares = torch.mul(sample, sample, out=work).sum(dtype=torch.float32)
         if function == "sigmoid":
-            derivative = sample * (1 - sample)  # sigma'(z) = sigma(z)(1 - sigma(z)), at most 1/4
+            # sigma'(z) = sigma(z)(1 - sigma(z)), at most 1/4; summed: sum(y) - sum(y^2)
+            tally.derivative_sum.append(sample.sum(dtype=torch.float32) - squares)
             # sigma' < t/4  <=>  |sigma - 1/2| > sqrt(1/4 - t/4)
-            distance, edge = (sample - 0.5).abs_(), (0.25 - 0.25 * saturation_derivative) ** 0.5
+            distance, edge = torch.sub(sample, 0.5, out=work).abs_(), (0.25 - 0.25 * saturation_derivative) ** 0.5
         else:
-            derivative = 1 - sample * sample  # tanh'(z) = 1 - tanh(z)^2, at most 1
-            distance, edge = sample.abs(), (1 - saturation_derivative) ** 0.5  # tanh' < t  <=>  |tanh| > sqrt(1-t)
-        signs = distance.sub_(edge).sign_().sum()  # +1 per saturated output, -1 per other
+            tally.derivative_sum.append(n - squares)  # tanh'(z) = 1 - tanh(z)^2, at most 1
+            distance, edge = torch.abs(sample, out=work), (1 - saturation_derivative) ** 0.5  # tanh' < t <=> |tanh| > sqrt(1-t)
+        signs = distance.sub_(edge).sign_().sum(dtype=torch.float32)  # +1 per saturated output, -1 per other
         tally.saturated.append((signs + n) * 0.5)
-        tally.derivative_sum.append(derivative.sum())
+
+
+UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
+
+
+class ParameterSamples:
+    """Entries spread through each parameter (views, made once), and buffers made once to copy them into.
+
+    The update/weight ratio ||change|| / ||weights|| of a parameter is estimated from up to UPDATE_SAMPLE of its
+    entries (`spread`): `snapshot()` copies them before the optimiser step; `norms(after_update=True)` after it
+    gives ||change||, ||entries after|| and ||entries before|| of every parameter. The copies sit in rows of a
+    block shared by the parameters whose samples have about the same size (rows padded with zeros to a power of
+    two), so a handful of calls measures every parameter, and a sampled step allocates nothing of their size.
+    """
+
+    def __init__(self, params: list[torch.Tensor]):
+        self.scales = []  # sqrt(entries / sampled entries): scales a sample's norm up to the whole tensor's
+        self.groups = []  # per device and dtype: (parameter indices, samples, rows, copy targets, blocks)
+        by_kind: dict = {}
+        for i, p in enumerate(params):
+            # a parameter that is not contiguous (rare) is measured whole, through a view of itself
+            sample = spread(p.detach(), UPDATE_SAMPLE) if p.is_contiguous() else p.detach()
+            self.scales.append(math.sqrt(p.numel() / max(sample.numel(), 1)))
+            by_kind.setdefault((p.device, p.dtype), []).append((i, sample))
+        for (device, dtype), entries in by_kind.items():
+            by_width: dict = {}
+            for i, sample in entries:
+                by_width.setdefault(1 << (max(sample.numel(), 1) - 1).bit_length(), []).append((i, sample))
+            total = sum(width * len(members) for width, members in by_width.items())
+            rows = torch.zeros((3, total), dtype=dtype, device=device)  # the change, after, before
+            indices, samples, targets, blocks, offset = [], [], ([], [], []), [], 0
+            for width, members in sorted(by_width.items()):
+                block = rows[:, offset : offset + width * len(members)].view(3, len(members), width)
+                for j, (i, sample) in enumerate(members):
+                    indices.append(i)
+                    samples.append(sample)
+                    for row in range(3):
+                        targets[row].append(block[row, j, : sample.numel()].view(sample.shape))
+                blocks.append(block)
+                offset += width * len(members)
+            self.groups.append((indices, samples, rows, targets, blocks))
+
+    def snapshot(self) -> None:
+        """Copy the sampled entries as they are now (before the optimiser step)."""
+        for _, samples, _, targets, _ in self.groups:
+            torch._foreach_copy_(targets[2], samples)
+
+    def norms(self, after_update: bool) -> list[tuple[list[int], torch.Tensor]]:
+        """Per group: (parameter indices, norms). After an update, three rows (||change||, ||entries after||,
+        ||entries before||) of one value per parameter, flattened; otherwise one row, the entries as they are."""
+        out = []
+        for indices, samples, rows, targets, blocks in self.groups:
+            torch._foreach_copy_(targets[1], samples)
+            if after_update:
+                torch.sub(rows[1], rows[2], out=rows[0])
+                norms = torch.cat([_norms(block, dim=2) for block in blocks], dim=1)
+            else:
+                norms = torch.cat([_norms(block[1], dim=1) for block in blocks])
+            out.append((indices, norms.reshape(-1)))
+        return out
+
+
+def _norms(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """Norms along `dim`, accumulated in float32 at least (half-precision squares overflow at 256)."""
+    if t.dtype in (torch.float16, torch.bfloat16):
+        return torch.linalg.vector_norm(t, dim=dim, dtype=torch.float32)
+    return torch.linalg.vector_norm(t, dim=dim)
 
 
 def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
