@@ -132,6 +132,20 @@ def _storage(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage().data_ptr()
 
 
+class Ticket:
+    """What a sampled step's hooks hold: the step's state, until the step ends (then None).
+
+    Hooks stay on autograd nodes and tensors after the step, for as long as PyTorch keeps those. Holding the
+    state through a ticket lets the step end with one assignment (`StepState.release`), and a hook that fires
+    after its step (a second backward through a retained graph) finds the ticket empty and does nothing.
+    """
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: StepState):
+        self.state: StepState | None = state
+
+
 @dataclass
 class StepState:
     """What one sampled step has gathered so far (device tensors, fetched at its end)."""
@@ -160,15 +174,17 @@ class StepState:
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
 
+    ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
+
+    def __post_init__(self):
+        self.ticket = Ticket(self)
+
     def release(self) -> None:
-        """Drop every reference to autograd nodes and tensors. Hooks left on nodes still point to this state;
-        without this, a node -> hook -> state -> node cycle through C++ objects would keep each sampled step's
-        graph, and the whole doctor, alive for good."""
-        for value in vars(self).values():
-            if isinstance(value, (dict, list, set)):
-                value.clear()
-        self.deferred = Deferred()
-        self.samples = None
+        """End the step for its hooks: they find the ticket empty from now on. The state holds autograd nodes
+        and the hooks on those nodes held it, a cycle Python's garbage collector cannot see through PyTorch's
+        C++ objects; emptying the ticket breaks it, so the state, the step's graph and its tensors are freed as
+        soon as the probe lets go of the state."""
+        self.ticket.state = None
 
 
 class TorchProbe:
@@ -381,7 +397,7 @@ class TorchProbe:
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2:
             return None  # PackedSequence or unusual input: no per-time-step view
         time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
-        hook = functools.partial(self._on_time_grad, self.state, info.name, time_axis)
+        hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, time_axis)
         if x.requires_grad:
             x.register_hook(hook)
             return None
@@ -418,23 +434,29 @@ class TorchProbe:
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
                     calls.append(None)
-                    y.register_hook(functools.partial(self._on_cell_grad, state, name, len(calls) - 1))
+                    y.register_hook(functools.partial(self._on_cell_grad, state.ticket, name, len(calls) - 1))
                 if node is None:  # a leaf: the gradient arrives at the tensor itself
-                    y.register_hook(functools.partial(self._on_output_grad, state, name))
+                    y.register_hook(functools.partial(self._on_output_grad, state.ticket, name))
                 else:  # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
-                    node.register_prehook(functools.partial(self._on_output_node_grad, state, name, y.output_nr))
+                    node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
         except Exception as error:
             self._fail("forward hook", error)
         return None
 
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
-    def _on_output_grad(self, state: StepState, name: str, grad):
+    def _on_output_grad(self, ticket: Ticket, name: str, grad):
+        state = ticket.state
+        if state is None:
+            return
         try:
             state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
         except Exception as error:
             self._fail("output gradient hook", error)
 
-    def _on_output_node_grad(self, state: StepState, name: str, output_nr: int, grad_outputs):
+    def _on_output_node_grad(self, ticket: Ticket, name: str, output_nr: int, grad_outputs):
+        state = ticket.state
+        if state is None:
+            return
         try:
             grad = grad_outputs[output_nr]
             if grad is not None:
@@ -442,19 +464,28 @@ class TorchProbe:
         except Exception as error:
             self._fail("output gradient hook", error)
 
-    def _on_cell_grad(self, state: StepState, name: str, call: int, grad):
+    def _on_cell_grad(self, ticket: Ticket, name: str, call: int, grad):
+        state = ticket.state
+        if state is None:
+            return
         try:
             state.cell_calls[name][call] = state.deferred.scalar(torch.linalg.vector_norm(grad.detach().float()))
         except Exception as error:
             self._fail("recurrent cell gradient hook", error)
 
-    def _on_time_grad(self, state: StepState, name: str, time_axis: int, grad):
+    def _on_time_grad(self, ticket: Ticket, name: str, time_axis: int, grad):
+        state = ticket.state
+        if state is None:
+            return
         try:
             state.time_norms[name] = state.deferred.vector(time_step_norms(grad, time_axis))
         except Exception as error:
             self._fail("time-step gradient hook", error)
 
-    def _on_gate_grad(self, state: StepState, key: str, grad_inputs, grad_outputs):
+    def _on_gate_grad(self, ticket: Ticket, key: str, grad_inputs, grad_outputs):
+        state = ticket.state
+        if state is None:
+            return
         try:
             grad_in = grad_inputs[0] if grad_inputs else None
             grad_out = grad_outputs[0] if grad_outputs else None
@@ -467,7 +498,10 @@ class TorchProbe:
         except Exception as error:
             self._fail("gating-op gradient hook", error)
 
-    def _on_nan_prone_grad(self, state: StepState, node, label, grad_inputs, grad_outputs):
+    def _on_nan_prone_grad(self, ticket: Ticket, node, label, grad_inputs, grad_outputs):
+        state = ticket.state
+        if state is None:
+            return
         try:
             outs = [g for g in grad_outputs if g is not None]
             ins = [g for g in grad_inputs if g is not None]
@@ -580,10 +614,10 @@ class TorchProbe:
                     site = f"in {site}" if site else f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
                 key = f"{gate}@{site}"
                 state.gates.setdefault(key, [gate, site, [], 0])
-                node.register_hook(functools.partial(self._on_gate_grad, state, key))
+                node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
-                node.register_hook(functools.partial(self._on_nan_prone_grad, state, node, label))
+                node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, node, label))
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
         names = state.output_nodes
@@ -695,7 +729,7 @@ class TorchProbe:
         """
         state = self.state
         entries, state.samples = self._parameter_plan(params)
-        state.params = list(entries)  # a copy: release() empties the state's lists, not the cached plan
+        state.params = entries  # the cached plan's list: read, never changed
         grads = [p.grad for p in params]  # under no_grad here; a .grad never requires grad itself
         with_grad = [g for g in grads if g is not None]
         first = state.deferred.scalars(torch._foreach_norm(with_grad)) if with_grad else 0
@@ -877,11 +911,7 @@ class TorchProbe:
             )
             return
         first_bad = next(
-            (
-                name
-                for name, _ in state.out_grad_norms
-                if name in record.layers and record.layers[name].nonfinite_grad
-            ),
+            (name for name, _ in state.out_grad_norms if name in record.layers and record.layers[name].nonfinite_grad),
             None,
         )
         if first_bad is not None:
