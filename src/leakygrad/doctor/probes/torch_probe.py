@@ -867,24 +867,27 @@ class TorchProbe:
             stats = ActivationStats(
                 site, tally.function, tally.units, tally.examples, feeds_from=tally.feeds_from, depth=tally.depth
             )
-            if tally.positive:
-                stats.zero_fraction = 1 - sum(value(i) for i in tally.positive) / tally.elements
+            if tally.function == "relu":
+                positive = sum(value(i) for i in tally.positive)
+                positive += sum(float(vectors[i].sum()) for i in tally.unit_positive)
+                stats.zero_fraction = 1 - positive / tally.elements
+                stats.mean_derivative = positive / tally.elements  # relu'(z) = 1 where z > 0, else 0
+                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_positive + tally.unit_peaks])
             if tally.saturated:
                 stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements
             if tally.derivative_sum:
                 stats.mean_derivative = sum(value(i) for i in tally.derivative_sum) / tally.elements
-            if tally.unit_active is not None:
-                stats.unit_active = (vectors[tally.unit_active] > 0).astype(np.uint8).tobytes()
             record.activations[site] = stats
 
     def _defer_activation_tallies(self, state: StepState) -> None:
         """Turn each tally's device counts into deferred indices (so they ride the step's one transfer)."""
+        deferred = state.deferred
         for tally in state.activations.values():
-            tally.positive = [state.deferred.scalar(t) for t in tally.positive]
-            tally.saturated = [state.deferred.scalar(t) for t in tally.saturated]
-            tally.derivative_sum = [state.deferred.scalar(t) for t in tally.derivative_sum]
-            if tally.unit_active is not None:
-                tally.unit_active = state.deferred.vector(tally.unit_active)
+            tally.positive = [deferred.scalar(t) for t in tally.positive]
+            tally.unit_positive = [deferred.vector(t) for t in tally.unit_positive]
+            tally.unit_peaks = [deferred.vector(t) for t in tally.unit_peaks]
+            tally.saturated = [deferred.scalar(t) for t in tally.saturated]
+            tally.derivative_sum = [deferred.scalar(t) for t in tally.derivative_sum]
 
     def _backward_nonfinite(self, record: StepRecord, state: StepState, value) -> None:
         """After a sampled step: a NaN born in its backward pass (exact), one that reached a layer's output (bounded
@@ -1033,6 +1036,13 @@ class TorchProbe:
                 if node in labels:
                     break
         return labels
+
+
+def _units_fired(per_unit: list) -> bytes:
+    """One byte per unit: 1 if it fired in some call of the site (its largest output, or its count of positive
+    outputs, is > 0 in one of `per_unit`; a NaN anywhere in a unit's values counts as not firing)."""
+    peak = per_unit[0] if len(per_unit) == 1 else np.maximum.reduce(per_unit)
+    return (peak > 0).tobytes()  # NumPy keeps a bool in one byte, 0 or 1
 
 
 def _global_name(module: nn.Module) -> str | None:

@@ -8,10 +8,9 @@ be summed across data-parallel ranks before they are fetched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -91,19 +90,35 @@ class Scratch:
     Summarising an activation needs an elementwise temporary the size of its sample (256 KiB for 65,536 float32
     outputs). Allocated afresh each sampled step, such blocks come from (and go back to) the operating system,
     and the page faults cost more than the arithmetic; written into a buffer made once, they cost nothing.
+    The view of the buffer for each shape is kept too: making a tensor view is a call into PyTorch, and on a
+    training step's cold caches each such call costs some 10 microseconds.
     """
+
+    MAX_VIEWS = 64  # shapes remembered (a run with ever-changing shapes forgets them and starts again)
 
     def __init__(self):
         self._buffers: dict = {}
+        self._views: dict = {}
 
     def like(self, tensor: torch.Tensor) -> torch.Tensor:
         """An uninitialised tensor of `tensor`'s shape, device and dtype, in memory reused across calls."""
+        key = (tensor.shape, tensor.dtype, tensor.device)
+        view = self._views.get(key)
+        if view is None:
+            view = self._new_view(tensor)
+            if len(self._views) >= self.MAX_VIEWS:
+                self._views.clear()
+            self._views[key] = view
+        return view
+
+    def _new_view(self, tensor: torch.Tensor) -> torch.Tensor:
         key = (tensor.device, tensor.dtype)
         buffer = self._buffers.get(key)
         count = tensor.numel()
         if buffer is None or buffer.numel() < count:
             buffer = torch.empty(count, dtype=tensor.dtype, device=tensor.device)
             self._buffers[key] = buffer
+            self._views.clear()  # views of the old buffer would keep it alive
         return buffer[:count].view(tensor.shape)
 
 
@@ -114,16 +129,18 @@ class ActivationTally:
     function: str
     units: int
     examples: int = 0
-    positive: list = None  # [tensor counts] elements > 0 (ReLU family)
+    positive: list = None  # [tensor counts] sampled elements > 0 (ReLU family)
+    unit_positive: list = None  # [tensor per unit] elements > 0 per unit, when every output was read (ReLU family)
+    unit_peaks: list = None  # [tensor per unit] its largest output, when only a sample was counted (ReLU family)
     saturated: list = None  # [tensor counts] elements in the flat region (sigmoid/tanh)
-    derivative_sum: list = None  # [tensor sums] of the local derivative
+    derivative_sum: list = None  # [tensor sums] of the local derivative (sigmoid/tanh; ReLU's is its positive count)
     elements: int = 0
-    unit_active: torch.Tensor | None = None  # per unit: its largest output (> 0: it fired for some example)
     feeds_from: str | None = None
     depth: float | None = None
 
     def __post_init__(self):
-        self.positive, self.saturated, self.derivative_sum = [], [], []
+        self.positive, self.unit_positive, self.unit_peaks = [], [], []
+        self.saturated, self.derivative_sum = [], []
 
 
 def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
@@ -138,21 +155,24 @@ SAMPLE_RUNS = 64  # samples are taken as this many runs of consecutive entries, 
 
 
 def spread(t: torch.Tensor, count: int) -> torch.Tensor:
-    """Up to `count` entries of a contiguous `t`, as a view (no copy): all of them, or SAMPLE_RUNS runs of
-    consecutive entries spread evenly through it.
+    """Up to `count` entries of `t`, as a view (no copy): `t` itself when it has no more, else SAMPLE_RUNS runs
+    of consecutive entries spread evenly through it.
 
     Runs rather than single entries at a fixed stride: reading whole cache lines is several times faster than
     gathering entries a cache line apart. The runs start a little less than 1/SAMPLE_RUNS of the tensor apart,
     at a distance sharing no factor with the length of its rows (or planes): so the runs start at different
     columns (channels, positions), not all at column 0 of every 8th row.
     """
-    flat = t.reshape(-1)
-    total = flat.numel()
+    total = t.numel()
     if total <= count:
-        return flat
+        return t
     runs = min(SAMPLE_RUNS, count)
-    stride = _run_stride(tuple(t.shape), runs, count // runs)
-    return flat[: runs * stride].view(runs, stride)[:, : count // runs]
+    run = count // runs
+    stride = _run_stride(tuple(t.shape), runs, run)
+    if t.is_contiguous():  # one call makes the view: rows `stride` apart in memory, `run` entries each
+        return t.as_strided((runs, run), (stride, 1))
+    flat = t.reshape(-1)  # a copy
+    return flat[: runs * stride].view(runs, stride)[:, :run]
 
 
 @functools.lru_cache(maxsize=256)
@@ -169,12 +189,13 @@ def _run_stride(shape: tuple, runs: int, run: int) -> int:
 def add_activation(
     tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float, scratch: Scratch
 ) -> None:
-    """Fold one activation output `y` (already detached) into the site's tally.
+    """Fold one activation output `y` (detached, or read under no_grad) into the site's tally.
 
-    Whether a unit fired for *some* example is taken over every example (one max over the non-unit axes): a
-    dead unit is a claim about all of them. The shares of zero and saturated outputs, and the mean derivative,
-    are averages, estimated from up to ACTIVATION_SAMPLE outputs spread through the tensor (`spread`); counts
-    come from sums of sign(), several times faster than summing a boolean mask, written into reused memory.
+    Whether a unit fired for *some* example is taken over every example: a dead unit is a claim about all of
+    them. The shares of zero and saturated outputs, and the mean derivative, are averages, estimated from up to
+    ACTIVATION_SAMPLE outputs spread through the tensor (`spread`); counts come from sums of sign(), several
+    times faster than summing a boolean mask, written into reused memory. When the sample is the whole tensor,
+    one sum per unit serves both: the units that fired, and (added up on the host) the share of positive outputs.
     """
     if y.dim() == 0 or y.numel() == 0:
         return
@@ -185,12 +206,13 @@ def add_activation(
     function = tally.function
     work = scratch.like(sample)
     if function == "relu":
-        positive = torch.sign(sample, out=work).sum(dtype=torch.float32)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
-        tally.positive.append(positive)
-        tally.derivative_sum.append(positive)  # relu'(z) = 1 where z > 0, else 0
         other_axes = tuple(a for a in range(y.dim()) if a != axis)
-        per_unit = y.amax(dim=other_axes) if other_axes else y  # > 0 iff the unit fired for some example
-        tally.unit_active = per_unit if tally.unit_active is None else torch.maximum(tally.unit_active, per_unit)
+        signs = torch.sign(sample, out=work)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
+        if sample is y and other_axes:
+            tally.unit_positive.append(signs.sum(dim=other_axes, dtype=torch.float32))
+        else:
+            tally.positive.append(signs.sum(dtype=torch.float32))
+            tally.unit_peaks.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit ever fired
     elif function in ("sigmoid", "tanh"):
         squares = torch.mul(sample, sample, out=work).sum(dtype=torch.float32)
         if function == "sigmoid":
@@ -200,7 +222,8 @@ def add_activation(
             distance, edge = torch.sub(sample, 0.5, out=work).abs_(), (0.25 - 0.25 * saturation_derivative) ** 0.5
         else:
             tally.derivative_sum.append(n - squares)  # tanh'(z) = 1 - tanh(z)^2, at most 1
-            distance, edge = torch.abs(sample, out=work), (1 - saturation_derivative) ** 0.5  # tanh' < t <=> |tanh| > sqrt(1-t)
+            # tanh' < t  <=>  |tanh| > sqrt(1 - t)
+            distance, edge = torch.abs(sample, out=work), (1 - saturation_derivative) ** 0.5
         signs = distance.sub_(edge).sign_().sum(dtype=torch.float32)  # +1 per saturated output, -1 per other
         tally.saturated.append((signs + n) * 0.5)
 
