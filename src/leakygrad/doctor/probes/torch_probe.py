@@ -169,7 +169,8 @@ class StepState:
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
-    sample_norms: list = field(default_factory=list)  # (parameter indices, deferred vector index, rows)
+    weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
+    update_at: int | None = None  # ... of the first ||change of the sample|| (then each ||sample after||)
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
@@ -728,18 +729,17 @@ class TorchProbe:
         tensor (`ParameterSamples`: views made once, copied into buffers made once).
         """
         state = self.state
-        entries, state.samples = self._parameter_plan(params)
-        state.params = entries  # the cached plan's list: read, never changed
+        entries, samples = self._parameter_plan(params)
+        state.params, state.samples = entries, samples  # the cached plan's: read, never changed
         grads = [p.grad for p in params]  # under no_grad here; a .grad never requires grad itself
         with_grad = [g for g in grads if g is not None]
-        first = state.deferred.scalars(torch._foreach_norm(with_grad)) if with_grad else 0
+        first = state.deferred.scalars(samples.norms_with(with_grad))  # the gradients', then the samples'
         slots = iter(range(first, first + len(with_grad)))
         state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
-        if snapshot:  # the weights are measured after the update, with the change
-            state.samples.snapshot()
+        state.weights_at = first + len(with_grad)
+        if snapshot:  # the update is measured after the optimiser step
+            samples.snapshot()
             state.snapshot_taken = True
-        else:
-            self._defer_sample_norms(after_update=False)
 
     def _parameter_plan(self, params) -> tuple[list, ParameterSamples]:
         """[(name, module label, parameter)] and their samples, made once and reused while the parameters (and
@@ -750,35 +750,27 @@ class TorchProbe:
             self._plan = (key, entries, ParameterSamples(params))
         return self._plan[1], self._plan[2]
 
-    def _defer_sample_norms(self, after_update: bool) -> None:
-        state = self.state
-        rows = 3 if after_update else 1
-        state.sample_norms = [
-            (indices, state.deferred.vector(norms), rows) for indices, norms in state.samples.norms(after_update)
-        ]
-
-    @torch.no_grad()
     def _measure_update(self) -> None:
+        """||change|| and ||entries after|| of each parameter's sample (detached views and plain buffers: no graph
+        is recorded, so no no_grad() is needed)."""
         state = self.state
         if state.snapshot_taken and state.params:
-            self._defer_sample_norms(after_update=True)  # the samples are views: they see the updated values
+            state.update_at = state.deferred.scalars(state.samples.norms_after_update())
         state.snapshot_taken = False
 
-    def _parameter_values(self, state: StepState, scalars, vectors) -> tuple[list, list, list, list]:
+    def _parameter_values(self, state: StepState, scalars) -> tuple[list, list, list, list]:
         """Per parameter: ||grad|| (None without one), ||weights|| after the step, before it, ||update|| (None
         without an update). Sample norms are scaled up to the whole tensor (their ratio needs no scaling)."""
         count = len(state.params)
         grads = [None if i is None else scalars[i] for i in state.grad_norm_idx]
-        after, before, update = [None] * count, [None] * count, [None] * count
-        scales = state.samples.scales if state.samples is not None else []
-        for indices, vector, rows in state.sample_norms:
-            values = vectors[vector].reshape(rows, len(indices)).tolist()
-            for j, i in enumerate(indices):
-                if rows == 3:
-                    update[i], after[i], before[i] = (values[0][j] * scales[i], values[1][j] * scales[i],
-                                                      values[2][j] * scales[i])  # fmt: skip
-                else:
-                    after[i] = before[i] = values[0][j] * scales[i]
+        if state.weights_at is None:
+            return grads, [None] * count, [None] * count, [None] * count
+        scales = state.samples.scales
+        before = [scalars[state.weights_at + i] * scales[i] for i in range(count)]
+        if state.update_at is None:
+            return grads, before, before, [None] * count
+        update = [scalars[state.update_at + i] * scales[i] for i in range(count)]
+        after = [scalars[state.update_at + count + i] * scales[i] for i in range(count)]
         return grads, after, before, update
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
@@ -794,7 +786,7 @@ class TorchProbe:
         record = StepRecord(step=self.step)
         if self._losses:
             record.loss = sum(self._losses) / len(self._losses)
-        grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars, vectors)
+        grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
         self._add_parameter_stats(record, state, grads, updates)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, vectors)

@@ -231,68 +231,50 @@ def add_activation(
 UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
 
 
+HALF_PRECISION = (torch.float16, torch.bfloat16)
+
+
 class ParameterSamples:
     """Entries spread through each parameter (views, made once), and buffers made once to copy them into.
 
     The update/weight ratio ||change|| / ||weights|| of a parameter is estimated from up to UPDATE_SAMPLE of its
-    entries (`spread`): `snapshot()` copies them before the optimiser step; `norms(after_update=True)` after it
-    gives ||change||, ||entries after|| and ||entries before|| of every parameter. The copies sit in rows of a
-    block shared by the parameters whose samples have about the same size (rows padded with zeros to a power of
-    two), so a handful of calls measures every parameter, and a sampled step allocates nothing of their size.
+    entries (`spread`). Before the optimiser step, `norms_with` measures them (together with the gradients, in
+    the same call) and `snapshot()` copies them; after it, `norms_after_update()` turns each copy into the change
+    and measures the changes and the updated entries. Each of these is one call over every parameter
+    (torch._foreach_*): on a CPU, where each call into PyTorch costs more than the arithmetic on a few thousand
+    entries, that is what makes them cheap; on a GPU each is one kernel launch or a few.
     """
 
     def __init__(self, params: list[torch.Tensor]):
-        self.scales = []  # sqrt(entries / sampled entries): scales a sample's norm up to the whole tensor's
-        self.groups = []  # per device and dtype: (parameter indices, samples, rows, copy targets, blocks)
-        by_kind: dict = {}
-        for i, p in enumerate(params):
-            # a parameter that is not contiguous (rare) is measured whole, through a view of itself
-            sample = spread(p.detach(), UPDATE_SAMPLE) if p.is_contiguous() else p.detach()
-            self.scales.append(math.sqrt(p.numel() / max(sample.numel(), 1)))
-            by_kind.setdefault((p.device, p.dtype), []).append((i, sample))
-        for (device, dtype), entries in by_kind.items():
-            by_width: dict = {}
-            for i, sample in entries:
-                by_width.setdefault(1 << (max(sample.numel(), 1) - 1).bit_length(), []).append((i, sample))
-            total = sum(width * len(members) for width, members in by_width.items())
-            rows = torch.zeros((3, total), dtype=dtype, device=device)  # the change, after, before
-            indices, samples, targets, blocks, offset = [], [], ([], [], []), [], 0
-            for width, members in sorted(by_width.items()):
-                block = rows[:, offset : offset + width * len(members)].view(3, len(members), width)
-                for j, (i, sample) in enumerate(members):
-                    indices.append(i)
-                    samples.append(sample)
-                    for row in range(3):
-                        targets[row].append(block[row, j, : sample.numel()].view(sample.shape))
-                blocks.append(block)
-                offset += width * len(members)
-            self.groups.append((indices, samples, rows, targets, blocks))
+        # a parameter that is not contiguous (rare) is measured whole, through a view of itself
+        self.samples = [spread(p.detach(), UPDATE_SAMPLE) if p.is_contiguous() else p.detach() for p in params]
+        # sqrt(entries / sampled entries): scales a sample's norm up to the whole tensor's
+        self.scales = [math.sqrt(p.numel() / max(s.numel(), 1)) for p, s in zip(params, self.samples)]
+        self.copies = [torch.empty(s.shape, dtype=s.dtype, device=s.device) for s in self.samples]
+        self.half = any(s.dtype in HALF_PRECISION for s in self.samples)
+
+    def norms_with(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        """||t|| of each of `tensors` (whole), then ||entries|| of each parameter's sample, as they are now."""
+        if not self.half:
+            return list(torch._foreach_norm(tensors + self.samples))
+        # half precision: the samples' squares are summed in float32 (they overflow at 256), `tensors` as given
+        return (list(torch._foreach_norm(tensors)) if tensors else []) + _foreach_norms(self.samples, half=True)
 
     def snapshot(self) -> None:
         """Copy the sampled entries as they are now (before the optimiser step)."""
-        for _, samples, _, targets, _ in self.groups:
-            torch._foreach_copy_(targets[2], samples)
+        torch._foreach_copy_(self.copies, self.samples)
 
-    def norms(self, after_update: bool) -> list[tuple[list[int], torch.Tensor]]:
-        """Per group: (parameter indices, norms). After an update, three rows (||change||, ||entries after||,
-        ||entries before||) of one value per parameter, flattened; otherwise one row, the entries as they are."""
-        out = []
-        for indices, samples, rows, targets, blocks in self.groups:
-            torch._foreach_copy_(targets[1], samples)
-            if after_update:
-                torch.sub(rows[1], rows[2], out=rows[0])
-                norms = torch.cat([_norms(block, dim=2) for block in blocks], dim=1)
-            else:
-                norms = torch.cat([_norms(block[1], dim=1) for block in blocks])
-            out.append((indices, norms.reshape(-1)))
-        return out
+    def norms_after_update(self) -> list[torch.Tensor]:
+        """After the optimiser step: ||change|| of each parameter's sample, then ||entries after||."""
+        torch._foreach_sub_(self.copies, self.samples)  # before - after: the change (its sign does not matter)
+        return _foreach_norms(self.copies + self.samples, self.half)
 
 
-def _norms(t: torch.Tensor, dim: int) -> torch.Tensor:
-    """Norms along `dim`, accumulated in float32 at least (half-precision squares overflow at 256)."""
-    if t.dtype in (torch.float16, torch.bfloat16):
-        return torch.linalg.vector_norm(t, dim=dim, dtype=torch.float32)
-    return torch.linalg.vector_norm(t, dim=dim)
+def _foreach_norms(tensors: list[torch.Tensor], half: bool) -> list[torch.Tensor]:
+    """||t|| of each tensor in one call, accumulated in float32 at least when some are half precision."""
+    if half:
+        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
+    return list(torch._foreach_norm(tensors))
 
 
 def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
