@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -98,12 +100,15 @@ class LossSeries:
 
 @dataclass
 class UnitWindow:
-    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site, and per unit the
-    number of those steps in which it fired (kept up to date as masks enter and leave the window)."""
+    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site, and the examples
+    each of those steps saw.
+
+    Each mask is kept as one integer read from its bytes (byte i is unit i's flag): OR-ing the window's masks
+    gives, in a few machine-word operations per unit byte, every unit that fired at some step of the window."""
 
     masks: deque = field(default_factory=deque)
     examples: deque = field(default_factory=deque)
-    fired: np.ndarray | None = None
+    units: int | None = None
 
 
 class History:
@@ -171,19 +176,20 @@ class History:
         for site, stats in record.activations.items():
             if stats.unit_active is None:
                 continue
-            mask = np.frombuffer(stats.unit_active, dtype=np.uint8).astype(np.int32)
+            units = len(stats.unit_active)
             tally = self.unit_windows.setdefault(site, UnitWindow())
-            if tally.fired is None or len(tally.fired) != len(mask):
+            if tally.units != units:
                 tally.masks.clear()  # a new site, or the layer changed width: start the window again
                 tally.examples.clear()
-                tally.fired = np.zeros(len(mask), dtype=np.int32)
-            tally.masks.append(mask)
+                tally.units = units
+            tally.masks.append(int.from_bytes(stats.unit_active, "little"))
             tally.examples.append(stats.examples)
-            tally.fired += mask
             while len(tally.masks) > window:
-                tally.fired -= tally.masks.popleft()
+                tally.masks.popleft()
                 tally.examples.popleft()
-            stats.dead_fraction = (len(mask) - np.count_nonzero(tally.fired)) / len(mask) if len(mask) else 0.0
+            fired = functools.reduce(operator.or_, tally.masks)
+            silent = fired.to_bytes(units, "little").count(0)  # units whose flag was 0 at every step of the window
+            stats.dead_fraction = silent / units if units else 0.0
             stats.window_examples = int(sum(tally.examples))
             stats.unit_active = None  # folded: the record keeps only the fraction
 
