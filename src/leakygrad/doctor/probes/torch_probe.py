@@ -565,7 +565,7 @@ class TorchProbe:
         if not loss.is_cpu:
             self._pending_device_losses.append((self.step, loss.detach()))
             return
-        value = float(loss.detach())
+        value = loss.item()
         self._losses.append(value)
         if not math.isfinite(value) and not self._nonfinite_seen:
             self._nonfinite_seen = True
@@ -720,7 +720,6 @@ class TorchProbe:
         if stale or reset:
             self.doctor.check_reset(self.step, reset=stale <= reset)
 
-    @torch.no_grad()
     def _measure_parameters(self, params, snapshot: bool) -> None:
         """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries.
 
@@ -731,8 +730,9 @@ class TorchProbe:
         state = self.state
         entries, samples = self._parameter_plan(params)
         state.params, state.samples = entries, samples  # the cached plan's: read, never changed
-        grads = [p.grad for p in params]  # under no_grad here; a .grad never requires grad itself
-        with_grad = [g for g in grads if g is not None]
+        grads = [p.grad for p in params]
+        # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
+        with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
         first = state.deferred.scalars(samples.norms_with(with_grad))  # the gradients', then the samples'
         slots = iter(range(first, first + len(with_grad)))
         state.grad_norm_idx = [None if g is None else next(slots) for g in grads]

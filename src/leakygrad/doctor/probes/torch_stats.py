@@ -51,7 +51,10 @@ class Deferred:
             return [], []
         try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
             parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
-            flat = torch.cat(parts).detach().cpu().numpy().astype(np.float64)
+            flat = torch.cat(parts)
+            if flat.requires_grad:  # a statistic made from a tensor that was not detached (none should be)
+                flat = flat.detach()
+            flat = flat.cpu().numpy().astype(np.float64)
         except RuntimeError:  # statistics on several devices (a model split across them)
             return self._fetch_by_group()
         count = len(self._scalars)
@@ -286,8 +289,8 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
 
 def norm(tensor: torch.Tensor) -> torch.Tensor:
     """||tensor||, accumulated in float32 at least (half-precision squares overflow at 256)."""
-    t = tensor.detach()
-    if t.dtype in (torch.float16, torch.bfloat16):
+    t = tensor.detach() if tensor.requires_grad else tensor  # a gradient in a hook rarely requires grad
+    if t.dtype in HALF_PRECISION:
         return torch.linalg.vector_norm(t, dtype=torch.float32)
     return torch.linalg.vector_norm(t)
 
