@@ -17,8 +17,6 @@ import operator
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from leakygrad.doctor.stats import NonfiniteEvent, StepRecord
 from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -56,6 +54,7 @@ class LossSeries:
         self.max_buckets = max_buckets
         self.steps_per_bucket = 1
         self.buckets: list[LossBucket] = []
+        self.count = 0  # finite losses added (the buckets' counts summed, kept as they are added)
         self.nonfinite_steps = 0
         self.first_nonfinite_step: int | None = None
 
@@ -65,6 +64,7 @@ class LossSeries:
             if self.first_nonfinite_step is None:
                 self.first_nonfinite_step = step
             return
+        self.count += 1
         last = self.buckets[-1] if self.buckets else None
         if last is not None and last.count < self.steps_per_bucket and step >= last.last_step:
             last.last_step = step
@@ -82,19 +82,24 @@ class LossSeries:
             self.steps_per_bucket *= 2
 
     def __len__(self) -> int:
-        return sum(b.count for b in self.buckets)
+        return self.count
 
     def smoothed(self, points: int = 20) -> list[tuple[int, float]]:
-        """The loss averaged over `points` equal stretches of the recorded steps: (last step, mean) pairs."""
+        """The loss averaged over `points` equal stretches of the recorded steps: (last step, mean) pairs.
+
+        The buckets are split as numpy.array_split would: the first len % points stretches get one more."""
         if not self.buckets:
             return []
-        groups = np.array_split(np.arange(len(self.buckets)), min(points, len(self.buckets)))
-        out = []
-        for group in groups:
-            chunk = [self.buckets[i] for i in group]
+        groups = min(points, len(self.buckets))
+        size, extra = divmod(len(self.buckets), groups)
+        out, start = [], 0
+        for group in range(groups):
+            stop = start + size + (1 if group < extra else 0)
+            chunk = self.buckets[start:stop]
             total = sum(b.total for b in chunk)
             count = sum(b.count for b in chunk)
             out.append((chunk[-1].last_step, total / count))
+            start = stop
         return out
 
 
