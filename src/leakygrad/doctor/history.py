@@ -11,11 +11,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from leakygrad.doctor.stats import NonfiniteEvent, StepRecord
 from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -54,6 +54,7 @@ class LossSeries:
         self.max_buckets = max_buckets
         self.steps_per_bucket = 1
         self.buckets: list[LossBucket] = []
+        self.count = 0  # finite losses added (the buckets' counts summed, kept as they are added)
         self.nonfinite_steps = 0
         self.first_nonfinite_step: int | None = None
 
@@ -63,6 +64,7 @@ class LossSeries:
             if self.first_nonfinite_step is None:
                 self.first_nonfinite_step = step
             return
+        self.count += 1
         last = self.buckets[-1] if self.buckets else None
         if last is not None and last.count < self.steps_per_bucket and step >= last.last_step:
             last.last_step = step
@@ -80,30 +82,38 @@ class LossSeries:
             self.steps_per_bucket *= 2
 
     def __len__(self) -> int:
-        return sum(b.count for b in self.buckets)
+        return self.count
 
     def smoothed(self, points: int = 20) -> list[tuple[int, float]]:
-        """The loss averaged over `points` equal stretches of the recorded steps: (last step, mean) pairs."""
+        """The loss averaged over `points` equal stretches of the recorded steps: (last step, mean) pairs.
+
+        The buckets are split as numpy.array_split would: the first len % points stretches get one more."""
         if not self.buckets:
             return []
-        groups = np.array_split(np.arange(len(self.buckets)), min(points, len(self.buckets)))
-        out = []
-        for group in groups:
-            chunk = [self.buckets[i] for i in group]
+        groups = min(points, len(self.buckets))
+        size, extra = divmod(len(self.buckets), groups)
+        out, start = [], 0
+        for group in range(groups):
+            stop = start + size + (1 if group < extra else 0)
+            chunk = self.buckets[start:stop]
             total = sum(b.total for b in chunk)
             count = sum(b.count for b in chunk)
             out.append((chunk[-1].last_step, total / count))
+            start = stop
         return out
 
 
 @dataclass
 class UnitWindow:
-    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site, and per unit the
-    number of those steps in which it fired (kept up to date as masks enter and leave the window)."""
+    """The last few sampled steps' "was this unit ever nonzero" masks for one activation site, and the examples
+    each of those steps saw.
+
+    Each mask is kept as one integer read from its bytes (byte i is unit i's flag): OR-ing the window's masks
+    gives, in a few machine-word operations per unit byte, every unit that fired at some step of the window."""
 
     masks: deque = field(default_factory=deque)
     examples: deque = field(default_factory=deque)
-    fired: np.ndarray | None = None
+    units: int | None = None
 
 
 class History:
@@ -171,19 +181,20 @@ class History:
         for site, stats in record.activations.items():
             if stats.unit_active is None:
                 continue
-            mask = np.frombuffer(stats.unit_active, dtype=np.uint8).astype(np.int32)
+            units = len(stats.unit_active)
             tally = self.unit_windows.setdefault(site, UnitWindow())
-            if tally.fired is None or len(tally.fired) != len(mask):
+            if tally.units != units:
                 tally.masks.clear()  # a new site, or the layer changed width: start the window again
                 tally.examples.clear()
-                tally.fired = np.zeros(len(mask), dtype=np.int32)
-            tally.masks.append(mask)
+                tally.units = units
+            tally.masks.append(int.from_bytes(stats.unit_active, "little"))
             tally.examples.append(stats.examples)
-            tally.fired += mask
             while len(tally.masks) > window:
-                tally.fired -= tally.masks.popleft()
+                tally.masks.popleft()
                 tally.examples.popleft()
-            stats.dead_fraction = float(np.mean(tally.fired == 0)) if len(mask) else 0.0
+            fired = functools.reduce(operator.or_, tally.masks)
+            silent = fired.to_bytes(units, "little").count(0)  # units whose flag was 0 at every step of the window
+            stats.dead_fraction = silent / units if units else 0.0
             stats.window_examples = int(sum(tally.examples))
             stats.unit_active = None  # folded: the record keeps only the fraction
 

@@ -11,9 +11,8 @@ from the first sampled step after which the condition held nearly all the time (
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
-
-import numpy as np
 
 from leakygrad.doctor.findings import Finding
 from leakygrad.doctor.history import History
@@ -26,7 +25,9 @@ SQUASHING = ("sigmoid", "tanh", "hardsigmoid", "hardtanh")
 
 def median(values) -> float:
     values = [v for v in values if v is not None and not math.isnan(v)]
-    return float(np.median(values)) if values else math.nan
+    # statistics.median gives numpy.median's value (the mean of the middle two for an even count) without the
+    # cost of converting a short list to an array
+    return float(statistics.median(values)) if values else math.nan
 
 
 def onset(records: list[StepRecord], holds: Callable[[StepRecord], bool | None], persistence: float) -> int | None:

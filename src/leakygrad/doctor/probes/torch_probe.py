@@ -40,6 +40,8 @@ from leakygrad.doctor.probes.torch_graph import op_name
 from leakygrad.doctor.probes.torch_stats import (
     ActivationTally,
     Deferred,
+    ParameterSamples,
+    Scratch,
     add_activation,
     blocked_fraction,
     norm,
@@ -126,17 +128,22 @@ def _tensors(value):
     return []
 
 
-UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
-
-
-def _spread_sample(param: torch.Tensor) -> torch.Tensor:
-    """Up to UPDATE_SAMPLE entries spread evenly through the parameter: a strided view, no copy."""
-    flat = param.detach().reshape(-1)
-    return flat[:: max(1, flat.numel() // UPDATE_SAMPLE)]
-
-
 def _storage(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage().data_ptr()
+
+
+class Ticket:
+    """What a sampled step's hooks hold: the step's state, until the step ends (then None).
+
+    Hooks stay on autograd nodes and tensors after the step, for as long as PyTorch keeps those. Holding the
+    state through a ticket lets the step end with one assignment (`StepState.release`), and a hook that fires
+    after its step (a second backward through a retained graph) finds the ticket empty and does nothing.
+    """
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: StepState):
+        self.state: StepState | None = state
 
 
 @dataclass
@@ -149,34 +156,36 @@ class StepState:
     output_storages: dict = field(default_factory=dict)  # storage pointer of outputs with grad -> module name
     boundaries: dict = field(default_factory=dict)  # recurrent module name -> grad_fn nodes of its inputs
     recurrent_outputs: dict = field(default_factory=dict)  # recurrent module name -> its output nodes
-    out_grad_norms: dict = field(default_factory=dict)  # module name -> [deferred index], one per call
-    grad_arrival: list = field(default_factory=list)  # module names in the order their output gradient arrived
+    out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> (op, site, [(blocked idx, arriving idx)], elements)
-    nan_checks: list = field(default_factory=list)  # (deferred index, node, parents, label) in backward order
+    nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
+    roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
-    grad_norm_idx: list = field(default_factory=list)
-    weight_norm_idx: list = field(default_factory=list)  # weight samples after the update
-    before_norm_idx: list = field(default_factory=list)  # weight samples the step used (before its update)
-    update_norm_idx: list = field(default_factory=list)
-    before_update: list | None = None
+    samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
+    snapshot_taken: bool = False  # the samples were copied before the optimiser step
+    grad_norm_idx: list = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
+    weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
+    update_at: int | None = None  # ... of the first ||change of the sample|| (then each ||sample after||)
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
-    samples: list = field(default_factory=list)  # evenly spaced entries of each parameter (views)
-    sample_scale: list = field(default_factory=list)  # sqrt(entries / sampled entries), per parameter
+    weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
+    weights_after: list = field(default_factory=list)  # ... and after its update
+
+    ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
+
+    def __post_init__(self):
+        self.ticket = Ticket(self)
 
     def release(self) -> None:
-        """Drop every reference to autograd nodes and tensors. Hooks left on nodes still point to this state;
-        without this, a node -> hook -> state -> node cycle through C++ objects would keep each sampled step's
-        graph, and the whole doctor, alive for good."""
-        for value in vars(self).values():
-            if isinstance(value, (dict, list, set)):
-                value.clear()
-        self.deferred = Deferred()
-        self.before_update = None
+        """End the step for its hooks: they find the ticket empty from now on. The state holds autograd nodes
+        and the hooks on those nodes held it, a cycle Python's garbage collector cannot see through PyTorch's
+        C++ objects; emptying the ticket breaks it, so the state, the step's graph and its tensors are freed as
+        soon as the probe lets go of the state."""
+        self.ticket.state = None
 
 
 class TorchProbe:
@@ -202,15 +211,18 @@ class TorchProbe:
         self._backward_calls = 0
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
-        self._reset_marks = None  # (parameter, its .grad, version) after a sampled optimiser step
+        self._reset_marks = None  # (parameter, weak reference to its .grad, version) after a sampled optimiser step
         self._backward_since_marks = 0
         self._nonfinite_seen = False
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
         self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
         self._module_handles = []
+        self._hooks_paused = False  # inside the optimiser step: module hooks stay installed but do nothing
         self._global_handles = []
+        self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._failures: dict[str, int] = {}
-        self._views: dict[int, tuple] = {}  # id(parameter) -> (weakref, data pointer, _parameter_view result)
+        self._plan: tuple | None = None  # (key, [(name, label, parameter)], ParameterSamples): made once, reused
+        self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
         for m in models:
@@ -262,7 +274,8 @@ class TorchProbe:
             self.state.release()
         self.state = None
         self._reset_marks = None
-        self._views.clear()
+        self._plan = None
+        self._scratch = Scratch()
 
     def add_root(self, module: nn.Module, name: str, prefixed: bool) -> None:
         # A bare nn.Sequential's paths are just indices ("3"); prefix them with its name ("model.3").
@@ -274,6 +287,8 @@ class TorchProbe:
             label = f"{prefix}{path}" if path else name
             self.infos[sub] = _module_info(label, sub)
             self.info_by_name[label] = self.infos[sub]
+            if self.infos[sub].gated:
+                self._gated_names.add(label)
         for path, param in module.named_parameters():
             if id(param) not in self.param_labels:
                 owner = path.rpartition(".")[0]
@@ -310,19 +325,20 @@ class TorchProbe:
             self.state.release()  # an unfinished sampled step (no optimiser step came)
         self.state = StepState() if self.sampling else None
         self._depth = 0
+        self._hooks_paused = False
         if self.sampling:
-            self._install_module_hooks()
+            self._install_module_hooks()  # kept from the step before when it was sampled too (every=1)
+        else:
+            self._remove_module_hooks()
 
-    def _end_step(self, start_next: bool = True) -> None:
+    def _end_step(self) -> None:
         if self._losses:
             self.doctor.add_loss(self.step, sum(self._losses) / len(self._losses))
         self.step += 1
         self.doctor.set_steps(self.step)
         if len(self._pending_device_losses) >= self.every:
             self._flush_device_losses()
-        if start_next:
-            self._remove_module_hooks()
-            self._start_step()
+        self._start_step()
 
     def _install_module_hooks(self) -> None:
         if self._module_handles:
@@ -345,6 +361,8 @@ class TorchProbe:
 
     # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
     def _on_forward_pre(self, module, args):
+        if self._hooks_paused:
+            return None
         try:
             depth = self._depth
             if self._awaiting and torch.is_grad_enabled():
@@ -356,12 +374,14 @@ class TorchProbe:
             if info is None or not torch.is_grad_enabled() or self.state is None:
                 return None
             state = self.state
-            state.order.setdefault(info.name, len(state.order))
-            for arg in _tensors(args):
-                if arg.is_floating_point() and not arg.requires_grad and state.output_storages:
-                    producer = state.output_storages.get(_storage(arg))
-                    if producer is not None and producer != info.name:
-                        state.cuts.add((producer, info.name))
+            if info.name not in state.order:
+                state.order[info.name] = len(state.order)
+            if state.output_storages:  # an input sharing an earlier output's memory but not its history: a cut
+                for arg in _tensors(args):
+                    if not arg.requires_grad and arg.is_floating_point():
+                        producer = state.output_storages.get(_storage(arg))
+                        if producer is not None and producer != info.name:
+                            state.cuts.add((producer, info.name))
             if info.recurrent:
                 state.boundaries.setdefault(info.name, set()).update(
                     t.grad_fn for t in _tensors(args) if t.grad_fn is not None
@@ -378,7 +398,7 @@ class TorchProbe:
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2:
             return None  # PackedSequence or unusual input: no per-time-step view
         time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
-        hook = functools.partial(self._on_time_grad, self.state, info.name, time_axis)
+        hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, time_axis)
         if x.requires_grad:
             x.register_hook(hook)
             return None
@@ -389,54 +409,84 @@ class TorchProbe:
         return (alias, *args[1:])
 
     def _on_forward(self, module, args, output):
+        if self._hooks_paused:
+            return None
         try:
             self._depth = max(0, self._depth - 1)
             info = self.infos.get(module)
             if info is None or not torch.is_grad_enabled() or self.state is None:
                 return None
             state = self.state
-            y = _first_tensor(output)
+            y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
             if y is None or not y.is_floating_point():
                 return None
-            for t in _tensors(output):
-                if t.grad_fn is not None:
-                    state.output_nodes.setdefault(t.grad_fn, info.name)
+            name = info.name
+            for t in (y,) if y is output else _tensors(output):
+                node = t.grad_fn
+                if node is not None:
+                    state.output_nodes.setdefault(node, name)
                     if info.recurrent:
-                        state.recurrent_outputs.setdefault(info.name, set()).add(t.grad_fn)
-            if y.requires_grad:
-                state.output_storages[_storage(y)] = info.name
+                        state.recurrent_outputs.setdefault(name, set()).add(node)
+            if not y.requires_grad:
+                return None
+            state.output_storages[_storage(y)] = name
             if info.has_weights or info.recurrent:
-                if y.requires_grad:
-                    if info.recurrent == "cell":
-                        calls = state.cell_calls.setdefault(info.name, [])
-                        calls.append(None)
-                        y.register_hook(functools.partial(self._on_cell_grad, state, info.name, len(calls) - 1))
-                    y.register_hook(functools.partial(self._on_output_grad, state, info.name))
+                node = y.grad_fn
+                if info.recurrent == "cell":
+                    calls = state.cell_calls.setdefault(name, [])
+                    calls.append(None)
+                    y.register_hook(functools.partial(self._on_cell_grad, state.ticket, name, len(calls) - 1))
+                if node is None:  # a leaf: the gradient arrives at the tensor itself
+                    y.register_hook(functools.partial(self._on_output_grad, state.ticket, name))
+                else:  # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
+                    node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
         except Exception as error:
             self._fail("forward hook", error)
         return None
 
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
-    def _on_output_grad(self, state: StepState, name: str, grad):
+    def _on_output_grad(self, ticket: Ticket, name: str, grad):
+        state = ticket.state
+        if state is None:
+            return
         try:
-            state.out_grad_norms.setdefault(name, []).append(state.deferred.scalar(norm(grad)))
-            state.grad_arrival.append(name)
+            state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
         except Exception as error:
             self._fail("output gradient hook", error)
 
-    def _on_cell_grad(self, state: StepState, name: str, call: int, grad):
+    def _on_output_node_grad(self, ticket: Ticket, name: str, output_nr: int, grad_outputs):
+        state = ticket.state
+        if state is None:
+            return
+        try:
+            grad = grad_outputs[output_nr]
+            if grad is not None:
+                state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
+        except Exception as error:
+            self._fail("output gradient hook", error)
+
+    def _on_cell_grad(self, ticket: Ticket, name: str, call: int, grad):
+        state = ticket.state
+        if state is None:
+            return
         try:
             state.cell_calls[name][call] = state.deferred.scalar(torch.linalg.vector_norm(grad.detach().float()))
         except Exception as error:
             self._fail("recurrent cell gradient hook", error)
 
-    def _on_time_grad(self, state: StepState, name: str, time_axis: int, grad):
+    def _on_time_grad(self, ticket: Ticket, name: str, time_axis: int, grad):
+        state = ticket.state
+        if state is None:
+            return
         try:
             state.time_norms[name] = state.deferred.vector(time_step_norms(grad, time_axis))
         except Exception as error:
             self._fail("time-step gradient hook", error)
 
-    def _on_gate_grad(self, state: StepState, key: str, grad_inputs, grad_outputs):
+    def _on_gate_grad(self, ticket: Ticket, key: str, grad_inputs, grad_outputs):
+        state = ticket.state
+        if state is None:
+            return
         try:
             grad_in = grad_inputs[0] if grad_inputs else None
             grad_out = grad_outputs[0] if grad_outputs else None
@@ -449,7 +499,10 @@ class TorchProbe:
         except Exception as error:
             self._fail("gating-op gradient hook", error)
 
-    def _on_nan_prone_grad(self, state: StepState, node, parents, label, grad_inputs, grad_outputs):
+    def _on_nan_prone_grad(self, ticket: Ticket, node, label, grad_inputs, grad_outputs):
+        state = ticket.state
+        if state is None:
+            return
         try:
             outs = [g for g in grad_outputs if g is not None]
             ins = [g for g in grad_inputs if g is not None]
@@ -460,7 +513,7 @@ class TorchProbe:
             finite_out = torch.stack([torch.isfinite(g.sum()) for g in outs]).all()
             finite_in = torch.stack([torch.isfinite(g.sum()) for g in ins]).all()
             born_here = finite_out & ~finite_in  # finite gradient in, non-finite gradient out: NaN born here
-            state.nan_checks.append((state.deferred.scalar(born_here), node, parents, label))
+            state.nan_checks.append((state.deferred.scalar(born_here), node, label))
         except Exception as error:
             self._fail("NaN check hook", error)
 
@@ -509,10 +562,10 @@ class TorchProbe:
         self._close_backward_step()
 
     def _record_loss(self, loss: torch.Tensor) -> None:
-        if loss.device.type != "cpu":
+        if not loss.is_cpu:
             self._pending_device_losses.append((self.step, loss.detach()))
             return
-        value = float(loss.detach())
+        value = loss.item()
         self._losses.append(value)
         if not math.isfinite(value) and not self._nonfinite_seen:
             self._nonfinite_seen = True
@@ -533,14 +586,15 @@ class TorchProbe:
         root_nodes = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         if not root_nodes:
             return
-        graph = graph_tools.walk(root_nodes, with_parents=True)
+        graph = graph_tools.walk(root_nodes)
+        state.roots.extend(root_nodes)
         names = state.output_nodes
         loss_nodes = graph_tools.loss_side(graph, root_nodes, names)
         inside = {}  # node -> recurrent module it belongs to
         for module_name, outputs in state.recurrent_outputs.items():
             for node in graph_tools.region(outputs, state.boundaries.get(module_name, set())):
                 inside.setdefault(node, module_name)
-        gated = {info.name for info in self.infos.values() if info.gated}
+        gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
         for node in graph.nodes:
             if node in state.seen_nodes:
@@ -561,16 +615,16 @@ class TorchProbe:
                     site = f"in {site}" if site else f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
                 key = f"{gate}@{site}"
                 state.gates.setdefault(key, [gate, site, [], 0])
-                node.register_hook(functools.partial(self._on_gate_grad, state, key))
+                node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
-                node.register_hook(functools.partial(self._on_nan_prone_grad, state, node, graph.parents, label))
+                node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, node, label))
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
         names = state.output_nodes
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
-        y = node._saved_result
+        y = node._saved_result.detach()
         feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
         feeds_kind = feeds_info.kind if feeds_info else None
         axis = unit_axis(y, feeds_kind)
@@ -583,8 +637,7 @@ class TorchProbe:
             elif feeds_from in state.order:
                 tally.depth = state.order[feeds_from] + 0.5
             state.activations[site] = tally
-        with torch.no_grad():
-            add_activation(tally, y, axis, saturation)
+        add_activation(tally, y, axis, saturation, self._scratch)
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
     def _is_watched_optimizer(self, optimizer) -> bool:
@@ -610,7 +663,7 @@ class TorchProbe:
             if self._reset_marks is not None:
                 self._check_reset()
             if self.sampling and self.state is not None:
-                self._remove_module_hooks()
+                self._hooks_paused = True  # forward calls inside the step (an LBFGS closure) are not this step's
                 self._measure_parameters(self._optimizer_parameters(optimizer), snapshot=True)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
@@ -621,10 +674,10 @@ class TorchProbe:
             if self.primary is None or self.primary() is not optimizer:
                 return
             if self.sampling and self.state is not None:
+                params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
-                self._reset_marks = [
-                    (p, p.grad, p.grad._version) for p in self._optimizer_parameters(optimizer) if p.grad is not None
-                ]
+                # weak references: holding last step's gradients would keep them from being freed by zero_grad()
+                self._reset_marks = [(p, weakref.ref(p.grad), p.grad._version) for p in params if p.grad is not None]
                 self._backward_since_marks = 0
             self._end_step()
         except Exception as error:
@@ -656,8 +709,9 @@ class TorchProbe:
         marks, self._reset_marks = self._reset_marks, None
         backward_calls = self._backward_since_marks
         stale = reset = 0
-        for p, grad, version in marks:
-            if p.grad is not grad:
+        for p, grad_ref, version in marks:
+            grad = grad_ref()
+            if grad is None or p.grad is not grad:
                 reset += 1
             elif 0 < grad._version - version <= backward_calls:
                 stale += 1
@@ -666,61 +720,58 @@ class TorchProbe:
         if stale or reset:
             self.doctor.check_reset(self.step, reset=stale <= reset)
 
-    @torch.no_grad()
     def _measure_parameters(self, params, snapshot: bool) -> None:
-        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of evenly spaced entries.
+        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries.
 
         Copying every parameter before each sampled update would cost as much as a plain SGD step; the ratio
-        ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread evenly through each
-        tensor (a strided view: no random numbers, nothing copied but those entries).
+        ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread through each
+        tensor (`ParameterSamples`: views made once, copied into buffers made once).
         """
         state = self.state
-        state.params, state.samples, state.sample_scale = [], [], []
-        state.grad_norm_idx, state.weight_norm_idx, state.update_norm_idx = [], [], []
-        grads = []
-        for p in params:
-            name, label, sample, scale = self._parameter_view(p)
-            state.params.append((name, label, p))
-            state.samples.append(sample)
-            state.sample_scale.append(scale)
-            grads.append(p.grad)  # under no_grad here; a .grad never requires grad itself
-        with_grad = [g for g in grads if g is not None]
-        if snapshot:  # the weight samples are measured after the update, with the change (one call for both)
-            state.before_update = torch._foreach_mul(state.samples, 1.0) if state.samples else []
-            norms = torch._foreach_norm(with_grad) if with_grad else []
-        else:
-            norms = torch._foreach_norm([*with_grad, *state.samples]) if with_grad or state.samples else []
-            state.weight_norm_idx = state.deferred.scalars(norms[len(with_grad) :])
-            state.before_norm_idx = state.weight_norm_idx  # no update follows: these are the weights the step used
-        grad_norms = iter(state.deferred.scalars(norms[: len(with_grad)]))
-        state.grad_norm_idx = [None if g is None else next(grad_norms) for g in grads]
+        entries, samples = self._parameter_plan(params)
+        state.params, state.samples = entries, samples  # the cached plan's: read, never changed
+        grads = [p.grad for p in params]
+        # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
+        with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
+        first = state.deferred.scalars(samples.norms_with(with_grad))  # the gradients', then the samples'
+        slots = iter(range(first, first + len(with_grad)))
+        state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
+        state.weights_at = first + len(with_grad)
+        if snapshot:  # the update is measured after the optimiser step
+            samples.snapshot()
+            state.snapshot_taken = True
 
-    def _parameter_view(self, p):
-        """(name, module label, evenly spaced sample view, sqrt(size / sample size)), cached per parameter."""
-        cached = self._views.get(id(p))
-        if cached is not None and cached[0]() is p and cached[1] == p.data_ptr():
-            return cached[2]
-        _, name, label = self._param_label(p)
-        sample = _spread_sample(p)
-        view = (name, label, sample, math.sqrt(p.numel() / max(sample.numel(), 1)))
-        self._views[id(p)] = (weakref.ref(p), p.data_ptr(), view)  # re-made if the storage is ever replaced
-        return view
+    def _parameter_plan(self, params) -> tuple[list, ParameterSamples]:
+        """[(name, module label, parameter)] and their samples, made once and reused while the parameters (and
+        their storage) stay the same."""
+        key = [(id(p), p.data_ptr()) for p in params]
+        if self._plan is None or self._plan[0] != key:
+            entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
+            self._plan = (key, entries, ParameterSamples(params))
+        return self._plan[1], self._plan[2]
 
-    @torch.no_grad()
     def _measure_update(self) -> None:
+        """||change|| and ||entries after|| of each parameter's sample (detached views and plain buffers: no graph
+        is recorded, so no no_grad() is needed)."""
         state = self.state
-        if state.before_update is None:
-            return
-        if not state.samples:
-            return
-        changes = torch._foreach_sub(state.samples, state.before_update)  # the views see the updated values
-        # ||change||, ||weights after|| and ||weights before||, in one call
-        norms = torch._foreach_norm([*changes, *state.samples, *state.before_update])
-        count = len(changes)
-        state.update_norm_idx = state.deferred.scalars(norms[:count])
-        state.weight_norm_idx = state.deferred.scalars(norms[count : 2 * count])
-        state.before_norm_idx = state.deferred.scalars(norms[2 * count :])
-        state.before_update = None
+        if state.snapshot_taken and state.params:
+            state.update_at = state.deferred.scalars(state.samples.norms_after_update())
+        state.snapshot_taken = False
+
+    def _parameter_values(self, state: StepState, scalars) -> tuple[list, list, list, list]:
+        """Per parameter: ||grad|| (None without one), ||weights|| after the step, before it, ||update|| (None
+        without an update). Sample norms are scaled up to the whole tensor (their ratio needs no scaling)."""
+        count = len(state.params)
+        grads = [None if i is None else scalars[i] for i in state.grad_norm_idx]
+        if state.weights_at is None:
+            return grads, [None] * count, [None] * count, [None] * count
+        scales = state.samples.scales
+        before = [scalars[state.weights_at + i] * scales[i] for i in range(count)]
+        if state.update_at is None:
+            return grads, before, before, [None] * count
+        update = [scalars[state.update_at + i] * scales[i] for i in range(count)]
+        after = [scalars[state.update_at + count + i] * scales[i] for i in range(count)]
+        return grads, after, before, update
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
     def _finish_sampled_step(self, with_update: bool) -> None:
@@ -735,7 +786,8 @@ class TorchProbe:
         record = StepRecord(step=self.step)
         if self._losses:
             record.loss = sum(self._losses) / len(self._losses)
-        self._add_parameter_stats(record, state, value)
+        grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
+        self._add_parameter_stats(record, state, grads, updates)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, vectors)
         for key, (op, site, pairs, elements) in state.gates.items():
@@ -750,20 +802,13 @@ class TorchProbe:
         state.release()
         self.state = None
 
-    def _add_parameter_stats(self, record: StepRecord, state: StepState, value) -> None:
+    def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
         by_module: dict[str, list] = {}
         total = 0.0
-        for (name, label, _), g_idx, w_idx, u_idx, scale in zip(
-            state.params,
-            state.grad_norm_idx,
-            state.weight_norm_idx,
-            state.update_norm_idx or [None] * len(state.params),
-            state.sample_scale,
+        for (name, label, _), grad_norm, weight_norm, update_norm in zip(
+            state.params, grads, state.weights_after, updates
         ):
-            grad_norm, weight_norm, update_norm = value(g_idx), value(w_idx), value(u_idx)
-            # the sampled entries' norms, scaled up to the whole tensor (their ratio needs no scaling)
-            weight_norm *= scale
-            update_norm = None if update_norm is None else update_norm * scale
+            weight_norm = weight_norm or 0.0
             record.param_has_grad[name] = grad_norm is not None and grad_norm != 0  # NaN counts: it arrived
             record.param_module[name] = label
             sums = by_module.setdefault(label, [0.0, 0.0, 0.0, False])
@@ -780,12 +825,15 @@ class TorchProbe:
     def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
         infos = self.info_by_name
         sums = state.module_sums
+        out_grad_norms: dict[str, list] = {}
+        for name, index in state.out_grad_norms:  # one per call of the layer
+            out_grad_norms.setdefault(name, []).append(value(index))
         for name, depth in state.order.items():
             info = infos.get(name)
             if info is None or not (info.has_weights or info.recurrent):
                 continue
             layer = LayerStats(name, info.kind, depth, has_weights=info.has_weights, recurrent=bool(info.recurrent))
-            norms = [value(i) for i in state.out_grad_norms.get(name, [])]
+            norms = out_grad_norms.get(name)
             if norms:
                 layer.out_grad_norm = math.sqrt(sum(n * n for n in norms))  # over every call of the layer
                 layer.nonfinite_grad = not math.isfinite(layer.out_grad_norm)
@@ -811,35 +859,39 @@ class TorchProbe:
             stats = ActivationStats(
                 site, tally.function, tally.units, tally.examples, feeds_from=tally.feeds_from, depth=tally.depth
             )
-            if tally.positive:
-                stats.zero_fraction = 1 - sum(value(i) for i in tally.positive) / tally.elements
+            if tally.function == "relu":
+                positive = sum(value(i) for i in tally.positive)
+                positive += sum(float(vectors[i].sum()) for i in tally.unit_positive)
+                stats.zero_fraction = 1 - positive / tally.elements
+                stats.mean_derivative = positive / tally.elements  # relu'(z) = 1 where z > 0, else 0
+                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_positive + tally.unit_peaks])
             if tally.saturated:
                 stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements
             if tally.derivative_sum:
                 stats.mean_derivative = sum(value(i) for i in tally.derivative_sum) / tally.elements
-            if tally.unit_active is not None:
-                stats.unit_active = (vectors[tally.unit_active] > 0).astype(np.uint8).tobytes()
             record.activations[site] = stats
 
     def _defer_activation_tallies(self, state: StepState) -> None:
         """Turn each tally's device counts into deferred indices (so they ride the step's one transfer)."""
+        deferred = state.deferred
         for tally in state.activations.values():
-            tally.positive = [state.deferred.scalar(t) for t in tally.positive]
-            tally.saturated = [state.deferred.scalar(t) for t in tally.saturated]
-            tally.derivative_sum = [state.deferred.scalar(t) for t in tally.derivative_sum]
-            if tally.unit_active is not None:
-                tally.unit_active = state.deferred.vector(tally.unit_active)
+            tally.positive = [deferred.scalar(t) for t in tally.positive]
+            tally.unit_positive = [deferred.vector(t) for t in tally.unit_positive]
+            tally.unit_peaks = [deferred.vector(t) for t in tally.unit_peaks]
+            tally.saturated = [deferred.scalar(t) for t in tally.saturated]
+            tally.derivative_sum = [deferred.scalar(t) for t in tally.derivative_sum]
 
     def _backward_nonfinite(self, record: StepRecord, state: StepState, value) -> None:
         """After a sampled step: a NaN born in its backward pass (exact), one that reached a layer's output (bounded
         to the ops between it and the loss), or parameters made non-finite by some update since the last sample."""
         if self._nonfinite_seen or (record.loss is not None and not math.isfinite(record.loss)):
             return
-        if self._report_broken_weights(state, state.before_norm_idx, value, before=True):
+        if self._report_broken_weights(state, state.weights_before, before=True):
             return  # the step ran on weights an earlier update had broken: what follows is a consequence
         born = next((entry for entry in state.nan_checks if value(entry[0]) > 0), None)
         if born is not None:
-            _, node, parents, label = born
+            _, node, label = born
+            parents = graph_tools.walk(state.roots, with_parents=True).parents  # walked again only now
             op = op_name(node)
             self._nonfinite_seen = True
             self.doctor.set_nonfinite(
@@ -854,7 +906,7 @@ class TorchProbe:
             )
             return
         first_bad = next(
-            (name for name in state.grad_arrival if name in record.layers and record.layers[name].nonfinite_grad),
+            (name for name, _ in state.out_grad_norms if name in record.layers and record.layers[name].nonfinite_grad),
             None,
         )
         if first_bad is not None:
@@ -871,16 +923,16 @@ class TorchProbe:
                 )
             )
             return
-        if not self._report_broken_weights(state, state.weight_norm_idx, value, before=False):
+        if not self._report_broken_weights(state, state.weights_after, before=False):
             self._last_finite_step = self.step
 
-    def _report_broken_weights(self, state: StepState, norm_idx: list, value, before: bool) -> bool:
+    def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
         """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
         a clamp or a max can hide NaN weights from the loss)."""
         bad = [
             self._param_label(p)
-            for (_, _, p), idx in zip(state.params, norm_idx)
-            if idx is not None and not math.isfinite(value(idx))
+            for (_, _, p), norm in zip(state.params, norms)
+            if norm is not None and not math.isfinite(norm)
         ]
         if not bad:
             return False
@@ -976,6 +1028,13 @@ class TorchProbe:
                 if node in labels:
                     break
         return labels
+
+
+def _units_fired(per_unit: list) -> bytes:
+    """One byte per unit: 1 if it fired in some call of the site (its largest output, or its count of positive
+    outputs, is > 0 in one of `per_unit`; a NaN anywhere in a unit's values counts as not firing)."""
+    peak = per_unit[0] if len(per_unit) == 1 else np.maximum.reduce(per_unit)
+    return (peak > 0).tobytes()  # NumPy keeps a bool in one byte, 0 or 1
 
 
 def _global_name(module: nn.Module) -> str | None:

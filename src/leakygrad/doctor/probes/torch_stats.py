@@ -8,6 +8,8 @@ be summed across data-parallel ranks before they are fetched.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,8 +22,8 @@ CHANNEL_FIRST_KINDS = ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d
 class Deferred:
     """Device tensors waiting to be fetched: scalars and vectors, each read back by its index.
 
-    Nothing is converted or copied when a number is added; at `fetch`, tensors of one device and dtype are
-    stacked and copied to the host together (one transfer per group, usually one or two per step).
+    Nothing is converted or copied when a number is added; at `fetch` they are joined into one tensor and copied
+    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several).
     """
 
     def __init__(self):
@@ -29,21 +31,40 @@ class Deferred:
         self._vectors: list[torch.Tensor] = []
 
     def scalar(self, tensor: torch.Tensor) -> int:
-        tensor = tensor.detach()
-        self._scalars.append(tensor if tensor.dim() == 0 else tensor.reshape(()))
+        """A 0-d tensor (already detached, or made by a reduction of a detached tensor): its index."""
+        self._scalars.append(tensor)
         return len(self._scalars) - 1
 
-    def scalars(self, tensors: list[torch.Tensor]) -> list[int]:
-        """Several scalars at once (a list from torch._foreach_norm, say): their indices."""
+    def scalars(self, tensors) -> int:
+        """Several 0-d tensors (a list from torch._foreach_norm, say): the index of the first."""
         start = len(self._scalars)
-        self._scalars.extend(t.detach() for t in tensors)
-        return list(range(start, len(self._scalars)))
+        self._scalars.extend(tensors)
+        return start
 
     def vector(self, tensor: torch.Tensor) -> int:
-        self._vectors.append(tensor.detach().reshape(-1))
+        """A 1-d tensor (detached): its index."""
+        self._vectors.append(tensor)
         return len(self._vectors) - 1
 
     def fetch(self) -> tuple[list[float], list[np.ndarray]]:
+        if not self._scalars and not self._vectors:
+            return [], []
+        try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
+            parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
+            flat = torch.cat(parts)
+            if flat.requires_grad:  # a statistic made from a tensor that was not detached (none should be)
+                flat = flat.detach()
+            flat = flat.cpu().numpy().astype(np.float64)
+        except RuntimeError:  # statistics on several devices (a model split across them)
+            return self._fetch_by_group()
+        count = len(self._scalars)
+        vectors, start = [], count
+        for t in self._vectors:
+            vectors.append(flat[start : start + t.numel()])
+            start += t.numel()
+        return flat[:count].tolist(), vectors
+
+    def _fetch_by_group(self) -> tuple[list[float], list[np.ndarray]]:
         scalars = [0.0] * len(self._scalars)
         for indices, tensors in _groups(self._scalars):
             for i, value in zip(indices, torch.stack(tensors).tolist()):
@@ -66,6 +87,44 @@ def _groups(tensors: list[torch.Tensor]):
     return [(indices, [tensors[i] for i in indices]) for indices in groups.values()]
 
 
+class Scratch:
+    """Working memory reused from step to step, one buffer per device and dtype.
+
+    Summarising an activation needs an elementwise temporary the size of its sample (256 KiB for 65,536 float32
+    outputs). Allocated afresh each sampled step, such blocks come from (and go back to) the operating system,
+    and the page faults cost more than the arithmetic; written into a buffer made once, they cost nothing.
+    The view of the buffer for each shape is kept too: making a tensor view is a call into PyTorch, and on a
+    training step's cold caches each such call costs some 10 microseconds.
+    """
+
+    MAX_VIEWS = 64  # shapes remembered (a run with ever-changing shapes forgets them and starts again)
+
+    def __init__(self):
+        self._buffers: dict = {}
+        self._views: dict = {}
+
+    def like(self, tensor: torch.Tensor) -> torch.Tensor:
+        """An uninitialised tensor of `tensor`'s shape, device and dtype, in memory reused across calls."""
+        key = (tensor.shape, tensor.dtype, tensor.device)
+        view = self._views.get(key)
+        if view is None:
+            view = self._new_view(tensor)
+            if len(self._views) >= self.MAX_VIEWS:
+                self._views.clear()
+            self._views[key] = view
+        return view
+
+    def _new_view(self, tensor: torch.Tensor) -> torch.Tensor:
+        key = (tensor.device, tensor.dtype)
+        buffer = self._buffers.get(key)
+        count = tensor.numel()
+        if buffer is None or buffer.numel() < count:
+            buffer = torch.empty(count, dtype=tensor.dtype, device=tensor.device)
+            self._buffers[key] = buffer
+            self._views.clear()  # views of the old buffer would keep it alive
+        return buffer[:count].view(tensor.shape)
+
+
 @dataclass
 class ActivationTally:
     """One activation site's counts over one step (a site can run many times: time steps, shared layers)."""
@@ -73,16 +132,18 @@ class ActivationTally:
     function: str
     units: int
     examples: int = 0
-    positive: list = None  # [tensor counts] elements > 0 (ReLU family)
+    positive: list = None  # [tensor counts] sampled elements > 0 (ReLU family)
+    unit_positive: list = None  # [tensor per unit] elements > 0 per unit, when every output was read (ReLU family)
+    unit_peaks: list = None  # [tensor per unit] its largest output, when only a sample was counted (ReLU family)
     saturated: list = None  # [tensor counts] elements in the flat region (sigmoid/tanh)
-    derivative_sum: list = None  # [tensor sums] of the local derivative
+    derivative_sum: list = None  # [tensor sums] of the local derivative (sigmoid/tanh; ReLU's is its positive count)
     elements: int = 0
-    unit_active: torch.Tensor | None = None  # per unit: its largest output (> 0: it fired for some example)
     feeds_from: str | None = None
     depth: float | None = None
 
     def __post_init__(self):
-        self.positive, self.saturated, self.derivative_sum = [], [], []
+        self.positive, self.unit_positive, self.unit_peaks = [], [], []
+        self.saturated, self.derivative_sum = [], []
 
 
 def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
@@ -93,23 +154,52 @@ def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
 
 
 ACTIVATION_SAMPLE = 65536  # outputs per site and step used to estimate zero/saturated fractions
+SAMPLE_RUNS = 64  # samples are taken as this many runs of consecutive entries, spread through the tensor
 
 
 def spread(t: torch.Tensor, count: int) -> torch.Tensor:
-    """Up to `count` entries spread evenly through `t` (a strided view of a contiguous tensor: no copy)."""
-    flat = t.reshape(-1)
-    return flat[:: max(1, flat.numel() // count)]
+    """Up to `count` entries of `t`, as a view (no copy): `t` itself when it has no more, else SAMPLE_RUNS runs
+    of consecutive entries spread evenly through it.
 
-
-def add_activation(tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float) -> None:
-    """Fold one activation output `y` (already detached) into the site's tally.
-
-    Whether a unit fired for *some* example is taken over every example (one max over the non-unit axes): a
-    dead unit is a claim about all of them. The shares of zero and saturated outputs, and the mean derivative,
-    are averages, estimated from up to ACTIVATION_SAMPLE outputs spread evenly through the tensor; counts come
-    from sums of sign(), several times faster than summing a boolean mask.
+    Runs rather than single entries at a fixed stride: reading whole cache lines is several times faster than
+    gathering entries a cache line apart. The runs start a little less than 1/SAMPLE_RUNS of the tensor apart,
+    at a distance sharing no factor with the length of its rows (or planes): so the runs start at different
+    columns (channels, positions), not all at column 0 of every 8th row.
     """
-    y = y.detach()
+    total = t.numel()
+    if total <= count:
+        return t
+    runs = min(SAMPLE_RUNS, count)
+    run = count // runs
+    stride = _run_stride(tuple(t.shape), runs, run)
+    if t.is_contiguous():  # one call makes the view: rows `stride` apart in memory, `run` entries each
+        return t.as_strided((runs, run), (stride, 1))
+    flat = t.reshape(-1)  # a copy
+    return flat[: runs * stride].view(runs, stride)[:, :run]
+
+
+@functools.lru_cache(maxsize=256)
+def _run_stride(shape: tuple, runs: int, run: int) -> int:
+    """The distance between runs: at most total/runs, at least `run`, coprime with every trailing block size."""
+    total = math.prod(shape)
+    blocks = {math.prod(shape[i:]) for i in range(1, len(shape))} - {0, 1}
+    stride = total // runs
+    while stride > run and any(math.gcd(stride, block) > 1 for block in blocks):
+        stride -= 1
+    return stride
+
+
+def add_activation(
+    tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float, scratch: Scratch
+) -> None:
+    """Fold one activation output `y` (detached, or read under no_grad) into the site's tally.
+
+    Whether a unit fired for *some* example is taken over every example: a dead unit is a claim about all of
+    them. The shares of zero and saturated outputs, and the mean derivative, are averages, estimated from up to
+    ACTIVATION_SAMPLE outputs spread through the tensor (`spread`); counts come from sums of sign(), several
+    times faster than summing a boolean mask, written into reused memory. When the sample is the whole tensor,
+    one sum per unit serves both: the units that fired, and (added up on the host) the share of positive outputs.
+    """
     if y.dim() == 0 or y.numel() == 0:
         return
     sample = spread(y, ACTIVATION_SAMPLE)
@@ -117,24 +207,77 @@ def add_activation(tally: ActivationTally, y: torch.Tensor, axis: int, saturatio
     tally.elements += n
     tally.examples += y.shape[0] if y.dim() > 1 else 1
     function = tally.function
+    work = scratch.like(sample)
     if function == "relu":
-        positive = sample.sign().sum()  # relu(z) >= 0, so sign is 1 where the unit fired and 0 where it did not
-        tally.positive.append(positive)
-        tally.derivative_sum.append(positive)  # relu'(z) = 1 where z > 0, else 0
         other_axes = tuple(a for a in range(y.dim()) if a != axis)
-        per_unit = y.amax(dim=other_axes) if other_axes else y  # > 0 iff the unit fired for some example
-        tally.unit_active = per_unit if tally.unit_active is None else torch.maximum(tally.unit_active, per_unit)
-    elif function in ("sigmoid", "tanh"):
-        if function == "sigmoid":
-            derivative = sample * (1 - sample)  # sigma'(z) = sigma(z)(1 - sigma(z)), at most 1/4
-            # sigma' < t/4  <=>  |sigma - 1/2| > sqrt(1/4 - t/4)
-            distance, edge = (sample - 0.5).abs_(), (0.25 - 0.25 * saturation_derivative) ** 0.5
+        signs = torch.sign(sample, out=work)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
+        if sample is y and other_axes:
+            tally.unit_positive.append(signs.sum(dim=other_axes, dtype=torch.float32))
         else:
-            derivative = 1 - sample * sample  # tanh'(z) = 1 - tanh(z)^2, at most 1
-            distance, edge = sample.abs(), (1 - saturation_derivative) ** 0.5  # tanh' < t  <=>  |tanh| > sqrt(1-t)
-        signs = distance.sub_(edge).sign_().sum()  # +1 per saturated output, -1 per other
+            tally.positive.append(signs.sum(dtype=torch.float32))
+            tally.unit_peaks.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit ever fired
+    elif function in ("sigmoid", "tanh"):
+        squares = torch.mul(sample, sample, out=work).sum(dtype=torch.float32)
+        if function == "sigmoid":
+            # sigma'(z) = sigma(z)(1 - sigma(z)), at most 1/4; summed: sum(y) - sum(y^2)
+            tally.derivative_sum.append(sample.sum(dtype=torch.float32) - squares)
+            # sigma' < t/4  <=>  |sigma - 1/2| > sqrt(1/4 - t/4)
+            distance, edge = torch.sub(sample, 0.5, out=work).abs_(), (0.25 - 0.25 * saturation_derivative) ** 0.5
+        else:
+            tally.derivative_sum.append(n - squares)  # tanh'(z) = 1 - tanh(z)^2, at most 1
+            # tanh' < t  <=>  |tanh| > sqrt(1 - t)
+            distance, edge = torch.abs(sample, out=work), (1 - saturation_derivative) ** 0.5
+        signs = distance.sub_(edge).sign_().sum(dtype=torch.float32)  # +1 per saturated output, -1 per other
         tally.saturated.append((signs + n) * 0.5)
-        tally.derivative_sum.append(derivative.sum())
+
+
+UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio
+
+
+HALF_PRECISION = (torch.float16, torch.bfloat16)
+
+
+class ParameterSamples:
+    """Entries spread through each parameter (views, made once), and buffers made once to copy them into.
+
+    The update/weight ratio ||change|| / ||weights|| of a parameter is estimated from up to UPDATE_SAMPLE of its
+    entries (`spread`). Before the optimiser step, `norms_with` measures them (together with the gradients, in
+    the same call) and `snapshot()` copies them; after it, `norms_after_update()` turns each copy into the change
+    and measures the changes and the updated entries. Each of these is one call over every parameter
+    (torch._foreach_*): on a CPU, where each call into PyTorch costs more than the arithmetic on a few thousand
+    entries, that is what makes them cheap; on a GPU each is one kernel launch or a few.
+    """
+
+    def __init__(self, params: list[torch.Tensor]):
+        # a parameter that is not contiguous (rare) is measured whole, through a view of itself
+        self.samples = [spread(p.detach(), UPDATE_SAMPLE) if p.is_contiguous() else p.detach() for p in params]
+        # sqrt(entries / sampled entries): scales a sample's norm up to the whole tensor's
+        self.scales = [math.sqrt(p.numel() / max(s.numel(), 1)) for p, s in zip(params, self.samples)]
+        self.copies = [torch.empty(s.shape, dtype=s.dtype, device=s.device) for s in self.samples]
+        self.half = any(s.dtype in HALF_PRECISION for s in self.samples)
+
+    def norms_with(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        """||t|| of each of `tensors` (whole), then ||entries|| of each parameter's sample, as they are now."""
+        if not self.half:
+            return list(torch._foreach_norm(tensors + self.samples))
+        # half precision: the samples' squares are summed in float32 (they overflow at 256), `tensors` as given
+        return (list(torch._foreach_norm(tensors)) if tensors else []) + _foreach_norms(self.samples, half=True)
+
+    def snapshot(self) -> None:
+        """Copy the sampled entries as they are now (before the optimiser step)."""
+        torch._foreach_copy_(self.copies, self.samples)
+
+    def norms_after_update(self) -> list[torch.Tensor]:
+        """After the optimiser step: ||change|| of each parameter's sample, then ||entries after||."""
+        torch._foreach_sub_(self.copies, self.samples)  # before - after: the change (its sign does not matter)
+        return _foreach_norms(self.copies + self.samples, self.half)
+
+
+def _foreach_norms(tensors: list[torch.Tensor], half: bool) -> list[torch.Tensor]:
+    """||t|| of each tensor in one call, accumulated in float32 at least when some are half precision."""
+    if half:
+        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
+    return list(torch._foreach_norm(tensors))
 
 
 def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
@@ -146,8 +289,8 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
 
 def norm(tensor: torch.Tensor) -> torch.Tensor:
     """||tensor||, accumulated in float32 at least (half-precision squares overflow at 256)."""
-    t = tensor.detach()
-    if t.dtype in (torch.float16, torch.bfloat16):
+    t = tensor.detach() if tensor.requires_grad else tensor  # a gradient in a hook rarely requires grad
+    if t.dtype in HALF_PRECISION:
         return torch.linalg.vector_norm(t, dtype=torch.float32)
     return torch.linalg.vector_norm(t)
 
