@@ -26,7 +26,6 @@ The peers (autograd, tinygrad, micrograd) are benchmark-only dependencies: pip i
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import os
 import statistics
@@ -34,20 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-
-def _threads_from_argv(default: int = 1) -> int:
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return int(sys.argv[i + 1])
-        if arg.startswith("--threads="):
-            return int(arg.split("=", 1)[1])
-    return default
-
+from machine import keep_freed_memory, use_blas_threads_from_argv
 
 # BLAS reads its thread count when NumPy is imported: set it first.
-THREADS = _threads_from_argv()
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = str(THREADS)
+THREADS = use_blas_threads_from_argv()
 
 import numpy as np  # noqa: E402
 
@@ -285,16 +274,6 @@ def scalar_contenders():
 
 
 CLOCK = time.process_time
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc to keep freed memory for reuse instead of returning it to the OS (see the module docstring)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(libc.mallopt(m_mmap_threshold, 64 << 20) and libc.mallopt(m_trim_threshold, 512 << 20))
 
 
 def time_contenders(contenders: dict, repeats: int, steps: int, warmup: int = 3) -> dict[str, list[float]]:

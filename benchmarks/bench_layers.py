@@ -36,22 +36,11 @@ import argparse
 import os
 import sys
 
-
-def _threads_from_argv(default: int = 1) -> int:
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return int(sys.argv[i + 1])
-        if arg.startswith("--threads="):
-            return int(arg.split("=", 1)[1])
-    return default
-
+from machine import keep_freed_memory, use_blas_threads_from_argv
 
 # BLAS reads its thread count when NumPy is imported: set it first.
-_THREADS = _threads_from_argv()
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = str(_THREADS)
+_THREADS = use_blas_threads_from_argv()
 
-import ctypes  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
@@ -374,16 +363,6 @@ def check_same_gradients(
 
 
 # ================================================================================================ timing
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc to keep freed memory for reuse instead of returning it to the OS (see the module docstring)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(libc.mallopt(m_mmap_threshold, 64 << 20) and libc.mallopt(m_trim_threshold, 512 << 20))
 
 
 CLOCK = time.perf_counter
