@@ -127,6 +127,13 @@ def test_detached_encoder_names_the_cut(run_case):
     assert "detach" in f.explanation
 
 
+def test_accumulated_micro_batches_are_not_taken_for_graph_cuts(run_case):
+    # A micro-batch's input may be allocated where the previous micro-batch's outputs lived (freed after their
+    # backward): the same address, but no detach. Every step is sampled, so any such reuse would be seen.
+    run = run_case("healthy_accumulation", every=1)
+    assert run.doctor.history.graph_cuts == {}
+
+
 def test_learning_rate_verdicts_come_from_update_ratios(run_case):
     stalled = find(run_case("stalled_lr").doctor.findings, "stalled_loss", "loss")
     assert stalled.evidence["learning_rate"] == "far too low"

@@ -542,6 +542,10 @@ class TorchProbe:
         "optimizer" mode; another forward or backward first means "backward" mode, and the step ended here.
         """
         try:
+            if self.state is not None:
+                # The outputs of the forward pass just differentiated are done with: their memory may now be
+                # reused (the next micro-batch of an accumulated step), and an input found there is no cut.
+                self.state.output_storages.clear()
             if self.mode == "backward":
                 self._close_backward_step()
             elif self.mode == "unknown":
