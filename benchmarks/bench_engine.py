@@ -26,14 +26,12 @@ The peers (autograd, tinygrad, micrograd) are benchmark-only dependencies: pip i
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
-from machine import keep_freed_memory, use_blas_threads_from_argv
+from machine import CLOCKS, keep_freed_memory, paired_ratios, time_interleaved, use_blas_threads_from_argv
 
 # BLAS reads its thread count when NumPy is imported: set it first.
 THREADS = use_blas_threads_from_argv()
@@ -273,29 +271,6 @@ def scalar_contenders():
 # ---------------------------------------------------------------------------------------------- timing
 
 
-CLOCK = time.process_time
-
-
-def time_contenders(contenders: dict, repeats: int, steps: int, warmup: int = 3) -> dict[str, list[float]]:
-    """Seconds per step of each contender, one entry per repetition; contenders interleaved within each.
-
-    Python's cycle collector runs before each timed block, so that no contender pays for another's garbage
-    (micrograd's closures make reference cycles: collecting 10,000 of them took up to 100 ms in the middle of
-    whichever contender came next)."""
-    for fn in contenders.values():
-        for _ in range(warmup):
-            fn()
-    times = {name: [] for name in contenders}
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            gc.collect()
-            start = CLOCK()
-            for _ in range(steps):
-                fn()
-            times[name].append((CLOCK() - start) / steps)
-    return times
-
-
 def print_table(title: str, times: dict[str, list[float]], baseline: str) -> dict[str, float]:
     """Median time per step, and the median over repetitions of the ratio to `baseline` in the same one."""
     print(f"\n{title}")
@@ -303,7 +278,7 @@ def print_table(title: str, times: dict[str, list[float]], baseline: str) -> dic
     print("|---|---|---|---|")
     ratios = {}
     for name, ts in times.items():
-        paired = [t / b for t, b in zip(ts, times[baseline])]
+        paired = paired_ratios(times, name, baseline)
         ratios[name] = statistics.median(paired)
         low, _, high = statistics.quantiles(paired, n=4) if len(paired) > 1 else (paired[0],) * 3
         spread = f"{ratios[name]:.2f} ({low:.2f}-{high:.2f})"
@@ -328,8 +303,7 @@ def main(argv=None) -> int:
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu", help="what to time (default cpu)")
     parser.add_argument("--skip-peers", action="store_true", help="only NumPy, leakygrad and PyTorch")
     args = parser.parse_args(argv)
-    global CLOCK
-    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    clock = CLOCKS[args.clock]
     tuned = keep_freed_memory()
     import torch
 
@@ -343,9 +317,9 @@ def main(argv=None) -> int:
     )
     difference = check_same_step(x, y, weights)
     print(f"leakygrad vs hand-written NumPy: largest parameter difference after one step {difference:.1e}")
-    mlp_times = time_contenders(mlp_contenders(x, y, weights, args.skip_peers), args.repeats, args.steps)
+    mlp_times = time_interleaved(mlp_contenders(x, y, weights, args.skip_peers), args.repeats, args.steps, clock)
     ratios = print_table("One training step", mlp_times, "hand-written NumPy")
-    scalar_times = time_contenders(scalar_contenders(), max(9, args.repeats // 2 + 1), steps=1, warmup=1)
+    scalar_times = time_interleaved(scalar_contenders(), max(9, args.repeats // 2 + 1), 1, clock, warmup=1)
     print_table(f"{SCALAR_OPS:,} scalar ops, forward + backward", scalar_times, "leakygrad")
     target = 1.10
     verdict = "meets" if ratios["leakygrad"] <= target else "MISSES"

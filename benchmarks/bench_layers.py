@@ -36,13 +36,12 @@ import argparse
 import os
 import sys
 
-from machine import keep_freed_memory, use_blas_threads_from_argv
+from machine import CLOCKS, keep_freed_memory, paired_ratio, time_interleaved, use_blas_threads_from_argv
 
 # BLAS reads its thread count when NumPy is imported: set it first.
 _THREADS = use_blas_threads_from_argv()
 
 import statistics  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -365,27 +364,7 @@ def check_same_gradients(
 # ================================================================================================ timing
 
 
-CLOCK = time.perf_counter
-
-
-def time_steps(contenders: dict, steps: int, repeats: int) -> dict[str, list[float]]:
-    """Seconds per step of each contender, one entry per repetition; contenders interleaved within each."""
-    for step in contenders.values():  # warm-up
-        for _ in range(2):
-            step()
-    samples = {name: [] for name in contenders}
-    for _ in range(repeats):
-        for name, step in contenders.items():
-            start = CLOCK()
-            for _ in range(steps):
-                step()
-            samples[name].append((CLOCK() - start) / steps)
-    return samples
-
-
-def paired_ratio(samples: dict[str, list[float]], name: str, baseline: str) -> float:
-    """The median over repetitions of name's time / baseline's time in the same repetition (drift cancels)."""
-    return statistics.median(a / b for a, b in zip(samples[name], samples[baseline]))
+CLOCK = CLOCKS["wall"]  # set from --clock in main
 
 
 def digits_batch(batch: int, rng):
@@ -402,7 +381,7 @@ def digits_batch(batch: int, rng):
     return images[chosen].reshape(batch, 1, 8, 8), labels[chosen]
 
 
-def bench_cnn(batch: int, steps: int, repeats: int) -> dict[str, float]:
+def bench_cnn(batch: int, steps: int, repeats: int) -> dict[str, list[float]]:
     rng = np.random.default_rng(0)
     lg.manual_seed(0)
     images, labels = digits_batch(batch, rng)
@@ -424,18 +403,20 @@ def bench_cnn(batch: int, steps: int, repeats: int) -> dict[str, float]:
     )
     hand = NumpyCNN(state)
     x_lg, x_torch, y_torch = lg.Tensor(images), torch.from_numpy(images), torch.from_numpy(labels)
-    return time_steps(
+    return time_interleaved(
         {
             "numpy": lambda: hand.step(images, labels),
             "leakygrad": lambda: leakygrad_step(ours, (x_lg, labels), cnn_loss_leakygrad),
             "torch": lambda: torch_step(theirs, (x_torch, y_torch), cnn_loss_torch),
         },
-        steps,
         repeats,
+        steps,
+        CLOCK,
+        warmup=2,
     )
 
 
-def bench_lstm(steps: int, repeats: int, fused: bool = True) -> dict[str, float]:
+def bench_lstm(steps: int, repeats: int, fused: bool = True) -> dict[str, list[float]]:
     rng = np.random.default_rng(0)
     lg.manual_seed(0)
     x = rng.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)
@@ -464,14 +445,16 @@ def bench_lstm(steps: int, repeats: int, fused: bool = True) -> dict[str, float]
     hand = NumpyLSTM(state)
     x_lg, t_lg = lg.Tensor(x), lg.Tensor(target)
     x_torch, t_torch = torch.from_numpy(x), torch.from_numpy(target)
-    return time_steps(
+    return time_interleaved(
         {
             "numpy": lambda: hand.step(x, target),
             "leakygrad": lambda: leakygrad_step(ours, (x_lg, t_lg), lstm_loss_leakygrad),
             "torch": lambda: torch_step(theirs, (x_torch, t_torch), lstm_loss_torch),
         },
-        steps,
         repeats,
+        steps,
+        CLOCK,
+        warmup=2,
     )
 
 
@@ -490,7 +473,7 @@ def main() -> None:
         args.repeats, args.steps = 3, 3
     torch.set_num_threads(args.threads)
     global CLOCK
-    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    CLOCK = CLOCKS[args.clock]
     tuned = not args.default_malloc and keep_freed_memory()
 
     results = {

@@ -163,6 +163,7 @@ BAD_CALLS = [
         lambda: lg.randn(2, 3).swapaxes(0, 5),
         "swapaxes: axis 5 is out of range for a tensor of shape (2, 3)",
     ),
+    ("mT of a vector", lambda: lg.randn(3).mT, "mT: needs a matrix or a batch of them, got a tensor of shape (3,)"),
     ("squeeze size", lambda: lg.randn(2, 3).squeeze(0), "squeeze: axis 0 of shape (2, 3) has size 2, not 1"),
     ("squeeze axis", lambda: lg.randn(2, 1).squeeze(5), "squeeze: axis 5 is out of range for a tensor of shape (2, 1)"),
     ("squeeze 0-d", lambda: lg.tensor(1.0).squeeze(0), "squeeze: axis 0 is out of range for a tensor of shape ()"),
