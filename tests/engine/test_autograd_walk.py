@@ -322,3 +322,23 @@ def test_forward_knows_whether_a_backward_may_follow():
     with lg.no_grad():
         Spy.apply(x, c)
     assert seen == [(True, False), (), ()]
+
+
+def test_every_leaf_gradient_is_an_array_of_its_own_that_can_be_scaled_in_place():
+    from leakygrad import nn
+    from leakygrad.nn import functional as F
+
+    lg.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(12, 4))
+    shared = lg.Tensor(np.ones(4, dtype=np.float32), requires_grad=True)
+    x = lg.Tensor(np.random.default_rng(0).standard_normal((5, 2, 4, 4)))
+    logits = model(x) + shared
+    (F.cross_entropy(logits, np.arange(5) % 4) + shared.sum()).backward()
+    grads = [p.grad.data for p in model.parameters()] + [shared.grad.data]
+    for i, g in enumerate(grads):
+        assert g.flags.writeable and g.flags.c_contiguous
+        assert not any(np.shares_memory(g, other) for other in grads[i + 1 :])
+    before = [g.copy() for g in grads]
+    grads[0] *= 2  # an optimiser scaling one gradient in place changes that one only
+    for g, old in zip(grads[1:], before[1:]):
+        np.testing.assert_array_equal(g, old)

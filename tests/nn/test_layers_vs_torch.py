@@ -334,6 +334,20 @@ def test_max_pool2d_propagates_nan_and_routes_its_gradient_like_pytorch():
     np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
 
 
+def test_max_pool2d_with_infinite_maxima_of_both_signs_routes_gradients_like_pytorch():
+    x = np.random.default_rng(2).standard_normal((2, 3, 4, 4))
+    x[0, 0, 1, 1] = np.inf
+    x[1, 2, 2:, 2:] = -np.inf  # a whole window of -inf
+    ours = lg.Tensor(x, requires_grad=True, dtype="float64")
+    theirs = torch.tensor(x, requires_grad=True)
+    out = nn.MaxPool2d(2)(ours)
+    expected = torch.nn.functional.max_pool2d(theirs, 2)
+    np.testing.assert_array_equal(out.data, expected.detach().numpy())
+    out.backward(lg.Tensor(np.arange(out.size, dtype=np.float64).reshape(out.shape), dtype="float64"))
+    expected.backward(torch.arange(out.size, dtype=torch.float64).reshape(out.shape))
+    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+
+
 def test_max_pool2d_backward_keeps_an_infinite_gradient_at_the_winner_only():
     x = np.random.default_rng(1).standard_normal((1, 1, 4, 4))
     ours = lg.Tensor(x, requires_grad=True, dtype="float64")

@@ -51,10 +51,12 @@ class Op:
             if not isinstance(x, Tensor):
                 tensors = _constants_as_tensors(inputs)
                 break
-        wants = [t._requires_grad for t in tensors]
-        recorded = True in wants and is_grad_enabled()
-        if recorded:
-            op.needs_input_grad = tuple(wants)
+        recorded = is_grad_enabled()
+        if recorded:  # and some input wants a gradient
+            wants = tuple([t._requires_grad for t in tensors])
+            recorded = True in wants
+            if recorded:
+                op.needs_input_grad = wants
         try:
             result = op.forward(*[t.data for t in tensors])
         except LeakygradError:

@@ -91,6 +91,8 @@ class Module:
                 f"{type(self).__name__}: Module.__init__ was not run. Call super().__init__() at the start of "
                 f"{type(self).__name__}.__init__."
             )
+        if not self._forward_pre_hooks and not self._forward_hooks:  # the usual case
+            return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks):
             replaced = hook(self, args)
             if replaced is not None:

@@ -347,7 +347,8 @@ class Conv2dWeightGrad(Op):
         self.windows = None  # not needed again: do not keep it alive with the graph
         kh, kw = self.kernel_size
         grad_kernel = windows.reshape(-1, windows.shape[-1] * kh * kw).T @ _rows(g)  # (kh*kw*C, O)
-        return grad_kernel.reshape(kh, kw, x.shape[1], g.shape[1]).transpose(3, 2, 0, 1)
+        # laid out as the weight is (a copy the weight's .grad would need anyway: it must not be a view)
+        return np.ascontiguousarray(grad_kernel.reshape(kh, kw, x.shape[1], g.shape[1]).transpose(3, 2, 0, 1))
 
     def backward(self, grad):
         x, g = self.inputs
@@ -417,11 +418,13 @@ class MaxPoolScatter(Op):
         tiled = pool.stride == pool.kernel_size and (h + 2 * ph, w + 2 * pw) == (out_h * sh, out_w * sw)
         # Windows that tile the image leave no pixel unwritten below: no need to fill it with zeros first.
         padded = (np.empty if tiled else np.zeros)((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
+        overlapping = pool.overlapping()  # a pixel may win several windows: add, not put
         for k, offset in _kernel_offsets(pool.kernel_size):
             target = _at_offset(padded, offset, pool.stride, (out_h, out_w))
             # where(winner == k, values, 0) as a bitwise AND (keep_bits: np.where's result without its branches)
-            wins = -(pool.winner == k).view(np.int8)
-            if pool.overlapping():  # a pixel may win several windows: add
+            wins = (pool.winner == k).view(np.int8)
+            np.negative(wins, out=wins)  # True -> -1: all bits set
+            if overlapping:
                 target += keep_bits(values, wins)
             else:  # each pixel is in one window only: put, in place
                 keep_bits(values, wins, out=target)
@@ -480,13 +483,17 @@ class CrossEntropy(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        one_hot = np.zeros(x.shape, dtype=x.dtype)
-        one_hot[np.arange(x.shape[0]), self.target] = 1
         row_grad = grad if self.total else grad.reshape(-1, 1)  # d(result)/d(loss[m]): one number, or a column
-        # Recording this backward (create_graph) needs softmax(x) as an op of x, to differentiate it; otherwise
-        # the forward's values will do, and save an op.
-        softmax = x.softmax(axis=1) if is_grad_enabled() else Tensor._wrap(self.softmax)
-        return (softmax - one_hot) * (row_grad * self.weight[:, None])
+        picked = (np.arange(x.shape[0]), self.target)
+        if is_grad_enabled():  # recording this backward (create_graph): softmax(x) must be an op of x
+            one_hot = np.zeros(x.shape, dtype=x.dtype)
+            one_hot[picked] = 1
+            return (x.softmax(axis=1) - one_hot) * (row_grad * self.weight[:, None])
+        # Otherwise the same formula on the forward's softmax, in place: one op's overhead instead of three.
+        result = self.softmax.copy()
+        result[picked] -= 1
+        result *= row_grad.data * self.weight[:, None]
+        return Tensor._wrap(result)
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences

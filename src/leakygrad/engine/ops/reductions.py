@@ -51,7 +51,8 @@ def sum_over(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False) -> np
         if moved.flags.c_contiguous:
             rows = moved.reshape(-1, moved[(0,) * len(axes)].size)
             total = np.ones(rows.shape[0], dtype=x.dtype) @ rows
-            return total.reshape(_kept_shape(x.shape, axes) if keepdims else moved.shape[len(axes) :])
+            shape = _kept_shape(x.shape, axes) if keepdims else moved.shape[len(axes) :]
+            return total if total.shape == shape else total.reshape(shape)  # an array of its own, not a view
     return np.sum(x, axis=axes, keepdims=keepdims)
 
 

@@ -38,9 +38,9 @@ class Transpose(Op):
         self.axes = axes
 
     def forward(self, x):
-        if self.axes is None:
-            self.axes = tuple(reversed(range(x.ndim)))
-        if sorted(a % max(x.ndim, 1) for a in self.axes) != list(range(x.ndim)):
+        if self.axes is None:  # reverse them all
+            self.axes = tuple(range(x.ndim - 1, -1, -1))
+        elif sorted(a % max(x.ndim, 1) for a in self.axes) != list(range(x.ndim)):
             raise OpError(f"transpose: axes {self.axes} are not a permutation of the {x.ndim} axes of {x.shape}")
         return np.transpose(x, self.axes)
 
