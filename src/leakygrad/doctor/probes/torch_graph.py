@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 _OP_NAMES: dict[str, str] = {}
+_OP_NAMES_BY_TYPE: dict[type, str] = {}  # node class -> name: a dictionary look-up, cheaper than node.name()
 
 ACCUMULATE = "accumulate_grad"
 
@@ -42,6 +43,9 @@ RECOMPUTABLE = {
 
 def op_name(node) -> str:
     """'ClampMinBackward0' -> 'clamp_min', 'torch::autograd::AccumulateGrad' -> 'accumulate_grad'."""
+    name = _OP_NAMES_BY_TYPE.get(type(node))
+    if name is not None:
+        return name
     raw = node.name()
     name = _OP_NAMES.get(raw)
     if name is None:
@@ -49,6 +53,8 @@ def op_name(node) -> str:
         short = re.sub(r"Backward\d*$", "", short)
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", short).lower()
         _OP_NAMES[raw] = name
+    if type(node).__name__ == raw.rsplit("::", 1)[-1]:  # a class of its own (not a generic one): name by class
+        _OP_NAMES_BY_TYPE[type(node)] = name
     return name
 
 
@@ -61,23 +67,21 @@ class Graph:
 
 def walk(roots, with_parents: bool = False) -> Graph:
     """Every node reachable from `roots` (grad_fn nodes), breadth first."""
-    seen = set()
-    nodes, children = [], {}
-    parents: dict = {}
-    queue = deque(node for node in roots if node is not None)
-    for node in queue:
-        seen.add(node)
-    while queue:
-        node = queue.popleft()
-        nodes.append(node)
+    nodes = [node for node in roots if node is not None]
+    seen = set(nodes)
+    children = {}
+    for node in nodes:  # the list grows as the walk goes: it is the queue
         kids = [child for child, _ in node.next_functions if child is not None]
         children[node] = kids
         for child in kids:
-            if with_parents:
-                parents.setdefault(child, []).append(node)
             if child not in seen:
                 seen.add(child)
-                queue.append(child)
+                nodes.append(child)
+    parents: dict = {}
+    if with_parents:
+        for node, kids in children.items():
+            for child in kids:
+                parents.setdefault(child, []).append(node)
     return Graph(nodes, children, parents)
 
 

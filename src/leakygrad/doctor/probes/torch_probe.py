@@ -55,6 +55,7 @@ GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
 }  # fmt: skip
+WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 
 
@@ -600,11 +601,14 @@ class TorchProbe:
                 inside.setdefault(node, module_name)
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
+        seen = state.seen_nodes
         for node in graph.nodes:
-            if node in state.seen_nodes:
+            if node in seen:
                 continue
-            state.seen_nodes.add(node)
+            seen.add(node)
             op = op_name(node)
+            if op not in WATCHED_OPS:
+                continue
             if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
                 owner = inside.get(node)
                 if owner in gated:

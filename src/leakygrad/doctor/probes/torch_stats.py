@@ -23,7 +23,8 @@ class Deferred:
     """Device tensors waiting to be fetched: scalars and vectors, each read back by its index.
 
     Nothing is converted or copied when a number is added; at `fetch` they are joined into one tensor and copied
-    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several).
+    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several), or,
+    when they are on the CPU already, read one by one.
     """
 
     def __init__(self):
@@ -49,6 +50,8 @@ class Deferred:
     def fetch(self) -> tuple[list[float], list[np.ndarray]]:
         if not self._scalars and not self._vectors:
             return [], []
+        if all(t.is_cpu for t in self._scalars) and all(t.is_cpu for t in self._vectors):
+            return self._read_in_place()
         try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
             parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
             flat = torch.cat(parts)
@@ -63,6 +66,13 @@ class Deferred:
             vectors.append(flat[start : start + t.numel()])
             start += t.numel()
         return flat[:count].tolist(), vectors
+
+    def _read_in_place(self) -> tuple[list[float], list[np.ndarray]]:
+        """On the CPU there is nothing to transfer: each number is read where it is, which costs less than joining
+        them into one tensor first. (Counts are read exactly; joined with float32 norms they would be float32.)"""
+        scalars = [float(t) for t in self._scalars]
+        vectors = [t.detach().double().numpy() for t in self._vectors]
+        return scalars, vectors
 
     def _fetch_by_group(self) -> tuple[list[float], list[np.ndarray]]:
         scalars = [0.0] * len(self._scalars)
