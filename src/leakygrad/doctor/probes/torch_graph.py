@@ -44,8 +44,10 @@ RECOMPUTABLE = {
 def op_name(node) -> str:
     """'ClampMinBackward0' -> 'clamp_min', 'torch::autograd::AccumulateGrad' -> 'accumulate_grad'."""
     name = _OP_NAMES_BY_TYPE.get(type(node))
-    if name is not None:
-        return name
+    return name if name is not None else _name_from_node(node)
+
+
+def _name_from_node(node) -> str:
     raw = node.name()
     name = _OP_NAMES.get(raw)
     if name is None:
@@ -85,6 +87,21 @@ def walk(roots, with_parents: bool = False) -> Graph:
     return Graph(nodes, children, parents)
 
 
+def new_nodes(roots, seen: set) -> list:
+    """The nodes reachable from `roots` that are not in `seen`, breadth first; they are added to `seen`.
+
+    A node in `seen` is not walked through: everything it leads to was seen with it (an earlier backward pass of
+    the same step, through a shared part of the graph)."""
+    nodes = [node for node in dict.fromkeys(roots) if node is not None and node not in seen]
+    seen.update(nodes)
+    for node in nodes:  # the list grows as the walk goes: it is the queue
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                nodes.append(child)
+    return nodes
+
+
 def forward_order(graph: Graph) -> list:
     """The nodes with every node after the nodes of its inputs (the order the forward pass ran them)."""
     order, state = [], {}
@@ -120,14 +137,14 @@ def region(outputs, stop) -> set:
     return inside
 
 
-def loss_side(graph: Graph, roots, module_outputs) -> set:
+def loss_side(roots, module_outputs) -> set:
     """Nodes between the loss and the model's outputs: the loss computation, outside every watched module."""
     side, queue = set(), deque(n for n in roots if n is not None and n not in module_outputs)
     side.update(queue)
     while queue:
         node = queue.popleft()
-        for child in graph.children.get(node, ()):
-            if child not in side and child not in module_outputs:
+        for child, _ in node.next_functions:
+            if child is not None and child not in side and child not in module_outputs:
                 side.add(child)
                 queue.append(child)
     return side

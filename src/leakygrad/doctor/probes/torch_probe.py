@@ -147,7 +147,7 @@ class Ticket:
         self.state: StepState | None = state
 
 
-@dataclass
+@dataclass(slots=True)
 class StepState:
     """What one sampled step has gathered so far (device tensors, fetched at its end)."""
 
@@ -366,19 +366,20 @@ class TorchProbe:
             return None
         try:
             depth = self._depth
-            if self._awaiting and torch.is_grad_enabled():
+            grad_enabled = torch.is_grad_enabled()
+            if self._awaiting and grad_enabled:
                 self._resolve_backward_mode()
             self._depth += 1
             info = self.infos.get(module)
-            if info is None and self.discover and depth == 0 and torch.is_grad_enabled():
+            if info is None and self.discover and depth == 0 and grad_enabled:
                 info = self._discover(module)
-            if info is None or not torch.is_grad_enabled() or self.state is None:
-                return None
             state = self.state
-            if info.name not in state.order:
-                state.order[info.name] = len(state.order)
+            if info is None or not grad_enabled or state is None:
+                return None
+            state.order.setdefault(info.name, len(state.order))
             if state.output_storages:  # an input sharing an earlier output's memory but not its history: a cut
-                for arg in _tensors(args):
+                inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
+                for arg in inputs:
                     if not arg.requires_grad and arg.is_floating_point():
                         producer = state.output_storages.get(_storage(arg))
                         if producer is not None and producer != info.name:
@@ -413,26 +414,26 @@ class TorchProbe:
         if self._hooks_paused:
             return None
         try:
-            self._depth = max(0, self._depth - 1)
-            info = self.infos.get(module)
-            if info is None or not torch.is_grad_enabled() or self.state is None:
-                return None
+            if self._depth:
+                self._depth -= 1
             state = self.state
+            info = self.infos.get(module)
+            if info is None or state is None or not torch.is_grad_enabled():
+                return None
             y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
             if y is None or not y.is_floating_point():
                 return None
             name = info.name
-            for t in (y,) if y is output else _tensors(output):
-                node = t.grad_fn
+            node = y.grad_fn
+            if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
                     state.output_nodes.setdefault(node, name)
-                    if info.recurrent:
-                        state.recurrent_outputs.setdefault(name, set()).add(node)
+            else:
+                self._note_output_nodes(state, info, output)
             if not y.requires_grad:
                 return None
             state.output_storages[_storage(y)] = name
             if info.has_weights or info.recurrent:
-                node = y.grad_fn
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
                     calls.append(None)
@@ -444,6 +445,15 @@ class TorchProbe:
         except Exception as error:
             self._fail("forward hook", error)
         return None
+
+    def _note_output_nodes(self, state: StepState, info: ModuleInfo, output) -> None:
+        """The autograd nodes that made a layer's outputs: they name the layer in the graph."""
+        for t in _tensors(output):
+            node = t.grad_fn
+            if node is not None:
+                state.output_nodes.setdefault(node, info.name)
+                if info.recurrent:
+                    state.recurrent_outputs.setdefault(info.name, set()).add(node)
 
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
     def _on_output_grad(self, ticket: Ticket, name: str, grad):
@@ -591,21 +601,17 @@ class TorchProbe:
         root_nodes = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         if not root_nodes:
             return
-        graph = graph_tools.walk(root_nodes)
+        nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
         names = state.output_nodes
-        loss_nodes = graph_tools.loss_side(graph, root_nodes, names)
+        loss_nodes = graph_tools.loss_side(root_nodes, names)
         inside = {}  # node -> recurrent module it belongs to
         for module_name, outputs in state.recurrent_outputs.items():
             for node in graph_tools.region(outputs, state.boundaries.get(module_name, set())):
                 inside.setdefault(node, module_name)
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
-        seen = state.seen_nodes
-        for node in graph.nodes:
-            if node in seen:
-                continue
-            seen.add(node)
+        for node in nodes:
             op = op_name(node)
             if op not in WATCHED_OPS:
                 continue
@@ -685,7 +691,7 @@ class TorchProbe:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
                 # weak references: holding last step's gradients would keep them from being freed by zero_grad()
-                self._reset_marks = [(p, weakref.ref(p.grad), p.grad._version) for p in params if p.grad is not None]
+                self._reset_marks = [(p, weakref.ref(g), g._version) for p in params if (g := p.grad) is not None]
                 self._backward_since_marks = 0
             self._end_step()
         except Exception as error:
@@ -774,11 +780,13 @@ class TorchProbe:
         if state.weights_at is None:
             return grads, [None] * count, [None] * count, [None] * count
         scales = state.samples.scales
-        before = [scalars[state.weights_at + i] * scales[i] for i in range(count)]
+        start = state.weights_at
+        before = [value * scale for value, scale in zip(scalars[start : start + count], scales)]
         if state.update_at is None:
             return grads, before, before, [None] * count
-        update = [scalars[state.update_at + i] * scales[i] for i in range(count)]
-        after = [scalars[state.update_at + count + i] * scales[i] for i in range(count)]
+        start = state.update_at
+        update = [value * scale for value, scale in zip(scalars[start : start + count], scales)]
+        after = [value * scale for value, scale in zip(scalars[start + count : start + 2 * count], scales)]
         return grads, after, before, update
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
@@ -811,23 +819,25 @@ class TorchProbe:
         self.state = None
 
     def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
-        by_module: dict[str, list] = {}
+        params = state.params
+        # a NaN norm counts as a gradient: it arrived
+        record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
+        record.param_module = {name: label for name, label, _ in params}
+        by_module: dict[str, list] = {}  # module label -> [grad^2, weight^2, update^2, has update]
         total = 0.0
-        for (name, label, _), grad_norm, weight_norm, update_norm in zip(
-            state.params, grads, state.weights_after, updates
-        ):
-            weight_norm = weight_norm or 0.0
-            record.param_has_grad[name] = grad_norm is not None and grad_norm != 0  # NaN counts: it arrived
-            record.param_module[name] = label
-            sums = by_module.setdefault(label, [0.0, 0.0, 0.0, False])
+        for (_, label, _), grad_norm, weight_norm, update_norm in zip(params, grads, state.weights_after, updates):
+            sums = by_module.get(label)
+            if sums is None:
+                sums = by_module[label] = [0.0, 0.0, 0.0, False]
             if grad_norm is not None:
-                sums[0] += grad_norm**2
-                total += grad_norm**2
-            sums[1] += weight_norm**2
+                squared = grad_norm**2
+                sums[0] += squared
+                total += squared
+            sums[1] += (weight_norm or 0.0) ** 2
             if update_norm is not None:
                 sums[2] += update_norm**2
                 sums[3] = True
-        record.grad_norm = math.sqrt(total) if state.params else None
+        record.grad_norm = math.sqrt(total) if params else None
         state.module_sums = by_module
 
     def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
@@ -835,7 +845,11 @@ class TorchProbe:
         sums = state.module_sums
         out_grad_norms: dict[str, list] = {}
         for name, index in state.out_grad_norms:  # one per call of the layer
-            out_grad_norms.setdefault(name, []).append(value(index))
+            norms = out_grad_norms.get(name)
+            if norms is None:
+                out_grad_norms[name] = [value(index)]
+            else:
+                norms.append(value(index))
         for name, depth in state.order.items():
             info = infos.get(name)
             if info is None or not (info.has_weights or info.recurrent):
@@ -937,6 +951,8 @@ class TorchProbe:
     def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
         """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
         a clamp or a max can hide NaN weights from the loss)."""
+        if None not in norms and math.isfinite(sum(norms)):  # the usual case, in one sum: every norm is finite
+            return False
         bad = [
             self._param_label(p)
             for (_, _, p), norm in zip(state.params, norms)

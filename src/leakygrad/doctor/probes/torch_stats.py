@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -50,8 +50,8 @@ class Deferred:
     def fetch(self) -> tuple[list[float], list[np.ndarray]]:
         if not self._scalars and not self._vectors:
             return [], []
-        if all(t.is_cpu for t in self._scalars) and all(t.is_cpu for t in self._vectors):
-            return self._read_in_place()
+        if (self._scalars or self._vectors)[0].is_cpu and all(t.is_cpu for t in self._vectors):
+            return self._read_in_place()  # (float() reads a scalar on any device: only vectors must be on the CPU)
         try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
             parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
             flat = torch.cat(parts)
@@ -135,25 +135,24 @@ class Scratch:
         return buffer[:count].view(tensor.shape)
 
 
-@dataclass
+@dataclass(slots=True)
 class ActivationTally:
     """One activation site's counts over one step (a site can run many times: time steps, shared layers)."""
 
     function: str
     units: int
     examples: int = 0
-    positive: list = None  # [tensor counts] sampled elements > 0 (ReLU family)
-    unit_positive: list = None  # [tensor per unit] elements > 0 per unit, when every output was read (ReLU family)
-    unit_peaks: list = None  # [tensor per unit] its largest output, when only a sample was counted (ReLU family)
-    saturated: list = None  # [tensor counts] elements in the flat region (sigmoid/tanh)
-    derivative_sum: list = None  # [tensor sums] of the local derivative (sigmoid/tanh; ReLU's is its positive count)
+    # device tensors, fetched at the step's end. ReLU family: sampled elements > 0 (`positive`); elements > 0 per
+    # unit when every output was read (`unit_positive`), else each unit's largest output (`unit_peaks`).
+    # Sigmoid/tanh: elements in the flat region (`saturated`), sums of the local derivative (`derivative_sum`).
+    positive: list = field(default_factory=list)
+    unit_positive: list = field(default_factory=list)
+    unit_peaks: list = field(default_factory=list)
+    saturated: list = field(default_factory=list)
+    derivative_sum: list = field(default_factory=list)
     elements: int = 0
     feeds_from: str | None = None
     depth: float | None = None
-
-    def __post_init__(self):
-        self.positive, self.unit_positive, self.unit_peaks = [], [], []
-        self.saturated, self.derivative_sum = [], []
 
 
 def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
