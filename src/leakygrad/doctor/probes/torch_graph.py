@@ -19,6 +19,7 @@ _OP_NAMES: dict[str, str] = {}
 _OP_NAMES_BY_TYPE: dict[type, str] = {}  # node class -> name: a dictionary look-up, cheaper than node.name()
 
 ACCUMULATE = "accumulate_grad"
+PARAMETER_LEAF = getattr(torch._C._functions, "AccumulateGrad", None)  # the class of the nodes named ACCUMULATE
 
 # Forward operations that turn finite inputs into NaN/Inf (log(0), 0/0, sqrt(-1), exp overflow, matmul overflow).
 FORWARD_NAN_PRONE = {
@@ -88,15 +89,16 @@ def walk(roots, with_parents: bool = False) -> Graph:
 
 
 def new_nodes(roots, seen: set) -> list:
-    """The nodes reachable from `roots` that are not in `seen`, breadth first; they are added to `seen`.
+    """The operations reachable from `roots` that are not in `seen`, breadth first; they are added to `seen`.
 
     A node in `seen` is not walked through: everything it leads to was seen with it (an earlier backward pass of
-    the same step, through a shared part of the graph)."""
+    the same step, through a shared part of the graph). The parameters' leaves (AccumulateGrad) are left out:
+    they are no operation and lead nowhere."""
     nodes = [node for node in dict.fromkeys(roots) if node is not None and node not in seen]
     seen.update(nodes)
     for node in nodes:  # the list grows as the walk goes: it is the queue
         for child, _ in node.next_functions:
-            if child is not None and child not in seen:
+            if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
                 seen.add(child)
                 nodes.append(child)
     return nodes

@@ -611,10 +611,8 @@ class TorchProbe:
                 inside.setdefault(node, module_name)
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
-        for node in nodes:
+        for node in [node for node in nodes if op_name(node) in WATCHED_OPS]:
             op = op_name(node)
-            if op not in WATCHED_OPS:
-                continue
             if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
                 owner = inside.get(node)
                 if owner in gated:
@@ -854,25 +852,33 @@ class TorchProbe:
             info = infos.get(name)
             if info is None or not (info.has_weights or info.recurrent):
                 continue
-            layer = LayerStats(name, info.kind, depth, has_weights=info.has_weights, recurrent=bool(info.recurrent))
             norms = out_grad_norms.get(name)
-            if norms:
-                layer.out_grad_norm = math.sqrt(sum(n * n for n in norms))  # over every call of the layer
-                layer.nonfinite_grad = not math.isfinite(layer.out_grad_norm)
+            out_grad_norm = math.sqrt(sum(n * n for n in norms)) if norms else None  # over every call of the layer
+            grad_norm = weight_norm = update_ratio = None
             module_sums = sums.get(name)
             if module_sums is not None:
                 grad_sq, weight_sq, update_sq, has_update = module_sums
-                layer.param_grad_norm = math.sqrt(grad_sq)
-                layer.weight_norm = math.sqrt(weight_sq)
+                grad_norm, weight_norm = math.sqrt(grad_sq), math.sqrt(weight_sq)
                 if has_update and weight_sq > 0:
-                    layer.update_ratio = math.sqrt(update_sq) / math.sqrt(weight_sq)
-            if name in state.time_norms:
-                layer.time_grad_norms = list(vectors[state.time_norms[name]])
-            elif name in state.cell_calls:
-                norms = [value(i) for i in state.cell_calls[name]]
-                if len(norms) >= 2 and all(n is not None for n in norms):
-                    layer.time_grad_norms = norms
-            record.layers[name] = layer
+                    update_ratio = math.sqrt(update_sq) / weight_norm
+            record.layers[name] = layer = LayerStats(
+                name, info.kind, depth, has_weights=info.has_weights, out_grad_norm=out_grad_norm,
+                param_grad_norm=grad_norm, weight_norm=weight_norm, update_ratio=update_ratio,
+                nonfinite_grad=out_grad_norm is not None and not math.isfinite(out_grad_norm),
+                recurrent=bool(info.recurrent),
+            )  # fmt: skip
+            if info.recurrent:
+                self._add_time_norms(layer, state, value, vectors)
+
+    def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors) -> None:
+        """A recurrent layer's gradient at each time step: of its input (RNN/LSTM/GRU) or of each call (cells)."""
+        name = layer.name
+        if name in state.time_norms:
+            layer.time_grad_norms = list(vectors[state.time_norms[name]])
+        elif name in state.cell_calls:
+            norms = [value(i) for i in state.cell_calls[name]]
+            if len(norms) >= 2 and all(n is not None for n in norms):
+                layer.time_grad_norms = norms
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
         for site, tally in state.activations.items():
