@@ -12,7 +12,8 @@ What runs when (step = one optimiser step; without an optimiser, one backward ca
   from the values their nodes saved, and hooks go on gating operations (clamp, round, ...) to measure how much
   gradient they block, and on operations with infinite derivatives (log, sqrt, div, ...) to catch the first
   NaN of the backward pass. At the optimiser step: gradient and weight norms per layer, and the update/weight
-  ratio. Everything is reduced on the tensors' device and fetched in one transfer at the end of the step.
+  ratio. Everything is reduced on the tensors' device and fetched in one transfer at the end of the step (read
+  in place on the CPU).
 - Between sampled steps no module hook is installed, so PyTorch takes its hook-free fast path.
 
 Nothing here changes a value the training computes: hooks return None, statistics are computed on detached

@@ -3,7 +3,7 @@
 Every summary here is a reduction (a norm, a count, a per-unit "ever active" flag) computed without leaving the
 tensor's device. `Deferred` collects them during a sampled step and moves them to the host in one transfer at
 the step's end, so a GPU run pays one synchronisation per sampled step, not one per layer, and the numbers can
-be summed across data-parallel ranks before they are fetched.
+be summed across data-parallel ranks before they are fetched. (On the CPU they are read where they are.)
 """
 
 from __future__ import annotations
