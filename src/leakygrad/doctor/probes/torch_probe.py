@@ -890,10 +890,9 @@ class TorchProbe:
             )
             if tally.function == "relu":
                 positive = sum(value(i) for i in tally.positive)
-                positive += sum(float(vectors[i].sum()) for i in tally.unit_positive)
                 stats.zero_fraction = 1 - positive / tally.elements
                 stats.mean_derivative = positive / tally.elements  # relu'(z) = 1 where z > 0, else 0
-                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_positive + tally.unit_peaks])
+                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_fired])
             if tally.saturated:
                 stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements
             if tally.derivative_sum:
@@ -905,8 +904,7 @@ class TorchProbe:
         deferred = state.deferred
         for tally in state.activations.values():
             tally.positive = [deferred.scalar(t) for t in tally.positive]
-            tally.unit_positive = [deferred.vector(t) for t in tally.unit_positive]
-            tally.unit_peaks = [deferred.vector(t) for t in tally.unit_peaks]
+            tally.unit_fired = [deferred.vector(t) for t in tally.unit_fired]
             tally.saturated = [deferred.scalar(t) for t in tally.saturated]
             tally.derivative_sum = [deferred.scalar(t) for t in tally.derivative_sum]
 

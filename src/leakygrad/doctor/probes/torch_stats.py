@@ -142,12 +142,11 @@ class ActivationTally:
     function: str
     units: int
     examples: int = 0
-    # device tensors, fetched at the step's end. ReLU family: sampled elements > 0 (`positive`); elements > 0 per
-    # unit when every output was read (`unit_positive`), else each unit's largest output (`unit_peaks`).
+    # device tensors, fetched at the step's end. ReLU family: sampled elements > 0 (`positive`); per unit, a value
+    # > 0 iff it fired (`unit_fired`: its count of outputs > 0 when every output was read, else its largest output).
     # Sigmoid/tanh: elements in the flat region (`saturated`), sums of the local derivative (`derivative_sum`).
     positive: list = field(default_factory=list)
-    unit_positive: list = field(default_factory=list)
-    unit_peaks: list = field(default_factory=list)
+    unit_fired: list = field(default_factory=list)
     saturated: list = field(default_factory=list)
     derivative_sum: list = field(default_factory=list)
     elements: int = 0
@@ -207,7 +206,7 @@ def add_activation(
     them. The shares of zero and saturated outputs, and the mean derivative, are averages, estimated from up to
     ACTIVATION_SAMPLE outputs spread through the tensor (`spread`); counts come from sums of sign(), several
     times faster than summing a boolean mask, written into reused memory. When the sample is the whole tensor,
-    one sum per unit serves both: the units that fired, and (added up on the host) the share of positive outputs.
+    one sum per unit serves both: the units that fired, and (added up) the share of positive outputs.
     """
     if y.dim() == 0 or y.numel() == 0:
         return
@@ -221,10 +220,12 @@ def add_activation(
         other_axes = tuple(a for a in range(y.dim()) if a != axis)
         signs = torch.sign(sample, out=work)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
         if sample is y and other_axes:
-            tally.unit_positive.append(signs.sum(dim=other_axes, dtype=torch.float32))
+            counts = signs.sum(dim=other_axes, dtype=torch.float32)  # per unit: > 0 iff it fired
+            tally.positive.append(counts.sum())  # a small sum, on the device: no host work per unit
+            tally.unit_fired.append(counts)
         else:
             tally.positive.append(signs.sum(dtype=torch.float32))
-            tally.unit_peaks.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit ever fired
+            tally.unit_fired.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit fired
     elif function in ("sigmoid", "tanh"):
         squares = torch.mul(sample, sample, out=work).sum(dtype=torch.float32)
         if function == "sigmoid":
