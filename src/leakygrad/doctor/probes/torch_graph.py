@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 import torch
 
 _OP_NAMES: dict[str, str] = {}
+_OP_NAMES_BY_TYPE: dict[type, str] = {}  # node class -> name: a dictionary look-up, cheaper than node.name()
 
 ACCUMULATE = "accumulate_grad"
+PARAMETER_LEAF = getattr(torch._C._functions, "AccumulateGrad", None)  # the class of the nodes named ACCUMULATE
 
 # Forward operations that turn finite inputs into NaN/Inf (log(0), 0/0, sqrt(-1), exp overflow, matmul overflow).
 FORWARD_NAN_PRONE = {
@@ -42,6 +44,11 @@ RECOMPUTABLE = {
 
 def op_name(node) -> str:
     """'ClampMinBackward0' -> 'clamp_min', 'torch::autograd::AccumulateGrad' -> 'accumulate_grad'."""
+    name = _OP_NAMES_BY_TYPE.get(type(node))
+    return name if name is not None else _name_from_node(node)
+
+
+def _name_from_node(node) -> str:
     raw = node.name()
     name = _OP_NAMES.get(raw)
     if name is None:
@@ -49,6 +56,8 @@ def op_name(node) -> str:
         short = re.sub(r"Backward\d*$", "", short)
         name = re.sub(r"(?<!^)(?=[A-Z])", "_", short).lower()
         _OP_NAMES[raw] = name
+    if type(node).__name__ == raw.rsplit("::", 1)[-1]:  # a class of its own (not a generic one): name by class
+        _OP_NAMES_BY_TYPE[type(node)] = name
     return name
 
 
@@ -61,24 +70,38 @@ class Graph:
 
 def walk(roots, with_parents: bool = False) -> Graph:
     """Every node reachable from `roots` (grad_fn nodes), breadth first."""
-    seen = set()
-    nodes, children = [], {}
-    parents: dict = {}
-    queue = deque(node for node in roots if node is not None)
-    for node in queue:
-        seen.add(node)
-    while queue:
-        node = queue.popleft()
-        nodes.append(node)
+    nodes = [node for node in roots if node is not None]
+    seen = set(nodes)
+    children = {}
+    for node in nodes:  # the list grows as the walk goes: it is the queue
         kids = [child for child, _ in node.next_functions if child is not None]
         children[node] = kids
         for child in kids:
-            if with_parents:
-                parents.setdefault(child, []).append(node)
             if child not in seen:
                 seen.add(child)
-                queue.append(child)
+                nodes.append(child)
+    parents: dict = {}
+    if with_parents:
+        for node, kids in children.items():
+            for child in kids:
+                parents.setdefault(child, []).append(node)
     return Graph(nodes, children, parents)
+
+
+def new_nodes(roots, seen: set) -> list:
+    """The operations reachable from `roots` that are not in `seen`, breadth first; they are added to `seen`.
+
+    A node in `seen` is not walked through: everything it leads to was seen with it (an earlier backward pass of
+    the same step, through a shared part of the graph). The parameters' leaves (AccumulateGrad) are left out:
+    they are no operation and lead nowhere."""
+    nodes = [node for node in dict.fromkeys(roots) if node is not None and node not in seen]
+    seen.update(nodes)
+    for node in nodes:  # the list grows as the walk goes: it is the queue
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
+                seen.add(child)
+                nodes.append(child)
+    return nodes
 
 
 def forward_order(graph: Graph) -> list:
@@ -116,14 +139,14 @@ def region(outputs, stop) -> set:
     return inside
 
 
-def loss_side(graph: Graph, roots, module_outputs) -> set:
+def loss_side(roots, module_outputs) -> set:
     """Nodes between the loss and the model's outputs: the loss computation, outside every watched module."""
     side, queue = set(), deque(n for n in roots if n is not None and n not in module_outputs)
     side.update(queue)
     while queue:
         node = queue.popleft()
-        for child in graph.children.get(node, ()):
-            if child not in side and child not in module_outputs:
+        for child, _ in node.next_functions:
+            if child is not None and child not in side and child not in module_outputs:
                 side.add(child)
                 queue.append(child)
     return side

@@ -12,7 +12,8 @@ What runs when (step = one optimiser step; without an optimiser, one backward ca
   from the values their nodes saved, and hooks go on gating operations (clamp, round, ...) to measure how much
   gradient they block, and on operations with infinite derivatives (log, sqrt, div, ...) to catch the first
   NaN of the backward pass. At the optimiser step: gradient and weight norms per layer, and the update/weight
-  ratio. Everything is reduced on the tensors' device and fetched in one transfer at the end of the step.
+  ratio. Everything is reduced on the tensors' device and fetched in one transfer at the end of the step (read
+  in place on the CPU).
 - Between sampled steps no module hook is installed, so PyTorch takes its hook-free fast path.
 
 Nothing here changes a value the training computes: hooks return None, statistics are computed on detached
@@ -55,6 +56,7 @@ GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
 }  # fmt: skip
+WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 
 
@@ -146,7 +148,7 @@ class Ticket:
         self.state: StepState | None = state
 
 
-@dataclass
+@dataclass(slots=True)
 class StepState:
     """What one sampled step has gathered so far (device tensors, fetched at its end)."""
 
@@ -365,19 +367,20 @@ class TorchProbe:
             return None
         try:
             depth = self._depth
-            if self._awaiting and torch.is_grad_enabled():
+            grad_enabled = torch.is_grad_enabled()
+            if self._awaiting and grad_enabled:
                 self._resolve_backward_mode()
             self._depth += 1
             info = self.infos.get(module)
-            if info is None and self.discover and depth == 0 and torch.is_grad_enabled():
+            if info is None and self.discover and depth == 0 and grad_enabled:
                 info = self._discover(module)
-            if info is None or not torch.is_grad_enabled() or self.state is None:
-                return None
             state = self.state
-            if info.name not in state.order:
-                state.order[info.name] = len(state.order)
+            if info is None or not grad_enabled or state is None:
+                return None
+            state.order.setdefault(info.name, len(state.order))
             if state.output_storages:  # an input sharing an earlier output's memory but not its history: a cut
-                for arg in _tensors(args):
+                inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
+                for arg in inputs:
                     if not arg.requires_grad and arg.is_floating_point():
                         producer = state.output_storages.get(_storage(arg))
                         if producer is not None and producer != info.name:
@@ -412,26 +415,26 @@ class TorchProbe:
         if self._hooks_paused:
             return None
         try:
-            self._depth = max(0, self._depth - 1)
-            info = self.infos.get(module)
-            if info is None or not torch.is_grad_enabled() or self.state is None:
-                return None
+            if self._depth:
+                self._depth -= 1
             state = self.state
+            info = self.infos.get(module)
+            if info is None or state is None or not torch.is_grad_enabled():
+                return None
             y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
             if y is None or not y.is_floating_point():
                 return None
             name = info.name
-            for t in (y,) if y is output else _tensors(output):
-                node = t.grad_fn
+            node = y.grad_fn
+            if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
                     state.output_nodes.setdefault(node, name)
-                    if info.recurrent:
-                        state.recurrent_outputs.setdefault(name, set()).add(node)
+            else:
+                self._note_output_nodes(state, info, output)
             if not y.requires_grad:
                 return None
             state.output_storages[_storage(y)] = name
             if info.has_weights or info.recurrent:
-                node = y.grad_fn
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
                     calls.append(None)
@@ -443,6 +446,15 @@ class TorchProbe:
         except Exception as error:
             self._fail("forward hook", error)
         return None
+
+    def _note_output_nodes(self, state: StepState, info: ModuleInfo, output) -> None:
+        """The autograd nodes that made a layer's outputs: they name the layer in the graph."""
+        for t in _tensors(output):
+            node = t.grad_fn
+            if node is not None:
+                state.output_nodes.setdefault(node, info.name)
+                if info.recurrent:
+                    state.recurrent_outputs.setdefault(info.name, set()).add(node)
 
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
     def _on_output_grad(self, ticket: Ticket, name: str, grad):
@@ -590,20 +602,17 @@ class TorchProbe:
         root_nodes = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         if not root_nodes:
             return
-        graph = graph_tools.walk(root_nodes)
+        nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
         names = state.output_nodes
-        loss_nodes = graph_tools.loss_side(graph, root_nodes, names)
+        loss_nodes = graph_tools.loss_side(root_nodes, names)
         inside = {}  # node -> recurrent module it belongs to
         for module_name, outputs in state.recurrent_outputs.items():
             for node in graph_tools.region(outputs, state.boundaries.get(module_name, set())):
                 inside.setdefault(node, module_name)
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
-        for node in graph.nodes:
-            if node in state.seen_nodes:
-                continue
-            state.seen_nodes.add(node)
+        for node in [node for node in nodes if op_name(node) in WATCHED_OPS]:
             op = op_name(node)
             if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
                 owner = inside.get(node)
@@ -681,7 +690,7 @@ class TorchProbe:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
                 # weak references: holding last step's gradients would keep them from being freed by zero_grad()
-                self._reset_marks = [(p, weakref.ref(p.grad), p.grad._version) for p in params if p.grad is not None]
+                self._reset_marks = [(p, weakref.ref(g), g._version) for p in params if (g := p.grad) is not None]
                 self._backward_since_marks = 0
             self._end_step()
         except Exception as error:
@@ -770,11 +779,13 @@ class TorchProbe:
         if state.weights_at is None:
             return grads, [None] * count, [None] * count, [None] * count
         scales = state.samples.scales
-        before = [scalars[state.weights_at + i] * scales[i] for i in range(count)]
+        start = state.weights_at
+        before = [value * scale for value, scale in zip(scalars[start : start + count], scales)]
         if state.update_at is None:
             return grads, before, before, [None] * count
-        update = [scalars[state.update_at + i] * scales[i] for i in range(count)]
-        after = [scalars[state.update_at + count + i] * scales[i] for i in range(count)]
+        start = state.update_at
+        update = [value * scale for value, scale in zip(scalars[start : start + count], scales)]
+        after = [value * scale for value, scale in zip(scalars[start + count : start + 2 * count], scales)]
         return grads, after, before, update
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
@@ -807,23 +818,25 @@ class TorchProbe:
         self.state = None
 
     def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
-        by_module: dict[str, list] = {}
+        params = state.params
+        # a NaN norm counts as a gradient: it arrived
+        record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
+        record.param_module = {name: label for name, label, _ in params}
+        by_module: dict[str, list] = {}  # module label -> [grad^2, weight^2, update^2, has update]
         total = 0.0
-        for (name, label, _), grad_norm, weight_norm, update_norm in zip(
-            state.params, grads, state.weights_after, updates
-        ):
-            weight_norm = weight_norm or 0.0
-            record.param_has_grad[name] = grad_norm is not None and grad_norm != 0  # NaN counts: it arrived
-            record.param_module[name] = label
-            sums = by_module.setdefault(label, [0.0, 0.0, 0.0, False])
+        for (_, label, _), grad_norm, weight_norm, update_norm in zip(params, grads, state.weights_after, updates):
+            sums = by_module.get(label)
+            if sums is None:
+                sums = by_module[label] = [0.0, 0.0, 0.0, False]
             if grad_norm is not None:
-                sums[0] += grad_norm**2
-                total += grad_norm**2
-            sums[1] += weight_norm**2
+                squared = grad_norm**2
+                sums[0] += squared
+                total += squared
+            sums[1] += (weight_norm or 0.0) ** 2
             if update_norm is not None:
                 sums[2] += update_norm**2
                 sums[3] = True
-        record.grad_norm = math.sqrt(total) if state.params else None
+        record.grad_norm = math.sqrt(total) if params else None
         state.module_sums = by_module
 
     def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
@@ -831,30 +844,42 @@ class TorchProbe:
         sums = state.module_sums
         out_grad_norms: dict[str, list] = {}
         for name, index in state.out_grad_norms:  # one per call of the layer
-            out_grad_norms.setdefault(name, []).append(value(index))
+            norms = out_grad_norms.get(name)
+            if norms is None:
+                out_grad_norms[name] = [value(index)]
+            else:
+                norms.append(value(index))
         for name, depth in state.order.items():
             info = infos.get(name)
             if info is None or not (info.has_weights or info.recurrent):
                 continue
-            layer = LayerStats(name, info.kind, depth, has_weights=info.has_weights, recurrent=bool(info.recurrent))
             norms = out_grad_norms.get(name)
-            if norms:
-                layer.out_grad_norm = math.sqrt(sum(n * n for n in norms))  # over every call of the layer
-                layer.nonfinite_grad = not math.isfinite(layer.out_grad_norm)
+            out_grad_norm = math.sqrt(sum(n * n for n in norms)) if norms else None  # over every call of the layer
+            grad_norm = weight_norm = update_ratio = None
             module_sums = sums.get(name)
             if module_sums is not None:
                 grad_sq, weight_sq, update_sq, has_update = module_sums
-                layer.param_grad_norm = math.sqrt(grad_sq)
-                layer.weight_norm = math.sqrt(weight_sq)
+                grad_norm, weight_norm = math.sqrt(grad_sq), math.sqrt(weight_sq)
                 if has_update and weight_sq > 0:
-                    layer.update_ratio = math.sqrt(update_sq) / math.sqrt(weight_sq)
-            if name in state.time_norms:
-                layer.time_grad_norms = list(vectors[state.time_norms[name]])
-            elif name in state.cell_calls:
-                norms = [value(i) for i in state.cell_calls[name]]
-                if len(norms) >= 2 and all(n is not None for n in norms):
-                    layer.time_grad_norms = norms
-            record.layers[name] = layer
+                    update_ratio = math.sqrt(update_sq) / weight_norm
+            record.layers[name] = layer = LayerStats(
+                name, info.kind, depth, has_weights=info.has_weights, out_grad_norm=out_grad_norm,
+                param_grad_norm=grad_norm, weight_norm=weight_norm, update_ratio=update_ratio,
+                nonfinite_grad=out_grad_norm is not None and not math.isfinite(out_grad_norm),
+                recurrent=bool(info.recurrent),
+            )  # fmt: skip
+            if info.recurrent:
+                self._add_time_norms(layer, state, value, vectors)
+
+    def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors) -> None:
+        """A recurrent layer's gradient at each time step: of its input (RNN/LSTM/GRU) or of each call (cells)."""
+        name = layer.name
+        if name in state.time_norms:
+            layer.time_grad_norms = list(vectors[state.time_norms[name]])
+        elif name in state.cell_calls:
+            norms = [value(i) for i in state.cell_calls[name]]
+            if len(norms) >= 2 and all(n is not None for n in norms):
+                layer.time_grad_norms = norms
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
         for site, tally in state.activations.items():
@@ -865,10 +890,9 @@ class TorchProbe:
             )
             if tally.function == "relu":
                 positive = sum(value(i) for i in tally.positive)
-                positive += sum(float(vectors[i].sum()) for i in tally.unit_positive)
                 stats.zero_fraction = 1 - positive / tally.elements
                 stats.mean_derivative = positive / tally.elements  # relu'(z) = 1 where z > 0, else 0
-                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_positive + tally.unit_peaks])
+                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_fired])
             if tally.saturated:
                 stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements
             if tally.derivative_sum:
@@ -880,8 +904,7 @@ class TorchProbe:
         deferred = state.deferred
         for tally in state.activations.values():
             tally.positive = [deferred.scalar(t) for t in tally.positive]
-            tally.unit_positive = [deferred.vector(t) for t in tally.unit_positive]
-            tally.unit_peaks = [deferred.vector(t) for t in tally.unit_peaks]
+            tally.unit_fired = [deferred.vector(t) for t in tally.unit_fired]
             tally.saturated = [deferred.scalar(t) for t in tally.saturated]
             tally.derivative_sum = [deferred.scalar(t) for t in tally.derivative_sum]
 
@@ -933,6 +956,8 @@ class TorchProbe:
     def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
         """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
         a clamp or a max can hide NaN weights from the loss)."""
+        if None not in norms and math.isfinite(sum(norms)):  # the usual case, in one sum: every norm is finite
+            return False
         bad = [
             self._param_label(p)
             for (_, _, p), norm in zip(state.params, norms)

@@ -3,14 +3,14 @@
 Every summary here is a reduction (a norm, a count, a per-unit "ever active" flag) computed without leaving the
 tensor's device. `Deferred` collects them during a sampled step and moves them to the host in one transfer at
 the step's end, so a GPU run pays one synchronisation per sampled step, not one per layer, and the numbers can
-be summed across data-parallel ranks before they are fetched.
+be summed across data-parallel ranks before they are fetched. (On the CPU they are read where they are.)
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -23,7 +23,8 @@ class Deferred:
     """Device tensors waiting to be fetched: scalars and vectors, each read back by its index.
 
     Nothing is converted or copied when a number is added; at `fetch` they are joined into one tensor and copied
-    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several).
+    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several), or,
+    when they are on the CPU already, read one by one.
     """
 
     def __init__(self):
@@ -49,6 +50,8 @@ class Deferred:
     def fetch(self) -> tuple[list[float], list[np.ndarray]]:
         if not self._scalars and not self._vectors:
             return [], []
+        if (self._scalars or self._vectors)[0].is_cpu and all(t.is_cpu for t in self._vectors):
+            return self._read_in_place()  # (float() reads a scalar on any device: only vectors must be on the CPU)
         try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
             parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
             flat = torch.cat(parts)
@@ -63,6 +66,13 @@ class Deferred:
             vectors.append(flat[start : start + t.numel()])
             start += t.numel()
         return flat[:count].tolist(), vectors
+
+    def _read_in_place(self) -> tuple[list[float], list[np.ndarray]]:
+        """On the CPU there is nothing to transfer: each number is read where it is, which costs less than joining
+        them into one tensor first. (Counts are read exactly; joined with float32 norms they would be float32.)"""
+        scalars = [float(t) for t in self._scalars]
+        vectors = [t.detach().double().numpy() for t in self._vectors]
+        return scalars, vectors
 
     def _fetch_by_group(self) -> tuple[list[float], list[np.ndarray]]:
         scalars = [0.0] * len(self._scalars)
@@ -125,25 +135,23 @@ class Scratch:
         return buffer[:count].view(tensor.shape)
 
 
-@dataclass
+@dataclass(slots=True)
 class ActivationTally:
     """One activation site's counts over one step (a site can run many times: time steps, shared layers)."""
 
     function: str
     units: int
     examples: int = 0
-    positive: list = None  # [tensor counts] sampled elements > 0 (ReLU family)
-    unit_positive: list = None  # [tensor per unit] elements > 0 per unit, when every output was read (ReLU family)
-    unit_peaks: list = None  # [tensor per unit] its largest output, when only a sample was counted (ReLU family)
-    saturated: list = None  # [tensor counts] elements in the flat region (sigmoid/tanh)
-    derivative_sum: list = None  # [tensor sums] of the local derivative (sigmoid/tanh; ReLU's is its positive count)
+    # device tensors, fetched at the step's end. ReLU family: sampled elements > 0 (`positive`); per unit, a value
+    # > 0 iff it fired (`unit_fired`: its count of outputs > 0 when every output was read, else its largest output).
+    # Sigmoid/tanh: elements in the flat region (`saturated`), sums of the local derivative (`derivative_sum`).
+    positive: list = field(default_factory=list)
+    unit_fired: list = field(default_factory=list)
+    saturated: list = field(default_factory=list)
+    derivative_sum: list = field(default_factory=list)
     elements: int = 0
     feeds_from: str | None = None
     depth: float | None = None
-
-    def __post_init__(self):
-        self.positive, self.unit_positive, self.unit_peaks = [], [], []
-        self.saturated, self.derivative_sum = [], []
 
 
 def unit_axis(y: torch.Tensor, feeds_from_kind: str | None) -> int:
@@ -198,7 +206,7 @@ def add_activation(
     them. The shares of zero and saturated outputs, and the mean derivative, are averages, estimated from up to
     ACTIVATION_SAMPLE outputs spread through the tensor (`spread`); counts come from sums of sign(), several
     times faster than summing a boolean mask, written into reused memory. When the sample is the whole tensor,
-    one sum per unit serves both: the units that fired, and (added up on the host) the share of positive outputs.
+    one sum per unit serves both: the units that fired, and (added up) the share of positive outputs.
     """
     if y.dim() == 0 or y.numel() == 0:
         return
@@ -212,10 +220,12 @@ def add_activation(
         other_axes = tuple(a for a in range(y.dim()) if a != axis)
         signs = torch.sign(sample, out=work)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
         if sample is y and other_axes:
-            tally.unit_positive.append(signs.sum(dim=other_axes, dtype=torch.float32))
+            counts = signs.sum(dim=other_axes, dtype=torch.float32)  # per unit: > 0 iff it fired
+            tally.positive.append(counts.sum())  # a small sum, on the device: no host work per unit
+            tally.unit_fired.append(counts)
         else:
             tally.positive.append(signs.sum(dtype=torch.float32))
-            tally.unit_peaks.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit ever fired
+            tally.unit_fired.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit fired
     elif function in ("sigmoid", "tanh"):
         squares = torch.mul(sample, sample, out=work).sum(dtype=torch.float32)
         if function == "sigmoid":
