@@ -612,8 +612,10 @@ class TorchProbe:
                 inside.setdefault(node, module_name)
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
-        for node in [node for node in nodes if op_name(node) in WATCHED_OPS]:
+        for node in nodes:
             op = op_name(node)
+            if op not in WATCHED_OPS:
+                continue
             if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
                 owner = inside.get(node)
                 if owner in gated:
