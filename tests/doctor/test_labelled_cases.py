@@ -35,6 +35,7 @@ HEALTHY = [
     "healthy_dqn_huber",
     "healthy_accumulation",
     "healthy_frozen_encoder",
+    "healthy_gan_two_optimizers",
 ]
 
 

@@ -13,6 +13,7 @@ SCRIPTS = [
     "healthy_tiny_transformer",  # many functional ops, attention, embeddings, AdamW
     "dqn_clipped_td",  # hooks on a gating op, a target network called under no_grad
     "nan_where_sqrt",  # a NaN in the backward pass: localisation must not disturb it
+    "healthy_gan_two_optimizers",  # two optimisers in turn, a detached fake, two backward passes per step
 ]
 
 
