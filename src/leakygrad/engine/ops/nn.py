@@ -139,8 +139,8 @@ def _channels_last(x, padding, fill=0.0):
     (ph, pw), (n, c, h, w) = padding, x.shape
     if ph == pw == 0:
         return x.transpose(0, 2, 3, 1)
-    padded = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
-    padded.fill(fill)
+    shape = (n, h + 2 * ph, w + 2 * pw, c)
+    padded = np.full(shape, fill, dtype=x.dtype) if fill else np.zeros(shape, dtype=x.dtype)
     padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
     return padded
 
@@ -430,7 +430,8 @@ class MaxPool2d(Op):
             wins = candidate > best  # strictly greater: a tie stays with the first
             self.winner += wins * (k - self.winner)  # where it wins, winner = k (arithmetic beats masked copies)
             np.maximum(best, candidate, out=best)  # propagates NaN
-        if np.isnan(best).any():  # rare: a window holding NaN. PyTorch's rule: the (last) NaN is the winner.
+        if best.size and np.isnan(np.maximum.reduce(best, axis=None)):  # rare: a window holding NaN (max keeps it).
+            # PyTorch's rule: the (last) NaN is the winner.
             for k, offset in offsets:
                 self.winner[np.isnan(_at_offset(padded, offset, self.stride, out_size))] = k
         return best.transpose(0, 3, 1, 2)
