@@ -161,3 +161,37 @@ def test_fused_and_composed_lstm_modules_give_the_same_second_derivatives():
         hessian_vector_products.append([g.data for g in lg.grad(product, weights)])
     for a, b in zip(*hessian_vector_products):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _images_and_kernel():
+    return t(2, 2, 4, 3), t(3, 2, 3, 3), t(3)
+
+
+def _rows_and_weight():
+    return t(2, 5), t(3, 5), t(3)
+
+
+@pytest.mark.parametrize(
+    "inputs, layer",
+    [
+        (_rows_and_weight, lambda x, w, b: Linear.apply(x, w, b)),
+        (_rows_and_weight, lambda x, w, b: F.cross_entropy(F.linear(x, w, b), np.array([1, 0]))),
+        (_images_and_kernel, lambda x, w, b: F.relu(F.conv2d(x, w, b, stride=1, padding=1))),
+        (_images_and_kernel, lambda x, w, b: F.conv2d(x, w, None, stride=(2, 1), padding=(1, 0))),
+        (_images_and_kernel, lambda x, w, b: F.max_pool2d(F.conv2d(x, w, b, padding=1), 2)),
+        (_images_and_kernel, lambda x, w, b: F.max_pool2d(F.conv2d(x, w, b, padding=1), 3, stride=2, padding=1)),
+    ],
+    ids=["linear", "cross-entropy", "conv-relu", "conv-strided-no-bias", "conv-pool", "conv-overlapping-pool"],
+)
+def test_backward_on_arrays_gives_the_recorded_backwards_gradients_to_the_bit(inputs, layer):
+    # Without create_graph these layers' ops compute their gradients on arrays; with it, as ops. Same numbers.
+    x, w, b = inputs()
+    weight = lg.Tensor(rng.standard_normal(layer(x, w, b).shape), dtype="float64")
+    plain = lg.grad((layer(x, w, b) * weight).sum(), [x, w, b], allow_unused=True)
+    recorded = lg.grad((layer(x, w, b) * weight).sum(), [x, w, b], allow_unused=True, create_graph=True)
+    assert any(g is not None and g.requires_grad for g in recorded)  # the recorded backward was a graph
+    for g_plain, g_recorded in zip(plain, recorded):
+        assert (g_plain is None) == (g_recorded is None)
+        if g_plain is not None:
+            assert not g_plain.requires_grad
+            np.testing.assert_array_equal(g_plain.data, g_recorded.data)

@@ -270,8 +270,14 @@ def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_plus_zero(b) and a.dtype == b.dtype and _fills(condition, a):
         return keep_bits(_in_layout_of(condition, a), -condition.view(np.int8))  # -1: all bits set where true
     if _is_plus_zero(a) and a.dtype == b.dtype and _fills(condition, b):
-        return keep_bits(_in_layout_of(condition, b), condition.view(np.int8) - 1)  # all bits set where false
+        return zero_where(condition, b)
     return np.where(condition, a, b)
+
+
+def zero_where(condition: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """np.where(condition, 0.0, x) to the bit, for a boolean condition of x's shape (see `_select`): how a
+    gradient is masked where the local derivative is zero, as in ReLU's backward."""
+    return keep_bits(_in_layout_of(condition, x), condition.view(np.int8) - 1)  # all bits set where false
 
 
 _SAME_WIDTH_INTEGER = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64 read as integers

@@ -18,6 +18,11 @@ more convolutions, each written as an op of its own, so that each op's backward 
 All three are linear in each input, and the adjoint of each is one of the others, so the family is closed
 under differentiation: the gradient of a gradient is again one of these ops, to any order.
 
+Backward without a graph. When the backward pass is not itself recorded (the usual `loss.backward()`, without
+`create_graph=True`), nothing will differentiate the gradients, so the layers' ops here (linear, conv2d,
+max_pool2d, cross_entropy) compute them with the same NumPy functions directly, instead of applying one op per
+gradient: a small network's step applies a dozen fewer ops, and each costs microseconds of Python.
+
 `Im2Col` and `Col2Im` are also ops (an adjoint pair, each the other's backward), used by average pooling.
 `MaxPool2d` scans the windows in place, and routes gradients with an adjoint pair of its own
 (`MaxPoolScatter`, `MaxPoolGather`).
@@ -75,13 +80,22 @@ class Linear(Op):
     def backward(self, grad):
         x, w = self.inputs[:2]
         want = self.needs_input_grad
+        if not is_grad_enabled():  # no graph recorded: the same formulas on arrays (module docstring)
+            grad, x, w = grad.data, x.data, w.data
         grad_rows = grad if grad.ndim == 2 else grad.reshape(-1, w.shape[0])
         grad_x = grad @ w if want[0] else None
         grad_w = None
         if want[1]:
             grad_w = grad_rows.T @ (x if x.ndim == 2 else x.reshape(-1, w.shape[1]))
-        grad_b = grad_rows.sum(axis=0) if len(want) == 3 and want[2] else None
-        return (grad_x, grad_w, grad_b)[: len(want)]
+        grad_b = None
+        if len(want) == 3 and want[2]:
+            grad_b = grad_rows.sum(axis=0) if isinstance(grad_rows, Tensor) else sum_over(grad_rows, (0,))
+        return _as_tensors(grad_x, grad_w, grad_b)[: len(want)]
+
+
+def _as_tensors(*gradients) -> tuple:
+    """Gradients computed on arrays, as the Tensors a backward returns (None stays None)."""
+    return tuple(g if g is None or isinstance(g, Tensor) else Tensor._wrap(g) for g in gradients)
 
 
 # ---------------------------------------------------------------------------------------------------- windows
@@ -125,8 +139,8 @@ def _channels_last(x, padding, fill=0.0):
     (ph, pw), (n, c, h, w) = padding, x.shape
     if ph == pw == 0:
         return x.transpose(0, 2, 3, 1)
-    padded = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
-    padded.fill(fill)
+    shape = (n, h + 2 * ph, w + 2 * pw, c)
+    padded = np.full(shape, fill, dtype=x.dtype) if fill else np.zeros(shape, dtype=x.dtype)
     padded[:, ph : ph + h, pw : pw + w, :] = x.transpose(0, 2, 3, 1)
     return padded
 
@@ -238,12 +252,15 @@ class ChannelsLast(Op):
     name = "channels_last"
 
     def forward(self, x):
-        if _is_channels_last(x):
-            return x
-        return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        return x if _is_channels_last(x) else channels_last(x)
 
     def backward(self, grad):
         return grad
+
+
+def channels_last(x: np.ndarray) -> np.ndarray:
+    """A channels-last copy of (N, C, H, W) values, seen as (N, C, H, W)."""
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
 
 class Conv2d(Op):
@@ -273,6 +290,8 @@ class Conv2d(Op):
     def backward(self, grad):
         x, w = self.inputs[:2]
         want = self.needs_input_grad
+        if not is_grad_enabled():  # no graph recorded: the same functions on arrays (module docstring)
+            return _as_tensors(*self._gradient_arrays(grad.data))
         options = dict(stride=self.stride, padding=self.padding)
         if not _is_channels_last(grad.data):  # both gradients read it channels-last: lay it out so once
             grad = ChannelsLast.apply(grad)
@@ -283,6 +302,18 @@ class Conv2d(Op):
             grad_w = Conv2dWeightGrad.apply(x, grad, kernel_size=w.shape[2:], windows=self.windows, **options)
         if len(want) == 3 and want[2]:
             grad_b = grad.sum(axis=(0, 2, 3))  # the bias is added at every output position
+        return (grad_x, grad_w, grad_b)[: len(want)]
+
+    def _gradient_arrays(self, grad: np.ndarray) -> tuple:
+        x, w = self.inputs[0].data, self.inputs[1].data
+        want = self.needs_input_grad
+        if not _is_channels_last(grad):
+            grad = channels_last(grad)
+        grad_x = conv2d_input_grad(grad, w, x.shape, self.stride, self.padding) if want[0] else None
+        grad_w = None
+        if want[1]:
+            grad_w = conv2d_weight_grad(x, grad, w.shape[2:], self.stride, self.padding, self.windows)
+        grad_b = sum_over(grad, (0, 2, 3)) if len(want) == 3 and want[2] else None
         return (grad_x, grad_w, grad_b)[: len(want)]
 
 
@@ -296,12 +327,7 @@ class Conv2dInputGrad(Op):
         self.image_shape, self.stride, self.padding = image_shape, stride, padding
 
     def forward(self, g, w):
-        kernel_size = w.shape[2:]
-        if self.stride == (1, 1) and all(p < k for p, k in zip(self.padding, kernel_size)):
-            return _full_correlation(g, w, self.padding)
-        n, _, out_h, out_w = g.shape
-        windows = (_rows(g) @ _kernel_matrix(w).T).reshape((n, out_h, out_w) + kernel_size + (w.shape[1],))
-        return col2im(windows, self.image_shape, kernel_size, self.stride, self.padding)
+        return conv2d_input_grad(g, w, self.image_shape, self.stride, self.padding)
 
     def backward(self, grad):
         g, w = self.inputs
@@ -313,6 +339,17 @@ class Conv2dInputGrad(Op):
         if self.needs_input_grad[1]:
             grad_w = Conv2dWeightGrad.apply(grad, g, kernel_size=w.shape[2:], **options)
         return grad_g, grad_w
+
+
+def conv2d_input_grad(g, w, image_shape, stride, padding):
+    """dx for y = conv2d(x, w): each row of g times the kernel matrix, put back with col2im; for stride 1, the
+    same as one convolution of g (`_full_correlation`), which is faster."""
+    kernel_size = w.shape[2:]
+    if stride == (1, 1) and all(p < k for p, k in zip(padding, kernel_size)):
+        return _full_correlation(g, w, padding)
+    n, _, out_h, out_w = g.shape
+    windows = (_rows(g) @ _kernel_matrix(w).T).reshape((n, out_h, out_w) + kernel_size + (w.shape[1],))
+    return col2im(windows, image_shape, kernel_size, stride, padding)
 
 
 def _full_correlation(g, w, padding):
@@ -341,14 +378,8 @@ class Conv2dWeightGrad(Op):
         self.kernel_size, self.stride, self.padding, self.windows = tuple(kernel_size), stride, padding, windows
 
     def forward(self, x, g):
-        windows = self.windows
-        if windows is None:
-            windows = im2col(x, self.kernel_size, self.stride, self.padding)
-        self.windows = None  # not needed again: do not keep it alive with the graph
-        kh, kw = self.kernel_size
-        grad_kernel = windows.reshape(-1, windows.shape[-1] * kh * kw).T @ _rows(g)  # (kh*kw*C, O)
-        # laid out as the weight is (a copy the weight's .grad would need anyway: it must not be a view)
-        return np.ascontiguousarray(grad_kernel.reshape(kh, kw, x.shape[1], g.shape[1]).transpose(3, 2, 0, 1))
+        windows, self.windows = self.windows, None  # not needed again: do not keep it alive with the graph
+        return conv2d_weight_grad(x, g, self.kernel_size, self.stride, self.padding, windows)
 
     def backward(self, grad):
         x, g = self.inputs
@@ -360,6 +391,16 @@ class Conv2dWeightGrad(Op):
         if self.needs_input_grad[1]:
             grad_g = Conv2d.apply(x, grad, **options)
         return grad_x, grad_g
+
+
+def conv2d_weight_grad(x, g, kernel_size, stride, padding, windows=None):
+    """dw for y = conv2d(x, w): the input windows (im2col(x), unless the forward passes them) times g's rows."""
+    if windows is None:
+        windows = im2col(x, kernel_size, stride, padding)
+    kh, kw = kernel_size
+    grad_kernel = windows.reshape(-1, windows.shape[-1] * kh * kw).T @ _rows(g)  # (kh*kw*C, O)
+    # laid out as the weight is (a copy the weight's .grad would need anyway: it must not be a view)
+    return np.ascontiguousarray(grad_kernel.reshape(kh, kw, x.shape[1], g.shape[1]).transpose(3, 2, 0, 1))
 
 
 # ---------------------------------------------------------------------------------------------------- pooling
@@ -389,13 +430,16 @@ class MaxPool2d(Op):
             wins = candidate > best  # strictly greater: a tie stays with the first
             self.winner += wins * (k - self.winner)  # where it wins, winner = k (arithmetic beats masked copies)
             np.maximum(best, candidate, out=best)  # propagates NaN
-        if np.isnan(best).any():  # rare: a window holding NaN. PyTorch's rule: the (last) NaN is the winner.
+        if best.size and np.isnan(np.maximum.reduce(best, axis=None)):  # rare: a window holding NaN (max keeps it).
+            # PyTorch's rule: the (last) NaN is the winner.
             for k, offset in offsets:
                 self.winner[np.isnan(_at_offset(padded, offset, self.stride, out_size))] = k
         return best.transpose(0, 3, 1, 2)
 
     def backward(self, grad):
         (x,) = self.inputs
+        if not is_grad_enabled():  # no graph recorded: the same function on arrays (module docstring)
+            return Tensor._wrap(scatter_to_winners(grad.data, self, x.shape))
         return MaxPoolScatter.apply(grad, pool=self, image_shape=x.shape)
 
     def overlapping(self) -> bool:
@@ -411,27 +455,31 @@ class MaxPoolScatter(Op):
         self.pool, self.image_shape = pool, image_shape
 
     def forward(self, values):
-        pool = self.pool
-        (ph, pw), (sh, sw), (n, c, h, w) = pool.padding, pool.stride, self.image_shape
-        values = values.transpose(0, 2, 3, 1)
-        out_h, out_w = values.shape[1:3]
-        tiled = pool.stride == pool.kernel_size and (h + 2 * ph, w + 2 * pw) == (out_h * sh, out_w * sw)
-        # Windows that tile the image leave no pixel unwritten below: no need to fill it with zeros first.
-        padded = (np.empty if tiled else np.zeros)((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
-        overlapping = pool.overlapping()  # a pixel may win several windows: add, not put
-        for k, offset in _kernel_offsets(pool.kernel_size):
-            target = _at_offset(padded, offset, pool.stride, (out_h, out_w))
-            # where(winner == k, values, 0) as a bitwise AND (keep_bits: np.where's result without its branches)
-            wins = (pool.winner == k).view(np.int8)
-            np.negative(wins, out=wins)  # True -> -1: all bits set
-            if overlapping:
-                target += keep_bits(values, wins)
-            else:  # each pixel is in one window only: put, in place
-                keep_bits(values, wins, out=target)
-        return _channels_first(padded, pool.padding, self.image_shape)
+        return scatter_to_winners(values, self.pool, self.image_shape)
 
     def backward(self, grad):
         return MaxPoolGather.apply(grad, pool=self.pool)
+
+
+def scatter_to_winners(values, pool: MaxPool2d, image_shape):
+    """(N, C, OH, OW) -> (N, C, H, W): each value put at its window's winner in `pool`, zero elsewhere."""
+    (ph, pw), (sh, sw), (n, c, h, w) = pool.padding, pool.stride, image_shape
+    values = values.transpose(0, 2, 3, 1)
+    out_h, out_w = values.shape[1:3]
+    tiled = pool.stride == pool.kernel_size and (h + 2 * ph, w + 2 * pw) == (out_h * sh, out_w * sw)
+    # Windows that tile the image leave no pixel unwritten below: no need to fill it with zeros first.
+    padded = (np.empty if tiled else np.zeros)((n, h + 2 * ph, w + 2 * pw, c), dtype=values.dtype)
+    overlapping = pool.overlapping()  # a pixel may win several windows: add, not put
+    for k, offset in _kernel_offsets(pool.kernel_size):
+        target = _at_offset(padded, offset, pool.stride, (out_h, out_w))
+        # where(winner == k, values, 0) as a bitwise AND (keep_bits: np.where's result without its branches)
+        wins = (pool.winner == k).view(np.int8)
+        np.negative(wins, out=wins)  # True -> -1: all bits set
+        if overlapping:
+            target += keep_bits(values, wins)
+        else:  # each pixel is in one window only: put, in place
+            keep_bits(values, wins, out=target)
+    return _channels_first(padded, pool.padding, image_shape)
 
 
 class MaxPoolGather(Op):
