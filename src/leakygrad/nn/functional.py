@@ -383,11 +383,11 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
         )
     if target.shape != expected:
         raise OpError(f"{name}: input {input.shape} needs targets of shape {expected}, got {target.shape}")
+    if weight is None and not 0 <= ignore_index < classes and target.size:
+        # The common case, in fewer NumPy calls: when every target is a class, none can be ignore_index.
+        if 0 <= target.min() and target.max() < classes:
+            return target, np.ones(target.shape, dtype=input.dtype), class_axis
     ignored = target == ignore_index
-    if not ignored.any() and weight is None:  # the common case, in fewer NumPy calls
-        if target.size and (target.min() < 0 or target.max() >= classes):
-            _out_of_range(name, target, ~ignored, classes, ignore_index)
-        return target, np.ones(target.shape, dtype=input.dtype), class_axis
     out_of_range = ~ignored & ((target < 0) | (target >= classes))
     if out_of_range.any():
         _out_of_range(name, target, out_of_range, classes, ignore_index)
