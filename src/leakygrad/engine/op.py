@@ -15,6 +15,7 @@ backward in turn is `leakygrad.engine.autograd`.
 
 from __future__ import annotations
 
+import operator
 import weakref
 
 import numpy as np
@@ -53,12 +54,12 @@ class Op:
                 break
         recorded = is_grad_enabled()
         if recorded:  # and some input wants a gradient
-            wants = tuple([t._requires_grad for t in tensors])
+            wants = tuple(map(_wants_grad, tensors))
             recorded = True in wants
             if recorded:
                 op.needs_input_grad = wants
         try:
-            result = op.forward(*[t.data for t in tensors])
+            result = op.forward(*map(_array_of, tensors))
         except LeakygradError:
             raise
         except (ValueError, IndexError, TypeError) as error:
@@ -75,6 +76,11 @@ class Op:
     def __repr__(self) -> str:
         shapes = ", ".join(str(t.shape) for t in self.inputs)
         return f"<{self.name} of {shapes}>"
+
+
+# t._requires_grad and t.data, as functions (map calls them without a Python frame each: ops are applied often)
+_wants_grad = operator.attrgetter("_requires_grad")
+_array_of = operator.attrgetter("data")
 
 
 def _constants_as_tensors(inputs) -> tuple[Tensor, ...]:

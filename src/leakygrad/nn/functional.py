@@ -63,12 +63,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
     with the weight computes every output. Its gradients are convolutions too (see that module).
     """
-    if x.ndim != 4 or weight.ndim != 4 or x.shape[1] != weight.shape[1]:
-        raise OpError(
-            f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw) with the same C, got input "
-            f"{x.shape} and weight {weight.shape}"
-        )
-    options = dict(stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding"))
+    options = dict(
+        stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding")
+    )  # shapes: the op checks
     if bias is None:
         return nn_ops.Conv2d.apply(x, weight, **options)
     return nn_ops.Conv2d.apply(x, weight, bias, **options)
@@ -383,11 +380,11 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
         )
     if target.shape != expected:
         raise OpError(f"{name}: input {input.shape} needs targets of shape {expected}, got {target.shape}")
+    if weight is None and not 0 <= ignore_index < classes and target.size:
+        # The common case, in fewer NumPy calls: when every target is a class, none can be ignore_index.
+        if 0 <= target.min() and target.max() < classes:
+            return target, np.ones(target.shape, dtype=input.dtype), class_axis
     ignored = target == ignore_index
-    if not ignored.any() and weight is None:  # the common case, in fewer NumPy calls
-        if target.size and (target.min() < 0 or target.max() >= classes):
-            _out_of_range(name, target, ~ignored, classes, ignore_index)
-        return target, np.ones(target.shape, dtype=input.dtype), class_axis
     out_of_range = ~ignored & ((target < 0) | (target >= classes))
     if out_of_range.any():
         _out_of_range(name, target, out_of_range, classes, ignore_index)
@@ -457,11 +454,13 @@ def cross_entropy(
     class_axis = 0 if input.ndim == 1 else 1
     classes = input.shape[class_axis]
     class_weight = None if weight is None else _array(weight)
-    weight_shape = tuple(classes if axis == class_axis else 1 for axis in range(input.ndim))
 
     def weighted_log_p():
         log_p = log_softmax(input, axis=class_axis)
-        return log_p if class_weight is None else log_p * class_weight.reshape(weight_shape).astype(input.dtype)
+        if class_weight is None:
+            return log_p
+        weight_shape = tuple(classes if axis == class_axis else 1 for axis in range(input.ndim))
+        return log_p * class_weight.reshape(weight_shape).astype(input.dtype)
 
     if _array(target).dtype.kind == "f":  # class probabilities
         target = _same_shape("cross_entropy", input, target)

@@ -45,6 +45,8 @@ Tensor operations (the layers pass theirs in), and differentiates that instead.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -106,6 +108,7 @@ def window_output_size(size: int, kernel: int, stride: int, padding: int) -> int
     return (size + 2 * padding - kernel) // stride + 1
 
 
+@functools.lru_cache(maxsize=256)  # the same few shapes at every step: checked and computed once each
 def _check_windows(name: str, shape, kernel_size, stride, padding) -> tuple[int, int]:
     if len(shape) != 4:
         raise OpError(f"{name}: expects images of shape (N, C, H, W), got shape {tuple(shape)}")
@@ -122,10 +125,11 @@ def _check_windows(name: str, shape, kernel_size, stride, padding) -> tuple[int,
     return out_h, out_w
 
 
-def _kernel_offsets(kernel_size) -> list[tuple[int, tuple[int, int]]]:
+@functools.lru_cache(maxsize=64)
+def _kernel_offsets(kernel_size) -> tuple[tuple[int, tuple[int, int]], ...]:
     """The kernel offsets (i, j) in row-major order, numbered k = 0, 1, ...: the order windows are scanned."""
     kh, kw = kernel_size
-    return [(k, divmod(k, kw)) for k in range(kh * kw)]
+    return tuple((k, divmod(k, kw)) for k in range(kh * kw))
 
 
 def _at_offset(padded, offset, stride, out_size):
