@@ -310,3 +310,24 @@ def test_nothing_is_kept_alive_after_the_run():
     after = alive(torch_probe.StepState), alive(Doctor), alive(torch.autograd.graph.Node)
     assert after[:2] == before[:2]
     assert after[2] <= before[2] + 2  # no graph of any past step survives
+
+
+def test_deferred_statistics_read_the_same_in_place_and_joined():
+    """On the CPU numbers are read where they are; elsewhere they are joined and copied to the host at once. Both
+    give the same numbers, and the same flags: one byte per entry, 1 where it is > 0 (a NaN is no)."""
+    from leakygrad.doctor.probes.torch_stats import Deferred
+
+    def filled():
+        deferred = Deferred()
+        deferred.scalar(torch.tensor(1.5))
+        deferred.scalars([torch.tensor(2.0), torch.tensor(float("nan"))])
+        deferred.vector(torch.tensor([0.25, -1.0, 3.0]))
+        deferred.flags(torch.tensor([0.0, 2.0, float("nan"), -0.0, 7.0]))
+        deferred.flags(torch.tensor([1.0, 0.0], dtype=torch.float16))
+        return deferred
+
+    in_place, joined = filled().fetch(), filled()._transfer()
+    for scalars, vectors, flags in (in_place, joined):
+        assert scalars[:2] == [1.5, 2.0] and math.isnan(scalars[2])
+        assert vectors[0].tolist() == [0.25, -1.0, 3.0]
+        assert flags == [b"\x00\x01\x00\x00\x01", b"\x01\x00"]

@@ -182,7 +182,9 @@ class History:
             if stats.unit_active is None:
                 continue
             units = len(stats.unit_active)
-            tally = self.unit_windows.setdefault(site, UnitWindow())
+            tally = self.unit_windows.get(site)
+            if tally is None:  # (not setdefault: that would build a window to throw away at every step)
+                tally = self.unit_windows[site] = UnitWindow()
             if tally.units != units:
                 tally.masks.clear()  # a new site, or the layer changed width: start the window again
                 tally.examples.clear()

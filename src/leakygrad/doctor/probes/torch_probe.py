@@ -31,7 +31,6 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch import nn
@@ -170,7 +169,7 @@ class StepState:
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
-    grad_norm_idx: list = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
+    grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
     update_at: int | None = None  # ... of the first ||change of the sample|| (then each ||sample after||)
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
@@ -223,7 +222,7 @@ class TorchProbe:
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._failures: dict[str, int] = {}
-        self._plan: tuple | None = None  # (key, [(name, label, parameter)], ParameterSamples): made once, reused
+        self._plan: tuple | None = None  # (key, parameters, [(name, label, parameter)], ParameterSamples): reused
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
@@ -679,7 +678,8 @@ class TorchProbe:
                 self._check_reset()
             if self.sampling and self.state is not None:
                 self._hooks_paused = True  # forward calls inside the step (an LBFGS closure) are not this step's
-                self._measure_parameters(self._optimizer_parameters(optimizer), snapshot=True)
+                candidates = [p for group in optimizer.param_groups for p in group["params"]]
+                self._measure_parameters(candidates, snapshot=True)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
         return None
@@ -735,35 +735,40 @@ class TorchProbe:
         if stale or reset:
             self.doctor.check_reset(self.step, reset=stale <= reset)
 
-    def _measure_parameters(self, params, snapshot: bool) -> None:
-        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries.
+    def _measure_parameters(self, candidates, snapshot: bool) -> None:
+        """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries, of the
+        `candidates` the probe knows (an optimiser may also step parameters of models it does not watch).
 
         Copying every parameter before each sampled update would cost as much as a plain SGD step; the ratio
         ||change|| / ||weights|| is estimated as well from up to UPDATE_SAMPLE entries spread through each
         tensor (`ParameterSamples`: views made once, copied into buffers made once).
         """
         state = self.state
-        entries, samples = self._parameter_plan(params)
+        params, entries, samples = self._parameter_plan(candidates)
         state.params, state.samples = entries, samples  # the cached plan's: read, never changed
         grads = [p.grad for p in params]
         # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
         with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
         first = state.deferred.scalars(samples.norms_with(with_grad))  # the gradients', then the samples'
-        slots = iter(range(first, first + len(with_grad)))
-        state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
+        if len(with_grad) == len(grads):  # the usual case: every parameter has a gradient
+            state.grad_norm_idx = range(first, first + len(grads))
+        else:
+            slots = iter(range(first, first + len(with_grad)))
+            state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
         state.weights_at = first + len(with_grad)
         if snapshot:  # the update is measured after the optimiser step
             samples.snapshot()
             state.snapshot_taken = True
 
-    def _parameter_plan(self, params) -> tuple[list, ParameterSamples]:
-        """[(name, module label, parameter)] and their samples, made once and reused while the parameters (and
-        their storage) stay the same."""
-        key = [(id(p), p.data_ptr()) for p in params]
+    def _parameter_plan(self, candidates) -> tuple[list, list, ParameterSamples]:
+        """The candidates the probe knows, [(name, module label, parameter)] and their samples: made once and
+        reused while the candidates (and their storage) and the parameters the probe knows stay the same."""
+        key = ([(id(p), p.data_ptr()) for p in candidates], len(self.param_labels))  # labels are only ever added
         if self._plan is None or self._plan[0] != key:
+            params = [p for p in candidates if self._param_label(p)]
             entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
-            self._plan = (key, entries, ParameterSamples(params))
-        return self._plan[1], self._plan[2]
+            self._plan = (key, params, entries, ParameterSamples(params))
+        return self._plan[1], self._plan[2], self._plan[3]
 
     def _measure_update(self) -> None:
         """||change|| and ||entries after|| of each parameter's sample (detached views and plain buffers: no graph
@@ -798,7 +803,7 @@ class TorchProbe:
         elif not state.params:
             self._measure_parameters(self._model_parameters(), snapshot=False)
         self._defer_activation_tallies(state)
-        scalars, vectors = state.deferred.fetch()
+        scalars, vectors, flags = state.deferred.fetch()
         value = lambda i: None if i is None else scalars[i]  # noqa: E731
         record = StepRecord(step=self.step)
         if self._losses:
@@ -806,7 +811,7 @@ class TorchProbe:
         grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
         self._add_parameter_stats(record, state, grads, updates)
         self._add_layer_stats(record, state, value, vectors)
-        self._add_activation_stats(record, state, value, vectors)
+        self._add_activation_stats(record, state, value, flags)
         for key, (op, site, pairs, elements) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
@@ -883,7 +888,7 @@ class TorchProbe:
             if len(norms) >= 2 and all(n is not None for n in norms):
                 layer.time_grad_norms = norms
 
-    def _add_activation_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
+    def _add_activation_stats(self, record: StepRecord, state: StepState, value, flags) -> None:
         for site, tally in state.activations.items():
             if not tally.elements:
                 continue
@@ -894,7 +899,7 @@ class TorchProbe:
                 positive = sum(value(i) for i in tally.positive)
                 stats.zero_fraction = 1 - positive / tally.elements
                 stats.mean_derivative = positive / tally.elements  # relu'(z) = 1 where z > 0, else 0
-                stats.unit_active = _units_fired([vectors[i] for i in tally.unit_fired])
+                stats.unit_active = flags[tally.unit_flags]
             if tally.saturated:
                 stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements
             if tally.derivative_sum:
@@ -906,7 +911,8 @@ class TorchProbe:
         deferred = state.deferred
         for tally in state.activations.values():
             tally.positive = [deferred.scalar(t) for t in tally.positive]
-            tally.unit_fired = [deferred.vector(t) for t in tally.unit_fired]
+            if tally.unit_fired:
+                tally.unit_flags = deferred.flags(_peak(tally.unit_fired))
             tally.saturated = [deferred.scalar(t) for t in tally.saturated]
             tally.derivative_sum = [deferred.scalar(t) for t in tally.derivative_sum]
 
@@ -1061,11 +1067,10 @@ class TorchProbe:
         return labels
 
 
-def _units_fired(per_unit: list) -> bytes:
-    """One byte per unit: 1 if it fired in some call of the site (its largest output, or its count of positive
-    outputs, is > 0 in one of `per_unit`; a NaN anywhere in a unit's values counts as not firing)."""
-    peak = per_unit[0] if len(per_unit) == 1 else np.maximum.reduce(per_unit)
-    return (peak > 0).tobytes()  # NumPy keeps a bool in one byte, 0 or 1
+def _peak(per_unit: list[torch.Tensor]) -> torch.Tensor:
+    """Per unit, its largest value over the calls of a site (its largest output, or its count of positive outputs,
+    in each call): > 0 iff the unit fired in some call. A NaN in any call makes it NaN, which counts as not firing."""
+    return per_unit[0] if len(per_unit) == 1 else torch.stack(per_unit).amax(dim=0)
 
 
 def _global_name(module: nn.Module) -> str | None:

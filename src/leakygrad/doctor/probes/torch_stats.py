@@ -20,7 +20,7 @@ CHANNEL_FIRST_KINDS = ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d
 
 
 class Deferred:
-    """Device tensors waiting to be fetched: scalars and vectors, each read back by its index.
+    """Device tensors waiting to be fetched: scalars, vectors and flags, each read back by its index.
 
     Nothing is converted or copied when a number is added; at `fetch` they are joined into one tensor and copied
     to the host in one transfer (one per device and dtype in the rare run whose statistics live on several), or,
@@ -30,6 +30,7 @@ class Deferred:
     def __init__(self):
         self._scalars: list[torch.Tensor] = []
         self._vectors: list[torch.Tensor] = []
+        self._flags: list[torch.Tensor] = []
 
     def scalar(self, tensor: torch.Tensor) -> int:
         """A 0-d tensor (already detached, or made by a reduction of a detached tensor): its index."""
@@ -47,43 +48,59 @@ class Deferred:
         self._vectors.append(tensor)
         return len(self._vectors) - 1
 
-    def fetch(self) -> tuple[list[float], list[np.ndarray]]:
-        if not self._scalars and not self._vectors:
-            return [], []
-        if (self._scalars or self._vectors)[0].is_cpu and all(t.is_cpu for t in self._vectors):
+    def flags(self, tensor: torch.Tensor) -> int:
+        """A 1-d tensor (detached) read as one yes or no per entry: yes where it is > 0 (a NaN is no). It comes
+        back as bytes, one per entry, 1 or 0: the form a dead-unit tally keeps. Its index."""
+        self._flags.append(tensor)
+        return len(self._flags) - 1
+
+    def fetch(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
+        if not self._scalars and not self._vectors and not self._flags:
+            return [], [], []
+        first = (self._scalars or self._vectors or self._flags)[0]
+        if first.is_cpu and all(t.is_cpu for t in self._vectors) and all(t.is_cpu for t in self._flags):
             return self._read_in_place()  # (float() reads a scalar on any device: only vectors must be on the CPU)
+        return self._transfer()
+
+    def _transfer(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
+        """Join everything into one tensor and copy it to the host at once (a GPU pays one synchronisation)."""
+        tensors = self._vectors + self._flags  # flags travel as vectors, and are turned into bytes on the host
         try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
-            parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors
+            parts = ([torch.stack(self._scalars)] if self._scalars else []) + tensors
             flat = torch.cat(parts)
             if flat.requires_grad:  # a statistic made from a tensor that was not detached (none should be)
                 flat = flat.detach()
             flat = flat.cpu().numpy().astype(np.float64)
         except RuntimeError:  # statistics on several devices (a model split across them)
-            return self._fetch_by_group()
-        count = len(self._scalars)
-        vectors, start = [], count
-        for t in self._vectors:
-            vectors.append(flat[start : start + t.numel()])
-            start += t.numel()
-        return flat[:count].tolist(), vectors
+            scalars, vectors = self._fetch_by_group(tensors)
+        else:
+            count = len(self._scalars)
+            scalars, vectors, start = flat[:count].tolist(), [], count
+            for t in tensors:
+                vectors.append(flat[start : start + t.numel()])
+                start += t.numel()
+        count = len(self._vectors)
+        return scalars, vectors[:count], [(v > 0).tobytes() for v in vectors[count:]]  # a NumPy bool is one byte
 
-    def _read_in_place(self) -> tuple[list[float], list[np.ndarray]]:
+    def _read_in_place(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
         """On the CPU there is nothing to transfer: each number is read where it is, which costs less than joining
-        them into one tensor first. (Counts are read exactly; joined with float32 norms they would be float32.)"""
+        them into one tensor first. (Counts are read exactly; joined with float32 norms they would be float32.)
+        Flags are compared in the tensor's own dtype and read as bytes: no conversion to float64 first."""
         scalars = [float(t) for t in self._scalars]
         vectors = [t.detach().double().numpy() for t in self._vectors]
-        return scalars, vectors
+        flags = [t.detach().gt(0).numpy().tobytes() for t in self._flags]  # a bool is one byte, 1 or 0
+        return scalars, vectors, flags
 
-    def _fetch_by_group(self) -> tuple[list[float], list[np.ndarray]]:
+    def _fetch_by_group(self, tensors: list[torch.Tensor]) -> tuple[list[float], list[np.ndarray]]:
         scalars = [0.0] * len(self._scalars)
-        for indices, tensors in _groups(self._scalars):
-            for i, value in zip(indices, torch.stack(tensors).tolist()):
+        for indices, group in _groups(self._scalars):
+            for i, value in zip(indices, torch.stack(group).tolist()):
                 scalars[i] = float(value)
-        vectors: list = [None] * len(self._vectors)
-        for indices, tensors in _groups(self._vectors):
-            flat = torch.cat(tensors).cpu().numpy().astype(np.float64)
+        vectors: list = [None] * len(tensors)
+        for indices, group in _groups(tensors):
+            flat = torch.cat(group).cpu().numpy().astype(np.float64)
             start = 0
-            for i, t in zip(indices, tensors):
+            for i, t in zip(indices, group):
                 vectors[i] = flat[start : start + t.numel()]
                 start += t.numel()
         return scalars, vectors
@@ -150,6 +167,7 @@ class ActivationTally:
     saturated: list = field(default_factory=list)
     derivative_sum: list = field(default_factory=list)
     elements: int = 0
+    unit_flags: int | None = None  # at the step's end: the deferred index of "fired in some call", per unit
     feeds_from: str | None = None
     depth: float | None = None
 
