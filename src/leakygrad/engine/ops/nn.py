@@ -309,6 +309,7 @@ class Conv2d(Op):
         return (grad_x, grad_w, grad_b)[: len(want)]
 
     def _gradient_arrays(self, grad: np.ndarray) -> tuple:
+        """dx, dw, db as arrays: the functions that conv2d_input_grad and conv2d_weight_grad apply, called directly."""
         x, w = self.inputs[0].data, self.inputs[1].data
         want = self.needs_input_grad
         if not _is_channels_last(grad):
