@@ -144,7 +144,7 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
                 retained = g if create_graph else g.detach()
                 tensor.grad = retained if tensor.grad is None else tensor.grad + retained
             if op is not None:
-                _backward_through(op, g, pending)
+                _backward_through(op, g, pending, on_arrays=not create_graph)
     return found
 
 
@@ -171,9 +171,13 @@ def _run_hooks(tensor: Tensor, g: Tensor) -> Tensor:
     return g
 
 
-def _backward_through(op, g: Tensor, pending: dict[int, Tensor]) -> None:
-    """One application of the chain rule: d(final)/d(input) = op's local derivative applied to g."""
-    input_grads = op.backward(g)
+def _backward_through(op, g: Tensor, pending: dict[int, Tensor], on_arrays: bool) -> None:
+    """One application of the chain rule: d(final)/d(input) = op's local derivative applied to g. When the
+    backward is not recorded (`on_arrays`) and the op has it, its `backward_arrays` computes the same on arrays."""
+    if on_arrays and op.backward_arrays is not None:
+        input_grads = op.backward_arrays(g.data)
+    else:
+        input_grads = op.backward(g)
     if not isinstance(input_grads, tuple):
         input_grads = (input_grads,)
     if len(input_grads) != len(op.inputs):

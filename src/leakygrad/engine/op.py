@@ -7,6 +7,9 @@ An op has two methods, side by side:
 - `backward(grad)`: given d(final)/d(output) as a Tensor, return d(final)/d(input) for each input, also as
   Tensors. Because backward is written with Tensor operations, running it with the graph recording
   (`create_graph=True`) differentiates the backward pass too: second derivatives come for free.
+- optionally, `backward_arrays(grad)`: the same derivative on NumPy arrays (arrays or None out). When the
+  backward pass is not recorded, nothing will differentiate the gradients, and the walk calls this one instead:
+  the layers' fused ops have it, so that a training step does not apply an op for every gradient.
 
 `Op.apply(*inputs, **params)` runs the forward and, when gradients are wanted, records the op as the
 output's `op`, remembering its inputs. Nothing else about the graph lives here: the walk that calls each
@@ -38,6 +41,8 @@ class Op:
 
     def backward(self, grad: Tensor) -> Tensor | tuple[Tensor | None, ...] | None:
         raise NotImplementedError
+
+    backward_arrays = None  # or a method: (grad: np.ndarray) -> np.ndarray | tuple[np.ndarray | None, ...]
 
     @property
     def output(self) -> Tensor:

@@ -63,9 +63,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
     with the weight computes every output. Its gradients are convolutions too (see that module).
     """
-    options = dict(
-        stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding")
-    )  # shapes: the op checks
+    # (the shapes are checked by the op)
+    options = dict(stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding"))
     if bias is None:
         return nn_ops.Conv2d.apply(x, weight, **options)
     return nn_ops.Conv2d.apply(x, weight, bias, **options)

@@ -15,11 +15,9 @@ import math
 import numpy as np
 
 from leakygrad.engine.errors import OpError
-from leakygrad.engine.grad_mode import is_grad_enabled
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.elementwise import where, zero_where
 from leakygrad.engine.ops.erf_numpy import erf as _erf
-from leakygrad.engine.tensor import Tensor
 
 SQRT_HALF = math.sqrt(0.5)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -59,9 +57,10 @@ class ReLU(Op):
         return np.maximum(x, 0)
 
     def backward(self, grad):
-        if not is_grad_enabled():  # no graph recorded: mask the array directly, without applying an op
-            return Tensor._wrap(zero_where(self.off, grad.data))
         return where(self.off, 0.0, grad)
+
+    def backward_arrays(self, grad):
+        return zero_where(self.off, grad)
 
 
 class LeakyReLU(Op):

@@ -19,9 +19,9 @@ All three are linear in each input, and the adjoint of each is one of the others
 under differentiation: the gradient of a gradient is again one of these ops, to any order.
 
 Backward without a graph. When the backward pass is not itself recorded (the usual `loss.backward()`, without
-`create_graph=True`), nothing will differentiate the gradients, so the layers' ops here (linear, conv2d,
-max_pool2d, cross_entropy) compute them with the same NumPy functions directly, instead of applying one op per
-gradient: a small network's step applies a dozen fewer ops, and each costs microseconds of Python.
+`create_graph=True`), nothing will differentiate the gradients, so the walk calls each op's `backward_arrays`:
+the same derivative with the same NumPy functions, instead of applying one op per gradient (a small network's
+step applies a dozen fewer ops, and each costs microseconds of Python).
 
 `Im2Col` and `Col2Im` are also ops (an adjoint pair, each the other's backward), used by average pooling.
 `MaxPool2d` scans the windows in place, and routes gradients with an adjoint pair of its own
@@ -52,11 +52,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from leakygrad.engine.autograd import grad as autograd_grad
 from leakygrad.engine.errors import BackwardError, OpError
-from leakygrad.engine.grad_mode import is_grad_enabled
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.elementwise import keep_bits
 from leakygrad.engine.ops.reductions import sum_over
-from leakygrad.engine.tensor import Tensor
 
 # ---------------------------------------------------------------------------------------------------- linear
 
@@ -81,23 +79,22 @@ class Linear(Op):
 
     def backward(self, grad):
         x, w = self.inputs[:2]
+        return self._gradients(grad, x, w, row_sums=lambda rows: rows.sum(axis=0))
+
+    def backward_arrays(self, grad):
+        x, w = self.inputs[:2]
+        return self._gradients(grad, x.data, w.data, row_sums=lambda rows: sum_over(rows, (0,)))
+
+    def _gradients(self, grad, x, w, row_sums):
+        """The three formulas above, on Tensors or on arrays alike."""
         want = self.needs_input_grad
-        if not is_grad_enabled():  # no graph recorded: the same formulas on arrays (module docstring)
-            grad, x, w = grad.data, x.data, w.data
         grad_rows = grad if grad.ndim == 2 else grad.reshape(-1, w.shape[0])
         grad_x = grad @ w if want[0] else None
         grad_w = None
         if want[1]:
             grad_w = grad_rows.T @ (x if x.ndim == 2 else x.reshape(-1, w.shape[1]))
-        grad_b = None
-        if len(want) == 3 and want[2]:
-            grad_b = grad_rows.sum(axis=0) if isinstance(grad_rows, Tensor) else sum_over(grad_rows, (0,))
-        return _as_tensors(grad_x, grad_w, grad_b)[: len(want)]
-
-
-def _as_tensors(*gradients) -> tuple:
-    """Gradients computed on arrays, as the Tensors a backward returns (None stays None)."""
-    return tuple(g if g is None or isinstance(g, Tensor) else Tensor._wrap(g) for g in gradients)
+        grad_b = row_sums(grad_rows) if len(want) == 3 and want[2] else None
+        return (grad_x, grad_w, grad_b)[: len(want)]
 
 
 # ---------------------------------------------------------------------------------------------------- windows
@@ -256,14 +253,16 @@ class ChannelsLast(Op):
     name = "channels_last"
 
     def forward(self, x):
-        return x if _is_channels_last(x) else channels_last(x)
+        return in_channels_last(x)
 
     def backward(self, grad):
         return grad
 
 
-def channels_last(x: np.ndarray) -> np.ndarray:
-    """A channels-last copy of (N, C, H, W) values, seen as (N, C, H, W)."""
+def in_channels_last(x: np.ndarray) -> np.ndarray:
+    """(N, C, H, W) values stored channels-last: x itself if they already are, else a copy."""
+    if _is_channels_last(x):
+        return x
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
 
@@ -294,8 +293,6 @@ class Conv2d(Op):
     def backward(self, grad):
         x, w = self.inputs[:2]
         want = self.needs_input_grad
-        if not is_grad_enabled():  # no graph recorded: the same functions on arrays (module docstring)
-            return _as_tensors(*self._gradient_arrays(grad.data))
         options = dict(stride=self.stride, padding=self.padding)
         if not _is_channels_last(grad.data):  # both gradients read it channels-last: lay it out so once
             grad = ChannelsLast.apply(grad)
@@ -308,12 +305,11 @@ class Conv2d(Op):
             grad_b = grad.sum(axis=(0, 2, 3))  # the bias is added at every output position
         return (grad_x, grad_w, grad_b)[: len(want)]
 
-    def _gradient_arrays(self, grad: np.ndarray) -> tuple:
-        """dx, dw, db as arrays: the functions that conv2d_input_grad and conv2d_weight_grad apply, called directly."""
+    def backward_arrays(self, grad):
+        """dx, dw, db as arrays: the functions that the gradient ops' forwards call, called directly."""
         x, w = self.inputs[0].data, self.inputs[1].data
         want = self.needs_input_grad
-        if not _is_channels_last(grad):
-            grad = channels_last(grad)
+        grad = in_channels_last(grad)
         grad_x = conv2d_input_grad(grad, w, x.shape, self.stride, self.padding) if want[0] else None
         grad_w = None
         if want[1]:
@@ -443,9 +439,10 @@ class MaxPool2d(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        if not is_grad_enabled():  # no graph recorded: the same function on arrays (module docstring)
-            return Tensor._wrap(scatter_to_winners(grad.data, self, x.shape))
         return MaxPoolScatter.apply(grad, pool=self, image_shape=x.shape)
+
+    def backward_arrays(self, grad):
+        return scatter_to_winners(grad, self, self.inputs[0].shape)
 
     def overlapping(self) -> bool:
         return self.stride[0] < self.kernel_size[0] or self.stride[1] < self.kernel_size[1]
@@ -537,16 +534,17 @@ class CrossEntropy(Op):
     def backward(self, grad):
         (x,) = self.inputs
         row_grad = grad if self.total else grad.reshape(-1, 1)  # d(result)/d(loss[m]): one number, or a column
-        picked = (np.arange(x.shape[0]), self.target)
-        if is_grad_enabled():  # recording this backward (create_graph): softmax(x) must be an op of x
-            one_hot = np.zeros(x.shape, dtype=x.dtype)
-            one_hot[picked] = 1
-            return (x.softmax(axis=1) - one_hot) * (row_grad * self.weight[:, None])
-        # Otherwise the same formula on the forward's softmax, in place: one op's overhead instead of three.
+        one_hot = np.zeros(x.shape, dtype=x.dtype)
+        one_hot[np.arange(x.shape[0]), self.target] = 1
+        return (x.softmax(axis=1) - one_hot) * (row_grad * self.weight[:, None])  # softmax(x): an op of x
+
+    def backward_arrays(self, grad):
+        # The same formula on the forward's softmax, in place: one step instead of three ops.
+        row_grad = grad if self.total else grad.reshape(-1, 1)
         result = self.softmax.copy()
-        result[picked] -= 1
-        result *= row_grad.data * self.weight[:, None]
-        return Tensor._wrap(result)
+        result[np.arange(result.shape[0]), self.target] -= 1
+        result *= row_grad * self.weight[:, None]
+        return result
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences
@@ -555,24 +553,18 @@ class CrossEntropy(Op):
 class FusedRecurrence(Op):
     """A whole-sequence recurrence whose backward (BPTT) is written in NumPy, for speed.
 
-    Subclasses write `forward` and `backward_arrays` (NumPy arrays in and out). `composed`, if given, is the
-    same function written with Tensor operations; when the backward pass is being recorded for a second
-    derivative, it is differentiated in place of the NumPy backward.
+    Subclasses write `forward` and `backward_arrays` (NumPy arrays in and out), which the walk calls when the
+    backward pass is not recorded. `composed`, if given, is the same function written with Tensor operations;
+    when the backward pass is being recorded for a second derivative, it is differentiated instead (`backward`).
     """
 
     def __init__(self, composed=None):
         self.composed = composed
 
-    def backward(self, grad):
-        if is_grad_enabled():  # backward(create_graph=True): the gradient itself must be differentiable
-            return self._backward_through_composed(grad)
-        grads = self.backward_arrays(np.asarray(grad.data))
-        return tuple(None if g is None else Tensor._wrap(g) for g in grads)
-
     def backward_arrays(self, grad: np.ndarray) -> tuple:
         raise NotImplementedError
 
-    def _backward_through_composed(self, grad):
+    def backward(self, grad):
         if self.composed is None:
             raise BackwardError(
                 f"{self.name}: this fused op computes its backward in NumPy, so it cannot be differentiated "

@@ -50,9 +50,7 @@ def sum_over(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False) -> np
         moved = x.transpose(list(axes) + kept)  # a view; C-contiguous when the summed axes are outermost
         if moved.flags.c_contiguous:
             rows = moved.reshape(-1, moved[(0,) * len(axes)].size)
-            ones = np.empty(rows.shape[0], dtype=x.dtype)
-            ones.fill(1)  # (np.ones does the same through two Python calls)
-            total = ones @ rows
+            total = np.ones(rows.shape[0], dtype=x.dtype) @ rows
             shape = _kept_shape(x.shape, axes) if keepdims else moved.shape[len(axes) :]
             return total if total.shape == shape else total.reshape(shape)  # an array of its own, not a view
     return np.sum(x, axis=axes, keepdims=keepdims)
