@@ -34,14 +34,13 @@ import math
 import pickle
 import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch  # noqa: E402
-from machine import keep_freed_memory  # noqa: E402  (benchmarks/machine.py, beside this script)
+from machine import CLOCKS, keep_freed_memory  # noqa: E402  (benchmarks/machine.py, beside this script)
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
@@ -111,8 +110,7 @@ TASKS = {"tiny GPT": gpt_task, "CNN": cnn_task, "MLP": mlp_task}
 
 
 # --- timing ------------------------------------------------------------------------------------------------------
-CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
-clock = time.process_time
+clock = CLOCKS["cpu"]  # set from --clock in main
 
 
 def train_block(model, optimizer, loss_fn, steps, mode, sync):
