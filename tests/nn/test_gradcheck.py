@@ -167,6 +167,9 @@ def _images_and_kernel():
     return t(2, 2, 4, 3), t(3, 2, 3, 3), t(3)
 
 
+HEAD = lg.Tensor(rng.standard_normal((2, 3 * 4 * 3)), dtype="float64")  # a linear layer on 3 channels of 4 x 3
+
+
 def _rows_and_weight():
     return t(2, 5), t(3, 5), t(3)
 
@@ -180,8 +183,18 @@ def _rows_and_weight():
         (_images_and_kernel, lambda x, w, b: F.conv2d(x, w, None, stride=(2, 1), padding=(1, 0))),
         (_images_and_kernel, lambda x, w, b: F.max_pool2d(F.conv2d(x, w, b, padding=1), 2)),
         (_images_and_kernel, lambda x, w, b: F.max_pool2d(F.conv2d(x, w, b, padding=1), 3, stride=2, padding=1)),
+        # flatten hands relu a gradient in (N, C, H, W) order, its mask is channels-last: relu lays it out again
+        (_images_and_kernel, lambda x, w, b: F.linear(F.relu(F.conv2d(x, w, b, padding=1)).flatten(1), HEAD)),
     ],
-    ids=["linear", "cross-entropy", "conv-relu", "conv-strided-no-bias", "conv-pool", "conv-overlapping-pool"],
+    ids=[
+        "linear",
+        "cross-entropy",
+        "conv-relu",
+        "conv-strided-no-bias",
+        "conv-pool",
+        "conv-overlapping-pool",
+        "conv-relu-flatten-linear",
+    ],
 )
 def test_backward_on_arrays_gives_the_recorded_backwards_gradients_to_the_bit(inputs, layer):
     # Without create_graph these layers' ops compute their gradients on arrays; with it, as ops. Same numbers.

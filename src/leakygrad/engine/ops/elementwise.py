@@ -268,7 +268,7 @@ def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     channels-last), which is the one the ops upstream in the backward pass work in.
     """
     if _is_plus_zero(b) and a.dtype == b.dtype and _fills(condition, a):
-        return keep_bits(_in_layout_of(condition, a), -condition.view(np.int8))  # -1: all bits set where true
+        return _keep_bits_in_layout_of(condition, a, -condition.view(np.int8))  # -1: all bits set where true
     if _is_plus_zero(a) and a.dtype == b.dtype and _fills(condition, b):
         return zero_where(condition, b)
     return np.where(condition, a, b)
@@ -277,7 +277,14 @@ def _select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def zero_where(condition: np.ndarray, x: np.ndarray) -> np.ndarray:
     """np.where(condition, 0.0, x) to the bit, for a boolean condition of x's shape (see `_select`): how a
     gradient is masked where the local derivative is zero, as in ReLU's backward."""
-    return keep_bits(_in_layout_of(condition, x), condition.view(np.int8) - 1)  # all bits set where false
+    return _keep_bits_in_layout_of(condition, x, condition.view(np.int8) - 1)  # all bits set where false
+
+
+def _keep_bits_in_layout_of(like: np.ndarray, x: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """keep_bits(x, bits), laid out in memory like `like`. When x has to be copied into that layout, the copy
+    is ours: mask it in place, instead of writing the result to yet another new array."""
+    laid_out = _in_layout_of(like, x)
+    return keep_bits(laid_out, bits, out=None if laid_out is x else laid_out)
 
 
 _SAME_WIDTH_INTEGER = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64 read as integers

@@ -30,6 +30,9 @@ class Reshape(Op):
         (x,) = self.inputs
         return grad.reshape(x.shape)
 
+    def backward_arrays(self, grad):
+        return grad.reshape(self.inputs[0].shape)
+
 
 class Transpose(Op):
     name = "transpose"
