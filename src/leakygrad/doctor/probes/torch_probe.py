@@ -749,16 +749,18 @@ class TorchProbe:
         grads = [p.grad for p in params]
         # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
         with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
-        first = state.deferred.scalars(samples.norms_with(with_grad))  # the gradients', then the samples'
+        if snapshot:  # the update is measured after the optimiser step, and the weights recorded are those after it
+            norms = samples.snapshot_with_norms(with_grad)  # the samples' norms here only tell whether they are finite
+            state.snapshot_taken = True
+        else:  # no update follows: the weights recorded are these
+            norms = samples.norms_with(with_grad)
+        first = state.deferred.scalars(norms)  # the gradients', then the samples'
         if len(with_grad) == len(grads):  # the usual case: every parameter has a gradient
             state.grad_norm_idx = range(first, first + len(grads))
         else:
             slots = iter(range(first, first + len(with_grad)))
             state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
         state.weights_at = first + len(with_grad)
-        if snapshot:  # the update is measured after the optimiser step
-            samples.snapshot()
-            state.snapshot_taken = True
 
     def _parameter_plan(self, candidates) -> tuple[list, list, ParameterSamples]:
         """The candidates the probe knows, [(name, module label, parameter)] and their samples: made once and
