@@ -678,8 +678,7 @@ class TorchProbe:
                 self._check_reset()
             if self.sampling and self.state is not None:
                 self._hooks_paused = True  # forward calls inside the step (an LBFGS closure) are not this step's
-                candidates = [p for group in optimizer.param_groups for p in group["params"]]
-                self._measure_parameters(candidates, snapshot=True)
+                self._measure_parameters(_stepped_parameters(optimizer), snapshot=True)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
         return None
@@ -703,7 +702,7 @@ class TorchProbe:
                 self._fail("ending a step", second)
 
     def _optimizer_parameters(self, optimizer):
-        return [p for group in optimizer.param_groups for p in group["params"] if self._param_label(p)]
+        return [p for p in _stepped_parameters(optimizer) if self._param_label(p)]
 
     def _model_parameters(self):
         out = []
@@ -1067,6 +1066,11 @@ class TorchProbe:
                 if node in labels:
                     break
         return labels
+
+
+def _stepped_parameters(optimizer) -> list:
+    """Every parameter the optimiser steps, in its groups' order (those of unwatched models included)."""
+    return [p for group in optimizer.param_groups for p in group["params"]]
 
 
 def _peak(per_unit: list[torch.Tensor]) -> torch.Tensor:
