@@ -312,6 +312,32 @@ def test_nothing_is_kept_alive_after_the_run():
     assert after[2] <= before[2] + 2  # no graph of any past step survives
 
 
+def test_a_watched_op_with_an_infinite_derivative_keeps_nothing_alive():
+    """The NaN check hooks the node of each op whose derivative can be infinite (sqrt here). A hook that held that
+    node would make a cycle through PyTorch's C++ graph, which Python's collector cannot free: the node, the
+    graph behind it and the whole doctor would outlive the run."""
+    import gc
+    import weakref
+
+    def run():
+        torch.manual_seed(0)
+        model = nn.Linear(4, 4)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        x = torch.randn(8, 4)
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for _ in range(3):
+                loss = torch.sqrt((model(x) ** 2).sum(1) + 1).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        assert dr.history.records_seen == 3
+        return weakref.ref(dr)
+
+    watched = run()
+    gc.collect()
+    assert watched() is None
+
+
 def test_deferred_statistics_read_the_same_in_place_and_joined():
     """On the CPU numbers are read where they are; elsewhere they are joined and copied to the host at once. Both
     give the same numbers, and the same flags: one byte per entry, 1 where it is > 0 (a NaN is no)."""

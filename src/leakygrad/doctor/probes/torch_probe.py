@@ -162,6 +162,7 @@ class StepState:
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> (op, site, [(blocked idx, arriving idx)], elements)
+    nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
@@ -510,11 +511,14 @@ class TorchProbe:
         except Exception as error:
             self._fail("gating-op gradient hook", error)
 
-    def _on_nan_prone_grad(self, ticket: Ticket, node, label, grad_inputs, grad_outputs):
+    def _on_nan_prone_grad(self, ticket: Ticket, site: int, grad_inputs, grad_outputs):
+        # The node is looked up in the state, not held by the hook: a hook on a node that held the node itself
+        # would be a cycle through PyTorch's C++ graph, which Python's collector cannot free (see `release`).
         state = ticket.state
         if state is None:
             return
         try:
+            node, label = state.nan_prone[site]
             outs = [g for g in grad_outputs if g is not None]
             ins = [g for g in grad_inputs if g is not None]
             if not outs or not ins:
@@ -632,7 +636,8 @@ class TorchProbe:
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
-                node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, node, label))
+                state.nan_prone.append((node, label))
+                node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
         names = state.output_nodes
