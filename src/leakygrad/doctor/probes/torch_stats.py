@@ -79,8 +79,8 @@ class Deferred:
             for t in tensors:
                 vectors.append(flat[start : start + t.numel()])
                 start += t.numel()
-        count = len(self._vectors)
-        return scalars, vectors[:count], [(v > 0).tobytes() for v in vectors[count:]]  # a NumPy bool is one byte
+        flags_from = len(self._vectors)  # the vectors come first, then the flags
+        return scalars, vectors[:flags_from], [(v > 0).tobytes() for v in vectors[flags_from:]]  # a bool: one byte
 
     def _read_in_place(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
         """On the CPU there is nothing to transfer: each number is read where it is, which costs less than joining
