@@ -324,6 +324,22 @@ def test_forward_knows_whether_a_backward_may_follow():
     assert seen == [(True, False), (), ()]
 
 
+def test_a_leaf_gradient_never_shares_memory_with_the_seed_or_a_retained_gradient():
+    a, b = lg.Tensor([1.0, 2.0], requires_grad=True), lg.Tensor([3.0, 4.0], requires_grad=True)
+    seed = lg.Tensor([1.0, 1.0])
+    (a + b).backward(seed)  # add hands the seed on unchanged, to both leaves
+    assert a.grad is not seed and not np.shares_memory(a.grad.data, seed.data)
+    a.grad.data *= 10  # an optimiser scaling a gradient in place leaves the caller's seed alone
+    np.testing.assert_array_equal(seed.data, [1.0, 1.0])
+
+    p = lg.Tensor([1.0, 2.0], requires_grad=True)
+    q = p + 1
+    q.retain_grad()
+    (q * 5).sum().backward()
+    p.grad.data *= 0
+    np.testing.assert_array_equal(q.grad.data, [5.0, 5.0])
+
+
 def test_every_leaf_gradient_is_an_array_of_its_own_that_can_be_scaled_in_place():
     from leakygrad import nn
     from leakygrad.nn import functional as F

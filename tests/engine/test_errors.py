@@ -174,6 +174,8 @@ BAD_CALLS = [
     ),
     ("unsqueeze neg", lambda: lg.randn(2, 1).unsqueeze(-4), "unsqueeze: axis -4 is out of range"),
     ("flatten", lambda: lg.randn(2, 3).flatten(5), "flatten: axis 5 is out of range for a tensor of shape (2, 3)"),
+    ("flatten end", lambda: lg.randn(2, 3, 4).flatten(0, 3), "flatten: axis 3 is out of range"),
+    ("flatten order", lambda: lg.randn(2, 3, 4).flatten(2, 1), "flatten: start axis 2 comes after end axis 1"),
     ("broadcast_to", lambda: lg.randn(2, 3).broadcast_to(3, 3), "broadcast_to: cannot broadcast (2, 3) to (3, 3)"),
     ("sum_to", lambda: lg.randn(2, 3).sum_to((4,)), "sum_to: (2, 3) cannot be summed down to (4,)"),
     (
@@ -215,6 +217,13 @@ BAD_CALLS = [
     ("pad axes", lambda: F.pad(lg.randn(2, 3), ((1, 1), (1, 1), (1, 1))), "pad: "),
     ("sum axis", lambda: lg.randn(2, 3).sum(axis=4), "sum: axis 4 is out of range for a tensor with 2 dimensions"),
     ("max axis", lambda: lg.randn(2, 3).max(axis=-3), "max: axis -3 is out of range"),
+    ("sum same axis twice", lambda: lg.randn(2, 3).sum(axis=(0, -2)), "sum: axes (0, -2) name the same axis twice"),
+    (
+        "argmax axis",
+        lambda: lg.randn(2, 3).argmax(axis=4),
+        "argmax: axis 4 is out of range for a tensor of shape (2, 3)",
+    ),
+    ("argmin axis", lambda: lg.randn(2, 3).argmin(axis=-3), "argmin: axis -3 is out of range"),
     ("max empty", lambda: lg.zeros(0).max(), "max: cannot take the max of an empty tensor"),
     ("softmax axis", lambda: lg.randn(2, 3).softmax(axis=4), "softmax: axis 4 is out of bounds"),
     ("clip", lambda: lg.randn(2).clip(), "clip needs at least one of min and max"),

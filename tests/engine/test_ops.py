@@ -612,3 +612,17 @@ def test_float32_stays_float32(op: OpSpec, data):
     if terms:
         for i, h in enumerate(lg.grad(sum(terms), wrt, allow_unused=True)):
             assert h is None or h.dtype == np.float32, f"{op.name}: second derivative of input {i} is {h.dtype}"
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "logsumexp"])
+def test_reducing_a_zero_dimensional_tensor_over_axis_0_or_minus_1_returns_it_like_pytorch(name):
+    for axis in (0, -1):
+        ours = lg.Tensor(np.array(2.5), requires_grad=True, dtype="float64")
+        theirs = torch.tensor(2.5, dtype=torch.float64, requires_grad=True)
+        out = getattr(ours, name)(axis=axis)
+        expected = getattr(theirs, name)(dim=axis)
+        expected = expected[0] if isinstance(expected, tuple) else expected  # max, min: (values, indices)
+        assert out.shape == () and out.item() == expected.item()
+        out.backward()
+        expected.backward()
+        assert ours.grad.item() == theirs.grad.item()

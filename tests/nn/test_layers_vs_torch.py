@@ -39,6 +39,20 @@ def test_embedding_with_repeated_indices_and_padding(twin):
     assert np.all(module.weight.grad.data[4] == 0)
 
 
+def test_functional_embedding_counts_a_negative_padding_idx_from_the_end_as_pytorch():
+    from leakygrad.nn import functional as F
+
+    weight = np.random.default_rng(0).standard_normal((4, 2))
+    indices = np.array([0, 3, 3, 1])
+    ours = lg.Tensor(weight, requires_grad=True, dtype="float64")
+    theirs = torch.tensor(weight, requires_grad=True)
+    F.embedding(indices, ours, padding_idx=-1).sum().backward()
+    torch.nn.functional.embedding(torch.from_numpy(indices), theirs, padding_idx=-1).sum().backward()
+    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())  # row 3 (the last) gets no gradient
+    with pytest.raises(lg.OpError, match="embedding: padding_idx -5 is not a row of a table of 4"):
+        F.embedding(indices, ours, padding_idx=-5)
+
+
 @pytest.mark.parametrize(
     "kwargs, size",
     [
@@ -100,6 +114,9 @@ def test_avg_pool2d(twin, kwargs):
 def test_flatten(twin):
     twin.compare(nn.Flatten(), torch.nn.Flatten(), [twin.normal(2, 3, 2, 2)])
     twin.compare(nn.Flatten(1, 2), torch.nn.Flatten(1, 2), [twin.normal(2, 3, 2, 2)])
+    twin.compare(nn.Flatten(-3, -2), torch.nn.Flatten(-3, -2), [twin.normal(2, 3, 2, 2)])
+    with pytest.raises(lg.OpError, match=r"flatten: axis 4 is out of range for a tensor of shape \(2, 3, 4, 5\)"):
+        nn.Flatten(start_dim=4)(lg.randn(2, 3, 4, 5))  # (it used to wrap around to axis 0, silently)
 
 
 @pytest.mark.parametrize("shape", [(6, 3), (6, 3, 5)])
@@ -346,6 +363,25 @@ def test_max_pool2d_with_infinite_maxima_of_both_signs_routes_gradients_like_pyt
     out.backward(lg.Tensor(np.arange(out.size, dtype=np.float64).reshape(out.shape), dtype="float64"))
     expected.backward(torch.arange(out.size, dtype=torch.float64).reshape(out.shape))
     np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2, padding=1), dict(kernel_size=3, stride=1, padding=1)])
+def test_max_pool2d_with_padding_gives_an_all_minus_inf_window_to_its_first_pixel_inside_as_pytorch(kwargs):
+    # Padding counts as -inf: in a window whose own pixels are all -inf too, the padding ties with them, and
+    # PyTorch gives the gradient to the window's first pixel inside the image (never to the padding).
+    x = np.random.default_rng(3).standard_normal((2, 2, 5, 4))
+    x[0, 0, :2, :2] = -np.inf
+    x[1, 1] = -np.inf  # a whole channel
+    x[1, 0, 4, 3] = -np.inf  # a corner
+    ours = lg.Tensor(x, requires_grad=True, dtype="float64")
+    theirs = torch.tensor(x, requires_grad=True)
+    out, expected = nn.MaxPool2d(**kwargs)(ours), torch.nn.MaxPool2d(**kwargs)(theirs)
+    np.testing.assert_array_equal(out.data, expected.detach().numpy())
+    upstream = np.arange(1, out.size + 1, dtype=np.float64).reshape(out.shape)
+    out.backward(lg.Tensor(upstream, dtype="float64"))
+    expected.backward(torch.from_numpy(upstream))
+    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+    assert ours.grad.data.sum() == upstream.sum()  # every window's gradient landed on a pixel of the image
 
 
 def test_max_pool2d_backward_keeps_an_infinite_gradient_at_the_winner_only():

@@ -199,6 +199,18 @@ def test_binary_cross_entropy_from_probabilities(reduction):
     )
 
 
+def test_binary_cross_entropy_of_a_saturated_prediction_has_pytorchs_finite_gradient():
+    # p exactly 0 or 1: the clamped logs give 0 / 0 in their derivatives; PyTorch's formula gives a number.
+    p = np.array([0.0, 0.0, 1.0, 1.0, 0.5])
+    y = np.array([0.0, 1.0, 1.0, 0.3, 1.0])
+    ours = _compare(F.binary_cross_entropy, TF.binary_cross_entropy, p, y)
+    assert np.isfinite(ours.item())
+    # In float32 a sigmoid reaches exactly 1.0 beyond x = 17: the logit's gradient must stay a number.
+    x = lg.Tensor(np.array([20.0, -3.0], dtype=np.float32), requires_grad=True)
+    F.binary_cross_entropy(x.sigmoid(), np.array([1.0, 0.0], dtype=np.float32)).backward()
+    assert x.sigmoid().data[0] == 1.0 and np.all(np.isfinite(x.grad.data)) and x.grad.data[0] == 0
+
+
 def test_loss_modules_call_the_functions():
     from leakygrad import nn
 
@@ -236,11 +248,34 @@ def test_loss_errors_name_the_shapes_and_values_at_fault():
         F.l1_loss(x, x, reduction="avg")
     with pytest.raises(lg.OpError, match="probabilities"):
         F.binary_cross_entropy(lg.Tensor([1.5]), lg.Tensor([1.0]))
+    for loss in (F.cross_entropy, F.nll_loss):  # a class weight for 3 classes of 4: PyTorch refuses it too
+        with pytest.raises(lg.OpError, match=r"weight must hold one number per class, shape \(4,\); got shape \(3,\)"):
+            loss(lg.randn(2, 4), np.array([0, 3]), weight=np.ones(3))
+    with pytest.raises(lg.OpError, match=r"cross_entropy: weight must hold one number per class"):
+        F.cross_entropy(lg.randn(2, 4), lg.randn(2, 4).softmax(axis=1), weight=np.ones(5))  # probability targets
 
 
-def test_cross_entropy_with_every_target_ignored_is_nan_like_pytorch():
+@pytest.mark.parametrize(
+    "ours_fn, theirs_fn",
+    [
+        (F.cross_entropy, TF.cross_entropy),
+        (
+            lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1),
+            lambda x, t: TF.cross_entropy(x, t, label_smoothing=0.1),
+        ),
+        (lambda x, t: F.nll_loss(x.log_softmax(axis=1), t), lambda x, t: TF.nll_loss(x.log_softmax(dim=1), t)),
+    ],
+    ids=["cross_entropy", "label_smoothing", "nll_loss"],
+)
+def test_a_mean_over_targets_that_are_all_ignored_is_nan_with_a_zero_gradient_like_pytorch(ours_fn, theirs_fn):
+    # A batch of padding only: the mean is 0/0, but no NaN may reach the weights (PyTorch's gradient is 0).
     logits = rng.standard_normal((3, 4))
     target = np.array([-100, -100, -100])
-    ours = F.cross_entropy(lg.Tensor(logits, dtype="float64"), target)
-    theirs = TF.cross_entropy(torch.from_numpy(logits), torch.from_numpy(target))
-    assert np.isnan(ours.item()) and torch.isnan(theirs)
+    ours = lg.Tensor(logits, requires_grad=True, dtype="float64")
+    theirs = torch.tensor(logits, requires_grad=True)
+    loss, expected = ours_fn(ours, target), theirs_fn(theirs, torch.from_numpy(target))
+    assert np.isnan(loss.item()) and torch.isnan(expected)
+    loss.backward()
+    expected.backward()
+    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+    assert np.all(ours.grad.data == 0)

@@ -124,7 +124,9 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
     for root, seed in zip(roots, seeds):
         _add(pending, root, seed)
     found: dict[int, Tensor] = {}
-    given_to_leaves: set[int] = set()
+    # Arrays someone else holds (the seeds the caller passed, gradients retained on the way) or that a leaf got
+    # already: a leaf that receives one of them gets a copy (see _accumulate_into_leaf).
+    given_to_leaves: set[int] = {id(seed.data) for seed in seeds}
 
     # inf and nan in a gradient are results to report (the doctor looks for them), not NumPy warnings
     with enable_grad() if create_graph else no_grad(), np.errstate(all="ignore"):
@@ -143,6 +145,7 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
             elif tensor._retains_grad:  # accumulates across calls, like a leaf's (as in PyTorch)
                 retained = g if create_graph else g.detach()
                 tensor.grad = retained if tensor.grad is None else tensor.grad + retained
+                given_to_leaves.add(id(g.data))
             if op is not None:
                 _backward_through(op, g, pending, on_arrays=not create_graph)
     return found

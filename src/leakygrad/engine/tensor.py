@@ -362,10 +362,10 @@ class Tensor:
 
     def argmax(self, axis=None):
         """Indices of the largest values (an integer tensor, no gradient)."""
-        return Tensor._wrap(np.argmax(self.data, axis=axis))
+        return Tensor._wrap(np.argmax(self.data, axis=None if axis is None else _axis("argmax", axis, self.shape)))
 
     def argmin(self, axis=None):
-        return Tensor._wrap(np.argmin(self.data, axis=axis))
+        return Tensor._wrap(np.argmin(self.data, axis=None if axis is None else _axis("argmin", axis, self.shape)))
 
     # ------------------------------------------------------------------ shape
 
@@ -375,9 +375,15 @@ class Tensor:
 
     view = reshape
 
-    def flatten(self, start_axis: int = 0):
-        start = _axis("flatten", start_axis, self.shape) if self.ndim else 0
-        return self.reshape(self.shape[:start] + (-1,))
+    def flatten(self, start_axis: int = 0, end_axis: int = -1):
+        """Merge the axes start_axis..end_axis into one (by default all: a 1-D tensor)."""
+        if not self.ndim:
+            return self.reshape(1)
+        start, end = _axis("flatten", start_axis, self.shape), _axis("flatten", end_axis, self.shape)
+        if start > end:
+            raise OpError(f"flatten: start axis {start_axis} comes after end axis {end_axis} (shape {self.shape})")
+        merged = int(np.prod(self.shape[start : end + 1], dtype=np.int64))
+        return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1 :])
 
     def transpose(self, *axes):
         """Reverse the axes (no argument), or permute them: `x.transpose(0, 2, 1)`."""

@@ -98,8 +98,8 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, count_include_pad
     return (windows.sum(axis=(3, 4)) / pixels.sum(axis=(3, 4))).transpose(0, 3, 1, 2)
 
 
-def flatten(x: Tensor, start_dim: int = 1) -> Tensor:
-    return x.flatten(start_dim)
+def flatten(x: Tensor, start_dim: int = 1, end_dim: int = -1) -> Tensor:
+    return x.flatten(start_dim, end_dim)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
@@ -127,6 +127,9 @@ def embedding(indices, weight: Tensor, padding_idx: int | None = None) -> Tensor
         raise OpError(f"embedding: index {bad} is out of range for an embedding of {rows} rows (0 to {rows - 1})")
     out = weight[index]
     if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise OpError(f"embedding: padding_idx {padding_idx} is not a row of a table of {rows} (0 to {rows - 1})")
+        padding_idx %= rows  # -1: the last row, as in PyTorch
         out = where((index != padding_idx)[..., None], out, out.detach())  # same values, no gradient there
     return out
 
@@ -354,9 +357,7 @@ def binary_cross_entropy(input: Tensor, target, weight=None, reduction: str = "m
             "binary_cross_entropy: input must hold probabilities in [0, 1]; for logits use "
             "binary_cross_entropy_with_logits"
         )
-    log_p = input.log().clip(min=-100)
-    log_not_p = (1 - input).log().clip(min=-100)
-    loss = -(target * log_p + (1 - target) * log_not_p)
+    loss = nn_ops.BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce("binary_cross_entropy", loss, reduction)
@@ -388,7 +389,7 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
     if out_of_range.any():
         _out_of_range(name, target, out_of_range, classes, ignore_index)
     safe_target = np.where(ignored, 0, target)
-    class_weight = np.ones(classes) if weight is None else _array(weight)
+    class_weight = np.ones(classes) if weight is None else _class_weight(name, weight, classes)
     target_weight = np.where(ignored, 0.0, class_weight[safe_target]).astype(input.dtype)
     return safe_target, target_weight, class_axis
 
@@ -405,6 +406,20 @@ def _array(value) -> np.ndarray:
     return np.asarray(value.data if isinstance(value, Tensor) else value)
 
 
+def _class_weight(name: str, weight, classes: int) -> np.ndarray:
+    """The per-class `weight` as an array, checked: one number per class."""
+    weight = _array(weight)
+    if weight.shape != (classes,):
+        raise OpError(f"{name}: weight must hold one number per class, shape ({classes},); got shape {weight.shape}")
+    return weight
+
+
+def _nan_if_nothing_counted(loss: Tensor, total_weight: float) -> Tensor:
+    """A "mean" over targets that were all ignored is 0/0: NaN, as in PyTorch, and with PyTorch's zero gradient.
+    The loss was computed with weight 0 (gradient 0 everywhere); NaN is added as a constant, so none reaches it."""
+    return loss if total_weight else loss + float("nan")
+
+
 def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:  # noqa: A002
     """Negative log-likelihood: -input[n, target[n]] (times weight[target[n]]), from log-probabilities.
 
@@ -418,7 +433,8 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     picker = np.moveaxis(np.eye(classes, dtype=input.dtype)[target] * target_weight[..., None], -1, class_axis)
     loss = -(input * picker).sum(axis=class_axis)
     if reduction == "mean":
-        return loss.sum() / float(target_weight.sum())
+        total = float(target_weight.sum())
+        return _nan_if_nothing_counted(loss.sum() / (total or 1.0), total)
     return _reduce("nll_loss", loss, reduction)
 
 
@@ -452,7 +468,7 @@ def cross_entropy(
     """
     class_axis = 0 if input.ndim == 1 else 1
     classes = input.shape[class_axis]
-    class_weight = None if weight is None else _array(weight)
+    class_weight = None if weight is None else _class_weight("cross_entropy", weight, classes)
 
     def weighted_log_p():
         log_p = log_softmax(input, axis=class_axis)
@@ -473,10 +489,10 @@ def cross_entropy(
     kept = (_array(target) != ignore_index).astype(input.dtype) if label_smoothing else None
     target, target_weight, class_axis = _class_targets("cross_entropy", input, target, weight, ignore_index)
     _check_reduction("cross_entropy", reduction)
-    # "mean" divides by the total weight (NaN if every target is ignored, as PyTorch); folding it into the
-    # weights saves a division op, and the op sums the rows itself when that is all that is asked.
+    # "mean" divides by the total weight; folding it into the weights saves a division op, and the op sums the
+    # rows itself when that is all that is asked.
     total = float(target_weight.sum())
-    scale = (1 / total if total else float("nan")) if reduction == "mean" else 1.0
+    scale = 1 / total if reduction == "mean" and total else 1.0
     summed = reduction != "none" and not label_smoothing
     loss = nn_ops.CrossEntropy.apply(
         _classes_last(input, class_axis),
@@ -485,10 +501,12 @@ def cross_entropy(
         total=summed,
     )
     if summed:
-        return loss
+        return _nan_if_nothing_counted(loss, total) if reduction == "mean" else loss
     loss = loss if loss.shape == target.shape else loss.reshape(target.shape)
     if label_smoothing:
         # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
         smooth = -weighted_log_p().sum(axis=class_axis) * (kept * (scale / classes))
         loss = (1 - label_smoothing) * loss + label_smoothing * smooth
-    return loss if reduction == "none" else loss.sum()
+    if reduction == "none":
+        return loss
+    return _nan_if_nothing_counted(loss.sum(), total) if reduction == "mean" else loss.sum()

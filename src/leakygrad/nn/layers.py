@@ -78,8 +78,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Tensor) -> Tensor:
-        start, end = self.start_dim % x.ndim, self.end_dim % x.ndim
-        return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :])
+        return x.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

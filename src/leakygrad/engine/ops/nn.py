@@ -435,7 +435,18 @@ class MaxPool2d(Op):
             # PyTorch's rule: the (last) NaN is the winner.
             for k, offset in offsets:
                 self.winner[np.isnan(_at_offset(padded, offset, self.stride, out_size))] = k
+        if self.padding != (0, 0) and best.size and np.fmin.reduce(best, axis=None) == -np.inf:
+            self._first_pixel_inside_wins(best == -np.inf, x.shape[2:], out_size)  # rare, as above
         return best.transpose(0, 3, 1, 2)
+
+    def _first_pixel_inside_wins(self, stuck, image_size, out_size):
+        """A window whose pixels inside the image are all -inf ties with its padding, which the scan may have made
+        its winner. PyTorch's rule: the window's first pixel inside the image wins (and gets the gradient)."""
+        (ph, pw), (sh, sw), (h, w) = self.padding, self.stride, image_size
+        top, left = np.arange(out_size[0]) * sh - ph, np.arange(out_size[1]) * sw - pw  # image row, column of (0, 0)
+        for k, (i, j) in reversed(_kernel_offsets(self.kernel_size)):  # the first offset inside is written last
+            inside = ((0 <= top + i) & (top + i < h))[:, None] & ((0 <= left + j) & (left + j < w))[None, :]
+            self.winner[stuck & inside[None, :, :, None]] = k
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -545,6 +556,34 @@ class CrossEntropy(Op):
         result[np.arange(result.shape[0]), self.target] -= 1
         result *= row_grad * self.weight[:, None]
         return result
+
+
+class BinaryCrossEntropy(Op):
+    """-[y log p + (1 - y) log(1 - p)] for probabilities p and targets y, elementwise; each log is clamped at
+    -100, as in PyTorch, so that a prediction of exactly 0 or 1 gives a finite loss.
+
+    Backward, also as PyTorch: d/dp = (p - y) / (p (1 - p)), its denominator kept >= 1e-12. Written as the
+    derivatives of the two clamped logs, a saturated prediction (p exactly 0 or 1, which a float32 sigmoid
+    reaches beyond |x| = 17) would get 0 / 0 = NaN there, and the NaN would reach every weight. d/dy = log(1 - p)
+    - log p, clamped as in the forward: the exact derivative of the loss as computed (PyTorch's is not clamped,
+    so it is inf where p is 0 or 1).
+    """
+
+    name = "binary_cross_entropy"
+
+    def forward(self, p, y):
+        with np.errstate(divide="ignore"):  # log 0 = -inf: clamped
+            log_p, log_not_p = np.maximum(np.log(p), -100), np.maximum(np.log1p(-p), -100)
+        return -(y * log_p + (1 - y) * log_not_p)
+
+    def backward(self, grad):
+        p, y = self.inputs
+        grad_p = grad_y = None
+        if self.needs_input_grad[0]:
+            grad_p = grad * (p - y) / (p * (1 - p)).clip(min=1e-12)
+        if self.needs_input_grad[1]:
+            grad_y = grad * ((1 - p).log().clip(min=-100) - p.log().clip(min=-100))
+        return grad_p, grad_y
 
 
 # ---------------------------------------------------------------------------------------------------- recurrences

@@ -19,9 +19,14 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     for a in axes:
-        if not -ndim <= a < max(ndim, 1):
+        if not -max(ndim, 1) <= a < max(ndim, 1):  # a 0-d tensor accepts axis 0 or -1, as in PyTorch
             raise ValueError(f"axis {a} is out of range for a tensor with {ndim} dimensions")
-    return tuple(sorted(a % max(ndim, 1) for a in axes))
+    if ndim == 0:
+        return ()  # nothing to reduce over: the value itself
+    normalised = [a % ndim for a in axes]
+    if len(set(normalised)) < len(normalised):
+        raise ValueError(f"axes {axes} name the same axis twice (for a tensor with {ndim} dimensions)")
+    return tuple(sorted(normalised))
 
 
 def _kept_shape(shape, axes) -> tuple[int, ...]:
