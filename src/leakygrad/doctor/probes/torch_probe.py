@@ -46,6 +46,7 @@ from leakygrad.doctor.probes.torch_stats import (
     blocked_fraction,
     norm,
     time_step_norms,
+    total,
     unit_axis,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
@@ -66,6 +67,8 @@ TORCH_BACKWARD = torch.autograd.backward  # as PyTorch defines it (this module i
 
 
 def _patched_backward(tensors, *args, **kwargs):
+    if _inside_backward():  # re-entrant checkpointing differentiates its recomputed part inside the outer backward:
+        return _original_backward(tensors, *args, **kwargs)  # part of a backward the probes already see
     probes = list(_active_probes)
     for probe in probes:
         probe.before_backward(tensors)
@@ -73,6 +76,11 @@ def _patched_backward(tensors, *args, **kwargs):
     for probe in probes:
         probe.after_backward()
     return result
+
+
+def _inside_backward() -> bool:
+    """Whether this call comes from inside a running backward pass (a node's backward calling backward again)."""
+    return torch._C._current_graph_task_id() != -1
 
 
 def _activate(probe: TorchProbe) -> None:
@@ -190,6 +198,38 @@ class StepState:
         self.ticket.state = None
 
 
+class GradientMark:
+    """One parameter's gradient, followed from a sampled optimiser step to the next: was it reset in between?
+
+    `backward()` adds into an existing `.grad` in place, and its version counter goes up by one; `zero_grad()`
+    either replaces it with None (a new tensor comes next) or zeroes it in place (one more version). So after
+    each backward: a new tensor, or a jump of two versions or more since the last look, is a reset; a gradient
+    that only ever moved one version per backward holds last step's gradient still. (Only after each backward:
+    clipping the gradients in place between the last backward and the step adds a version too, and is no reset.)
+    """
+
+    __slots__ = ("param", "grad", "version", "moved", "reset")
+
+    def __init__(self, param: torch.Tensor, grad: torch.Tensor):
+        self.param, self.grad, self.version = param, weakref.ref(grad), grad._version  # (weak: zero_grad frees it)
+        self.moved = self.reset = False
+
+    def replaced(self) -> bool:
+        grad = self.grad()
+        return grad is None or self.param.grad is not grad
+
+    def follow(self) -> None:
+        if self.reset:
+            return
+        if self.replaced():
+            self.reset = True
+            return
+        version = self.grad()._version
+        self.reset = version - self.version >= 2  # zeroed in place, then added into
+        self.moved = self.moved or version > self.version
+        self.version = version
+
+
 class TorchProbe:
     def __init__(self, doctor, model=None, optimizer=None, discover: bool = False, name: str | None = None):
         self.doctor = doctor
@@ -203,6 +243,7 @@ class TorchProbe:
         self.info_by_name: dict[str, ModuleInfo] = {}
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
         self.primary = None  # weakref to the optimiser whose steps count as training steps
+        self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
         self.step = 0
         self.sampling = False
         self.state: StepState | None = None
@@ -213,13 +254,14 @@ class TorchProbe:
         self._backward_calls = 0
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
-        self._reset_marks = None  # (parameter, weak reference to its .grad, version) after a sampled optimiser step
-        self._backward_since_marks = 0
+        self._reset_marks = None  # [GradientMark] of the parameters, from a sampled optimiser step to the next step
         self._nonfinite_seen = False
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
         self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
         self._module_handles = []
         self._hooks_paused = False  # inside the optimiser step: module hooks stay installed but do nothing
+        self._in_step = False  # inside the primary optimiser's step
+        self._closure_params = None  # a sampled step whose gradients a closure computes (LBFGS): what it steps
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._failures: dict[str, int] = {}
@@ -328,6 +370,8 @@ class TorchProbe:
         self.state = StepState() if self.sampling else None
         self._depth = 0
         self._hooks_paused = False
+        self._in_step = False
+        self._closure_params = None
         if self.sampling:
             self._install_module_hooks()  # kept from the step before when it was sampled too (every=1)
         else:
@@ -389,7 +433,8 @@ class TorchProbe:
                 state.boundaries.setdefault(info.name, set()).update(
                     t.grad_fn for t in _tensors(args) if t.grad_fn is not None
                 )
-                if info.recurrent == "sequence":
+                if info.recurrent == "sequence" and any(p.requires_grad for p in module.parameters(recurse=False)):
+                    # (a frozen layer: no gradient flows back through it in the training, none is made to)
                     return self._watch_sequence_input(module, info, args)
         except Exception as error:
             self._fail("forward pre-hook", error)
@@ -402,12 +447,17 @@ class TorchProbe:
             return None  # PackedSequence or unusual input: no per-time-step view
         time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
         hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, time_axis)
-        if x.requires_grad:
+        if x.grad_fn is not None:  # (the hook lives on x's node, and goes with this step's graph)
             x.register_hook(hook)
             return None
-        # The input carries no gradient (raw data): give the layer a detached alias that does. Same values,
-        # same parameter gradients; the extra gradient w.r.t. the input is computed on sampled steps only.
-        alias = x.detach().requires_grad_(True)
+        if x.requires_grad:
+            # A leaf (an input the user differentiates): a hook on it would stay for good. Hook a view of it
+            # instead: the same values, and the gradient passes through the view to x unchanged.
+            alias = x.view_as(x)
+        else:
+            # The input carries no gradient (raw data): give the layer a detached alias that does. Same values,
+            # same parameter gradients; the extra gradient w.r.t. the input is computed on sampled steps only.
+            alias = x.detach().requires_grad_(True)
         alias.register_hook(hook)
         return (alias, *args[1:])
 
@@ -434,15 +484,14 @@ class TorchProbe:
             if not y.requires_grad:
                 return None
             state.output_storages[_storage(y)] = name
-            if info.has_weights or info.recurrent:
+            # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
+            if (info.has_weights or info.recurrent) and node is not None:
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
                     calls.append(None)
                     y.register_hook(functools.partial(self._on_cell_grad, state.ticket, name, len(calls) - 1))
-                if node is None:  # a leaf: the gradient arrives at the tensor itself
-                    y.register_hook(functools.partial(self._on_output_grad, state.ticket, name))
-                else:  # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
-                    node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
+                # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
+                node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
         except Exception as error:
             self._fail("forward hook", error)
         return None
@@ -457,15 +506,6 @@ class TorchProbe:
                     state.recurrent_outputs.setdefault(info.name, set()).add(node)
 
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
-    def _on_output_grad(self, ticket: Ticket, name: str, grad):
-        state = ticket.state
-        if state is None:
-            return
-        try:
-            state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
-        except Exception as error:
-            self._fail("output gradient hook", error)
-
     def _on_output_node_grad(self, ticket: Ticket, name: str, output_nr: int, grad_outputs):
         state = ticket.state
         if state is None:
@@ -525,8 +565,8 @@ class TorchProbe:
                 return
             # A sum is NaN or Inf when a term is (or when finite terms overflow it, which needs entries near
             # 1e33: broken too). One reduction is far cheaper than isfinite(g).all(), which writes a mask first.
-            finite_out = torch.stack([torch.isfinite(g.sum()) for g in outs]).all()
-            finite_in = torch.stack([torch.isfinite(g.sum()) for g in ins]).all()
+            finite_out = torch.stack([torch.isfinite(total(g)) for g in outs]).all()
+            finite_in = torch.stack([torch.isfinite(total(g)) for g in ins]).all()
             born_here = finite_out & ~finite_in  # finite gradient in, non-finite gradient out: NaN born here
             state.nan_checks.append((state.deferred.scalar(born_here), node, label))
         except Exception as error:
@@ -539,13 +579,14 @@ class TorchProbe:
             if self._awaiting:
                 self._resolve_backward_mode()
             self._backward_calls += 1
-            if self._reset_marks is not None:
-                self._backward_since_marks += 1
             loss = roots[0] if roots else None
-            if loss is not None and loss.numel() == 1 and loss.is_floating_point():
+            # (inside the optimiser step, the loss of its first closure call only: LBFGS returns that one, and
+            # evaluates more in its line search)
+            first = not (self._in_step and self._losses)
+            if first and loss is not None and loss.numel() == 1 and loss.is_floating_point():
                 self._record_loss(loss)
-            if self.sampling and self.state is not None:
-                self._walk_graph(roots)
+            if self.sampling and self.state is not None and not self._hooks_paused:
+                self._walk_graph(roots)  # (not inside the optimiser step: an LBFGS closure's layers are not watched)
         except Exception as error:
             self._fail("before backward", error)
 
@@ -561,6 +602,12 @@ class TorchProbe:
                 # The outputs of the forward pass just differentiated are done with: their memory may now be
                 # reused (the next micro-batch of an accumulated step), and an input found there is no cut.
                 self.state.output_storages.clear()
+            if self._reset_marks is not None:
+                self._follow_gradients()
+            if self._closure_params is not None:  # the first backward of the step, in its closure (LBFGS)
+                params, self._closure_params = self._closure_params, None
+                self._hooks_paused = True
+                self._measure_parameters(params, snapshot=True)
             if self.mode == "backward":
                 self._close_backward_step()
             elif self.mode == "unknown":
@@ -663,7 +710,8 @@ class TorchProbe:
         known = self.optimizers.get(id(optimizer))
         if known is None:
             params = [p for group in optimizer.param_groups for p in group["params"]]
-            known = any(self._param_label(p) for p in params) or (self.discover and not self.param_labels)
+            # (a script run under the doctor has every optimiser watched: its model may not be discovered yet)
+            known = self.discover or any(self._param_label(p) for p in params)
             self.optimizers[id(optimizer)] = known
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
@@ -673,20 +721,37 @@ class TorchProbe:
         try:
             if not self._is_watched_optimizer(optimizer):
                 return None
-            if self.primary is None:
-                self.primary = weakref.ref(optimizer)
-            if self.primary() is not optimizer:
+            if not self._is_primary(optimizer):
                 return None
             self.mode = "optimizer"
             self._awaiting = False
+            self._in_step = True
             if self._reset_marks is not None:
                 self._check_reset()
             if self.sampling and self.state is not None:
-                self._hooks_paused = True  # forward calls inside the step (an LBFGS closure) are not this step's
-                self._measure_parameters(_stepped_parameters(optimizer), snapshot=True)
+                closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
+                if closure is not None and not self._backward_calls:
+                    # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
+                    # Its first forward and backward are this step's; the gradients are measured after them.
+                    self._closure_params = _stepped_parameters(optimizer)
+                else:
+                    self._hooks_paused = True  # forward calls inside the step (a closure) are not this step's
+                    self._measure_parameters(_stepped_parameters(optimizer), snapshot=True)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
         return None
+
+    def _is_primary(self, optimizer) -> bool:
+        """Whether this optimiser's steps are the training steps: the first watched one to step, until another
+        replaces it. A script may make a new optimiser each epoch or fold: when the old one has been freed, or
+        the new one steps twice with no step of the old one in between (not the alternating steps of a GAN's
+        two optimisers), the new one is adopted."""
+        primary = self.primary() if self.primary is not None else None
+        stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
+        if primary is None or (primary is not optimizer and stepped_alone is optimizer):
+            self.primary, primary = weakref.ref(optimizer), optimizer
+        self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
+        return primary is optimizer
 
     def _on_optimizer_post(self, optimizer, args, kwargs):
         try:
@@ -696,8 +761,7 @@ class TorchProbe:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
                 # weak references: holding last step's gradients would keep them from being freed by zero_grad()
-                self._reset_marks = [(p, weakref.ref(g), g._version) for p in params if (g := p.grad) is not None]
-                self._backward_since_marks = 0
+                self._reset_marks = [GradientMark(p, g) for p in params if (g := p.grad) is not None]
             self._end_step()
         except Exception as error:
             self._fail("optimizer post-step hook", error)
@@ -717,25 +781,21 @@ class TorchProbe:
                 out.append(p)
         return out
 
-    def _check_reset(self) -> None:
-        """At the optimiser step after a sampled one: were the gradients reset in between?
+    def _follow_gradients(self) -> None:
+        """After each backward between a sampled optimiser step and the next optimiser step: note, per parameter,
+        whether its gradient moved and whether it was reset first (see `GradientMark`)."""
+        for mark in self._reset_marks:
+            mark.follow()
 
-        `backward()` adds into an existing `.grad` in place (its version counter goes up by one per backward that
-        reaches it); `zero_grad()` either replaces it with None (a new tensor comes next) or zeroes it in place
-        (one more version). So a gradient that is the same tensor, moved on by no more versions than there were
-        backward calls, was never reset: it still holds the previous step's gradient.
-        """
+    def _check_reset(self) -> None:
+        """At the optimiser step after a sampled one: were the gradients reset in between?"""
         marks, self._reset_marks = self._reset_marks, None
-        backward_calls = self._backward_since_marks
-        stale = reset = 0
-        for p, grad_ref, version in marks:
-            grad = grad_ref()
-            if grad is None or p.grad is not grad:
+        reset = stale = 0
+        for mark in marks:
+            if mark.reset or mark.replaced():
                 reset += 1
-            elif 0 < grad._version - version <= backward_calls:
+            elif mark.moved:
                 stale += 1
-            elif grad._version - version > backward_calls:
-                reset += 1
         if stale or reset:
             self.doctor.check_reset(self.step, reset=stale <= reset)
 
@@ -769,9 +829,10 @@ class TorchProbe:
     def _parameter_plan(self, candidates) -> tuple[list, list, ParameterSamples]:
         """The candidates the probe knows, [(name, module label, parameter)] and their samples: made once and
         reused while the candidates (and their storage) and the parameters the probe knows stay the same."""
-        key = ([(id(p), p.data_ptr()) for p in candidates], len(self.param_labels))  # labels are only ever added
+        # (labels are only ever added; a parameter frozen since the last step leaves the plan)
+        key = ([(id(p), p.data_ptr(), p.requires_grad) for p in candidates], len(self.param_labels))
         if self._plan is None or self._plan[0] != key:
-            params = [p for p in candidates if self._param_label(p)]
+            params = [p for p in candidates if p.requires_grad and self._param_label(p)]
             entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
             self._plan = (key, params, entries, ParameterSamples(params))
         return self._plan[1], self._plan[2], self._plan[3]

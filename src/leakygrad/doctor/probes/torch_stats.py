@@ -336,6 +336,11 @@ def norm(tensor: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(t)
 
 
+def total(tensor: torch.Tensor) -> torch.Tensor:
+    """The sum of the entries, accumulated in float32 at least (a half-precision sum overflows at 65,504)."""
+    return tensor.sum(dtype=torch.float32) if tensor.dtype in HALF_PRECISION else tensor.sum()
+
+
 def blocked_fraction(grad_in: torch.Tensor, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(elements whose incoming gradient was nonzero but leaves as zero, elements whose incoming was nonzero)."""
     arriving = grad_out != 0

@@ -1,0 +1,244 @@
+"""Training patterns of real scripts that the probe must follow without losing count, memory or the truth:
+optimisers made anew, frozen layers, half precision, checkpointing, LBFGS, clipping, modules that return a leaf.
+Each test failed before the probe handled its pattern."""
+
+import gc
+import weakref
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+import leakygrad.doctor as doctor
+
+
+def mlp(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+
+def regression_data(seed=0, n=64):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 8, generator=generator), torch.randn(n, 1, generator=generator)
+
+
+def sgd_steps(model, optimizer, x, y, steps):
+    for _ in range(steps):
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+def test_an_optimiser_made_anew_each_epoch_takes_over_and_the_step_state_stays_small():
+    model = mlp()
+    x, y = regression_data()
+    held = []
+    with doctor.watch(model, every=4) as dr:
+        for _epoch in range(3):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # the old one is freed
+            sgd_steps(model, optimizer, x, y, 20)
+            held.append(len(dr.probe.state.output_nodes) if dr.probe.state else 0)
+    assert dr.steps == 60  # every optimiser step counted (it stopped at 20: the first optimiser was gone)
+    assert max(held) <= 3  # one forward's layers at most (it grew by 20 graphs an epoch)
+
+
+def test_a_replacement_optimiser_is_adopted_even_while_the_first_one_lives():
+    model = mlp()
+    x, y = regression_data()
+    first = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, first, every=1) as dr:
+        sgd_steps(model, first, x, y, 5)
+        second = torch.optim.Adam(model.parameters(), lr=1e-3)  # `first` is still held, by the test and the doctor
+        sgd_steps(model, second, x, y, 10)
+    assert dr.steps == 14  # the second's first step is not counted: it is only adopted when it steps again
+
+
+def test_a_script_that_makes_a_model_and_an_optimiser_per_fold_is_followed_through_every_fold(tmp_path):
+    script = tmp_path / "folds.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "torch.manual_seed(0)\n"
+        "x, y = torch.randn(64, 8), torch.randn(64, 1)\n"
+        "for fold in range(3):\n"
+        "    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))\n"
+        "    opt = torch.optim.Adam(model.parameters(), 1e-2)\n"
+        "    for i in range(20):\n"
+        "        opt.zero_grad(); nn.functional.mse_loss(model(x), y).backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=4)
+    assert run.exit_code == 0 and run.doctor.steps == 60  # (it counted 20: the first fold's)
+
+
+class FrozenEncoder(nn.Module):
+    """A frozen (pretrained) LSTM feeding a trainable head through NumPy, as feature extraction code does."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.LSTM(8, 16, batch_first=True)
+        self.head = nn.Linear(16, 1)
+        self.encoder.requires_grad_(False)
+
+    def forward(self, x):
+        features, _ = self.encoder(x)
+        return self.head(torch.from_numpy(features[:, -1].numpy()))  # needs features without a gradient
+
+
+def test_a_frozen_recurrent_layer_gets_no_gradient_from_the_doctor():
+    torch.manual_seed(0)
+    model = FrozenEncoder()
+    optimizer = torch.optim.SGD(model.head.parameters(), lr=0.1)
+    x, y = torch.randn(4, 5, 8), torch.randn(4, 1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, x, y, 3)  # raised "Can't call numpy() on Tensor that requires grad"
+    assert dr.steps == 3 and not dr.notes
+
+
+def test_a_leaf_input_of_a_recurrent_layer_and_a_leaf_output_keep_no_hook_after_the_run():
+    class Prompted(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.prompt = Prompt()
+            self.rnn = nn.RNN(8, 8)
+            self.head = nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.head(self.rnn(x + self.prompt().sum(0))[0][-1])
+
+    class Prompt(nn.Module):  # a learned table, returned as it is: the module's output is its own parameter
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(4, 8))
+
+        def forward(self):
+            return self.table
+
+    torch.manual_seed(0)
+    model = Prompted()
+    sequence = torch.randn(5, 3, 8, requires_grad=True)  # a leaf the user differentiates (adversarial inputs)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(20):
+            optimizer.zero_grad()
+            model(sequence).sum().backward()
+            optimizer.step()
+            # (the input is a leaf; the recurrent layer's input is x + prompt, not a leaf: hook the leaf directly)
+            model.rnn(sequence)[0].sum().backward()
+    assert not model.prompt.table._backward_hooks and not sequence._backward_hooks  # they piled up, one a step
+    assert any(layer.time_grad_norms for layer in dr.history.records[-1].layers.values())
+    probe = weakref.ref(dr.probe)
+    del dr
+    gc.collect()
+    assert probe() is None
+
+
+def test_frozen_parameters_handed_to_the_optimiser_are_not_reported_as_missing_gradients():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1))
+    model[0].requires_grad_(False)
+    model[2].requires_grad_(False)  # a frozen backbone; the optimiser is given everything and skips those
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=4) as dr:
+        sgd_steps(model, optimizer, x, y, 100)
+    assert not [f for f in dr.findings if f.symptom == "no_gradient"]
+
+
+def test_a_half_precision_gradient_summed_past_65504_is_not_taken_for_a_nan():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 100)).half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    x = torch.randn(512, 16).half()
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(3):
+            optimizer.zero_grad()
+            loss = -torch.log(torch.sigmoid(model(x))).sum()  # finite, and so is every gradient
+            loss.backward()
+            assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+            optimizer.step()
+    assert dr.history.nonfinite is None and not [f for f in dr.findings if f.symptom == "nonfinite"]
+
+
+class Checkpointed(nn.Module):
+    def __init__(self, reentrant):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16)) for _ in range(3))
+        self.head = nn.Linear(16, 1)
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + checkpoint(block, x, use_reentrant=self.reentrant)
+        return self.head(x)
+
+
+def test_checkpointed_blocks_count_one_step_per_step_and_change_nothing():
+    for reentrant in (True, False):
+        for with_optimizer in (True, False):
+            runs = []
+            for watched in (False, True):
+                torch.manual_seed(0)
+                model = Checkpointed(reentrant)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+                x, y = torch.randn(32, 16, requires_grad=reentrant), torch.randn(32, 1)
+                dr = doctor.watch(model, optimizer if with_optimizer else None, every=1)
+                losses = []
+                with dr if watched else torch.enable_grad():
+                    for _ in range(6):
+                        optimizer.zero_grad()
+                        loss = nn.functional.mse_loss(model(x), y)
+                        loss.backward()  # a re-entrant checkpoint calls backward again, inside this one
+                        optimizer.step()
+                        losses.append(loss.item())
+                runs.append((losses, [p.detach().clone() for p in model.parameters()], dr))
+            (plain_losses, plain_params, _), (losses, params, dr) = runs
+            assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(plain_params, params))
+            assert dr.steps == 6, (reentrant, with_optimizer)  # (re-entrant: it counted 24)
+
+
+def test_gradient_clipping_does_not_hide_a_missing_zero_grad():
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            nn.functional.mse_loss(model(x), y).backward()  # no zero_grad(): the gradients pile up
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # scales them in place: one version more
+            optimizer.step()
+    assert [f.symptom for f in dr.findings if f.severity == "error"] == ["accumulating_gradient"]
+
+
+def test_gradient_clipping_after_zero_grad_in_place_is_no_missing_zero_grad():
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            optimizer.zero_grad(set_to_none=False)  # zeroed in place: the same tensors, one version on
+            nn.functional.mse_loss(model(x), y).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+    assert not [f for f in dr.findings if f.symptom == "accumulating_gradient"]
+
+
+def test_lbfgs_is_watched_through_its_closure():
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5)
+    closure_losses = []
+
+    def closure():
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        closure_losses.append(loss.item())
+        return loss
+
+    with doctor.watch(model, optimizer, every=1) as dr:
+        returned = [optimizer.step(closure).item() for _ in range(10)]
+    assert dr.steps == 10 and not dr.findings  # it reported a ReLU "on the loss", blocking the gradient
+    record = dr.history.records[5]
+    assert set(record.layers) == {"sequential.0", "sequential.2"} and set(record.activations) == {"sequential.1"}
+    assert record.grad_norm > 0 and record.layers["sequential.0"].update_ratio > 0
+    assert len(closure_losses) > 10  # the line search evaluates more often; the step's loss is its first
+    assert dr.history.loss.buckets[0].total == returned[0]
