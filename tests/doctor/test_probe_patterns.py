@@ -29,17 +29,42 @@ def sgd_steps(model, optimizer, x, y, steps):
         optimizer.step()
 
 
-def test_an_optimiser_made_anew_each_epoch_takes_over_and_the_step_state_stays_small():
+def live_outputs_of(module):
+    """A set that holds (weakly) every output `module` makes: what is in it after a collection is still alive."""
+    live = weakref.WeakSet()
+    module.register_forward_hook(lambda _module, _args, output: live.add(output))
+    return live
+
+
+def test_an_optimiser_made_anew_each_epoch_takes_over_and_no_graph_piles_up():
     model = mlp()
     x, y = regression_data()
-    held = []
+    live = live_outputs_of(model[1])
+    alive = []
     with doctor.watch(model, every=4) as dr:
         for _epoch in range(3):
             optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # the old one is freed
             sgd_steps(model, optimizer, x, y, 20)
-            held.append(len(dr.probe.state.output_nodes) if dr.probe.state else 0)
+            gc.collect()
+            alive.append(len(live))
     assert dr.steps == 60  # every optimiser step counted (it stopped at 20: the first optimiser was gone)
-    assert max(held) <= 3  # one forward's layers at most (it grew by 20 graphs an epoch)
+    assert max(alive) <= 1  # (a step that never ended kept every forward's graph: 20 more an epoch)
+
+
+def test_an_evaluation_pass_with_gradients_on_keeps_no_graph_alive():
+    model = mlp()
+    x, y = regression_data(n=256)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    live = live_outputs_of(model[1])
+    with doctor.watch(model, optimizer, every=1):
+        sgd_steps(model, optimizer, x, y, 2)
+        model.eval()
+        for _ in range(30):  # validation, with torch.no_grad() forgotten: each graph is dropped at once
+            nn.functional.mse_loss(model(x), y).item()
+        gc.collect()
+        assert len(live) == 0  # (the sampled step held all 30 graphs until the next optimiser step)
+        model.train()
+        sgd_steps(model, optimizer, x, y, 2)
 
 
 def test_a_replacement_optimiser_is_adopted_even_while_the_first_one_lives():

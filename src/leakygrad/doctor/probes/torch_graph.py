@@ -61,6 +61,37 @@ def _name_from_node(node) -> str:
     return name
 
 
+class NodeTags:
+    """Values written into autograd nodes under one key, and read back: a mapping node -> value for the walks below.
+
+    Each node carries a dict of its own (`node.metadata`, kept by PyTorch with the node, whichever Python object
+    stands for it). A name kept there holds no node: a graph that no backward uses (an evaluation pass run with
+    gradients on) is freed with its outputs, as it would be unwatched, instead of living on in a dict of ours.
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def tag(self, node, value) -> None:
+        """Write `value` on `node`, unless it holds one already (the innermost module names its output)."""
+        node.metadata.setdefault(self.key, value)
+
+    def add(self, node, value) -> None:
+        """Add `value` to the set that `node` holds."""
+        node.metadata.setdefault(self.key, set()).add(value)
+
+    def get(self, node, default=None):
+        return node.metadata.get(self.key, default)
+
+    def __contains__(self, node) -> bool:
+        return self.key in node.metadata
+
+    def __getitem__(self, node):
+        return node.metadata[self.key]
+
+
 @dataclass
 class Graph:
     nodes: list  # every node reachable from the roots, in breadth-first order from the loss
@@ -124,22 +155,23 @@ def forward_order(graph: Graph) -> list:
     return order
 
 
-def region(outputs, stop) -> set:
-    """Nodes from `outputs` up to (not including) the `stop` nodes: the operations inside one module's forward."""
-    inside, queue = set(), deque(n for n in outputs if n is not None and n not in stop)
+def region(outputs, is_stop) -> set:
+    """Nodes from `outputs` up to (not including) the nodes where `is_stop(node)`: the operations inside one
+    module's forward, when the stops are the nodes of its inputs."""
+    inside, queue = set(), deque(n for n in outputs if n is not None and not is_stop(n))
     inside.update(queue)
     while queue:
         node = queue.popleft()
         if op_name(node) == ACCUMULATE:
             continue
         for child, _ in node.next_functions:
-            if child is not None and child not in stop and child not in inside:
+            if child is not None and child not in inside and not is_stop(child):
                 inside.add(child)
                 queue.append(child)
     return inside
 
 
-def loss_side(roots, module_outputs) -> set:
+def loss_side(roots, module_outputs) -> set:  # module_outputs: a dict or NodeTags of the modules' output nodes
     """Nodes between the loss and the model's outputs: the loss computation, outside every watched module."""
     side, queue = set(), deque(n for n in roots if n is not None and n not in module_outputs)
     side.update(queue)
@@ -152,7 +184,7 @@ def loss_side(roots, module_outputs) -> set:
     return side
 
 
-def nearest_upstream(node, names: dict, limit: int = 8) -> str | None:
+def nearest_upstream(node, names, limit: int = 8) -> str | None:
     """The name of the nearest node upstream (towards the input) that `names` knows: the layer feeding `node`."""
     frontier, seen = [node], {node}
     for _ in range(limit):

@@ -26,6 +26,7 @@ when the input has no gradient of its own), computes the same forward values and
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import sys
 import weakref
@@ -36,7 +37,7 @@ import torch.optim.optimizer as optimizer_hooks
 from torch import nn
 
 from leakygrad.doctor.probes import torch_graph as graph_tools
-from leakygrad.doctor.probes.torch_graph import op_name
+from leakygrad.doctor.probes.torch_graph import NodeTags, op_name
 from leakygrad.doctor.probes.torch_stats import (
     ActivationTally,
     Deferred,
@@ -155,16 +156,21 @@ class Ticket:
         self.state: StepState | None = state
 
 
+_step_keys = itertools.count()
+
+
 @dataclass(slots=True)
 class StepState:
     """What one sampled step has gathered so far (device tensors, fetched at its end)."""
 
     deferred: Deferred = field(default_factory=Deferred)
     order: dict = field(default_factory=dict)  # module name -> forward position
-    output_nodes: dict = field(default_factory=dict)  # grad_fn node -> module name
+    # Written into the graph's nodes (see NodeTags), so that the state holds no node between forward and backward:
+    names: NodeTags = field(init=False)  # node -> name of the module whose output it made
+    recurrent_outputs: NodeTags = field(init=False)  # node -> name of the recurrent module whose output it made
+    enters: NodeTags = field(init=False)  # node -> names of the recurrent modules its output is an input of
+    recurrent: set = field(default_factory=set)  # names of the recurrent modules that ran (with their outputs)
     output_storages: dict = field(default_factory=dict)  # storage pointer of outputs with grad -> module name
-    boundaries: dict = field(default_factory=dict)  # recurrent module name -> grad_fn nodes of its inputs
-    recurrent_outputs: dict = field(default_factory=dict)  # recurrent module name -> its output nodes
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
@@ -189,12 +195,16 @@ class StepState:
 
     def __post_init__(self):
         self.ticket = Ticket(self)
+        step = next(_step_keys)  # the tags of each step have keys of their own: an old graph's are not read
+        self.names = NodeTags(("leakygrad", step, "module"))
+        self.recurrent_outputs = NodeTags(("leakygrad", step, "recurrent output"))
+        self.enters = NodeTags(("leakygrad", step, "recurrent input"))
 
     def release(self) -> None:
         """End the step for its hooks: they find the ticket empty from now on. The state holds autograd nodes
-        and the hooks on those nodes held it, a cycle Python's garbage collector cannot see through PyTorch's
-        C++ objects; emptying the ticket breaks it, so the state, the step's graph and its tensors are freed as
-        soon as the probe lets go of the state."""
+        (those of the graphs differentiated) and the hooks on those nodes held it, a cycle Python's garbage
+        collector cannot see through PyTorch's C++ objects; emptying the ticket breaks it, so the state, the step's
+        graph and its tensors are freed as soon as the probe lets go of the state."""
         self.ticket.state = None
 
 
@@ -430,9 +440,9 @@ class TorchProbe:
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
             if info.recurrent:
-                state.boundaries.setdefault(info.name, set()).update(
-                    t.grad_fn for t in _tensors(args) if t.grad_fn is not None
-                )
+                for t in _tensors(args):
+                    if t.grad_fn is not None:
+                        state.enters.add(t.grad_fn, info.name)
                 if info.recurrent == "sequence" and any(p.requires_grad for p in module.parameters(recurse=False)):
                     # (a frozen layer: no gradient flows back through it in the training, none is made to)
                     return self._watch_sequence_input(module, info, args)
@@ -478,7 +488,7 @@ class TorchProbe:
             node = y.grad_fn
             if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
-                    state.output_nodes.setdefault(node, name)
+                    state.names.tag(node, name)
             else:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad:
@@ -501,9 +511,10 @@ class TorchProbe:
         for t in _tensors(output):
             node = t.grad_fn
             if node is not None:
-                state.output_nodes.setdefault(node, info.name)
+                state.names.tag(node, info.name)
                 if info.recurrent:
-                    state.recurrent_outputs.setdefault(info.name, set()).add(node)
+                    state.recurrent_outputs.tag(node, info.name)
+                    state.recurrent.add(info.name)
 
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
     def _on_output_node_grad(self, ticket: Ticket, name: str, output_nr: int, grad_outputs):
@@ -654,12 +665,9 @@ class TorchProbe:
             return
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
-        names = state.output_nodes
+        names = state.names
         loss_nodes = graph_tools.loss_side(root_nodes, names)
-        inside = {}  # node -> recurrent module it belongs to
-        for module_name, outputs in state.recurrent_outputs.items():
-            for node in graph_tools.region(outputs, state.boundaries.get(module_name, set())):
-                inside.setdefault(node, module_name)
+        inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
         for node in nodes:
@@ -686,8 +694,22 @@ class TorchProbe:
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
 
+    def _recurrent_regions(self, state: StepState, nodes: list) -> dict:
+        """node -> the recurrent module whose forward made it (the ops between its inputs and its outputs)."""
+        outputs: dict[str, list] = {}
+        for node in nodes:
+            module_name = state.recurrent_outputs.get(node)
+            if module_name is not None:
+                outputs.setdefault(module_name, []).append(node)
+        inside = {}
+        for module_name, ends in outputs.items():
+            enters_module = lambda node, name=module_name: name in state.enters.get(node, ())  # noqa: E731
+            for node in graph_tools.region(ends, enters_module):
+                inside.setdefault(node, module_name)
+        return inside
+
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
-        names = state.output_nodes
+        names = state.names
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
         y = node._saved_result.detach()
@@ -1117,7 +1139,8 @@ class TorchProbe:
 
     def _node_labels(self, graph) -> dict:
         """node -> module label: module outputs seen this step, and ops that consume a module's parameters."""
-        labels = dict(self.state.output_nodes) if self.state is not None else {}
+        names = self.state.names if self.state is not None else None
+        labels = {} if names is None else {node: names[node] for node in graph.nodes if node in names}
         for node in graph.nodes:
             if node in labels:
                 continue
