@@ -267,3 +267,36 @@ def test_lbfgs_is_watched_through_its_closure():
     assert record.grad_norm > 0 and record.layers["sequential.0"].update_ratio > 0
     assert len(closure_losses) > 10  # the line search evaluates more often; the step's loss is its first
     assert dr.history.loss.buckets[0].total == returned[0]
+
+
+def test_memory_freed_and_used_again_for_fresh_data_is_no_graph_cut():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.c = nn.Linear(64, 64), nn.Linear(64, 64), nn.Linear(64, 1)
+
+        def forward(self, x):
+            h = self.a(x) * 2  # a's output is freed here (a product with a number saves nothing)
+            noise = torch.randn(x.shape[0], 64)  # plain data of the same size: it may land in that memory
+            return self.c(h + self.b(noise))
+
+    torch.manual_seed(0)
+    model = Net()
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    x, y = regression_data()
+    x = torch.cat([x] * 8, dim=1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, x, y, 30)
+    assert not any(record.graph_cuts for record in dr.history.records)  # (a -> b was recorded at 29 of 30 steps)
+
+
+def test_sparse_embedding_gradients_are_measured():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(50, 8, sparse=True), nn.Flatten(), nn.Linear(32, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tokens, y = torch.randint(0, 50, (16, 4)), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, tokens, y, 5)
+    assert not dr.notes  # (every step noted that the norms failed, and lost every parameter's statistics)
+    record = dr.history.records[-1]
+    assert record.grad_norm > 0 and record.layers["sequential.0"].param_grad_norm > 0

@@ -138,8 +138,33 @@ def _tensors(value):
     return []
 
 
-def _storage(tensor: torch.Tensor) -> int:
-    return tensor.untyped_storage().data_ptr()
+class OutputMemory:
+    """Where the modules' outputs of a step live, to tell a module that received an earlier output's memory without
+    its history (a graph cut: `.detach()`, `.data`, a round trip through NumPy) from one that received memory that
+    was freed and then used again (fresh data, as likely). Holds PyTorch's weak references to the storages, so no
+    memory is kept alive; `clear` lets them go."""
+
+    def __init__(self):
+        self.outputs: dict[int, tuple[str, int]] = {}  # data pointer -> (module name, weak reference to its storage)
+
+    def note(self, tensor: torch.Tensor, name: str) -> None:
+        storage = tensor.untyped_storage()
+        earlier = self.outputs.get(storage.data_ptr())
+        if earlier is not None:
+            torch.UntypedStorage._free_weak_ref(earlier[1])
+        self.outputs[storage.data_ptr()] = (name, storage._weak_ref())
+
+    def producer(self, tensor: torch.Tensor) -> str | None:
+        """The module whose output `tensor`'s memory is, if that output is still alive."""
+        entry = self.outputs.get(tensor.untyped_storage().data_ptr())
+        if entry is None or torch.UntypedStorage._expired(entry[1]):
+            return None
+        return entry[0]
+
+    def clear(self) -> None:
+        for _, reference in self.outputs.values():
+            torch.UntypedStorage._free_weak_ref(reference)
+        self.outputs.clear()
 
 
 class Ticket:
@@ -170,7 +195,7 @@ class StepState:
     recurrent_outputs: NodeTags = field(init=False)  # node -> name of the recurrent module whose output it made
     enters: NodeTags = field(init=False)  # node -> names of the recurrent modules its output is an input of
     recurrent: set = field(default_factory=set)  # names of the recurrent modules that ran (with their outputs)
-    output_storages: dict = field(default_factory=dict)  # storage pointer of outputs with grad -> module name
+    output_memory: OutputMemory = field(default_factory=OutputMemory)  # where the outputs with grad live
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
@@ -206,10 +231,11 @@ class StepState:
         collector cannot see through PyTorch's C++ objects; emptying the ticket breaks it, so the state, the step's
         graph and its tensors are freed as soon as the probe lets go of the state."""
         self.ticket.state = None
+        self.output_memory.clear()
 
 
-class GradientMark:
-    """One parameter's gradient, followed from a sampled optimiser step to the next: was it reset in between?
+class GradientMarks:
+    """The parameters' gradients, followed from a sampled optimiser step to the next: were they reset in between?
 
     `backward()` adds into an existing `.grad` in place, and its version counter goes up by one; `zero_grad()`
     either replaces it with None (a new tensor comes next) or zeroes it in place (one more version). So after
@@ -218,26 +244,30 @@ class GradientMark:
     clipping the gradients in place between the last backward and the step adds a version too, and is no reset.)
     """
 
-    __slots__ = ("param", "grad", "version", "moved", "reset")
-
-    def __init__(self, param: torch.Tensor, grad: torch.Tensor):
-        self.param, self.grad, self.version = param, weakref.ref(grad), grad._version  # (weak: zero_grad frees it)
-        self.moved = self.reset = False
-
-    def replaced(self) -> bool:
-        grad = self.grad()
-        return grad is None or self.param.grad is not grad
+    def __init__(self, params: list[torch.Tensor]):
+        self.params = [p for p in params if p.grad is not None]
+        self.grads = [weakref.ref(p.grad) for p in self.params]  # (weak: zero_grad() frees them)
+        self.versions = [p.grad._version for p in self.params]
+        self.moved = [False] * len(self.params)
+        self.reset = [False] * len(self.params)
 
     def follow(self) -> None:
-        if self.reset:
-            return
-        if self.replaced():
-            self.reset = True
-            return
-        version = self.grad()._version
-        self.reset = version - self.version >= 2  # zeroed in place, then added into
-        self.moved = self.moved or version > self.version
-        self.version = version
+        """After a backward: note which gradients moved, and which were reset first."""
+        for i, (p, grad) in enumerate(zip(self.params, self.grads)):
+            if self.reset[i]:
+                continue
+            if p.grad is None or p.grad is not grad():
+                self.reset[i] = True
+                continue
+            version = p.grad._version
+            self.reset[i] = version - self.versions[i] >= 2  # zeroed in place, then added into
+            self.moved[i] = self.moved[i] or version > self.versions[i]
+            self.versions[i] = version
+
+    def counts(self) -> tuple[int, int]:
+        """(gradients reset, gradients that moved and were never reset), at the optimiser step."""
+        reset = [r or p.grad is None or p.grad is not grad() for r, p, grad in zip(self.reset, self.params, self.grads)]
+        return sum(reset), sum([m and not r for m, r in zip(self.moved, reset)])
 
 
 class TorchProbe:
@@ -264,7 +294,7 @@ class TorchProbe:
         self._backward_calls = 0
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
-        self._reset_marks = None  # [GradientMark] of the parameters, from a sampled optimiser step to the next step
+        self._reset_marks: GradientMarks | None = None  # from a sampled optimiser step to the next optimiser step
         self._nonfinite_seen = False
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
         self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
@@ -432,11 +462,11 @@ class TorchProbe:
             if info is None or not grad_enabled or state is None:
                 return None
             state.order.setdefault(info.name, len(state.order))
-            if state.output_storages:  # an input sharing an earlier output's memory but not its history: a cut
+            if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
                 for arg in inputs:
                     if not arg.requires_grad and arg.is_floating_point():
-                        producer = state.output_storages.get(_storage(arg))
+                        producer = state.output_memory.producer(arg)
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
             if info.recurrent:
@@ -493,7 +523,7 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad:
                 return None
-            state.output_storages[_storage(y)] = name
+            state.output_memory.note(y, name)
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if (info.has_weights or info.recurrent) and node is not None:
                 if info.recurrent == "cell":
@@ -612,9 +642,9 @@ class TorchProbe:
             if self.state is not None:
                 # The outputs of the forward pass just differentiated are done with: their memory may now be
                 # reused (the next micro-batch of an accumulated step), and an input found there is no cut.
-                self.state.output_storages.clear()
+                self.state.output_memory.clear()
             if self._reset_marks is not None:
-                self._follow_gradients()
+                self._reset_marks.follow()
             if self._closure_params is not None:  # the first backward of the step, in its closure (LBFGS)
                 params, self._closure_params = self._closure_params, None
                 self._hooks_paused = True
@@ -783,7 +813,7 @@ class TorchProbe:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
                 # weak references: holding last step's gradients would keep them from being freed by zero_grad()
-                self._reset_marks = [GradientMark(p, g) for p in params if (g := p.grad) is not None]
+                self._reset_marks = GradientMarks(params)
             self._end_step()
         except Exception as error:
             self._fail("optimizer post-step hook", error)
@@ -803,21 +833,10 @@ class TorchProbe:
                 out.append(p)
         return out
 
-    def _follow_gradients(self) -> None:
-        """After each backward between a sampled optimiser step and the next optimiser step: note, per parameter,
-        whether its gradient moved and whether it was reset first (see `GradientMark`)."""
-        for mark in self._reset_marks:
-            mark.follow()
-
     def _check_reset(self) -> None:
-        """At the optimiser step after a sampled one: were the gradients reset in between?"""
-        marks, self._reset_marks = self._reset_marks, None
-        reset = stale = 0
-        for mark in marks:
-            if mark.reset or mark.replaced():
-                reset += 1
-            elif mark.moved:
-                stale += 1
+        """At the optimiser step after a sampled one: were the gradients reset in between (`GradientMarks`)?"""
+        reset, stale = self._reset_marks.counts()
+        self._reset_marks = None
         if stale or reset:
             self.doctor.check_reset(self.step, reset=stale <= reset)
 
@@ -835,6 +854,8 @@ class TorchProbe:
         grads = [p.grad for p in params]
         # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
         with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
+        if True in [g.is_sparse for g in with_grad]:  # nn.Embedding(sparse=True): the norm of its (summed) values
+            with_grad = [g.coalesce().values() if g.is_sparse else g for g in with_grad]
         if snapshot:  # the update is measured after the optimiser step, and the weights recorded are those after it
             norms = samples.snapshot_with_norms(with_grad)  # the samples' norms here only tell whether they are finite
             state.snapshot_taken = True
