@@ -214,7 +214,11 @@ BAD_CALLS = [
     ("index mask", lambda: lg.randn(2, 3)[np.ones(4, bool)], "getitem: boolean index did not match"),
     ("index float", lambda: lg.randn(2, 3)[1.5], "getitem: only integers, slices"),
     ("pad negative", lambda: F.pad(lg.randn(2), (-1, 1)), "pad: widths must be non-negative, got (-1, 1)"),
-    ("pad axes", lambda: F.pad(lg.randn(2, 3), ((1, 1), (1, 1), (1, 1))), "pad: "),
+    (
+        "pad axes",
+        lambda: F.pad(lg.randn(2, 3), ((1, 1), (1, 1), (1, 1))),
+        "pad: widths ((1, 1), (1, 1), (1, 1)) do not fit a tensor of shape (2, 3)",
+    ),
     ("sum axis", lambda: lg.randn(2, 3).sum(axis=4), "sum: axis 4 is out of range for a tensor with 2 dimensions"),
     ("max axis", lambda: lg.randn(2, 3).max(axis=-3), "max: axis -3 is out of range"),
     ("sum same axis twice", lambda: lg.randn(2, 3).sum(axis=(0, -2)), "sum: axes (0, -2) name the same axis twice"),

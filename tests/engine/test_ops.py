@@ -626,3 +626,15 @@ def test_reducing_a_zero_dimensional_tensor_over_axis_0_or_minus_1_returns_it_li
         out.backward()
         expected.backward()
         assert ours.grad.item() == theirs.grad.item()
+
+
+def test_an_empty_list_index_selects_nothing_and_an_empty_logsumexp_is_minus_inf_like_pytorch():
+    x = lg.Tensor(np.arange(12.0).reshape(3, 4), requires_grad=True, dtype="float64")
+    picked = x[[]]
+    assert picked.shape == tuple(torch.zeros(3, 4)[[]].shape) == (0, 4)
+    picked.sum().backward()
+    assert np.all(x.grad.data == 0)
+    for keepdims in (False, True):
+        ours = lg.zeros(0, 3).logsumexp(axis=0, keepdims=keepdims)
+        theirs = torch.zeros(0, 3).logsumexp(dim=0, keepdim=keepdims)
+        assert ours.shape == tuple(theirs.shape) and np.all(ours.data == -np.inf)

@@ -253,6 +253,10 @@ def test_layer_errors_name_the_layer_and_the_shapes():
         nn.Embedding(5, 2)(np.array([1, 7]))
     with pytest.raises(lg.OpError, match=r"BatchNorm2d\(3\).*got \(2, 4, 5, 5\)"):
         nn.BatchNorm2d(3)(lg.randn(2, 4, 5, 5))
+    with pytest.raises(
+        lg.OpError, match=r"conv2d: bias must hold one value per output channel, shape \(3,\); got \(4,\)"
+    ):
+        nn.functional.conv2d(lg.randn(1, 2, 4, 4), lg.randn(3, 2, 3, 3), lg.randn(4))
 
 
 # ------------------------------------------------------------------------------------------- init

@@ -283,6 +283,8 @@ class Conv2d(Op):
                 f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw) with the same C, got "
                 f"input {x.shape} and weight {w.shape}"
             )
+        if b is not None and b.shape != (w.shape[0],):
+            raise OpError(f"conv2d: bias must hold one value per output channel, shape ({w.shape[0]},); got {b.shape}")
         self.windows = im2col(x, w.shape[2:], self.stride, self.padding)  # kept for the weight gradient
         n, out_h, out_w = self.windows.shape[:3]
         rows = self.windows.reshape(n * out_h * out_w, -1) @ _kernel_matrix(w)

@@ -166,6 +166,8 @@ class LogSumExp(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
+        if x.size == 0:  # the log of an empty sum: -inf, as in PyTorch
+            return np.full(np.sum(x, axis=self.axes, keepdims=self.keepdims).shape, -np.inf, dtype=x.dtype)
         peak = np.max(x, axis=self.axes, keepdims=True)
         peak = np.where(np.isfinite(peak), peak, 0)
         with np.errstate(divide="ignore"):

@@ -104,7 +104,7 @@ def _index_part(part):
     if isinstance(part, Tensor):
         return part.data
     if isinstance(part, list):
-        return np.asarray(part)
+        return np.asarray(part) if part else np.zeros(0, dtype=np.intp)  # [] selects nothing (not a float array)
     return part
 
 
@@ -210,7 +210,13 @@ class Pad(Op):
         self.pad_width, self.value = pad_width, value
 
     def forward(self, x):
-        self.widths = np.broadcast_to(np.asarray(self.pad_width, dtype=np.int64), (x.ndim, 2))
+        widths = np.asarray(self.pad_width, dtype=np.int64)
+        if widths.shape not in ((), (2,), (1, 2), (x.ndim, 2)):
+            raise OpError(
+                f"pad: widths {self.pad_width} do not fit a tensor of shape {x.shape}: give one (before, after) "
+                f"pair for every one of its {x.ndim} axes, or one pair for all"
+            )
+        self.widths = np.broadcast_to(widths, (x.ndim, 2))
         if (self.widths < 0).any():
             raise OpError(f"pad: widths must be non-negative, got {self.pad_width}")
         return np.pad(x, self.widths, mode="constant", constant_values=self.value)
