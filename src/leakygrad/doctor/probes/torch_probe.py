@@ -733,8 +733,11 @@ class TorchProbe:
                 outputs.setdefault(module_name, []).append(node)
         inside = {}
         for module_name, ends in outputs.items():
-            enters_module = lambda node, name=module_name: name in state.enters.get(node, ())  # noqa: E731
-            for node in graph_tools.region(ends, enters_module):
+
+            def is_input(node, module_name=module_name) -> bool:  # made one of the module's inputs
+                return module_name in state.enters.get(node, ())
+
+            for node in graph_tools.region(ends, is_input):
                 inside.setdefault(node, module_name)
         return inside
 
