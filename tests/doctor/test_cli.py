@@ -147,3 +147,55 @@ def test_every_model_the_script_creates_is_watched(tmp_path, capsys):
     assert {"generator", "discriminator", "Adam"} <= set(run.doctor.history.watched)
     assert run.doctor.steps == 8  # steps of the first optimiser that stepped
     assert json.loads(report.read_text())["findings"] == []
+
+
+def test_file_threads_excepthook_and_syntax_errors_as_python_has_them(tmp_path, capsys, monkeypatch):
+    # __file__ absolute (Python 3.9+), even after the script changes directory; the script's own excepthook
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "data.txt").write_text("hello")
+    (folder / "paths.py").write_text(
+        "import os, sys\n"
+        "os.chdir('/')\n"
+        "print(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data.txt')).read(), sys.argv[0])\n"
+        "sys.excepthook = lambda kind, error, tb: print('custom hook:', error, file=sys.stderr)\n"
+        "raise RuntimeError('x')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor", "--quiet", "--json", "r.json", "sub/paths.py"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "hello sub/paths.py\n"  # (it failed: __file__ was relative; argv[0] stays as typed)
+    assert err == "custom hook: x\n"  # (the doctor printed the traceback itself)
+    monkeypatch.chdir(tmp_path)
+    sys.excepthook = sys.__excepthook__
+
+    # a thread the script does not join: Python waits for it, so does the doctor, watching it train
+    (tmp_path / "thread.py").write_text(
+        textwrap.dedent(
+            """
+            import threading, torch
+            from torch import nn
+            def train():
+                model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                for _ in range(20):
+                    optimizer.zero_grad(); model(torch.randn(16, 4)).pow(2).mean().backward(); optimizer.step()
+            threading.Thread(target=train).start()
+            """
+        )
+    )
+    assert main(["doctor", "--quiet", "--json", "t.json", "thread.py"]) == 0
+    assert json.loads((tmp_path / "t.json").read_text())["steps"] == 20  # (it was 0: detached at once)
+
+    # a syntax error: what Python prints, none of the doctor's frames
+    (tmp_path / "broken.py").write_text("x = (\n")
+    assert main(["doctor", "--quiet", "--json", "b.json", "broken.py"]) == 1
+    err = capsys.readouterr().err
+    assert "SyntaxError" in err and "runner.py" not in err and "runpy" not in err
+
+
+def test_the_option_says_the_report_format_whatever_the_file_is_called(script, tmp_path, capsys):
+    as_json, as_html = tmp_path / "report", tmp_path / "report.json.backup"
+    assert main(["doctor", "--quiet", "--json", str(as_json), "--html", str(as_html), str(script), "0"]) == 0
+    assert json.loads(as_json.read_text())["version"] == 1  # (it was an HTML page: no .json suffix)
+    assert as_html.read_text().startswith("<!DOCTYPE html>")

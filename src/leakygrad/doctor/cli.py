@@ -59,11 +59,11 @@ def run(args) -> int:
     doctor = result.doctor
     html = args.html or (None if args.json else f"{script.stem}.doctor.html")
     written = []
-    for path in (html, args.json):
+    for path, format in ((html, "html"), (args.json, "json")):  # the option says the format, whatever the name
         if path is None:
             continue
         try:
-            written.append(doctor.report(path))
+            written.append(doctor.report(path, format))
         except OSError as error:
             print(f"leakygrad doctor: could not write the report to {path}: {error}", file=sys.stderr)
     if not args.quiet:

@@ -116,17 +116,22 @@ class Doctor:
             report["notes"] = self.notes
         return report
 
-    def report(self, path: str | Path) -> Path:
-        """Write the report: .json for the JSON report, .txt for plain text, anything else for the HTML page."""
+    def report(self, path: str | Path, format: str | None = None) -> Path:  # noqa: A002
+        """Write the report in `format` ("json", "text" or "html"); by default as the file's name says: .json for the
+        JSON report, .txt for plain text, anything else for the HTML page."""
         from leakygrad.doctor import report_html, report_json, report_text
 
         path = Path(path)
-        if path.suffix == ".json":
+        if format is None:
+            format = {".json": "json", ".txt": "text"}.get(path.suffix.lower(), "html")  # noqa: A001
+        if format == "json":
             report_json.write(self, path)
-        elif path.suffix == ".txt":
+        elif format == "text":
             path.write_text(report_text.render(self, color=False))
-        else:
+        elif format == "html":
             report_html.write(self, path)
+        else:
+            raise ValueError(f"report: format must be 'json', 'text' or 'html', got {format!r}")
         return path
 
     def summary(self) -> str:

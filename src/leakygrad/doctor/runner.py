@@ -1,17 +1,26 @@
 """Run an unmodified training script under the doctor, the way `python SCRIPT.py ARGS...` would.
 
-Same `sys.argv` (the script's path, then its arguments), `sys.path[0]` (the script's folder), `__name__ ==
-"__main__"`, the script's own stdout and stderr, and its exit status. The doctor attaches to every model the
-script calls with gradients on and every optimiser that steps their parameters (global module and optimiser
-hooks, and `torch.autograd.backward`), so the script needs no change. If the script fails, the report is still
-written: a crash is often when it is needed most.
+Same `sys.argv` (the script's path as typed, then its arguments), `sys.path[0]` (the script's folder), a fresh
+`__main__` module with `__file__` the script's absolute path, the script's own stdout, stderr and `sys.excepthook`,
+its exit status, and the wait for the threads it started (non-daemon ones) before the end. The doctor attaches to
+every model the script calls with gradients on and every optimiser that steps their parameters (global module and
+optimiser hooks, and `torch.autograd.backward`), so the script needs no change. If the script fails, the report
+is still written: a crash is often when it is needed most.
+
+Not the same: PyTorch and NumPy are imported before the script runs (the doctor needs them to attach), so thread
+settings the script makes in `os.environ` before its own imports have no effect: set them in the environment of
+the command. A script that ends with `os._exit` leaves no report (nothing runs after it).
 """
 
 from __future__ import annotations
 
-import runpy
+import builtins
+import io
+import os
 import sys
+import threading
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,22 +61,49 @@ def run_script(
     if doctor.probe is not None:
         doctor.probe.attach()
     try:
-        script_globals = runpy.run_path(str(path), run_name="__main__")
+        script_globals = _run_as_main(path)
     except SystemExit as stop:
         exit_code = _exit_code(stop.code)
-    except KeyboardInterrupt:
-        print("KeyboardInterrupt", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        _print_script_traceback(interrupt, path)
         exit_code = 130
     except BaseException as error:  # the script's own error: print it as Python would, keep going to the report
         _print_script_traceback(error, path)
         exit_code = 1
     finally:
+        _wait_for_threads()
         if doctor.probe is not None:
             doctor.probe.detach()
         sys.argv = saved_argv
         if saved_path0 is not None:
             sys.path[0] = saved_path0
     return ScriptRun(exit_code, doctor, script_globals)
+
+
+def _run_as_main(path: Path) -> dict:
+    """Run the file as `python path` does: as a new `__main__` module (so that its classes pickle as `__main__.X`),
+    with `__file__` its absolute path. Returns the module's globals."""
+    filename = os.path.abspath(path)
+    with io.open_code(filename) as file:
+        code = compile(file.read(), filename, "exec")  # (compile reads the source's encoding declaration itself)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=filename, __builtins__=builtins, __cached__=None)
+    saved_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+    return module.__dict__
+
+
+def _wait_for_threads() -> None:
+    """Python's own last act: wait for the threads the script started and did not mark as daemons (one of them
+    may be the one training)."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon and thread.is_alive():
+            thread.join()
 
 
 def _exit_code(code) -> int:
@@ -80,9 +116,15 @@ def _exit_code(code) -> int:
 
 
 def _print_script_traceback(error: BaseException, path: Path) -> None:
-    """The traceback from the script's first frame on, without the runner's own frames."""
+    """The traceback from the script's first frame on, without the runner's own frames, through the script's
+    `sys.excepthook` if it set one (as Python would)."""
     tb = error.__traceback__
-    script = str(path.resolve())
-    while tb is not None and str(Path(tb.tb_frame.f_code.co_filename).resolve()) != script:
+    script = os.path.abspath(path)
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
         tb = tb.tb_next
-    traceback.print_exception(type(error), error, tb if tb is not None else error.__traceback__, file=sys.stderr)
+    if tb is None and not isinstance(error, SyntaxError):  # raised before the script ran: show where
+        tb = error.__traceback__
+    if sys.excepthook is not sys.__excepthook__:
+        sys.excepthook(type(error), error, tb)
+    else:
+        traceback.print_exception(type(error), error, tb, file=sys.stderr)
