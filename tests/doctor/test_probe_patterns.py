@@ -300,3 +300,88 @@ def test_sparse_embedding_gradients_are_measured():
     assert not dr.notes  # (every step noted that the norms failed, and lost every parameter's statistics)
     record = dr.history.records[-1]
     assert record.grad_norm > 0 and record.layers["sequential.0"].param_grad_norm > 0
+
+
+def train_and_diagnose(model, loss_of, steps=150, every=4, lr=0.05, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(128, 8, generator=generator)
+    y = (x[:, 0] + x[:, 1] > 0).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss_of(model, x, y).backward()
+            optimizer.step()
+    return [(f.severity, f.symptom, f.where) for f in dr.findings]
+
+
+def test_two_heads_trained_on_alternate_steps_both_get_their_gradients_seen():
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU())
+            self.even_head, self.odd_head = nn.Linear(32, 2), nn.Linear(32, 2)
+
+    torch.manual_seed(0)
+    model = TwoHeads()
+    turn = iter(range(10**6))
+
+    def loss_of(m, x, y):  # multi-task training, one task per step in turn
+        head = m.even_head if next(turn) % 2 == 0 else m.odd_head
+        return nn.functional.cross_entropy(head(m.body(x)), y)
+
+    findings = train_and_diagnose(model, loss_of, every=16, steps=320)
+    assert not [f for f in findings if f[1] == "no_gradient"]  # (samples at steps 0, 16, 32, ... saw one head only)
+
+
+def test_a_margin_loss_and_relu_written_as_clamps_are_no_errors_but_a_clipped_error_is():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.Hardtanh(0, 6), nn.Linear(32, 2))  # ReLU6, as in MobileNet
+
+    def hinge(m, x, y):  # a multi-class SVM: nothing from examples past the margin, by design
+        scores = m(x)
+        wrong = 1 - nn.functional.one_hot(y, 2)
+        return ((1 + scores - scores.gather(1, y[:, None])).clamp(min=0) * wrong).sum(1).mean()
+
+    findings = train_and_diagnose(net, hinge, steps=300)
+    assert ("warning", "blocked_gradient", "clamp") in findings  # (an error: most examples are past the margin)
+    assert not [f for f in findings if f[0] == "error"], findings
+    assert not [f for f in findings if f[1] == "blocked_gradient" and f[2] == "hardtanh"], findings
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def clipped_error(m, x, y):  # the DQN mistake: the error clipped before squaring
+        return ((m(x)[:, 0] - (10 * y - 5)).clamp(-1, 1) ** 2).mean()  # targets +-5: most errors clipped
+
+    assert ("error", "blocked_gradient", "clamp") in train_and_diagnose(net, clipped_error)
+
+
+def test_a_squeeze_excitation_gate_open_or_shut_is_no_saturation():
+    class Gated(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Linear(8, 32), nn.ReLU())
+            self.excite = nn.Linear(32, 32)
+            self.head = nn.Linear(32, 2)
+            with torch.no_grad():
+                self.excite.bias.fill_(8.0)  # gates wide open: sigmoid near 1, as late SE blocks sit
+
+        def forward(self, x):
+            h = self.features(x)
+            return self.head(h * torch.sigmoid(self.excite(h)))
+
+    torch.manual_seed(0)
+    findings = train_and_diagnose(Gated(), lambda m, x, y: nn.functional.cross_entropy(m(x), y))
+    assert not [f for f in findings if f[1] == "saturated_activation"], findings
+
+
+def test_a_bias_that_cancels_in_a_difference_is_a_warning_not_an_error():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+
+    def siamese(m, x, y):  # the distance between two embeddings: the last bias cancels, its gradient is exactly 0
+        return (m(x) - m(x.flip(0))).pow(2).sum(1).mean() * 0.01
+
+    findings = train_and_diagnose(net, siamese, steps=60)
+    assert findings == [("warning", "no_gradient", "sequential.2")]  # (an error, as for a graph cut)

@@ -179,8 +179,8 @@ def train_sqrt(guarded, every, poison_step=5, steps=10):
 
 
 def test_a_backward_nan_on_a_sampled_step_is_named_exactly():
-    [finding] = train_sqrt(guarded=True, every=5)
-    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("sqrt", 5, "backward")
+    [finding] = train_sqrt(guarded=True, every=5, poison_step=6)  # sampled: 0, then 6 (one later in each run of 5)
+    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("sqrt", 6, "backward")
     assert finding.evidence["through_where"] is True and finding.evidence["exact"] is True
 
 
@@ -193,9 +193,11 @@ def test_a_backward_nan_on_an_unsampled_step_is_bounded_by_the_next_loss():
 
 
 def test_nan_weights_hidden_from_the_loss_are_found_at_the_next_sampled_step():
-    [finding] = train_sqrt(guarded=True, every=4)  # where hides the NaN weights from the loss: 0 forever
-    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("fc", 8, "update")
-    assert "finite after sampled step 4 and non-finite when step 8 began" in finding.evidence["detail"]
+    # sampled steps 0, 5, 10: the NaN of step 6 is in no sampled backward; where hides the NaN weights from the
+    # loss (0 forever); step 10 finds them
+    [finding] = train_sqrt(guarded=True, every=4, poison_step=6, steps=12)
+    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("fc", 10, "update")
+    assert "finite after sampled step 5 and non-finite when step 10 began" in finding.evidence["detail"]
 
 
 class LogHead(nn.Module):

@@ -37,7 +37,7 @@ def watch(model, optimizer=None, *, every: int = DEFAULT_EVERY, thresholds: Thre
 
     `model`: an `nn.Module` or a list of them. `optimizer`: the optimiser whose steps count as training steps
     (default: the first optimiser that steps the model's parameters; without one, each `backward()` is a step).
-    `every`: take the costly statistics on every `every`-th step (step 0 included).
+    `every`: take the costly statistics on one step in every `every` (step 0 first; see the probe for which).
     """
     from leakygrad.doctor.probes.torch_probe import TorchProbe
 

@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
         metavar="N",
         type=int,
         default=DEFAULT_EVERY,
-        help=f"take the costly statistics every N steps (default {DEFAULT_EVERY}; 1 = every step)",
+        help=f"take the costly statistics on one step in every N (default {DEFAULT_EVERY}; 1 = every step)",
     )
     parser.add_argument("--quiet", action="store_true", help="no summary on the terminal (reports are still written)")
     parser.add_argument(

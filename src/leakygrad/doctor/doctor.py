@@ -18,7 +18,7 @@ from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 REPORT_VERSION = 1
 DEFAULT_EVERY = 16
-"""Costly statistics are taken on every 16th step by default (see docs/benchmarks.md for what that costs)."""
+"""Costly statistics are taken on one step in 16 by default (see docs/benchmarks.md for what that costs)."""
 
 
 def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Finding]:

@@ -266,7 +266,25 @@ def explain_blocked_gradient(f: Finding):
         "gradient below it by that derivative, so those elements teach the model nothing."
     )
     remedies = []
-    if op in ("clamp", "clip", "hardtanh") and site.startswith("loss"):
+    if e.get("floor_at_zero") and site.startswith("loss"):
+        text += (
+            " A floor at zero on the loss is the hinge of a margin loss (triplet, contrastive, SVM): every example "
+            "already past the margin contributes nothing. That is by design, but when it is most of them, each step "
+            "learns from a few examples only."
+        )
+        remedies.append(
+            "Mine harder examples (semi-hard or hardest negatives in the batch), or lower the margin, so that more "
+            "of each batch carries gradient."
+        )
+        remedies.append("Or use a smooth version of the hinge: softplus(margin + d_pos - d_neg).")
+    elif e.get("floor_at_zero"):
+        text += (
+            " Its floor is zero: it acts as a ReLU, and this many of its inputs below zero means most units are off."
+        )
+        remedies.append(
+            "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
+        )
+    elif op in ("clamp", "clip", "hardtanh") and site.startswith("loss"):
         text += (
             " Clipping the error inside the loss is the classic DQN mistake: (clamp(td, -1, 1))^2 returns zero "
             "gradient for every transition whose error is large, exactly the ones with most to teach."
@@ -294,6 +312,19 @@ def explain_blocked_gradient(f: Finding):
 def explain_no_gradient(f: Finding):
     e = f.evidence
     cuts = e.get("graph_cuts") or []
+    if e.get("gradient") == "exactly zero" and not cuts:
+        text = (
+            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
+            f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: "
+            "they have no effect on the loss, so they never learn. By design when they cancel out (a bias added to "
+            "both sides of a difference, as in a siamese distance or a critic's D(fake) - D(real)); otherwise the "
+            "units feeding them are dead, or their output is multiplied by zero."
+        )
+        remedies = [
+            "If they cancel by design, drop them (bias=False) or leave them: they cost nothing but parameters.",
+            "Otherwise look for dead units or a zero factor between them and the loss (see the other findings).",
+        ]
+        return text, remedies
     text = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a gradient "
         f"(None or exactly zero) in {e['sampled_steps_checked']} sampled steps: the backward pass never reaches them, "

@@ -129,6 +129,7 @@ class History:
         self.unit_windows: dict[str, UnitWindow] = {}
         self.param_checks: dict[str, int] = {}  # parameter -> sampled steps on which it was checked
         self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
+        self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
         self.param_module: dict[str, str] = {}
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
@@ -206,7 +207,10 @@ class History:
         for name, has_grad in record.param_has_grad.items():
             self.param_checks[name] = self.param_checks.get(name, 0) + 1
             self.param_with_grad[name] = self.param_with_grad.get(name, 0) + int(has_grad)
-        record.param_has_grad = {}
+            self.param_zero_grad[name] = self.param_zero_grad.get(name, 0) + int(
+                record.param_zero_grad.get(name, False)
+            )
+        record.param_has_grad = record.param_zero_grad = {}
 
     # --- reading ------------------------------------------------------------------------------------------------
     def recent(self, share: float | None = None) -> list[StepRecord]:

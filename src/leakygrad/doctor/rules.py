@@ -354,16 +354,22 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         if len(fractions) < t.min_records:
             continue
         fraction = median(fractions)
+        last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
+        if last.floor_at_zero and last.site == "loss":
+            severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
+        elif last.floor_at_zero and severity == "warning":
+            severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
         if severity is None:
             continue
-        last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         first = onset(
             history.healthy_records(),
             lambda r, key=key: r.ops[key].blocked_fraction > t.blocked_warning if key in r.ops else None,
             t.persistence,
         )
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
+        if last.floor_at_zero:
+            evidence["floor_at_zero"] = True
         findings.append(
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )
@@ -377,6 +383,7 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     if not unreached:
         return []
     reached = [name for name in checked if history.param_with_grad.get(name, 0) > 0]
+    blocking = any(op.blocked_fraction >= t.blocked_error for r in history.recent() for op in r.ops.values())
     groups: dict[str, list[str]] = {}
     for name in unreached:
         groups.setdefault(_widest_unreached_module(name, history.param_module, reached), []).append(name)
@@ -387,14 +394,21 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             for (a, b), step in history.graph_cuts.items()
             if module == "(model)" or a == module or a.startswith(module + ".")
         ]
+        # A gradient computed on every check, and exactly zero every time, is no cut: the backward pass reaches
+        # the parameter, which has no effect on the loss (a bias that cancels in a difference of two outputs, or
+        # a layer behind dead units, reported on their own). Worth a look, not an error, unless an operation that
+        # blocks nearly all gradient (round, sign, a saturated clamp) explains the zeros.
+        always_zero = all(history.param_zero_grad.get(p, 0) == checked[p] for p in params) and not blocking
         evidence = {
             "parameters": params,
             "parameter_count": len(params),
             "sampled_steps_checked": min(checked[p] for p in params),
+            "gradient": "exactly zero" if always_zero else "none",
             "graph_cuts": cuts,
         }
         first_step = history.records[0].step if history.records else 0
-        findings.append(Finding("no_gradient", module, first_step, "error", evidence))
+        severity = "warning" if always_zero and not cuts else "error"
+        findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
 
 

@@ -55,6 +55,7 @@ class OpStats:
     site: str  # where it sits: "loss" (after the model's output) or "in net.head", "after fc1"
     blocked_fraction: float  # share of the nonzero gradient entering it that leaves as exactly zero
     elements: int  # elements flowing through it
+    floor_at_zero: bool = False  # its lower bound is 0: a ReLU written as a clamp, or the hinge of a margin loss
 
 
 @dataclass
@@ -68,6 +69,7 @@ class StepRecord:
     activations: dict[str, ActivationStats] = field(default_factory=dict)
     ops: dict[str, OpStats] = field(default_factory=dict)  # keyed by "op@site"
     param_has_grad: dict[str, bool] = field(default_factory=dict)  # optimiser parameters: nonzero gradient?
+    param_zero_grad: dict[str, bool] = field(default_factory=dict)  # ... a gradient, but exactly zero (not None)?
     param_module: dict[str, str] = field(default_factory=dict)  # parameter name -> its module path
     graph_cuts: list[tuple[str, str]] = field(default_factory=list)  # (producer, consumer) joined by a detach
 

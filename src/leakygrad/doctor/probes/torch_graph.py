@@ -184,6 +184,21 @@ def loss_side(roots, module_outputs) -> set:  # module_outputs: a dict or NodeTa
     return side
 
 
+def floors_at_zero(node) -> bool:
+    """Whether a clamp-like operation's lower bound is 0: a ReLU (a ReLU written as clamp(min=0), ReLU6 as
+    hardtanh(0, 6)), or, on a loss, the hinge of a margin loss. Below the bound no gradient passes, by design."""
+    if op_name(node) == "relu":
+        return True
+    for attribute in ("_saved_min", "_saved_min_val"):  # clamp, clamp_min; hardtanh
+        try:
+            bound = getattr(node, attribute, None)
+        except RuntimeError:  # a saved tensor bound, already freed
+            return False
+        if bound is not None:
+            return not isinstance(bound, torch.Tensor) and bound == 0
+    return False
+
+
 def nearest_upstream(node, names, limit: int = 8) -> str | None:
     """The name of the nearest node upstream (towards the input) that `names` knows: the layer feeding `node`."""
     frontier, seen = [node], {node}

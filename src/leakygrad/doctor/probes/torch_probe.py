@@ -5,8 +5,9 @@ What runs when (step = one optimiser step; without an optimiser, one backward ca
 - Every step (a few microseconds): the loss is read at `backward()` (one patched function,
   `torch.autograd.backward`, which `Tensor.backward` calls); if it is not finite, the live autograd graph is
   searched for the first operation that produced the NaN/Inf, before the backward pass frees its values.
-- Sampled steps (every `every`-th, step 0 included): global module forward hooks are installed for that step
-  only. They note each layer's position, register a hook on its output for the gradient that arrives there,
+- Sampled steps (one in every run of `every` steps, step 0 first, a step later in each run): global module
+  forward hooks are installed for that step only. They note each layer's position, write its name into the
+  autograd node of its output (`node.metadata`) and hook that node for the gradient that arrives there,
   and, for recurrent layers, on its input for the gradient at each time step. At `backward()` the autograd
   graph is walked once: activations (ReLU/sigmoid/tanh, as modules or plain function calls) are summarised
   from the values their nodes saved, and hooks go on gating operations (clamp, round, ...) to measure how much
@@ -200,7 +201,7 @@ class StepState:
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
-    gates: dict = field(default_factory=dict)  # "op@site" -> (op, site, [(blocked idx, arriving idx)], elements)
+    gates: dict = field(default_factory=dict)  # "op@site" -> [op, site, [(blocked idx, arriving idx)], elements, floor]
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
@@ -402,7 +403,9 @@ class TorchProbe:
     # --- step boundaries ------------------------------------------------------------------------------------------
     def _start_step(self) -> None:
         self._awaiting = False
-        self.sampling = self.step % self.every == 0
+        # One step in every run of `every` (step 0 first), one step later in each run than in the one before: a
+        # training cycle (two heads trained on alternate steps, say) cannot hide from samples taken at one phase.
+        self.sampling = self.step % self.every == (self.step // self.every) % self.every
         self._backward_calls = 0
         self._losses = []
         if self.state is not None:
@@ -700,14 +703,19 @@ class TorchProbe:
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
-        for node in nodes:
+        multiplied = set()  # nodes whose output multiplies another computed tensor: x * sigmoid(g) is a gate
+        for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
             op = op_name(node)
             if op not in WATCHED_OPS:
+                if op == "mul":
+                    factors = [child for child, _ in node.next_functions if child is not None]
+                    if len(factors) == 2:
+                        multiplied.update(factors)
                 continue
             if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
                 owner = inside.get(node)
-                if owner in gated:
-                    continue
+                if owner in gated or (op == "sigmoid" and node in multiplied):
+                    continue  # gates (LSTM/GRU, squeeze-excitation, GLU) sit saturated by design: open or shut
                 self._tally_activation(state, node, op, owner, saturation)
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
                 gate = GATING_OPS.get(op, op)
@@ -717,7 +725,7 @@ class TorchProbe:
                     site = names.get(node) or inside.get(node)
                     site = f"in {site}" if site else f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
                 key = f"{gate}@{site}"
-                state.gates.setdefault(key, [gate, site, [], 0])
+                state.gates.setdefault(key, [gate, site, [], 0, graph_tools.floors_at_zero(node)])
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
@@ -925,11 +933,11 @@ class TorchProbe:
         self._add_parameter_stats(record, state, grads, updates)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
-        for key, (op, site, pairs, elements) in state.gates.items():
+        for key, (op, site, pairs, elements, floor) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in pairs)
-                record.ops[key] = OpStats(op, site, blocked / arriving, elements)
+                record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor)
         record.graph_cuts = sorted(state.cuts)
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
@@ -941,6 +949,7 @@ class TorchProbe:
         params = state.params
         # a NaN norm counts as a gradient: it arrived
         record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
+        record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
         record.param_module = {name: label for name, label, _ in params}
         by_module: dict[str, list] = {}  # module label -> [grad^2, weight^2, update^2, has update]
         total = 0.0
