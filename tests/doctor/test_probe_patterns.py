@@ -356,6 +356,13 @@ def test_a_margin_loss_and_relu_written_as_clamps_are_no_errors_but_a_clipped_er
 
     assert ("error", "blocked_gradient", "clamp") in train_and_diagnose(net, clipped_error)
 
+    def clamped_predictions(m, x, y):  # predictions clamped to a "valid range" [0, 1] the targets are not in
+        return ((m(x)[:, 0].clamp(0, 1) - (10 * y - 5)) ** 2).mean()  # a floor at 0, but no hinge: it blocks above
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    assert ("error", "blocked_gradient", "clamp") in train_and_diagnose(net, clamped_predictions)
+
 
 def test_a_squeeze_excitation_gate_open_or_shut_is_no_saturation():
     class Gated(nn.Module):
@@ -368,8 +375,8 @@ def test_a_squeeze_excitation_gate_open_or_shut_is_no_saturation():
                 self.excite.bias.fill_(8.0)  # gates wide open: sigmoid near 1, as late SE blocks sit
 
         def forward(self, x):
-            h = self.features(x)
-            return self.head(h * torch.sigmoid(self.excite(h)))
+            h = self.features(x)[:, :, None]  # as a squeeze-excitation block scales the channels of an image
+            return self.head((h * torch.sigmoid(self.excite(h[:, :, 0]))[:, :, None])[:, :, 0])
 
     torch.manual_seed(0)
     findings = train_and_diagnose(Gated(), lambda m, x, y: nn.functional.cross_entropy(m(x), y))

@@ -356,7 +356,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         fraction = median(fractions)
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
-        if last.floor_at_zero and last.site == "loss":
+        if last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
         elif last.floor_at_zero and severity == "warning":
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity

@@ -184,19 +184,35 @@ def loss_side(roots, module_outputs) -> set:  # module_outputs: a dict or NodeTa
     return side
 
 
+RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
+
+
+def beneath_reshapes(node):
+    """The node under any chain of operations that only lay the same values out anew (view, unsqueeze, expand,
+    ...): what `w[:, :, None, None]` in `x * w[:, :, None, None]` was computed by."""
+    for _ in range(8):
+        if op_name(node) not in RESHAPES:
+            break
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if len(inputs) != 1:
+            break
+        node = inputs[0]
+    return node
+
+
 def floors_at_zero(node) -> bool:
-    """Whether a clamp-like operation's lower bound is 0: a ReLU (a ReLU written as clamp(min=0), ReLU6 as
-    hardtanh(0, 6)), or, on a loss, the hinge of a margin loss. Below the bound no gradient passes, by design."""
-    if op_name(node) == "relu":
+    """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0) or (ReLU6) hardtanh(0, 6),
+    or, on a loss, the hinge of a margin loss. Below it no gradient passes, by design. (A clamp to a range, such
+    as [0, 1], is no floor: it blocks above too.)"""
+    op = op_name(node)
+    if op == "relu":
         return True
-    for attribute in ("_saved_min", "_saved_min_val"):  # clamp, clamp_min; hardtanh
-        try:
-            bound = getattr(node, attribute, None)
-        except RuntimeError:  # a saved tensor bound, already freed
-            return False
-        if bound is not None:
-            return not isinstance(bound, torch.Tensor) and bound == 0
-    return False
+    try:
+        if op == "hardtanh":
+            return node._saved_min_val == 0
+        return getattr(node, "_saved_min", None) == 0 and getattr(node, "_saved_max", None) is None  # clamp(_min)
+    except RuntimeError:  # a bound given as a tensor, already freed
+        return False
 
 
 def nearest_upstream(node, names, limit: int = 8) -> str | None:

@@ -710,7 +710,7 @@ class TorchProbe:
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
-                        multiplied.update(factors)
+                        multiplied.update(graph_tools.beneath_reshapes(factor) for factor in factors)
                 continue
             if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
                 owner = inside.get(node)
