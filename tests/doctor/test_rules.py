@@ -102,6 +102,13 @@ def test_vanishing_over_time_is_an_error_only_when_the_loss_stalls_too():
     assert learning.severity == "warning"
     [stuck] = time_rule(history_of(records, losses=[0.69] * 60), T)
     assert stuck.severity == "error" and stuck.evidence["loss_stalled"] is True
+    # far past the error threshold too: a GRU forecasting from the last two inputs needs nothing from step 0
+    norms = [0.5**k for k in range(49, -1, -1)]  # early/late ~ 1e-14
+    records = [recurrent(s, norms) for s in range(5)]
+    [learning] = time_rule(history_of(records, losses=[2.0 - 0.01 * k for k in range(60)]), T)
+    assert learning.severity == "warning"  # (it was an error on a model that solved its task)
+    [stuck] = time_rule(history_of(records, losses=[0.69] * 60), T)
+    assert stuck.severity == "error"
 
 
 def test_exploding_over_time_and_a_flat_profile():

@@ -176,9 +176,11 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         if len(ratios) < t.min_records:
             continue
         ratio = median(ratios)
-        vanishing = _grade(ratio, t.time_vanishing_warning, t.time_vanishing_error, below=True)
-        if vanishing == "warning" and loss_stalled:
-            vanishing = "error"  # the early steps get no gradient *and* the loss does not improve
+        vanishing = None
+        if ratio < t.time_vanishing_warning:
+            # An error only when the loss does not improve: early steps that get no gradient *and* a stalled loss.
+            # While it improves, the task may need only the recent steps (a forecast from the last few inputs).
+            vanishing = "error" if loss_stalled else "warning"
         exploding = _grade(ratio, t.time_exploding_warning, t.time_exploding_error, below=False)
         severity = vanishing or exploding
         if severity is None:
