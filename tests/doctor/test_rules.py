@@ -288,3 +288,17 @@ def test_thresholds_can_be_tuned():
     strict = Thresholds(depth_vanishing_warning=0.1)
     [f] = depth_rule(history_of(records), strict)
     assert f.severity == "warning"
+
+
+def test_a_nan_after_a_rising_loss_blames_the_learning_rate():
+    history = history_of([chain(s, [1.0, 1.0, 1.0]) for s in range(3)], losses=[1.0, 2.0, 8.0, 60.0, 900.0])
+    history.loss.add(5, math.inf)
+    [finding] = nonfinite_rule(history, T)
+    assert finding.evidence["loss_before"] == [pytest.approx(1.0), pytest.approx(900.0)]
+    [explained] = diagnose(history, T)
+    assert "rose from 1 to 900" in explained.explanation and "learning rate" in explained.remedies[0]
+
+    calm = history_of([chain(s, [1.0, 1.0, 1.0]) for s in range(3)], losses=[1.0, 0.9, 0.8, 0.7, 0.6])
+    calm.loss.add(5, math.nan)
+    [explained] = diagnose(calm, T)
+    assert "rose from" not in explained.explanation

@@ -232,6 +232,13 @@ def explain_nonfinite(f: Finding):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
     if op in ("div", "reciprocal"):
         remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
+    first, highest = f.evidence.get("loss_before") or (None, None)
+    if first is not None and highest > 10 * abs(first):
+        text += (
+            f" The loss rose from {fmt(first)} to {fmt(highest)} before it: each update made the weights larger "
+            "until a value overflowed, the mark of a learning rate too high for this model."
+        )
+        remedies.insert(0, "Lower the learning rate (try 10x lower), or clip the gradient norm.")
     remedies += [
         "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate.",
         f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "

@@ -449,6 +449,14 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 # --- non-finite values -----------------------------------------------------------------------------------------------
+def _loss_before(history: History, step: int) -> list[float] | None:
+    """[first, highest] finite loss recorded before `step`: did the loss grow on its way to the NaN?"""
+    buckets = [b for b in history.loss.buckets if b.last_step < step]
+    if len(buckets) < 2:
+        return None
+    return [_sci(buckets[0].mean), _sci(max(b.high for b in buckets))]
+
+
 def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
     event = history.nonfinite
     if event is None:
@@ -456,6 +464,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
             return []
         evidence = {"phase": "forward", "value": "nan or inf", "exact": False, "nonfinite_loss_steps": 0}
         evidence["nonfinite_loss_steps"] = history.loss.nonfinite_steps
+        evidence["loss_before"] = _loss_before(history, history.loss.first_nonfinite_step)
         return [Finding("nonfinite", "loss", history.loss.first_nonfinite_step, "error", evidence)]
     evidence = {
         "phase": event.phase,
@@ -469,6 +478,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "parameters": event.parameters[:12],
         "detail": event.detail,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
+        "loss_before": _loss_before(history, event.step),
     }
     return [Finding("nonfinite", event.where, event.step, "error", evidence)]
 
