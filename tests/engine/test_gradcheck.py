@@ -165,3 +165,29 @@ def test_gradgradcheck_catches_a_backward_written_in_numpy():
     assert lg.gradcheck(lambda x: SquareWithNumPyBackward.apply(x), x).passed  # first order is right
     with pytest.raises(GradcheckError, match="input 0 \\(3,\\)"):
         lg.gradgradcheck(lambda x: SquareWithNumPyBackward.apply(x), x)
+
+
+class CubeWithTwoBackwards(Op):
+    """x^3, with the derivative written twice, as the fused ops have it: on arrays and with Tensor operations."""
+
+    name = "cube"
+
+    def __init__(self, recorded_slope: float = 3.0):
+        self.recorded_slope = recorded_slope
+
+    def forward(self, x):
+        return x**3
+
+    def backward(self, grad):  # what create_graph=True, jvp and second derivatives run
+        (x,) = self.inputs
+        return grad * self.recorded_slope * x * x
+
+    def backward_arrays(self, grad):  # what a training step runs
+        return grad * 3 * self.inputs[0].data ** 2
+
+
+def test_gradcheck_checks_both_backwards_of_an_op_that_has_two():
+    x = lg.Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True, dtype="float64")
+    assert lg.gradcheck(lambda a: CubeWithTwoBackwards.apply(a), x).passed
+    with pytest.raises(GradcheckError, match=r"analytic \(from the recorded backward, as create_graph=True runs it\)"):
+        lg.gradcheck(lambda a: CubeWithTwoBackwards.apply(a, recorded_slope=4.0), x)  # (it passed: never ran it)
