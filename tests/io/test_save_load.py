@@ -242,6 +242,27 @@ def test_a_mismatched_optimizer_file_says_what_differs(tmp_path):
         io.load_checkpoint(tmp_path / "c.npz", optimizer=opt)
 
 
+def test_a_checkpoint_entry_that_does_not_fit_leaves_every_object_as_it_was(tmp_path):
+    model = TinyModel()
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    _train(model, opt, 2)
+    io.save_checkpoint(tmp_path / "run.npz", model=model, optimizer=opt)
+
+    other = TinyModel()
+    before = {k: v.copy() for k, v in other.state_dict().items()}
+    params = list(other.parameters())
+    two_groups = optim.SGD([{"params": params[:2]}, {"params": params[2:]}], lr=0.1, momentum=0.9)
+    with pytest.raises(io.StateDictMismatchError, match="entry 'optimizer'.*1 parameter group"):
+        io.load_checkpoint(tmp_path / "run.npz", model=other, optimizer=two_groups)
+    for key, value in other.state_dict().items():  # (the model was loaded before the optimiser failed)
+        np.testing.assert_array_equal(value, before[key])
+
+
+def test_saving_into_a_folder_that_does_not_exist_names_the_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no folder .*missing.* to write model\.npz in"):
+        io.save_model(TinyModel(), tmp_path / "missing" / "model.npz")  # (it named a temporary file)
+
+
 # ------------------------------------------------------------------ damaged files
 
 

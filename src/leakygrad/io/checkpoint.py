@@ -14,6 +14,7 @@ as `leakygrad.nn.Module` has; an optimiser or a scheduler anything with `state_d
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -107,12 +108,22 @@ def load_checkpoint(path, strict: bool = True, **objects) -> dict:
     absent = [name for name in objects if name not in saved]
     if absent:
         raise StateDictMismatchError(f"{where}: the file has no {_listing(absent)}; it has {_listing(list(saved))}")
-    for name, target in objects.items():
+    for name, target in objects.items():  # every model checked before anything is loaded
         if _is_model(target):
             check_state_dict(_state_dict_of(target, where), saved[name], f"{where}, entry '{name}'", strict=strict)
-            target.load_state_dict(saved[name], strict=strict)
-        else:
-            _load_into(target, saved[name], f"{where}, entry '{name}'")
+    loaded = []  # (object, its state before): an entry that does not fit puts back those loaded before it
+    try:
+        for name, target in objects.items():
+            before = copy.deepcopy(target.state_dict())
+            if _is_model(target):
+                target.load_state_dict(saved[name], strict=strict)
+            else:
+                _load_into(target, saved[name], f"{where}, entry '{name}'")
+            loaded.append((target, before))
+    except Exception:
+        for target, before in reversed(loaded):
+            target.load_state_dict(before)
+        raise
     return {name: value for name, value in saved.items() if name not in objects}
 
 

@@ -133,6 +133,8 @@ def write_atomically(path: str, write) -> None:
     the temporary file is removed and the old file is left as it was.
     """
     directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"save: no folder {directory} to write {os.path.basename(path)} in; create it first")
     mode = _file_mode_for(path)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
