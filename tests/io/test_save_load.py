@@ -258,6 +258,25 @@ def test_a_checkpoint_entry_that_does_not_fit_leaves_every_object_as_it_was(tmp_
         np.testing.assert_array_equal(value, before[key])
 
 
+def test_lbfgs_memory_saved_for_another_model_is_refused(tmp_path):
+    model = TinyModel((3, 2))
+    opt = optim.LBFGS(model.parameters(), max_iter=3)
+    x, y = lg.randn(8, 3), lg.randn(8, 2)
+    weight, bias = model.parameters()
+
+    def closure():
+        opt.zero_grad()
+        loss = ((x @ weight + bias - y) ** 2).mean()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    io.save_optimizer(opt, tmp_path / "lbfgs.npz")
+    bigger = TinyModel((5, 2))
+    with pytest.raises(io.StateDictMismatchError, match=r"'d' holds 8 numbers, but these parameters have 12"):
+        io.load_optimizer(optim.LBFGS(bigger.parameters()), tmp_path / "lbfgs.npz")  # (loaded; step then failed)
+
+
 def test_saving_into_a_folder_that_does_not_exist_names_the_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no folder .*missing.* to write model\.npz in"):
         io.save_model(TinyModel(), tmp_path / "missing" / "model.npz")  # (it named a temporary file)

@@ -196,6 +196,20 @@ class LBFGS(Optimizer):
         self._set_params(start)
         return loss, flat_grad
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        """As `Optimizer.load_state_dict`, and the saved memory must be for as many numbers as these parameters
+        have: L-BFGS keeps it as flat vectors over all of them (the direction, the last gradient, past steps)."""
+        size = sum(p.size for p in self._params)
+        for entry in state_dict.get("state", {}).values() if isinstance(state_dict, dict) else ():
+            for key, value in entry.items():
+                for vector in value if isinstance(value, list) else [value]:
+                    if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.size != size:
+                        raise ValueError(
+                            f"LBFGS.load_state_dict: the saved '{key}' holds {vector.size} numbers, but these "
+                            f"parameters have {size}: was the state saved for another model?"
+                        )
+        super().load_state_dict(state_dict)
+
     def step(self, closure=None):
         if closure is None:
             raise ValueError(
