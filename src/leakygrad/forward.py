@@ -38,8 +38,12 @@ def jvp(fn: Callable, inputs, tangents):
         xs = [Tensor(x.data, requires_grad=True, dtype=x.dtype) for x in inputs]
         result = fn(*xs)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-        # u: a stand-in upstream gradient. Its value does not matter (the backward is linear in it).
-        us = [Tensor(np.zeros(out.shape, dtype=out.dtype), requires_grad=True, dtype=out.dtype) for out in outputs]
+        # u: a stand-in upstream gradient. Its value does not matter (the backward is linear in it). An integer
+        # output (an argmax, a count) has none: its J t is zero.
+        us = [
+            Tensor(np.zeros(out.shape, dtype=out.dtype), requires_grad=out.dtype.kind == "f", dtype=out.dtype)
+            for out in outputs
+        ]
         live = [(o, u) for o, u in zip(outputs, us) if o.requires_grad]
         if live:
             vjps = grad(
@@ -50,10 +54,12 @@ def jvp(fn: Callable, inputs, tangents):
         pairs = [
             (g, Tensor(t, dtype=x.dtype)) for g, t, x in zip(vjps, tangents, xs) if g is not None and g.requires_grad
         ]
+        jvps = [None] * len(us)
         if pairs:
-            jvps = grad([g for g, _ in pairs], us, grad_outputs=[t for _, t in pairs], allow_unused=True)
-        else:
-            jvps = [None] * len(us)
+            floating = [i for i, u in enumerate(us) if u.requires_grad]
+            found = grad([g for g, _ in pairs], [us[i] for i in floating], [t for _, t in pairs], allow_unused=True)
+            for i, j in zip(floating, found):
+                jvps[i] = j
 
     jvps = [
         Tensor(np.zeros(o.shape, dtype=o.dtype), dtype=o.dtype) if j is None else j.detach()

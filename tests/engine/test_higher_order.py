@@ -150,6 +150,10 @@ def test_jvp_of_a_single_tensor_and_of_an_output_that_ignores_it():
     assert not out.requires_grad and not tangent_out.requires_grad
     _, constant = lg.jvp(lambda x: lg.ones(3, dtype="float64"), x, np.ones(2))
     np.testing.assert_array_equal(constant.data, np.zeros(3))
+    # an integer output beside a float one (an argmax with its value): its J t is zero; it raised before
+    (_, index), (slope, no_slope) = lg.jvp(lambda x: (x.exp(), x.argmax()), x, np.ones(2))
+    np.testing.assert_allclose(slope.data, np.exp([0.5, -1.0]))
+    assert index.item() == 0 and no_slope.item() == 0 and no_slope.dtype.kind == "i"
 
 
 def test_jvp_checks_the_tangents():
