@@ -150,10 +150,11 @@ class OutputMemory:
 
     def note(self, tensor: torch.Tensor, name: str) -> None:
         storage = tensor.untyped_storage()
-        earlier = self.outputs.get(storage.data_ptr())
+        pointer = storage.data_ptr()
+        earlier = self.outputs.get(pointer)
         if earlier is not None:
             torch.UntypedStorage._free_weak_ref(earlier[1])
-        self.outputs[storage.data_ptr()] = (name, storage._weak_ref())
+        self.outputs[pointer] = (name, storage._weak_ref())
 
     def producer(self, tensor: torch.Tensor) -> str | None:
         """The module whose output `tensor`'s memory is, if that output is still alive."""
