@@ -6,6 +6,7 @@ The math (forward and backward) is in `leakygrad.engine.ops.activations`; these 
 from __future__ import annotations
 
 from leakygrad.engine import Tensor
+from leakygrad.engine.errors import OpError
 from leakygrad.nn import functional as F
 from leakygrad.nn.module import Module
 
@@ -94,6 +95,8 @@ class Hardtanh(Module):
     """clip(x, min_val, max_val), with zero gradient outside (and at) the bounds."""
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        if max_val < min_val:
+            raise OpError(f"Hardtanh: max_val {max_val} is below min_val {min_val}")
         super().__init__()
         self.min_val, self.max_val = min_val, max_val
 

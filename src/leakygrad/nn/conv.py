@@ -20,7 +20,15 @@ class Conv2d(Module):
     initialisation as in PyTorch (uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)], fan_in = C kh kw).
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, bias: bool = True):
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+        bias: bool = True, padding_mode: str = "zeros",
+    ):  # fmt: skip
+        # (PyTorch's arguments in PyTorch's order, so that positional calls mean the same; those not supported
+        # are refused unless they have their default value)
+        F._refuse_unsupported(
+            "Conv2d", dilation=(dilation, 1), groups=(groups, 1), padding_mode=(padding_mode, "zeros")
+        )
         super().__init__()
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = F._pair(kernel_size, "Conv2d kernel_size")
@@ -55,7 +63,10 @@ class MaxPool2d(Module):
     Only the largest element of each window passes gradient back: the rest of the window gets zero.
     """
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        F._refuse_unsupported(
+            "MaxPool2d", dilation=(dilation, 1), return_indices=(return_indices, False), ceil_mode=(ceil_mode, False)
+        )
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
@@ -69,13 +80,17 @@ class MaxPool2d(Module):
 class AvgPool2d(Module):
     """The mean of each kernel_size window; every element of a window gets an equal share of the gradient."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad: bool = True,
+        divisor_override=None,
+    ):  # fmt: skip
+        F._refuse_unsupported("AvgPool2d", ceil_mode=(ceil_mode, False), divisor_override=(divisor_override, None))
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.count_include_pad = count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, count_include_pad=self.count_include_pad)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

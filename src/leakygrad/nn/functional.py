@@ -37,10 +37,10 @@ from leakygrad.engine.ops.nn import Im2Col
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x W^T + b, with W of shape (out_features, in_features) as in PyTorch."""
-    if x.shape[-1:] != weight.shape[1:]:
+    if x.ndim == 0 or weight.ndim == 0 or x.shape[-1] != weight.shape[-1]:
         raise OpError(
             f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features in its last "
-            f"dimension, the weight {weight.shape} expects {weight.shape[1]}"
+            f"dimension, the weight {weight.shape} expects {weight.shape[-1] if weight.ndim else 0}"
         )
     fused = weight.ndim == 2 and (bias is None or (bias.shape == weight.shape[:1] and bias.dtype == x.dtype))
     if fused and x.ndim >= 1 and x.dtype == weight.dtype:  # the common case: one op (ops.nn.Linear)
@@ -49,20 +49,37 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out if bias is None else out + bias
 
 
+def _shape(size) -> tuple[int, ...]:
+    """A size given as one integer (Python's or NumPy's) or a sequence of them, as a tuple of ints."""
+    return (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+
+
+def _refuse_unsupported(name: str, **options) -> None:
+    """Refuse an option of PyTorch's that leakygrad does not have, given anything but its default:
+    `options` maps each option to (value given, default)."""
+    for option, (value, default) in options.items():
+        unchanged = value == default if not isinstance(value, (tuple, list)) else all(v == default for v in value)
+        if not unchanged:
+            raise OpError(f"{name}: {option}={value!r} is not supported (only {option}={default!r})")
+
+
 def _pair(value, name: str) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(pair) != 2:
+    if isinstance(value, (int, np.integer)):
+        return int(value), int(value)
+    pair = tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) for v in pair):
         raise OpError(f"{name}: expected one int or a pair of ints, got {value!r}")
     return int(pair[0]), int(pair[1])
 
 
-def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0) -> Tensor:
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """2-D convolution (cross-correlation, as in every deep learning library) of x (N, C, H, W) with weight
     (O, C, kh, kw): out[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di, j s + dj].
 
     One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
     with the weight computes every output. Its gradients are convolutions too (see that module).
     """
+    _refuse_unsupported("conv2d", dilation=(dilation, 1), groups=(groups, 1))
     # (the shapes are checked by the op)
     options = dict(stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding"))
     if bias is None:
@@ -81,15 +98,24 @@ def _pool_options(name: str, x: Tensor, kernel_size, stride, padding) -> dict:
     return dict(kernel_size=kernel, stride=stride, padding=padding)
 
 
-def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
+def max_pool2d(
+    x: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+) -> Tensor:
     """The largest value of each window (stride defaults to the kernel size). Padding counts as -inf.
     Only the largest element of each window gets a gradient (the first, if several are equal)."""
+    _refuse_unsupported(
+        "max_pool2d", dilation=(dilation, 1), ceil_mode=(ceil_mode, False), return_indices=(return_indices, False)
+    )
     return nn_ops.MaxPool2d.apply(x, **_pool_options("max_pool2d", x, kernel_size, stride, padding))
 
 
-def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, count_include_pad: bool = True) -> Tensor:
+def avg_pool2d(
+    x: Tensor, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad: bool = True,
+    divisor_override=None,
+) -> Tensor:  # fmt: skip
     """The mean of each window. With padding, `count_include_pad` says whether the zeros count (PyTorch's
     default, True) or only the image's own pixels do."""
+    _refuse_unsupported("avg_pool2d", ceil_mode=(ceil_mode, False), divisor_override=(divisor_override, None))
     options = _pool_options("avg_pool2d", x, kernel_size, stride, padding)
     windows = Im2Col.apply(x, **options)  # (N, OH, OW, kh, kw, C)
     if count_include_pad or options["padding"] == (0, 0):
@@ -192,7 +218,7 @@ def _update_running_stats(running_mean, running_var, mean, var, count, momentum,
 
 def layer_norm(x: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last dimensions (`normalized_shape`) of each example, then scale and shift."""
-    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    normalized_shape = _shape(normalized_shape)
     if x.shape[x.ndim - len(normalized_shape) :] != normalized_shape:
         raise OpError(f"layer_norm: the input's last dimensions {x.shape} do not end with {normalized_shape}")
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
@@ -226,7 +252,9 @@ def scaled_dot_product_attention(
 
 
 def rnn_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity: str = "tanh") -> Tensor:
-    """One step of an Elman RNN: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+    """One step of an Elman RNN: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh), act tanh or relu."""
+    if nonlinearity not in ("tanh", "relu"):
+        raise OpError(f"rnn_cell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
     pre = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
     return pre.tanh() if nonlinearity == "tanh" else pre.relu()
 

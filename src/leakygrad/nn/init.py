@@ -19,6 +19,7 @@ fan_out = out * prod(kernel). (A Linear weight is (out_features, in_features).)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -55,6 +56,15 @@ def fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
 
 
+def _has_no_elements(tensor: Tensor, name: str) -> bool:
+    """A tensor with no elements (a layer with 0 inputs, say) has nothing to initialise and no fan to scale by:
+    leave it, with a warning (as PyTorch does)."""
+    if tensor.size == 0:
+        warnings.warn(f"{name}: a tensor of shape {tensor.shape} has no elements to initialise", stacklevel=3)
+        return True
+    return False
+
+
 def _fill(tensor: Tensor, values) -> Tensor:
     tensor.data[...] = values  # in place, keeping the tensor's dtype
     return tensor
@@ -83,6 +93,8 @@ def ones_(tensor: Tensor) -> Tensor:
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)): variance gain^2 * 2 / (fan_in + fan_out)."""
+    if _has_no_elements(tensor, "xavier_uniform_"):
+        return tensor
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
     bound = math.sqrt(3.0) * std  # a uniform on [-a, a] has standard deviation a / sqrt(3)
@@ -91,6 +103,8 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    if _has_no_elements(tensor, "xavier_normal_"):
+        return tensor
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
@@ -108,12 +122,16 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonli
 
     `mode="fan_in"` keeps the forward signal's scale, `"fan_out"` the backward gradient's.
     """
+    if _has_no_elements(tensor, "kaiming_uniform_"):
+        return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
     """N(0, std^2), std = gain / sqrt(fan)."""
+    if _has_no_elements(tensor, "kaiming_normal_"):
+        return tensor
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
 
 
@@ -122,6 +140,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     columns. Tensors with more than 2 dimensions are flattened to (shape[0], rest)."""
     if tensor.ndim < 2:
         raise OpError(f"orthogonal_: needs a tensor with at least 2 dimensions, got shape {tensor.shape}")
+    if _has_no_elements(tensor, "orthogonal_"):
+        return tensor
     rows = tensor.shape[0]
     cols = tensor.size // rows
     flat = generator().standard_normal((rows, cols))

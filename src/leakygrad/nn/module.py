@@ -127,7 +127,9 @@ class Module:
         moves with `.double()`, but it is not a parameter and gets no gradient."""
         if name not in self._buffer_names:
             self._buffer_names.append(name)
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
         object.__setattr__(self, name, tensor)
         _structure_changed()
@@ -215,6 +217,9 @@ class Module:
 
     def train(self, mode: bool = True) -> Module:
         """Training mode (the default): dropout drops, batch norm uses and updates batch statistics."""
+        if not isinstance(mode, (bool, np.bool_)):
+            raise ValueError(f"{type(self).__name__}.train: mode should be True or False, got {mode!r}")
+        mode = bool(mode)
         for module in self.modules():
             module.training = mode
         return self

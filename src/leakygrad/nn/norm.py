@@ -78,7 +78,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        shape = F._shape(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         self.weight = Parameter(np.ones(shape, dtype=np.float32)) if elementwise_affine else None
         self.bias = Parameter(np.zeros(shape, dtype=np.float32)) if elementwise_affine and bias else None

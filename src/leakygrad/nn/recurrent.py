@@ -88,8 +88,13 @@ class _Recurrent(Module):
         fused: bool = True,
     ):
         super().__init__()
+        name = type(self).__name__
         if num_layers < 1:
-            raise OpError(f"{type(self).__name__}: num_layers must be at least 1, got {num_layers}")
+            raise OpError(f"{name}: num_layers must be at least 1, got {num_layers}")
+        if hidden_size < 1:
+            raise OpError(f"{name}: hidden_size must be at least 1, got {hidden_size}")
+        if not 0 <= dropout <= 1:
+            raise OpError(f"{name}: dropout must be between 0 and 1, got {dropout}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout, self.fused = bias, batch_first, dropout, fused
         rows = GATES[self.mode] * hidden_size
@@ -121,6 +126,8 @@ class _Recurrent(Module):
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             layout = "(N, T, input_size)" if self.batch_first else "(T, N, input_size)"
             raise OpError(f"{name}: expects a sequence {layout} with input_size {self.input_size}, got {x.shape}")
+        if (x.shape[1] if x.ndim == 3 and self.batch_first else x.shape[0]) == 0:
+            raise OpError(f"{name}: the sequence {x.shape} has no time steps")
         if x.ndim == 2:
             return x.unsqueeze(1), True
         return (x.transpose(1, 0, 2) if self.batch_first else x), False
@@ -129,11 +136,12 @@ class _Recurrent(Module):
         expected = (self.num_layers, self.hidden_size) if unbatched else (self.num_layers, batch, self.hidden_size)
         if state is None:
             return Tensor(np.zeros((self.num_layers, batch, self.hidden_size), dtype=dtype), dtype=dtype)
+        if not isinstance(state, Tensor):
+            name = type(self).__name__
+            raise OpError(f"{name}: {what} should be a Tensor of shape {expected}, got {type(state).__name__}")
         if state.shape != expected:
-            raise OpError(
-                f"{type(self).__name__}: {what} should have shape {expected} (num_layers, batch, "
-                f"hidden_size), got {state.shape}"
-            )
+            axes = "(num_layers, hidden_size)" if unbatched else "(num_layers, batch, hidden_size)"
+            raise OpError(f"{type(self).__name__}: {what} should have shape {expected} {axes}, got {state.shape}")
         return state.unsqueeze(1) if unbatched else state
 
     def _between_layers(self, layer: int, sequence: Tensor) -> Tensor:
@@ -212,6 +220,8 @@ class LSTM(_Recurrent):
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None):
         sequence, unbatched = self._time_major(x)
+        if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
+            raise OpError(f"LSTM: the initial state should be a pair (h0, c0), got {_describe(state)}")
         h0, c0 = (None, None) if state is None else state
         h0 = self._initial_state(h0, sequence.shape[1], sequence.dtype, unbatched, "h0")
         c0 = self._initial_state(c0, sequence.shape[1], sequence.dtype, unbatched, "c0")
@@ -255,6 +265,10 @@ class GRU(_Recurrent):
         return self._output(sequence, unbatched), (h_n.squeeze(1) if unbatched else h_n)
 
 
+def _describe(value) -> str:
+    return f"a Tensor of shape {value.shape}" if isinstance(value, Tensor) else f"a {type(value).__name__}"
+
+
 # ---------------------------------------------------------------------------------------------------- cells
 
 
@@ -286,6 +300,8 @@ class RNNCell(_Cell):
     mode = "rnn"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh"):
+        if nonlinearity not in ("tanh", "relu"):
+            raise OpError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__(input_size, hidden_size, bias)
         self.nonlinearity = nonlinearity
 
