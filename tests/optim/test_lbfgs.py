@@ -123,3 +123,31 @@ def test_lbfgs_needs_a_closure_and_a_single_group():
         optim.LBFGS([x]).step(None)
     with pytest.raises(ValueError, match="single parameter group"):
         optim.LBFGS([{"params": [x]}, {"params": [lg.Tensor([1.0], requires_grad=True)]}])
+
+
+def test_a_loss_linear_along_the_search_direction_extrapolates_like_pytorch():
+    # Along a line the cubic fit divides by zero (g1 = g2): its minimum is infinitely far downhill, so the step
+    # goes to the bound on that side, as PyTorch's tensors (which divide to inf) have it. It used to raise.
+    assert cubic_minimum(0.0, 1.0, -1.0, 0.5, 0.5, -1.0, bounds=(0.505, 5.0)) == 5.0
+    assert cubic_minimum(0.5, 0.5, 1.0, 0.0, 0.0, 1.0, bounds=(-5.0, -0.005)) == -5.0
+    x = lg.Tensor(np.zeros(2), requires_grad=True, dtype="float64")
+    tx = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    ours = optim.LBFGS([x], line_search_fn="strong_wolfe")
+    theirs = torch.optim.LBFGS([tx], line_search_fn="strong_wolfe")
+
+    def closure():
+        ours.zero_grad()
+        loss = (x - 10.0).abs().sum()  # |w - 10|: linear all the way from 0 to the kink
+        loss.backward()
+        return loss
+
+    def torch_closure():
+        theirs.zero_grad()
+        loss = (tx - 10.0).abs().sum()
+        loss.backward()
+        return loss
+
+    ours.step(closure)
+    theirs.step(torch_closure)
+    np.testing.assert_allclose(x.data, tx.detach().numpy())
+    np.testing.assert_allclose(x.data, [10.0, 10.0])

@@ -94,3 +94,27 @@ def test_schedules_of_another_optimiser_are_refused():
         sched.SequentialLR(a, [sched.StepLR(a, 2), sched.StepLR(b, 2)], milestones=[3])
     with pytest.raises(ValueError, match="2 schedulers need 1 milestones"):
         sched.SequentialLR(a, [sched.StepLR(a, 2), sched.StepLR(a, 2)], milestones=[])
+
+
+def test_lambda_lr_takes_one_function_per_group_as_pytorch_does():
+    def make(lib, S):
+        a, b = lib([1.0], requires_grad=True), lib([2.0], requires_grad=True)
+        opt = (optim if lib is lg.Tensor else torch.optim).SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
+        return opt, S.LambdaLR(opt, [lambda e: 0.9**e, lambda e: 1 / (1 + e)])
+
+    ours, theirs = make(lg.Tensor, sched)[1], make(torch.tensor, torch_sched)[1]
+    for _ in range(6):
+        np.testing.assert_allclose(ours.get_last_lr(), theirs.get_last_lr(), rtol=1e-15)
+        ours.optimizer.step()
+        theirs.optimizer.step()
+        ours.step()
+        theirs.step()
+    assert "lr_lambdas" not in ours.state_dict()  # functions cannot be saved
+    with pytest.raises(ValueError, match="LambdaLR: 1 functions for 2 parameter groups"):
+        sched.LambdaLR(ours.optimizer, [lambda e: 1.0])
+
+
+def test_a_schedule_for_an_optimiser_without_a_learning_rate_is_refused_by_name():
+    w = lg.Tensor([1.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"StepLR: SLS has no learning rate \('lr'\) to schedule"):
+        sched.StepLR(optim.SLS([w]), step_size=2)

@@ -1,5 +1,7 @@
 """Each optimiser against its PyTorch twin: 50 steps on the same float64 problem, trajectories agree to 1e-6."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -174,9 +176,17 @@ def test_the_same_parameter_twice_is_refused():
     "make, message",
     [
         (lambda p: optim.SGD(p, lr=-1), "lr must be >= 0"),
-        (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov"),
+        (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov .* got momentum=0.0, dampening=0.0"),
         (lambda p: optim.Adam(p, betas=(1.0, 0.9)), r"betas\[0\] must be in \[0.0, 1.0\)"),
         (lambda p: optim.Signum(p, momentum=1.5), "momentum must be in"),
+        # a NaN is outside every range (it compares false with everything, and used to pass)
+        (lambda p: optim.Adam(p, lr=math.nan), "Adam: lr must be >= 0.0, got nan"),
+        (lambda p: optim.Adam(p, betas=(math.nan, 0.9)), r"Adam: betas\[0\] must be in \[0.0, 1.0\), got nan"),
+        (lambda p: optim.RMSprop(p, alpha=math.nan), "RMSprop: alpha .* got nan"),
+        (lambda p: optim.LBFGS(p, history_size=0), "LBFGS: history_size must be a whole number >= 1, got 0"),
+        (lambda p: optim.SLS(p, beta=0.0), "SLS: beta must be > 0"),
+        (lambda p: optim.SLS(p, eta_max=-1.0), "SLS: eta_max must be >= 0"),
+        (lambda p: optim.SLS(p, max_backtracks=0), "SLS: max_backtracks must be a whole number >= 1, got 0"),
     ],
 )
 def test_bad_hyperparameters_get_a_clear_error(make, message):
@@ -206,3 +216,14 @@ def test_line_search_optimisers_keep_float32_and_record_no_graph(problem, make):
     opt.step(closure)
     assert loss_fn().item() < first
     assert all(p.dtype == np.float32 and p.op is None for p in params)
+
+
+def test_the_state_of_another_kind_of_optimiser_is_refused_by_name(problem):
+    params = [lg.Tensor(w, requires_grad=True, dtype="float64") for w in problem.initial]
+    adam = optim.Adam(params)
+    with pytest.raises(
+        ValueError,
+        match=r"SGD.load_state_dict: parameter group 0 of the saved state has no "
+        r"momentum, .*: it was saved by another kind of optimiser \(its settings: .*betas",
+    ):
+        optim.SGD(params, lr=0.1, momentum=0.9).load_state_dict(adam.state_dict())

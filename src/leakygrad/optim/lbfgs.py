@@ -44,7 +44,11 @@ from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, loss_valu
 
 def cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
     """The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, clamped to `bounds`
-    (default: between x1 and x2). When the cubic has no minimum, the middle of the bounds."""
+    (default: between x1 and x2). When the cubic has no minimum, the middle of the bounds.
+
+    Along a line (g1 = g2 = the slope between the points: a hinge or an absolute error away from its kink) the
+    formula divides by zero: the minimum is infinitely far downhill, so the step goes to the bound on that side,
+    as in PyTorch (whose tensors divide to +-inf)."""
     low, high = bounds if bounds is not None else (min(x1, x2), max(x1, x2))
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 * d1 - g1 * g2
@@ -52,10 +56,21 @@ def cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
         return (low + high) / 2.0
     d2 = math.sqrt(d2_square)
     if x1 <= x2:
-        minimum = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        minimum = x2 - (x2 - x1) * _divide(g2 + d2 - d1, g2 - g1 + 2 * d2)
     else:
-        minimum = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+        minimum = x1 - (x1 - x2) * _divide(g1 + d2 - d1, g1 - g2 + 2 * d2)
+    if math.isnan(minimum):  # 0 / 0: no direction to prefer
+        return (low + high) / 2.0
     return min(max(minimum, low), high)
+
+
+def _divide(numerator: float, denominator: float) -> float:
+    """numerator / denominator as floating point has it: x / 0 is +-inf (by the signs of both), 0 / 0 is nan."""
+    if denominator != 0:
+        return numerator / denominator
+    if numerator == 0 or math.isnan(numerator):
+        return math.nan
+    return math.copysign(math.inf, numerator) * math.copysign(1.0, denominator)
 
 
 def strong_wolfe(evaluate, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
@@ -153,6 +168,9 @@ class LBFGS(Optimizer):
         line_search_fn: str | None = None,
     ):
         check_hyperparameter("LBFGS", "lr", lr)
+        for name, value in (("max_iter", max_iter), ("history_size", history_size)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"LBFGS: {name} must be a whole number >= 1, got {value!r}")
         if line_search_fn not in (None, "strong_wolfe"):
             raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
         if max_eval is None:

@@ -36,6 +36,11 @@ class LRScheduler:
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__}: expected a leakygrad optimiser, got {type(optimizer).__name__}")
+        if any("lr" not in group for group in optimizer.param_groups):
+            raise TypeError(
+                f"{type(self).__name__}: {type(optimizer).__name__} has no learning rate ('lr') to schedule "
+                "(it chooses its own step size)"
+            )
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -92,24 +97,33 @@ class LRScheduler:
 
     def state_dict(self) -> dict:
         """Everything but the optimiser (and functions, which cannot be saved)."""
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer" and not callable(v)}
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas") and not callable(v)}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.__dict__.update(state_dict)
 
 
 class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(epoch), for any function of the epoch."""
+    """lr = base_lr * lr_lambda(epoch), for any function of the epoch; or a list of functions, one per
+    parameter group."""
 
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float], last_epoch: int = -1):
-        self.lr_lambda = lr_lambda
+    def __init__(
+        self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable], last_epoch: int = -1
+    ):
+        groups = len(optimizer.param_groups) if isinstance(optimizer, Optimizer) else 0
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != groups:
+                raise ValueError(f"LambdaLR: {len(lr_lambda)} functions for {groups} parameter groups")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * groups
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
         return self.closed_form_lr()
 
     def closed_form_lr(self) -> list[float]:
-        return [base_lr * self.lr_lambda(self.last_epoch) for base_lr in self.base_lrs]
+        return [base_lr * f(self.last_epoch) for base_lr, f in zip(self.base_lrs, self.lr_lambdas)]
 
 
 class StepLR(LRScheduler):

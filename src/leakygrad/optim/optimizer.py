@@ -175,6 +175,12 @@ class Optimizer:
                 f"this optimiser has {len(self.param_groups)}"
             )
         for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            missing = [key for key in self.defaults if key not in saved]
+            if missing:
+                raise ValueError(
+                    f"{name}.load_state_dict: parameter group {i} of the saved state has no {', '.join(missing)}: "
+                    f"it was saved by another kind of optimiser (its settings: {', '.join(sorted(saved))})"
+                )
             if len(saved["params"]) != len(group["params"]):
                 raise ValueError(
                     f"{name}.load_state_dict: parameter group {i} has {len(saved['params'])} parameters in the "
@@ -276,7 +282,7 @@ def check_hyperparameter(optimiser: str, name: str, value, low: float = 0.0, hig
     """Raise a clear error when a hyperparameter is outside [low, high) (high is open, low closed)."""
     if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool):
         raise TypeError(f"{optimiser}: {name} must be a number, got {value!r}")
-    if value < low or (high is not None and value >= high):
+    if not value >= low or (high is not None and not value < high):  # (a NaN fails both comparisons)
         bounds = f">= {low}" if high is None else f"in [{low}, {high})"
         raise ValueError(f"{optimiser}: {name} must be {bounds}, got {value}")
 

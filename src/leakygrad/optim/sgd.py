@@ -34,7 +34,10 @@ class SGD(Optimizer):
         check_hyperparameter("SGD", "momentum", momentum)
         check_hyperparameter("SGD", "weight_decay", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
+            raise ValueError(
+                f"SGD: Nesterov momentum needs momentum > 0 and dampening = 0, got momentum={momentum}, "
+                f"dampening={dampening}"
+            )
         defaults = dict(
             lr=lr,
             momentum=momentum,

@@ -58,6 +58,12 @@ class SLS(Optimizer):
         check_hyperparameter("SLS", "c", c, 0.0, 1.0)
         check_hyperparameter("SLS", "beta", beta, 0.0, 1.0)
         check_hyperparameter("SLS", "gamma", gamma, 1.0)
+        check_hyperparameter("SLS", "eta_max", eta_max)
+        if beta == 0 or eta_max == 0 or init_step_size == 0:  # each would make every step zero
+            zero = "beta" if beta == 0 else "eta_max" if eta_max == 0 else "init_step_size"
+            raise ValueError(f"SLS: {zero} must be > 0 (with 0 every step after backtracking is 0)")
+        if not isinstance(max_backtracks, int) or max_backtracks < 1:
+            raise ValueError(f"SLS: max_backtracks must be a whole number >= 1, got {max_backtracks!r}")
         if reset_option not in (0, 1, 2):
             raise ValueError(
                 "SLS: reset_option must be 0 (keep the last step size), 1 (grow it by "
