@@ -113,6 +113,19 @@ def test_usage_errors_say_what_to_do(tmp_path, capsys):
     assert "--every must be 1 or more" in capsys.readouterr().err
 
 
+def test_a_report_that_cannot_be_written_is_refused_before_the_training_runs(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("open(__file__ + '.ran', 'w').close()\n")
+    missing = tmp_path / "no" / "such" / "folder" / "r.html"
+    assert main(["doctor", "--html", str(missing), str(script)]) == 2  # (it ran, then exited 0 with no report)
+    assert (
+        f"cannot write the report to {missing}: the folder {missing.parent} does not exist" in capsys.readouterr().err
+    )
+    assert main(["doctor", "--json", str(tmp_path), str(script)]) == 2
+    assert "that is a folder; give a file name" in capsys.readouterr().err
+    assert not (tmp_path / "train.py.ran").exists()  # the training never started
+
+
 def test_every_model_the_script_creates_is_watched(tmp_path, capsys):
     gan = tmp_path / "gan.py"
     gan.write_text(

@@ -3,13 +3,21 @@ optimisers made anew, frozen layers, half precision, checkpointing, LBFGS, clipp
 Each test failed before the probe handled its pattern."""
 
 import gc
+import json
+import os
+import subprocess
+import sys
 import weakref
+from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import leakygrad.doctor as doctor
+
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def mlp(seed=0):
@@ -393,3 +401,108 @@ def test_a_bias_that_cancels_in_a_difference_is_a_warning_not_an_error():
 
     findings = train_and_diagnose(net, siamese, steps=60)
     assert findings == [("warning", "no_gradient", "sequential.2")]  # (an error, as for a graph cut)
+
+
+COMPILED_SCRIPT = """
+import sys, torch
+from torch import nn
+torch.manual_seed(0)
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+{compile}
+opt = torch.optim.Adam(model.parameters(), 1e-2)
+for step in range(12):
+    opt.zero_grad(); nn.functional.mse_loss(net(x), y).backward(); opt.step()
+print(repr([p.detach().sum().item() for p in model.parameters()]))
+"""
+
+
+@pytest.mark.parametrize(
+    "compile_line",
+    ["net = torch.compile(model, backend='eager')", "model.compile(backend='eager'); net = model"],
+    ids=["torch.compile", "module.compile"],
+)
+def test_a_compiled_model_trains_as_it_would_and_its_parameters_are_measured(tmp_path, compile_line):
+    # The global hooks were traced into the compiled code, and dynamo failed on them: the script crashed.
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED_SCRIPT.format(compile=compile_line))
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    watched = subprocess.run(
+        [sys.executable, "-m", "leakygrad", "doctor", "--every", "1", "--json", str(tmp_path / "r.json"), str(script)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert plain.returncode == 0 and watched.returncode == 0, watched.stderr
+    assert watched.stdout == plain.stdout  # the same parameters, bit for bit
+    assert "global hooks" not in watched.stderr  # (PyTorch's warning about our hooks is not the user's business)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["steps"] == 12 and "notes" not in report
+
+
+PER_SAMPLE_SCRIPT = """
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+torch.manual_seed(0)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+def loss_of(p, xi, yi):
+    return nn.functional.mse_loss(functional_call(model, p, (xi[None],)), yi[None])
+for step in range(4):
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    grads = vmap(grad(loss_of), in_dims=(None, 0, 0))(params, x, y)
+    for name, p in model.named_parameters():
+        p.grad = grads[name].mean(0)
+    opt.step()
+"""
+
+
+def test_per_sample_gradients_with_torch_func_are_followed_without_internal_errors(tmp_path):
+    script = tmp_path / "per_sample.py"
+    script.write_text(PER_SAMPLE_SCRIPT)
+    run = doctor.run_script(script, every=1)
+    assert run.exit_code == 0
+    # (each forward under vmap raised inside the hooks, on functorch's tensors, which have no storage to read)
+    assert run.doctor.notes == []
+    # the model, first called inside the transform, is found at the optimiser step: its own parameters measured
+    assert run.doctor.steps == 4 and run.doctor.history.records[-1].grad_norm > 0
+
+
+def test_an_optimiser_step_before_any_forward_is_no_internal_error(tmp_path):
+    script = tmp_path / "step_first.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "x, y = torch.randn(64, 8), torch.randn(64, 1)\n"
+        "model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "opt.step()  # (scripts do this to start a scheduler without its warning)\n"
+        "for i in range(5):\n"
+        "    opt.zero_grad(); nn.functional.mse_loss(model(x), y).backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=1)
+    assert run.exit_code == 0 and run.doctor.notes == []  # (an empty list of parameters made PyTorch raise)
+
+
+class PassThrough(nn.Module):
+    """A ReLU written as a function, then a dropout of 0 that returns the very tensor it was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin, self.drop, self.out = nn.Linear(8, 16), nn.Dropout(0.0), nn.Linear(16, 1)
+        nn.init.constant_(self.lin.bias, -20.0)  # every unit dead
+
+    def forward(self, x):
+        return self.out(self.drop(nn.functional.relu(self.lin(x))))
+
+
+def test_a_module_that_passes_its_input_through_does_not_name_the_operation_before_it():
+    torch.manual_seed(0)
+    model = PassThrough()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, x, y, 8)
+    dead = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert [f.where for f in dead] == ["relu after lin"]  # (it was named `drop`)

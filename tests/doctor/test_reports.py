@@ -90,3 +90,46 @@ def test_notebook_display():
     style = html[html.index("<style>") + 7 : html.index("</style>")]
     assert all(rule.startswith(".lg-doctor") for rule in style.split("}") if rule)  # scoped: the page keeps its look
     assert repr(doctor).startswith("<Doctor: 200 steps, ")
+
+
+def test_a_non_finite_gradient_has_its_own_colour_in_the_heat_map():
+    from leakygrad.doctor import svg
+
+    chart = svg.heatmap(["net.0"], [0, 4, 8], [[1.0, float("nan"), 0.0]], "gradient norm", "")
+    cells = re.findall(r'<rect x="[^"]+" y="10" width="[^"]+" height="16" fill="([^"]+)"[^>]*data-tip="([^"]+)"', chart)
+    fills = {tip.split(": ")[1].split(" ")[0]: fill for fill, tip in cells}
+    assert fills["not"] == svg.NONFINITE_FILL != fills["0"] == "#000"  # (a NaN was painted black: "exactly 0")
+    assert "NaN/Inf" in chart
+
+
+def nan_run(first_nan: int, steps: int = 60):
+    doctor = Doctor(every=4)
+    for step in range(steps):
+        doctor.add_loss(step, 1.0 / (1 + step) if step < first_nan else float("nan"))
+    doctor.set_steps(steps)
+    doctor.set_nonfinite(NonfiniteEvent(step=first_nan, phase="forward", where="log", op="log", module="net.2"))
+    return doctor
+
+
+def test_the_loss_chart_shows_where_the_loss_stopped_being_finite():
+    html = report_html.render(nan_run(first_nan=30))
+    loss_section = html[html.index("<h2>Loss") : html.index("<h2>Gradient norm per layer")]
+    assert "loss not finite on 30 steps from here" in loss_section  # the shaded stretch
+    assert "nonfinite at log from step 30" in loss_section  # its marker (it fell off the axis, which ended at 29)
+    only_nan = report_html.render(nan_run(first_nan=0))
+    assert "The loss was not finite (NaN or Inf) on all 60 steps recorded, from step 0" in only_nan
+    assert "No loss was recorded" not in only_nan
+
+
+def test_a_report_with_nothing_or_too_little_to_judge_says_so():
+    nothing = Doctor()
+    assert "  nothing to judge: no training step was seen" in report_text.render(nothing)
+    assert "no leaks found" not in report_text.render(nothing)
+    assert "Nothing to judge" in report_html.render(nothing) and "the loss moves" not in report_html.render(nothing)
+    short = Doctor(every=16)
+    short.record(StepRecord(step=0, loss=1.0))
+    short.add_loss(0, 1.0)
+    short.set_steps(1)
+    text = report_text.render(short)
+    assert text.startswith("leakygrad doctor: 1 step, 1 sampled")  # (it said "1 steps")
+    assert "no leaks found, but only 1 sampled step: most rules need 3" in text

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from leakygrad.doctor import Doctor, Finding, Thresholds, diagnose
+from leakygrad.doctor.findings import sort_findings
 from leakygrad.doctor.history import History
 from leakygrad.doctor.rules import (
     accumulating_rule,
@@ -302,3 +303,52 @@ def test_a_nan_after_a_rising_loss_blames_the_learning_rate():
     calm.loss.add(5, math.nan)
     [explained] = diagnose(calm, T)
     assert "rose from" not in explained.explanation
+
+
+# --- findings one leak explains, and numbers at the edge ---------------------------------------------------------
+def test_a_gradient_that_underflowed_to_zero_is_part_of_the_vanishing_not_a_missing_gradient():
+    # 12 layers: the 4 nearest the input get exactly zero (float32 underflow); the chain above them vanishes
+    def record(step):
+        r = chain(step, [0.0] * 4 + [10.0 ** (-40 + 5 * i) for i in range(8)])
+        r.param_has_grad = {f"l{i}.weight": i >= 4 for i in range(12)}
+        r.param_zero_grad = {f"l{i}.weight": i < 4 for i in range(12)}
+        r.param_module = {f"l{i}.weight": f"l{i}" for i in range(12)}
+        return r
+
+    findings = diagnose(history_of([record(s) for s in range(0, 60, 10)]))
+    assert [(f.symptom, f.where) for f in findings] == [("vanishing_gradient", "l0")]  # (4 no_gradient warnings)
+    [f] = findings
+    assert f.evidence["input_layer"] == "l4" and f.evidence["zero_gradient_layers"] == ["l0", "l1", "l2", "l3"]
+    assert "of the gradient at `l11`, 7 layers nearer the loss" in f.explanation  # l4 .. l11: 7 apart (it said 8)
+    assert "4 layers (`l0` to `l3`) receive a gradient of exactly zero" in f.explanation
+
+
+def test_findings_of_many_layers_are_listed_in_the_layers_order():
+    findings = [Finding("no_gradient", f"model.{i}", 0, "warning", {}) for i in (10, 2, 0, 12)]
+    assert [f.where for f in sort_findings(findings)] == ["model.0", "model.2", "model.10", "model.12"]
+
+
+def test_updates_of_exactly_zero_are_a_zero_learning_rate_only_when_gradients_arrive():
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    moving = [with_ratio(s, 0.0) for s in range(0, 100, 10)]
+    for r in moving:
+        r.grad_norm = 0.5
+    [f] = diagnose(history_of(moving, losses=flat))
+    assert f.evidence["learning_rate"] == "zero"
+    assert "the learning rate is zero" in f.explanation and "param_groups[0]['lr']" in f.remedies[0]
+    still = [with_ratio(s, 0.0) for s in range(0, 100, 10)]
+    for r in still:
+        r.grad_norm = 0.0  # no gradient at all (a clamp that blocks everything): not the learning rate
+    [f] = diagnose(history_of(still, losses=flat))
+    assert f.evidence["learning_rate"] is None and "no gradient reaches them" in f.explanation
+
+
+def test_a_stall_where_most_layers_do_not_move_but_one_does_is_not_called_normal():
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    records = []
+    for step in range(0, 100, 10):
+        layers = {f"l{i}": LayerStats(f"l{i}", "Linear", i, has_weights=True, update_ratio=r)
+                  for i, r in enumerate([0.0, 0.0, 1e-9, 2e-3])}  # fmt: skip
+        records.append(StepRecord(step=step, layers=layers, grad_norm=1.0))
+    [f] = diagnose(history_of(records, losses=flat))
+    assert "normal size" not in f.explanation and "Most layers barely move" in f.explanation

@@ -6,6 +6,7 @@ Usage: leakygrad doctor [--json PATH] [--html PATH] [--every N] [--quiet] SCRIPT
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -55,9 +56,14 @@ def run(args) -> int:
     if not script.is_file():
         print(f"leakygrad doctor: no script at {script} (expected a Python file to run)", file=sys.stderr)
         return 2
+    html = args.html or (None if args.json else f"{script.stem}.doctor.html")
+    for path in (html, args.json):
+        problem = _cannot_write(path)
+        if problem:  # found before the training runs, not after it
+            print(f"leakygrad doctor: cannot write the report to {path}: {problem}", file=sys.stderr)
+            return 2
     result = run_script(script, script_args, every=args.every)
     doctor = result.doctor
-    html = args.html or (None if args.json else f"{script.stem}.doctor.html")
     written = []
     for path, format in ((html, "html"), (args.json, "json")):  # the option says the format, whatever the name
         if path is None:
@@ -73,3 +79,18 @@ def run(args) -> int:
         if "error" in worst or (args.fail_on == "warning" and "warning" in worst):
             return 3
     return result.exit_code
+
+
+def _cannot_write(path: str | None) -> str | None:
+    """Why a report could not be written at `path`, or None if it can (or no report goes there)."""
+    if path is None:
+        return None
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        return "that is a folder; give a file name"
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return "permission denied"
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 from leakygrad.doctor.explain import explain
 from leakygrad.doctor.findings import Finding, sort_findings
 from leakygrad.doctor.history import History
-from leakygrad.doctor.rules import RULES
+from leakygrad.doctor.rules import RULES, fold_explained
 from leakygrad.doctor.stats import NonfiniteEvent, StepRecord
 from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -37,7 +37,7 @@ def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> l
             explain(finding)
         except Exception as error:
             history.note(f"explaining {finding.symptom} failed: {type(error).__name__}: {error}")
-    return sort_findings(findings)
+    return sort_findings(fold_explained(findings))
 
 
 class Doctor:

@@ -36,6 +36,10 @@ def pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
+def _layers(count: int) -> str:
+    return "1 layer" if count == 1 else f"{count} layers"
+
+
 # --- vanishing / exploding --------------------------------------------------------------------------------------
 def explain_vanishing_gradient(f: Finding):
     e = f.evidence
@@ -45,7 +49,7 @@ def explain_vanishing_gradient(f: Finding):
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
         f"The gradient reaching `{e['input_layer']}` is {fmt(e['ratio'])} of the gradient at `{e['output_layer']}`, "
-        f"{e['layers']} layers nearer the loss.",
+        f"{_layers(e['layers'] - 1)} nearer the loss.",
         "Backprop multiplies the gradient, layer by layer, by each layer's local derivative: the transposed weight "
         "matrix and the activation's derivative.",
         f"Measured mean factor per layer: {fmt(e['mean_factor_per_layer'])}.",
@@ -53,6 +57,13 @@ def explain_vanishing_gradient(f: Finding):
     for name in squashing:
         parts.append(f"Here {DERIVATIVE_BOUNDS[name]}; measured mean {fmt(derivatives[name])}.")
     parts.append("Multiplied over the depth, the layers nearest the input receive almost no gradient and barely learn.")
+    zeroed = e.get("zero_gradient_layers")
+    if zeroed:
+        span = f"`{zeroed[0]}`" if len(zeroed) == 1 else f"`{zeroed[0]}` to `{zeroed[-1]}`"
+        parts.append(
+            f"Below `{e['input_layer']}`, {_layers(len(zeroed))} ({span}) receive a gradient of exactly zero: it "
+            "fell below the smallest number float32 holds (about 1e-45) and they do not learn at all."
+        )
     remedies = []
     if squashing:
         remedies.append(
@@ -89,8 +100,8 @@ def explain_exploding_gradient(f: Finding):
     text = (
         f"The gradient at `{e['input_layer']}` is {fmt(e['ratio'])} times the gradient at `{e['output_layer']}`: "
         "each layer multiplies it by its transposed weights and its activation's derivative, and here that factor "
-        f"averages {fmt(e['mean_factor_per_layer'])} per layer (above 1), so it compounds over the {e['layers']} "
-        "layers. The weights are initialised too large for the depth."
+        f"averages {fmt(e['mean_factor_per_layer'])} per layer (above 1), so it compounds over the "
+        f"{_layers(e['layers'] - 1)} between them. The weights are initialised too large for the depth."
     )
     remedies = [
         "Initialise with `nn.init.kaiming_normal_` (ReLU) or `nn.init.xavier_uniform_` (tanh/sigmoid): variance "
@@ -188,7 +199,8 @@ def explain_nonfinite(f: Finding):
     if phase == "forward":
         text = (
             f"At step {f.first_step} the forward pass produced {e['value']} at {at}, from finite inputs. From there it "
-            "spreads: the loss becomes non-finite, then every gradient, then (after the optimiser step) every weight."
+            "spreads to what is computed from it: the loss is non-finite, and the gradients that flow back through "
+            "a non-finite value, then the weights they update, can turn non-finite too."
         )
         if op in ("log", "log2", "log10"):
             text += " log(0) = -inf and log of a negative number is NaN."
@@ -319,6 +331,14 @@ def explain_blocked_gradient(f: Finding):
 def explain_no_gradient(f: Finding):
     e = f.evidence
     cuts = e.get("graph_cuts") or []
+    if e.get("gradient") == "exactly zero" and e.get("blocking_op") and not cuts:
+        text = (
+            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
+            f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: an "
+            "operation between them and the loss lets (nearly) no gradient through (see the blocked_gradient "
+            "finding), so they never learn."
+        )
+        return text, ["Fix the blocking operation named in the blocked_gradient finding; these then learn."]
     if e.get("gradient") == "exactly zero" and not cuts:
         text = (
             f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
@@ -379,10 +399,20 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
     text = f" Median update/weight ratio per step: {fmt(ratio)} (CS231n's rule of thumb: around 1e-3 is healthy)."
     verdict = e.get("learning_rate")
     remedies = []
+    if verdict == "zero":
+        text += (
+            " Not one weight changed in any sampled step: the learning rate is zero (a schedule or warm-up that starts "
+            "or ends at 0?), or the optimiser's steps are skipped."
+        )
+        remedies.append(
+            "Print the learning rate the optimiser actually uses, `optimizer.param_groups[0]['lr']`, at a few steps; "
+            "check the scheduler, and that `optimizer.step()` is reached."
+        )
+        return text, remedies
     if verdict == "far too low" and e.get("update_ratio_max") is not None:
         text += f" Even the layer that moves most changes by only {fmt(e['update_ratio_max'])} of its size per step."
     if verdict:
-        factor = 1e-3 / ratio
+        factor = 1e-3 / (ratio or e.get("update_ratio_max") or 1e-3)  # (a median of 0: most layers never move)
         text += f" The learning rate is {verdict}."
         remedies.append(
             f"Scale the learning rate by about {fmt(factor)} (to bring the ratio near 1e-3), or run a learning-rate "
@@ -415,10 +445,23 @@ def explain_stalled_loss(f: Finding):
     advice, remedies = _learning_rate_advice(e)
     text += advice
     if not e.get("learning_rate"):
-        text += (
-            " The updates have a normal size, so the gradient itself carries little signal: see the other findings "
-            "(vanishing, dead, blocked), and check that inputs and labels match."
-        )
+        median_ratio, largest = e.get("update_ratio_median"), e.get("update_ratio_max")
+        if largest == 0:
+            text += (
+                " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply. "
+                "See the other findings (blocked, dead, no gradient)."
+            )
+        elif median_ratio is not None and largest is not None and median_ratio < 1e-4 <= largest:
+            text += (
+                f" Most layers barely move, while the layer that moves most changes by {fmt(largest)} of its size per "
+                "step: a learning rate too low would hold back every layer alike, so the gradient is not reaching "
+                "the others. See the other findings (vanishing, dead, blocked)."
+            )
+        else:
+            text += (
+                " The updates have a normal size, so the gradient itself carries little signal: see the other "
+                "findings (vanishing, dead, blocked), and check that inputs and labels match."
+            )
         remedies.append("Fix the leak named by the other findings first; then check the data and the labels.")
     return text, remedies
 

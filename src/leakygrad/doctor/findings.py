@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 SYMPTOMS = (
@@ -54,8 +55,14 @@ class Finding:
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
-    """Most severe first; within a severity, in symptom order (causes before consequences), then earliest."""
+    """Most severe first; within a severity, in symptom order (causes before consequences), then earliest, then
+    in the order of the layers' names (`model.2` before `model.10`)."""
     return sorted(
         findings,
-        key=lambda f: (SEVERITIES.index(f.severity), SYMPTOMS.index(f.symptom), f.first_step, f.where),
+        key=lambda f: (SEVERITIES.index(f.severity), SYMPTOMS.index(f.symptom), f.first_step, natural_key(f.where)),
     )
+
+
+def natural_key(name: str) -> list:
+    """Sorts names with numbers in them by the numbers' values: 'model.2' < 'model.10'."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]

@@ -13,7 +13,7 @@ import math
 from html import escape
 from pathlib import Path
 
-from leakygrad.doctor import svg
+from leakygrad.doctor import report_text, svg
 from leakygrad.doctor.explain import fmt
 from leakygrad.doctor.rules import RELU_FAMILY, SQUASHING, median
 
@@ -79,7 +79,7 @@ def render(doctor) -> str:
         f"{doctor.every}); watching: {escape(watched)}.</p>",
         _counts(counts),
         "<h2>Findings</h2>",
-        _findings(findings),
+        _findings(findings, doctor),
         "<h2>Loss</h2>",
         '<p class="help">Mean loss per stretch of steps (band: lowest to highest); dashed lines: where findings '
         "began.</p>",
@@ -150,9 +150,11 @@ def _code(text: str) -> str:
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
-def _findings(findings) -> str:
+def _findings(findings, doctor) -> str:
     if not findings:
-        return '<p class="ok">No finding: gradients flow, units are alive, the loss moves.</p>'
+        if report_text.no_finding(doctor) == "no leaks found":
+            return '<p class="ok">No finding: gradients flow, units are alive, the loss moves.</p>'
+        return f'<p class="empty">{escape(report_text.no_finding(doctor)).capitalize()}.</p>'
     cards = []
     for f in findings:
         remedies = "".join(f"<li>{_code(r)}</li>" for r in f.remedies)
@@ -167,8 +169,13 @@ def _findings(findings) -> str:
 
 
 def _loss_chart(history, findings) -> str:
-    buckets = history.loss.buckets
+    buckets, loss = history.loss.buckets, history.loss
     if not buckets:
+        if loss.nonfinite_steps:
+            return (
+                f'<p class="empty">The loss was not finite (NaN or Inf) on all {loss.nonfinite_steps} steps recorded, '
+                f"from step {loss.first_nonfinite_step}: nothing to draw.</p>"
+            )
         return '<p class="empty">No loss was recorded (no backward() on a scalar).</p>'
     series = [
         {
@@ -191,7 +198,14 @@ def _loss_chart(history, findings) -> str:
         }
         for f in findings
     ]
-    return svg.line_chart(series, "training step", "loss" + (" (log)" if log else ""), log, markers, label="loss")
+    shade = None
+    if loss.first_nonfinite_step is not None:
+        shade = (loss.first_nonfinite_step, f"loss not finite on {loss.nonfinite_steps} steps from here")
+    last_step = max([history.steps - 1] + [f.first_step for f in findings])
+    return svg.line_chart(
+        series, "training step", "loss" + (" (log)" if log else ""), log, markers, label="loss", x_max=last_step,
+        shade_from=shade,
+    )  # fmt: skip
 
 
 def _heatmap(history) -> str:
@@ -381,6 +395,6 @@ def notebook_summary(doctor) -> str:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     return (
         f'<div><style>{scoped(CSS, ".lg-doctor")}</style><div class="lg-doctor">'
-        f"<b>leakygrad doctor</b>: {doctor.steps} steps watched. {_counts(counts)}{_findings(findings)}"
+        f"<b>leakygrad doctor</b>: {doctor.steps} steps watched. {_counts(counts)}{_findings(findings, doctor)}"
         f"{_loss_chart(doctor.history, findings)}</div></div>"
     )

@@ -12,16 +12,37 @@ def first_sentence(text: str, limit: int = 110) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 3] + "..."
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def no_finding(doctor) -> str:
+    """What a report without findings says: that nothing was seen, too little to judge, or no leak."""
+    history = doctor.history
+    if history.steps == 0:
+        return "nothing to judge: no training step was seen (no backward() through a watched model)"
+    needed = doctor.thresholds.min_records
+    if history.records_seen < needed:
+        return (
+            f"no leaks found, but only {plural(history.records_seen, 'sampled step')}: most rules need {needed} "
+            "(run longer, or with --every 1)"
+        )
+    return "no leaks found"
+
+
 def lines(doctor) -> list[tuple[str, str]]:
     """(style, text) pairs; style is a rich style name or ''."""
     history = doctor.history
     findings = doctor.findings
     out = []
     watched = ", ".join(dict.fromkeys(history.watched)) or "no PyTorch model seen"
-    head = f"leakygrad doctor: {history.steps} steps, {history.records_seen} sampled (every {doctor.every}); {watched}"
+    head = (
+        f"leakygrad doctor: {plural(history.steps, 'step')}, {history.records_seen} sampled (every {doctor.every}); "
+        f"{watched}"
+    )
     out.append(("bold", head))
     if not findings:
-        out.append(("green", "  no leaks found"))
+        out.append(("green", f"  {no_finding(doctor)}"))
     width = max((len(f.symptom) for f in findings), default=0)
     for f in findings:
         text = f"  {f.severity.upper():7s} {f.symptom:{width}s}  {f.where}  (from step {f.first_step}): "

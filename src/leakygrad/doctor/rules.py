@@ -105,6 +105,15 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     last = recent[-1]
     chain = weighted_chain(last)
     names = [layer.name for layer in chain]
+    # Vanished completely: layers nearer the input whose gradient arrived as exactly zero (float32 underflows
+    # below about 1e-45), left out of the chain, which measures ratios of nonzero norms.
+    zeroed = sorted(
+        (layer for layer in last.layers.values() if layer.has_weights and layer.out_grad_norm == 0)
+        if vanishing
+        else (),
+        key=lambda layer: layer.depth,
+    )
+    zeroed = [layer.name for layer in zeroed if layer.depth < chain[0].depth]
     norms = {name: median(_layer_values(recent, name, "out_grad_norm")) for name in names}
     gains = {}
     for lower, upper in zip(names, names[1:]):
@@ -124,8 +133,31 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
         "activation_mean_derivative": derivatives,
         "kinds": sorted({layer.kind for layer in chain}),
     }
+    if zeroed:
+        evidence["zero_gradient_layers"] = zeroed
     first = onset(history.healthy_records(), holds, t.persistence)
-    return [Finding(symptom, names[0], first if first is not None else recent[0].step, severity, evidence)]
+    where = zeroed[0] if zeroed else names[0]
+    return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
+
+
+def fold_explained(findings: list[Finding]) -> list[Finding]:
+    """Drop the findings another finding already explains: an exactly-zero gradient (`no_gradient` warning) in
+    a layer where a vanishing gradient has underflowed to zero is that vanishing gradient, not a second leak."""
+    zeroed = {
+        name
+        for f in findings
+        if f.symptom == "vanishing_gradient"
+        for name in f.evidence.get("zero_gradient_layers", ())
+    }
+
+    def explained(f: Finding) -> bool:
+        return (
+            f.symptom == "no_gradient"
+            and f.evidence.get("gradient") == "exactly zero"
+            and any(f.where == name or f.where.startswith(name + ".") for name in zeroed)
+        )
+
+    return [f for f in findings if not explained(f)]
 
 
 def _layer_values(records: list[StepRecord], name: str, attribute: str) -> list[float]:
@@ -400,7 +432,7 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         # the parameter, which has no effect on the loss (a bias that cancels in a difference of two outputs, or
         # a layer behind dead units, reported on their own). Worth a look, not an error, unless an operation that
         # blocks nearly all gradient (round, sign, a saturated clamp) explains the zeros.
-        always_zero = all(history.param_zero_grad.get(p, 0) == checked[p] for p in params) and not blocking
+        always_zero = all(history.param_zero_grad.get(p, 0) == checked[p] for p in params)
         evidence = {
             "parameters": params,
             "parameter_count": len(params),
@@ -408,8 +440,10 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             "gradient": "exactly zero" if always_zero else "none",
             "graph_cuts": cuts,
         }
+        if blocking:
+            evidence["blocking_op"] = True  # an op on the way blocks (nearly) all the gradient through it
         first_step = history.records[0].step if history.records else 0
-        severity = "warning" if always_zero and not cuts else "error"
+        severity = "warning" if always_zero and not cuts and not blocking else "error"
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
 
@@ -521,7 +555,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     overall = median(list(ratios.values()))
     verdict = None
     if not math.isnan(overall):
-        if overall > t.update_ratio_high:
+        gradient = any(r.grad_norm for r in history.recent() if r.grad_norm is not None)
+        if max(ratios.values()) == 0:
+            # not one weight changed: with a gradient, a learning rate of 0 or steps skipped; without, the gradient
+            verdict = "zero" if gradient else None
+        elif overall > t.update_ratio_high:
             verdict = "far too high"
         elif max(ratios.values()) < t.update_ratio_low:
             verdict = "far too low"  # not one layer moves (a low median alone may be a vanishing gradient)

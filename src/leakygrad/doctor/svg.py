@@ -128,11 +128,15 @@ def line_chart(
     height: int = 260,
     label: str = "line chart",
     x_names: list[str] | None = None,
+    x_max: float | None = None,
+    shade_from: tuple[float, str] | None = None,
 ) -> str:
     """series: [{"name", "x": [...], "y": [...], "low": [...]?, "high": [...]?, "color"}];
-    markers: [{"x", "label", "color"}] drawn as vertical lines; x_names: categorical x (x = 0, 1, ...).
+    markers: [{"x", "label", "short", "color"}] drawn as vertical lines (those at one x share a label);
+    x_names: categorical x (x = 0, 1, ...); x_max: extend the x axis to at least this; shade_from: (x, text), a
+    shaded band from x to the right edge (where the series has no values: the loss was not finite, say).
     On a log scale, values of exactly 0 are drawn as a red cross on the bottom edge."""
-    xs = [x for s in series for x in s["x"]]
+    xs = [x for s in series for x in s["x"]] + ([x_max] if x_max is not None and series[0]["x"] else [])
     ys = [y for s in series for key in ("y", "low", "high") for y in s.get(key) or []]
     ys = _positive(ys) if log_y else _finite(ys)
     if not xs or not ys:
@@ -177,16 +181,32 @@ def line_chart(
                         f'<circle cx="{x(a):.1f}" cy="{y(b):.1f}" r="2.2" fill="{color}"'
                         f"{_tip(f'{name} at {fmt(a)}: {fmt(b)}')}><title>{fmt(b)}</title></circle>"
                     )
-    for i, m in enumerate(markers or []):
-        if not (x.low <= m["x"] <= x.high):
-            continue
-        px = x(m["x"])
-        color = m.get("color", "#c62828")
+    if shade_from is not None and x.low <= shade_from[0] <= x.high:
+        sx = x(shade_from[0])
+        parts.append(
+            f'<rect x="{sx:.1f}" y="{top}" width="{max(right - sx, 1):.1f}" height="{bottom - top}" fill="#c62828" '
+            f'opacity="0.08"{_tip(shade_from[1])}><title>{escape(shade_from[1])}</title></rect>'
+        )
+        parts.append(_text(min(sx + 4, right - 4), bottom - 6, shade_from[1], "end" if sx > right - 200 else "start",
+                           fill="#c62828", size=10))  # fmt: skip
+    by_x: dict = {}
+    for m in markers or []:  # markers at one step share a line and a label
+        if x.low <= m["x"] <= x.high:
+            by_x.setdefault(m["x"], []).append(m)
+    for i, (step, group) in enumerate(sorted(by_x.items())):
+        px = x(step)
+        color = group[0].get("color", "#c62828")
+        label = "; ".join(m["label"] for m in group)
         parts.append(
             f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{bottom}" stroke="{color}" stroke-dasharray="4 3" '
-            f'stroke-width="1.4"{_tip(m["label"])}><title>{escape(m["label"])}</title></line>'
+            f'stroke-width="1.4"{_tip(label)}><title>{escape(label)}</title></line>'
         )
-        parts.append(_text(px + 3, top + 12 + 12 * (i % 4), m["short"], fill=color, size=10))
+        short = group[0]["short"] + (f" +{len(group) - 1}" if len(group) > 1 else "")
+        near_right = px > right - 7 * len(short)  # a label that would run off the chart goes to the left
+        parts.append(
+            _text(px - 3 if near_right else px + 3, top + 12 + 12 * (i % 4), short, "end" if near_right else "start",
+                  fill=color, size=10)
+        )  # fmt: skip
     if len(series) > 1:
         for i, s in enumerate(series):
             color = s.get("color", "#1565c0")
@@ -199,6 +219,9 @@ def line_chart(
 
 def _ok(value, log):
     return value is not None and math.isfinite(value) and (value > 0 or not log)
+
+
+NONFINITE_FILL = "#e0007a"  # a NaN or infinite value: no colour of the log scale, and not black (zero)
 
 
 def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]], label: str, unit: str) -> str:
@@ -214,7 +237,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     legend_width = 90
     cell_w = max(2.0, (WIDTH - left - legend_width - 10) / len(columns))
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
-    height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 40)
+    height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 56)
     parts = [_open(height, label)]
     for r, name in enumerate(rows):
         y = top + r * cell_h
@@ -226,8 +249,9 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
             value = values[r][c]
             x = left + c * cell_w
             if value is None or not math.isfinite(value) or value <= 0:
-                fill = "#ddd" if value is None else "#000"
-                text = f"{name}, step {step}: " + ("not measured" if value is None else f"{fmt(value)}")
+                fill = "#ddd" if value is None else "#000" if value == 0 else NONFINITE_FILL
+                state = "not measured" if value is None else "0" if value == 0 else "not finite (NaN or Inf)"
+                text = f"{name}, step {step}: {state}"
             else:
                 fill = ramp((math.log10(value) - low) / (high - low))
                 text = f"{name}, step {step}: {fmt(value)} {unit}"
@@ -256,6 +280,8 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     parts.append(_text(legend_x + 14, top + legend_h + 31, "0", fill="#555"))
     parts.append(f'<rect x="{legend_x + 28}" y="{top + legend_h + 22}" width="10" height="10" fill="#ddd"/>')
     parts.append(_text(legend_x + 42, top + legend_h + 31, "n/a", fill="#555"))
+    parts.append(f'<rect x="{legend_x}" y="{top + legend_h + 38}" width="10" height="10" fill="{NONFINITE_FILL}"/>')
+    parts.append(_text(legend_x + 14, top + legend_h + 47, "NaN/Inf", fill="#555"))
     parts.append("</svg>")
     return "".join(parts)
 

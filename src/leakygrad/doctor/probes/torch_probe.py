@@ -30,6 +30,7 @@ import functools
 import itertools
 import math
 import sys
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
@@ -323,6 +324,9 @@ class TorchProbe:
     def attach(self) -> None:
         if self.attached:
             return
+        # PyTorch warns that a torch.compile'd module meets global module hooks: ours, which do nothing inside
+        # compiled code. The user did nothing to cause it, so it is not shown.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
         for i, model in enumerate(self._given_models):
             name = self._given_name if (self._given_name and i == 0) else type(model).__name__.lower()
             self.add_root(model, name, prefixed=len(self._given_models) > 1)
@@ -389,13 +393,33 @@ class TorchProbe:
         return entry
 
     def _discover(self, module: nn.Module) -> ModuleInfo | None:
-        """A module called at top level with grad enabled and trainable parameters: a model to watch."""
+        """A module called at top level with grad enabled and trainable parameters: a model to watch. A module
+        compiled with torch.compile is watched as the module it wraps (under the wrapper's name)."""
         if module in self.rejected:
             return None
+        wrapped = getattr(module, "_orig_mod", None)
+        if isinstance(wrapped, nn.Module):
+            name = _global_name(module) or _global_name(wrapped) or type(wrapped).__name__.lower()
+            self.rejected.add(module)  # (the wrapper itself is not watched: its calls run compiled code)
+            if wrapped not in self.infos and wrapped not in self.rejected:
+                self._add_discovered(wrapped, name)
+            return None
+        return self._add_discovered(module, _global_name(module) or type(module).__name__.lower())
+
+    def _discover_owner(self, params: list) -> None:
+        """The script's model of an optimiser whose parameters no watched model has: one whose calls the hooks
+        never saw (`model.compile()` runs its forward as compiled code). Looked for among the script's globals."""
+        main = sys.modules.get("__main__")
+        wanted = {id(p) for p in params}
+        for name, value in list(vars(main).items()) if main is not None else ():
+            if isinstance(value, nn.Module) and value not in self.infos and value not in self.rejected:
+                if any(id(p) in wanted for p in value.parameters()):
+                    self._add_discovered(getattr(value, "_orig_mod", value), name)
+
+    def _add_discovered(self, module: nn.Module, name: str) -> ModuleInfo | None:
         if not any(p.requires_grad for p in module.parameters()):
             self.rejected.add(module)
             return None
-        name = _global_name(module) or type(module).__name__.lower()
         while name in self.root_names:
             name += "_"
         self.add_root(module, name, prefixed=bool(self.root_names))
@@ -451,7 +475,9 @@ class TorchProbe:
 
     # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
     def _on_forward_pre(self, module, args):
-        if self._hooks_paused:
+        # (inside torch.compile or a torch.func transform the hooks do nothing: the module runs as it would,
+        # unwatched inside, its parameters still measured at the optimiser step)
+        if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
         try:
             depth = self._depth
@@ -506,7 +532,7 @@ class TorchProbe:
         return (alias, *args[1:])
 
     def _on_forward(self, module, args, output):
-        if self._hooks_paused:
+        if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
         try:
             if self._depth:
@@ -520,6 +546,8 @@ class TorchProbe:
                 return None
             name = info.name
             node = y.grad_fn
+            if y is output and any(y is arg for arg in args):
+                return None  # its input passed through (Identity, a dropout of 0): the op that made it names it
             if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
                     state.names.tag(node, name)
@@ -776,6 +804,8 @@ class TorchProbe:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             # (a script run under the doctor has every optimiser watched: its model may not be discovered yet)
             known = self.discover or any(self._param_label(p) for p in params)
+            if self.discover and not any(self._param_label(p) for p in params):
+                self._discover_owner(params)
             self.optimizers[id(optimizer)] = known
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
@@ -863,6 +893,8 @@ class TorchProbe:
         state = self.state
         params, entries, samples = self._parameter_plan(candidates)
         state.params, state.samples = entries, samples  # the cached plan's: read, never changed
+        if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
+            return
         grads = [p.grad for p in params]
         # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
         with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
@@ -1200,6 +1232,13 @@ def _peak(per_unit: list[torch.Tensor]) -> torch.Tensor:
     """Per unit, its largest value over the calls of a site (its largest output, or its count of positive outputs,
     in each call): > 0 iff the unit fired in some call. A NaN in any call makes it NaN, which counts as not firing."""
     return per_unit[0] if len(per_unit) == 1 else torch.stack(per_unit).amax(dim=0)
+
+
+def _compiled_or_transformed() -> bool:
+    """Inside code torch.compile is tracing, or inside a torch.func transform (vmap, grad): where the hooks do
+    nothing. Traced, they would be compiled into the model; under a transform, the tensors are functorch's
+    wrappers (no storage to read) and the parameters its stand-ins."""
+    return torch.compiler.is_compiling() or torch._C._functorch.peek_interpreter_stack() is not None
 
 
 def _global_name(module: nn.Module) -> str | None:
