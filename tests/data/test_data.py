@@ -179,3 +179,30 @@ def test_digits_without_scikit_learn_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # makes the import fail
     with pytest.raises(ImportError, match=r"pip install 'leakygrad\[digits\]'"):
         data.load_digits()
+
+
+def test_a_split_that_leaves_a_set_empty_is_refused():
+    for fraction, empty in ((0.002, "test"), (0.998, "training")):
+        with pytest.raises(ValueError, match=f"test_fraction {fraction} leaves the {empty} set empty"):
+            data.load_digits(test_fraction=fraction)  # (it returned an empty set, silently)
+
+
+def test_an_empty_data_set_is_refused():
+    with pytest.raises(ValueError, match=r"DataLoader: the arrays hold no samples \(shape \(0, 3\)\)"):
+        data.DataLoader(np.zeros((0, 3)), batch_size=4)
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: data.blobs(n_samples=10.0), TypeError, "blobs: n_samples must be a whole number, got 10.0"),
+        (lambda: data.adding_problem(n_samples=-1), ValueError, "adding_problem: n_samples must be at least 1, got -1"),
+        (lambda: data.adding_problem(seq_len=1), ValueError, "adding_problem: seq_len must be at least 2, got 1"),
+        (lambda: data.spirals(n_classes=0), ValueError, "spirals: n_classes must be at least 1, got 0"),
+        (lambda: data.teacher_regression(n_in=2.5), TypeError, "teacher_regression: n_in must be a whole number"),
+        (lambda: data.copy_task(n_samples=0), ValueError, "copy_task: n_samples must be at least 1, got 0"),
+    ],
+)
+def test_bad_counts_for_the_synthetic_tasks_are_named(make, error, message):
+    with pytest.raises(error, match=message):
+        make()

@@ -46,6 +46,12 @@ def load_digits(test_fraction: float = 0.25, seed: int = 0, images: bool = False
     for label in np.unique(y):
         rows = rng.permutation(np.flatnonzero(y == label))
         test_rows.extend(rows[: round(test_fraction * len(rows))])
+    if not 0 < len(test_rows) < len(y):
+        empty = "test" if not test_rows else "training"
+        raise ValueError(
+            f"load_digits: test_fraction {test_fraction} leaves the {empty} set empty (each class gives "
+            "round(test_fraction x its size) images to the test set): use a fraction between 0.01 and 0.99"
+        )
     is_test = np.zeros(len(y), dtype=bool)
     is_test[test_rows] = True
     train = rng.permutation(np.flatnonzero(~is_test))

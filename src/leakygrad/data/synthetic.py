@@ -18,6 +18,15 @@ import numpy as np
 from leakygrad.engine.creation import generator
 
 
+def _counts(task: str, **counts) -> None:
+    """Refuse a count that is not a whole number, or is below its minimum: `counts` maps name -> (value, minimum)."""
+    for name, (value, minimum) in counts.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{task}: {name} must be a whole number, got {value!r}")
+        if value < minimum:
+            raise ValueError(f"{task}: {name} must be at least {minimum}, got {value}")
+
+
 def _rng(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(seed) if seed is not None else generator()
 
@@ -30,7 +39,8 @@ def blobs(
     The cluster centres are drawn uniformly from [-spread, spread] in each coordinate, the points around
     them with standard deviation `std`; classes are balanced and the samples shuffled.
     """
-    if n_classes < 1 or n_samples < n_classes:
+    _counts("blobs", n_samples=(n_samples, 1), n_classes=(n_classes, 1), n_features=(n_features, 1))
+    if n_samples < n_classes:
         raise ValueError(f"blobs: need n_classes >= 1 and at least one sample per class, got {n_samples}, {n_classes}")
     rng = _rng(seed)
     centers = rng.uniform(-spread, spread, size=(n_classes, n_features))
@@ -46,6 +56,7 @@ def spirals(n_per_class: int = 100, n_classes: int = 3, noise: float = 0.2, seed
     Class j's points have radii evenly spaced in [0, 1] and angles evenly spaced over [4j, 4(j + 1)]
     radians plus Gaussian noise of standard deviation `noise`: point = r * (sin t, cos t).
     """
+    _counts("spirals", n_per_class=(n_per_class, 1), n_classes=(n_classes, 1))
     rng = _rng(seed)
     X = np.zeros((n_per_class * n_classes, 2))
     y = np.zeros(n_per_class * n_classes, dtype=np.int64)
@@ -73,6 +84,7 @@ def teacher_regression(
     Returns `(X, y, teacher)` with y of shape (n_samples, n_out) and `teacher` the dict of the arrays
     W1, b1, W2, b2, so a student's weights can be compared with the truth.
     """
+    _counts("teacher_regression", n_samples=(n_samples, 1), n_in=(n_in, 1), n_hidden=(n_hidden, 1), n_out=(n_out, 1))
     rng = _rng(seed)
     teacher = {
         "W1": rng.standard_normal((n_in, n_hidden)) / np.sqrt(n_in),
@@ -96,8 +108,7 @@ def adding_problem(n_samples: int = 1000, seq_len: int = 50, seed=None):
     recurrent net must beat, and it can only do so by carrying the first marked value across the
     sequence. (Hochreiter & Schmidhuber 1997, experiment 4; this is the common form of Le et al. 2015.)
     """
-    if seq_len < 2:
-        raise ValueError(f"adding_problem: seq_len must be at least 2 (one marker in each half), got {seq_len}")
+    _counts("adding_problem", n_samples=(n_samples, 1), seq_len=(seq_len, 2))  # (seq_len: a marker in each half)
     rng = _rng(seed)
     values = rng.uniform(0.0, 1.0, size=(n_samples, seq_len))
     half = seq_len // 2
@@ -125,6 +136,7 @@ def copy_task(n_samples: int = 1000, delay: int = 20, n_symbols: int = 8, copy_l
     copy_length * log(n_symbols) / (delay + 2 * copy_length), the memoryless baseline.
     (Hochreiter & Schmidhuber 1997; the setting of Arjovsky, Shah & Bengio 2016.)
     """
+    _counts("copy_task", n_samples=(n_samples, 1))
     if delay < 1 or copy_length < 1 or n_symbols < 1:
         raise ValueError(
             f"copy_task: delay, copy_length and n_symbols must be >= 1, got {delay}, {copy_length}, {n_symbols}"
