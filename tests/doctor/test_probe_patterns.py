@@ -506,3 +506,15 @@ def test_a_module_that_passes_its_input_through_does_not_name_the_operation_befo
         sgd_steps(model, optimizer, x, y, 8)
     dead = [f for f in dr.findings if f.symptom == "dead_relu"]
     assert [f.where for f in dead] == ["relu after lin"]  # (it was named `drop`)
+
+
+def test_an_in_place_activation_is_named_by_its_module():
+    # nn.ReLU(inplace=True) returns the tensor it was given, changed: it is no pass-through
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(inplace=True), nn.Linear(16, 1))
+    nn.init.constant_(model[0].bias, -20.0)
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, x, y, 8)
+    assert [f.where for f in dr.findings if f.symptom == "dead_relu"] == ["sequential.1"]

@@ -59,7 +59,7 @@ class Thresholds:
     dead_min_examples: int = 128
     """... and those steps held at least this many examples (fewer is not enough to call a unit dead)."""
     dead_warning: float = 0.4
-    """Share of a layer's units that are dead above this: warning. Healthy ReLU layers measured <= 0.12."""
+    """Share of a layer's units that are dead above this: warning. Healthy ReLU layers measured 0 .. 0.08 (docs)."""
     dead_error: float = 0.7
     """... above this: error (most of the layer no longer passes any gradient)."""
 

@@ -208,6 +208,7 @@ class StepState:
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
+    input_nodes: dict = field(default_factory=dict)  # id(module) -> id of its (one) input's grad_fn at its call
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
@@ -492,6 +493,8 @@ class TorchProbe:
             if info is None or not grad_enabled or state is None:
                 return None
             state.order.setdefault(info.name, len(state.order))
+            if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
+                state.input_nodes[id(module)] = id(args[0].grad_fn)
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
                 for arg in inputs:
@@ -546,8 +549,10 @@ class TorchProbe:
                 return None
             name = info.name
             node = y.grad_fn
-            if y is output and any(y is arg for arg in args):
-                return None  # its input passed through (Identity, a dropout of 0): the op that made it names it
+            if y is output and len(args) == 1 and y is args[0] and state.input_nodes.get(id(module)) == id(node):
+                # its input passed through untouched (Identity, a dropout of 0): the op that made it names it. (An
+                # in-place activation returns its input too, changed: made anew by the activation's own node.)
+                return None
             if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
                     state.names.tag(node, name)
