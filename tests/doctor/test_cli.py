@@ -212,3 +212,15 @@ def test_the_option_says_the_report_format_whatever_the_file_is_called(script, t
     assert main(["doctor", "--quiet", "--json", str(as_json), "--html", str(as_html), str(script), "0"]) == 0
     assert json.loads(as_json.read_text())["version"] == 1  # (it was an HTML page: no .json suffix)
     assert as_html.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_default_report_in_a_folder_that_cannot_be_written_only_warns(tmp_path, capsys, monkeypatch):
+    script = tmp_path / "train.py"
+    script.write_text("open(__file__ + '.ran', 'w').close()\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # (the tests may run as root, who may write anywhere)
+    assert main(["doctor", str(script)]) == 0  # no --html or --json: the run goes on, with the summary
+    assert "no report will be written to train.doctor.html (permission denied); give --html PATH" in (
+        capsys.readouterr().err
+    )
+    assert (tmp_path / "train.py.ran").exists() and not (tmp_path / "train.doctor.html").exists()

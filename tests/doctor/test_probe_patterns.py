@@ -518,3 +518,33 @@ def test_an_in_place_activation_is_named_by_its_module():
     with doctor.watch(model, optimizer, every=1) as dr:
         sgd_steps(model, optimizer, x, y, 8)
     assert [f.where for f in dr.findings if f.symptom == "dead_relu"] == ["sequential.1"]
+
+
+EARLY_STEP_SCRIPT = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+backbone = nn.Sequential(nn.Linear(8, 16), nn.ReLU())  # a global of its own, defined before the model
+model = nn.Sequential(backbone, nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 2))
+with torch.no_grad():
+    model[1].bias.fill_(-100.0)  # dead units at model.2: the layers below get exactly zero
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+opt.step()  # before the loop (to start a scheduler without its warning): no parameter has a gradient yet
+x, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
+for _ in range(40):
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_step_before_the_first_forward_changes_no_verdict_and_adopts_the_whole_model(tmp_path):
+    script = tmp_path / "early.py"
+    script.write_text(EARLY_STEP_SCRIPT)
+    run = doctor.run_script(script, every=1)
+    assert run.doctor.history.watched == ["model", "SGD"]  # (the backbone global was adopted as a model too)
+    found = {(f.symptom, f.where, f.severity) for f in run.doctor.findings}
+    assert ("dead_relu", "model.2", "error") in found
+    # the gradient of the layers below is computed and exactly zero: a warning (the step with no gradient at all,
+    # before the first backward, counted as a step where none arrived, which made these errors)
+    assert ("no_gradient", "model.0", "warning") in found
+    assert not [f for f in run.doctor.findings if f.symptom == "no_gradient" and f.severity == "error"]

@@ -133,3 +133,9 @@ def test_a_report_with_nothing_or_too_little_to_judge_says_so():
     text = report_text.render(short)
     assert text.startswith("leakygrad doctor: 1 step, 1 sampled")  # (it said "1 steps")
     assert "no leaks found, but only 1 sampled step: most rules need 3" in text
+
+
+def test_a_chart_with_no_series_says_so_whatever_its_axis():
+    from leakygrad.doctor import svg
+
+    assert "No data for loss" in svg.line_chart([], "step", "loss", x_max=10, label="loss")

@@ -127,3 +127,18 @@ def test_recurrent_layers_name_a_bad_state_or_an_empty_sequence():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert nn.LSTM(3, 4)(x, [lg.zeros(1, 2, 4), lg.zeros(1, 2, 4)])[0].shape == (5, 2, 4)
+
+
+def test_sizes_may_be_numpy_arrays_of_two_integers_as_in_pytorch():
+    x = lg.randn(1, 3, 6, 6)
+    assert nn.Conv2d(3, 4, np.array([3, 3]), stride=np.array([1, 1]), dilation=np.array([1, 1]))(x).shape == (
+        1,
+        4,
+        4,
+        4,
+    )
+    assert nn.MaxPool2d(np.array([2, 2]))(x).shape == (1, 3, 3, 3)
+    with pytest.raises(lg.OpError, match=r"Conv2d: dilation=\(2, 2\) is not supported"):
+        nn.Conv2d(3, 4, 3, dilation=np.array([2, 2]))  # (NumPy's "truth value of an array is ambiguous")
+    with pytest.raises(lg.OpError, match="expected one int or a pair of ints, got"):
+        nn.Conv2d(3, 4, (3.0, 3.0))  # PyTorch refuses floats too

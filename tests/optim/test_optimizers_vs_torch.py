@@ -227,3 +227,9 @@ def test_the_state_of_another_kind_of_optimiser_is_refused_by_name(problem):
         r"momentum, .*: it was saved by another kind of optimiser \(its settings: .*betas",
     ):
         optim.SGD(params, lr=0.1, momentum=0.9).load_state_dict(adam.state_dict())
+
+
+def test_counts_may_be_numpy_integers():
+    w = [lg.Tensor([1.0], requires_grad=True)]
+    assert optim.LBFGS(w, max_iter=np.int64(5), history_size=np.int64(3)).defaults["history_size"] == 3
+    assert optim.SLS(w, max_backtracks=np.int64(50)).defaults["max_backtracks"] == 50

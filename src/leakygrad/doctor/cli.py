@@ -59,7 +59,12 @@ def run(args) -> int:
     html = args.html or (None if args.json else f"{script.stem}.doctor.html")
     for path in (html, args.json):
         problem = _cannot_write(path)
-        if problem:  # found before the training runs, not after it
+        if problem and path == html and not args.html:  # the default report: the run goes on, with the summary
+            print(
+                f"leakygrad doctor: no report will be written to {path} ({problem}); give --html PATH", file=sys.stderr
+            )
+            html = None
+        elif problem:  # found before the training runs, not after it
             print(f"leakygrad doctor: cannot write the report to {path}: {problem}", file=sys.stderr)
             return 2
     result = run_script(script, script_args, every=args.every)

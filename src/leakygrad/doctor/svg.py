@@ -136,7 +136,8 @@ def line_chart(
     x_names: categorical x (x = 0, 1, ...); x_max: extend the x axis to at least this; shade_from: (x, text), a
     shaded band from x to the right edge (where the series has no values: the loss was not finite, say).
     On a log scale, values of exactly 0 are drawn as a red cross on the bottom edge."""
-    xs = [x for s in series for x in s["x"]] + ([x_max] if x_max is not None and series[0]["x"] else [])
+    xs = [x for s in series for x in s["x"]]
+    xs += [x_max] if x_max is not None and xs else []
     ys = [y for s in series for key in ("y", "low", "high") for y in s.get(key) or []]
     ys = _positive(ys) if log_y else _finite(ys)
     if not xs or not ys:

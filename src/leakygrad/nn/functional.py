@@ -58,6 +58,8 @@ def _refuse_unsupported(name: str, **options) -> None:
     """Refuse an option of PyTorch's that leakygrad does not have, given anything but its default:
     `options` maps each option to (value given, default)."""
     for option, (value, default) in options.items():
+        if isinstance(value, np.ndarray):
+            value = tuple(value.tolist())
         unchanged = value == default if not isinstance(value, (tuple, list)) else all(v == default for v in value)
         if not unchanged:
             raise OpError(f"{name}: {option}={value!r} is not supported (only {option}={default!r})")
@@ -66,6 +68,8 @@ def _refuse_unsupported(name: str, **options) -> None:
 def _pair(value, name: str) -> tuple[int, int]:
     if isinstance(value, (int, np.integer)):
         return int(value), int(value)
+    if isinstance(value, np.ndarray):
+        value = tuple(value.tolist())
     pair = tuple(value) if isinstance(value, (tuple, list)) else ()
     if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) for v in pair):
         raise OpError(f"{name}: expected one int or a pair of ints, got {value!r}")

@@ -169,7 +169,7 @@ class LBFGS(Optimizer):
     ):
         check_hyperparameter("LBFGS", "lr", lr)
         for name, value in (("max_iter", max_iter), ("history_size", history_size)):
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"LBFGS: {name} must be a whole number >= 1, got {value!r}")
         if line_search_fn not in (None, "strong_wolfe"):
             raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")

@@ -62,7 +62,7 @@ class SLS(Optimizer):
         if beta == 0 or eta_max == 0 or init_step_size == 0:  # each would make every step zero
             zero = "beta" if beta == 0 else "eta_max" if eta_max == 0 else "init_step_size"
             raise ValueError(f"SLS: {zero} must be > 0 (with 0 every step after backtracking is 0)")
-        if not isinstance(max_backtracks, int) or max_backtracks < 1:
+        if isinstance(max_backtracks, bool) or not isinstance(max_backtracks, (int, np.integer)) or max_backtracks < 1:
             raise ValueError(f"SLS: max_backtracks must be a whole number >= 1, got {max_backtracks!r}")
         if reset_option not in (0, 1, 2):
             raise ValueError(

@@ -412,10 +412,18 @@ class TorchProbe:
         never saw (`model.compile()` runs its forward as compiled code). Looked for among the script's globals."""
         main = sys.modules.get("__main__")
         wanted = {id(p) for p in params}
-        for name, value in list(vars(main).items()) if main is not None else ():
-            if isinstance(value, nn.Module) and value not in self.infos and value not in self.rejected:
-                if any(id(p) in wanted for p in value.parameters()):
-                    self._add_discovered(getattr(value, "_orig_mod", value), name)
+        candidates = [
+            (name, value)
+            for name, value in (list(vars(main).items()) if main is not None else ())
+            if isinstance(value, nn.Module) and value not in self.infos and value not in self.rejected
+        ]
+        while wanted:  # the module holding most of them (a model, not its backbone), then any left
+            covered = [(sum(id(p) in wanted for p in module.parameters()), name, module) for name, module in candidates]
+            count, name, module = max(covered, key=lambda c: c[0], default=(0, None, None))
+            if count == 0:
+                return
+            self._add_discovered(getattr(module, "_orig_mod", module), name)
+            wanted -= {id(p) for p in module.parameters()}
 
     def _add_discovered(self, module: nn.Module, name: str) -> ModuleInfo | None:
         if not any(p.requires_grad for p in module.parameters()):
@@ -986,8 +994,9 @@ class TorchProbe:
     def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
         params = state.params
         # a NaN norm counts as a gradient: it arrived
-        record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
-        record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
+        if any(g is not None for g in grads):  # (a step with no gradient at all, before any backward, checks nothing)
+            record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
+            record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
         record.param_module = {name: label for name, label, _ in params}
         by_module: dict[str, list] = {}  # module label -> [grad^2, weight^2, update^2, has update]
         total = 0.0
