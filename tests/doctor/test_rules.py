@@ -321,6 +321,11 @@ def test_a_gradient_that_underflowed_to_zero_is_part_of_the_vanishing_not_a_miss
     assert f.evidence["input_layer"] == "l4" and f.evidence["zero_gradient_layers"] == ["l0", "l1", "l2", "l3"]
     assert "of the gradient at `l11`, 7 layers nearer the loss" in f.explanation  # l4 .. l11: 7 apart (it said 8)
     assert "4 layers (`l0` to `l3`) receive a gradient of exactly zero" in f.explanation
+    blocked = [record(s) for s in range(0, 60, 10)]
+    for r in blocked:  # ... unless an op that blocks the gradient explains the zeros: then they stay findings
+        r.ops["round@after l3"] = OpStats("round", "after l3", 1.0, 10)
+    zero_grad = [f for f in diagnose(history_of(blocked)) if f.symptom == "no_gradient"]
+    assert [(f.where, f.severity) for f in zero_grad] == [(f"l{i}", "error") for i in range(4)]
 
 
 def test_findings_of_many_layers_are_listed_in_the_layers_order():

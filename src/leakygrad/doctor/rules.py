@@ -154,6 +154,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         return (
             f.symptom == "no_gradient"
             and f.evidence.get("gradient") == "exactly zero"
+            and not f.evidence.get("blocking_op")  # (zeros an op like round explains: not the vanishing's)
             and any(f.where == name or f.where.startswith(name + ".") for name in zeroed)
         )
 
