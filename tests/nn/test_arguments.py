@@ -138,6 +138,8 @@ def test_sizes_may_be_numpy_arrays_of_two_integers_as_in_pytorch():
         4,
     )
     assert nn.MaxPool2d(np.array([2, 2]))(x).shape == (1, 3, 3, 3)
+    assert F.conv2d(x, lg.randn(4, 3, 3, 3), dilation=np.array([1, 1]), groups=np.int64(1)).shape == (1, 4, 4, 4)
+    assert F.max_pool2d(x, 2, dilation=(1, 1), ceil_mode=np.bool_(False)).shape == (1, 3, 3, 3)
     with pytest.raises(lg.OpError, match=r"Conv2d: dilation=\(2, 2\) is not supported"):
         nn.Conv2d(3, 4, 3, dilation=np.array([2, 2]))  # (NumPy's "truth value of an array is ambiguous")
     with pytest.raises(lg.OpError, match="expected one int or a pair of ints, got"):

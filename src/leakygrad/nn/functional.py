@@ -83,7 +83,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
     with the weight computes every output. Its gradients are convolutions too (see that module).
     """
-    _refuse_unsupported("conv2d", dilation=(dilation, 1), groups=(groups, 1))
+    if type(dilation) is not int or dilation != 1 or groups != 1:  # (the full check only then: this runs each step)
+        _refuse_unsupported("conv2d", dilation=(dilation, 1), groups=(groups, 1))
     # (the shapes are checked by the op)
     options = dict(stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding"))
     if bias is None:
@@ -107,9 +108,10 @@ def max_pool2d(
 ) -> Tensor:
     """The largest value of each window (stride defaults to the kernel size). Padding counts as -inf.
     Only the largest element of each window gets a gradient (the first, if several are equal)."""
-    _refuse_unsupported(
-        "max_pool2d", dilation=(dilation, 1), ceil_mode=(ceil_mode, False), return_indices=(return_indices, False)
-    )
+    if type(dilation) is not int or dilation != 1 or ceil_mode or return_indices:
+        _refuse_unsupported(
+            "max_pool2d", dilation=(dilation, 1), ceil_mode=(ceil_mode, False), return_indices=(return_indices, False)
+        )
     return nn_ops.MaxPool2d.apply(x, **_pool_options("max_pool2d", x, kernel_size, stride, padding))
 
 
@@ -119,7 +121,8 @@ def avg_pool2d(
 ) -> Tensor:  # fmt: skip
     """The mean of each window. With padding, `count_include_pad` says whether the zeros count (PyTorch's
     default, True) or only the image's own pixels do."""
-    _refuse_unsupported("avg_pool2d", ceil_mode=(ceil_mode, False), divisor_override=(divisor_override, None))
+    if ceil_mode or divisor_override is not None:
+        _refuse_unsupported("avg_pool2d", ceil_mode=(ceil_mode, False), divisor_override=(divisor_override, None))
     options = _pool_options("avg_pool2d", x, kernel_size, stride, padding)
     windows = Im2Col.apply(x, **options)  # (N, OH, OW, kh, kw, C)
     if count_include_pad or options["padding"] == (0, 0):
