@@ -302,6 +302,8 @@ class Tensor:
 
     def clip(self, min=None, max=None):
         """Values below `min` become `min`, above `max` become `max`; the gradient there is zero."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return elementwise.clip_to_tensors(self, min, max)
         return elementwise.Clip.apply(self, low=min, high=max)
 
     clamp = clip

@@ -89,8 +89,12 @@ class ELU(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        y = self.output
-        return where(x <= 0, grad * (y + self.alpha), grad)  # for x <= 0: alpha e^x = y + alpha
+        # d elu/dx = alpha e^x below 0, alpha at 0 (as PyTorch: a constant there, so no second derivative), 1 above.
+        # e^x is computed from min(x, 0), which cannot overflow; from y + alpha it would lose digits in the tail.
+        slope = where(
+            x.data < 0, self.alpha * x.minimum(0.0).exp(), np.where(x.data == 0, self.alpha, 1.0).astype(x.dtype)
+        )
+        return grad * slope
 
 
 class GELU(Op):
@@ -148,7 +152,10 @@ class Softplus(Op):
     def backward(self, grad):
         (x,) = self.inputs
         bx = x * self.beta
-        return where(bx > self.threshold, grad, grad * bx.sigmoid())  # d softplus/dx = sigmoid(beta x)
+        # d softplus/dx = sigmoid(beta x), 1 above the threshold; at the threshold itself sigmoid(threshold), held
+        # constant (PyTorch's second derivative is zero there)
+        at_most = where(bx.data < self.threshold, bx, self.threshold)
+        return where(bx.data > self.threshold, grad, grad * at_most.sigmoid())
 
 
 class Hardtanh(Op):

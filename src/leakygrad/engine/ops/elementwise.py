@@ -60,10 +60,11 @@ class Div(Op):
     def backward(self, grad):
         a, b = self.inputs
         want_a, want_b = self.needs_input_grad
-        # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2
+        # d(a/b)/da = 1/b,  d(a/b)/db = -a/b^2, computed as -(a/b)/b: b*b overflows (or underflows to 0) long
+        # before the gradient does (float32: for |b| beyond 1.8e19 or below 1e-19)
         return (
             (grad / b).sum_to(a.shape) if want_a else None,
-            (-grad * a / (b * b)).sum_to(b.shape) if want_b else None,
+            (-grad * (a / b) / b).sum_to(b.shape) if want_b else None,
         )
 
 
@@ -83,7 +84,8 @@ class PowScalar(Op):
     name = "pow"
 
     def __init__(self, exponent: float):
-        self.exponent = exponent
+        # a NumPy scalar as a Python number: NumPy would compute float32 ** np.float64(2) in float64
+        self.exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
 
     def forward(self, x):
         with np.errstate(all="ignore"):
@@ -204,6 +206,17 @@ class Clip(Op):
 
     def backward(self, grad):
         return where(self.inside, grad, 0.0)
+
+
+def clip_to_tensors(x: Tensor, low=None, high=None) -> Tensor:
+    """clip with bounds that are Tensors (per element, say): each bound gets the gradient where it is the output,
+    as PyTorch's clamp gives it, so a learned bound learns. (Clip keeps number bounds as settings, not inputs.)"""
+    out = x
+    if low is not None:
+        out = where(out.data < (low.data if isinstance(low, Tensor) else low), low, out)
+    if high is not None:
+        out = where(out.data > (high.data if isinstance(high, Tensor) else high), high, out)
+    return out
 
 
 class Maximum(Op):

@@ -7,10 +7,18 @@ For C = A @ B, with G = dL/dC:   dL/dA = G @ B^T   and   dL/dB = A^T @ G.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from leakygrad.engine.errors import OpError
 from leakygrad.engine.op import Op
+
+
+def as_rows(a):
+    """(..., features) -> (rows, features), the leading axes flattened into rows (an array or a Tensor; the row
+    count is spelled out, as -1 cannot be inferred when there are no features)."""
+    return a if a.ndim == 2 else a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 class MatMul(Op):
@@ -34,7 +42,7 @@ class MatMul(Op):
         if a.ndim > 2 and b.ndim == 2:
             # A batch of rows times one matrix is one big matrix product: NumPy's batched matmul would loop
             # over the batch (some 20x slower at transformer sizes).
-            return (a.reshape(-1, inner_a) @ b).reshape(a.shape[:-1] + (b.shape[1],))
+            return (as_rows(a) @ b).reshape(a.shape[:-1] + (b.shape[1],))
         return np.matmul(a, b)
 
     def backward(self, grad):
@@ -55,7 +63,7 @@ class MatMul(Op):
             grad_b = None
         elif b.ndim == 2 and a.ndim > 2:
             # A batch of inputs times one weight matrix: the batch sum of A_i^T G_i is one big matmul.
-            grad_b = a.reshape(-1, a.shape[-1]).T @ grad.reshape(-1, grad.shape[-1])
+            grad_b = as_rows(a).T @ as_rows(grad)
         else:
             grad_b = (a.mT @ grad).sum_to(b.shape)
         return grad_a, grad_b

@@ -46,7 +46,6 @@ Tensor operations (the layers pass theirs in), and differentiates that instead.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -55,6 +54,7 @@ from leakygrad.engine.autograd import grad as autograd_grad
 from leakygrad.engine.errors import BackwardError, OpError
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.elementwise import keep_bits
+from leakygrad.engine.ops.linalg import as_rows
 from leakygrad.engine.ops.reductions import sum_over
 
 # ---------------------------------------------------------------------------------------------------- linear
@@ -73,7 +73,7 @@ class Linear(Op):
     name = "linear"
 
     def forward(self, x, w, b=None):
-        rows = _as_rows(x) @ w.T  # one product, however many leading axes x has
+        rows = as_rows(x) @ w.T  # one product, however many leading axes x has
         if b is not None:
             rows += b
         return rows.reshape(x.shape[:-1] + w.shape[:1])
@@ -89,19 +89,13 @@ class Linear(Op):
     def _gradients(self, grad, x, w, row_sums):
         """The three formulas above, on Tensors or on arrays alike."""
         want = self.needs_input_grad
-        grad_rows = _as_rows(grad)
+        grad_rows = as_rows(grad)
         grad_x = grad @ w if want[0] else None
         grad_w = None
         if want[1]:
-            grad_w = grad_rows.T @ _as_rows(x)
+            grad_w = grad_rows.T @ as_rows(x)
         grad_b = row_sums(grad_rows) if len(want) == 3 and want[2] else None
         return (grad_x, grad_w, grad_b)[: len(want)]
-
-
-def _as_rows(a):
-    """(..., features) -> (rows, features), the leading axes flattened into rows (an array or a Tensor; the row
-    count is spelled out, as -1 cannot be inferred when there are no features)."""
-    return a if a.ndim == 2 else a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 # ---------------------------------------------------------------------------------------------------- windows

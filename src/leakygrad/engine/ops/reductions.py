@@ -112,6 +112,13 @@ class Var(Op):
         return _spread(grad, x.shape, self.axes) * centred * scale
 
 
+def _check_not_empty(name: str, x, axes) -> None:
+    """A max or min over axes with no elements has no value (an empty tensor reduced over a nonempty axis is fine:
+    the result is empty too)."""
+    if x.size == 0 and any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"cannot take the {name} over an axis of length 0")  # (the shape is added to it)
+
+
 class Max(Op):
     """Largest element along axes. Ties share the gradient equally (as PyTorch's amax)."""
 
@@ -122,8 +129,7 @@ class Max(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
-        if x.size == 0:
-            raise ValueError("cannot take the max of an empty tensor")
+        _check_not_empty("max", x, self.axes)
         return np.max(x, axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, grad):
@@ -140,8 +146,7 @@ class Min(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
-        if x.size == 0:
-            raise ValueError("cannot take the min of an empty tensor")
+        _check_not_empty("min", x, self.axes)
         return np.min(x, axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, grad):
@@ -187,6 +192,8 @@ class Softmax(Op):
         self.axis = axis
 
     def forward(self, x):
+        if x.size == 0:
+            return x.copy()  # nothing to normalise (PyTorch gives the empty tensor back)
         shifted = x - np.max(x, axis=self.axis, keepdims=True)  # same result, no overflow
         e = np.exp(shifted)
         return e / np.sum(e, axis=self.axis, keepdims=True)
@@ -204,6 +211,8 @@ class LogSoftmax(Op):
         self.axis = axis
 
     def forward(self, x):
+        if x.size == 0:
+            return x.copy()
         shifted = x - np.max(x, axis=self.axis, keepdims=True)
         return shifted - np.log(np.sum(np.exp(shifted), axis=self.axis, keepdims=True))
 

@@ -210,6 +210,8 @@ class Pad(Op):
         self.pad_width, self.value = pad_width, value
 
     def forward(self, x):
+        if x.ndim == 0:
+            raise OpError("pad: a 0-d tensor (a single number) has no axes to pad")
         widths = np.asarray(self.pad_width, dtype=np.int64)
         if widths.shape not in ((), (2,), (1, 2), (x.ndim, 2)):
             raise OpError(

@@ -1,0 +1,102 @@
+"""Edge cases a randomised comparison with PyTorch found (random compositions of ops, first and second
+derivatives, float64 and float32): each differed from torch.autograd before its fix."""
+
+import numpy as np
+import pytest
+import torch
+
+import leakygrad as lg
+from leakygrad import functional as F
+
+
+def first_and_second(f_lg, f_torch, x, dtype="float64"):
+    """d/dx sum(f(x)) and the second derivative (d/dx of the sum of the first), in both libraries."""
+    xl = lg.Tensor(np.array(x), requires_grad=True, dtype=dtype)
+    (g,) = lg.grad(f_lg(xl).sum(), [xl], create_graph=True)
+    (h,) = lg.grad(g.sum(), [xl])
+    xt = torch.tensor(np.array(x, dtype=dtype), requires_grad=True)
+    (gt,) = torch.autograd.grad(f_torch(xt).sum(), xt, create_graph=True)
+    (ht,) = torch.autograd.grad(gt.sum(), xt)
+    return (g.data, h.data), (gt.detach().numpy(), ht.numpy())
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_elu_second_derivative_at_zero_is_zero_as_in_pytorch(alpha):
+    ours, theirs = first_and_second(
+        lambda x: F.elu(x, alpha), lambda x: torch.nn.functional.elu(x, alpha), [-1.0, 0.0, 2.0]
+    )
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)  # (it was alpha at 0: y + alpha differentiated)
+
+
+@pytest.mark.parametrize("dtype, x", [("float64", [-30.0, -40.0]), ("float32", [-12.0, -18.0])])
+def test_elu_gradient_keeps_its_digits_in_the_negative_tail(dtype, x):
+    ours, theirs = first_and_second(F.elu, torch.nn.functional.elu, x, dtype)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)  # (y + alpha cancelled: 0 at -40, 4 digits at -30)
+    assert ours[0].dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("x, beta, threshold", [(1.0, 1.0, 1.0), (1.0, 2.0, 2.0), (20.0, 1.0, 20.0)])
+def test_softplus_second_derivative_at_its_threshold_is_zero_as_in_pytorch(x, beta, threshold):
+    ours, theirs = first_and_second(
+        lambda t: F.softplus(t, beta, threshold),
+        lambda t: torch.nn.functional.softplus(t, beta, threshold),
+        [x - 0.5, x, x + 0.5],
+    )
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize(
+    "dtype, a, b",
+    [("float64", 1e300, 1e160), ("float64", 1e-300, 1e-170), ("float32", 1e-30, 1e-23), ("float32", 1e30, 1e20)],
+)
+def test_the_gradient_of_a_quotient_by_its_denominator_does_not_overflow(dtype, a, b):
+    al, bl = lg.Tensor(np.array(a), dtype=dtype), lg.Tensor(np.array(b), requires_grad=True, dtype=dtype)
+    (al / bl).backward()
+    bt = torch.tensor(b, dtype=getattr(torch, dtype), requires_grad=True)
+    (torch.tensor(a, dtype=getattr(torch, dtype)) / bt).backward()
+    assert np.isfinite(bl.grad.data) and bl.grad.data != 0  # (-a/b^2: b^2 overflowed or underflowed)
+    np.testing.assert_allclose(bl.grad.data, bt.grad.numpy(), rtol=1e-5)
+
+
+def test_clip_with_tensor_bounds_gives_the_bounds_their_gradient():
+    x = lg.Tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True, dtype="float64")
+    low = lg.Tensor(1.5, requires_grad=True, dtype="float64")
+    high = lg.Tensor([2.5, 2.5, 2.5, 2.5], requires_grad=True, dtype="float64")
+    weights = np.array([1.0, 1.0, 1.0, 1.0])
+    (x.clip(low, high) * lg.Tensor(weights, dtype="float64")).sum().backward()
+    xt = torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    lt = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    ht = torch.full((4,), 2.5, dtype=torch.float64, requires_grad=True)
+    torch.clamp(xt, lt, ht).sum().backward()
+    for ours, theirs in ((x, xt), (low, lt), (high, ht)):
+        np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())  # (the bounds got None)
+    assert F.clip(x, low, None).shape == (4,)
+
+
+def test_a_numpy_exponent_keeps_float32():
+    x = lg.Tensor([1.0, 2.0], dtype="float32")
+    assert (x ** np.float64(2.0)).dtype == np.float32  # as x * np.float64(2.0) does (it was float64)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        (lambda: lg.zeros(0, 3).max(axis=1), lambda: torch.zeros(0, 3).amax(dim=1)),
+        (lambda: lg.zeros(2, 0, 3).min(axis=0), lambda: torch.zeros(2, 0, 3).amin(dim=0)),
+        (lambda: F.softmax(lg.zeros(3, 0), -1), lambda: torch.softmax(torch.zeros(3, 0), -1)),
+        (lambda: F.log_softmax(lg.zeros(0), 0), lambda: torch.log_softmax(torch.zeros(0), 0)),
+        (lambda: lg.zeros(2, 3, 0) @ lg.zeros(0, 4), lambda: torch.zeros(2, 3, 0) @ torch.zeros(0, 4)),
+    ],
+    ids=["max over a nonempty axis", "min over a nonempty axis", "softmax", "log_softmax", "matmul inner 0"],
+)
+def test_empty_tensors_give_what_pytorch_gives(ours, theirs):
+    np.testing.assert_array_equal(ours().data, theirs().numpy())
+
+
+def test_an_empty_reduction_and_padding_a_number_are_named_errors():
+    with pytest.raises(lg.OpError, match="max: cannot take the max over an axis of length 0"):
+        lg.zeros(3, 0).max(axis=1)
+    with pytest.raises(lg.OpError, match=r"pad: a 0-d tensor \(a single number\) has no axes to pad"):
+        F.pad(lg.tensor(1.0), (1, 1))
