@@ -1,6 +1,8 @@
 """Edge cases a randomised comparison with PyTorch found (random compositions of ops, first and second
 derivatives, float64 and float32): each differed from torch.autograd before its fix."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -100,3 +102,17 @@ def test_an_empty_reduction_and_padding_a_number_are_named_errors():
         lg.zeros(3, 0).max(axis=1)
     with pytest.raises(lg.OpError, match=r"pad: a 0-d tensor \(a single number\) has no axes to pad"):
         F.pad(lg.tensor(1.0), (1, 1))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_at_infinities_gives_pytorchs_values_without_warnings(approximate):
+    x = lg.Tensor([np.inf, -np.inf, 1.0], requires_grad=True, dtype="float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (NumPy warned: invalid value in multiply)
+        y = F.gelu(x, approximate)
+        y.sum().backward()
+    xt = torch.tensor([np.inf, -np.inf, 1.0], dtype=torch.float64, requires_grad=True)
+    yt = torch.nn.functional.gelu(xt, approximate=approximate)
+    yt.sum().backward()
+    np.testing.assert_allclose(y.data, yt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.data, xt.grad.numpy(), rtol=1e-12)

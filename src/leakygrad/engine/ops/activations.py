@@ -108,9 +108,10 @@ class GELU(Op):
         self.approximate = approximate
 
     def forward(self, x):
-        if self.approximate == "tanh":
-            return 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_COEFF * x**3)))
-        return 0.5 * x * (1 + _erf(x * SQRT_HALF))
+        with np.errstate(over="ignore", invalid="ignore"):  # -inf * 0 = nan at x = -inf: a result (PyTorch's too)
+            if self.approximate == "tanh":
+                return 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_COEFF * x**3)))
+            return 0.5 * x * (1 + _erf(x * SQRT_HALF))
 
     def backward(self, grad):
         (x,) = self.inputs
