@@ -357,3 +357,21 @@ def test_a_stall_where_most_layers_do_not_move_but_one_does_is_not_called_normal
         records.append(StepRecord(step=step, layers=layers, grad_norm=1.0))
     [f] = diagnose(history_of(records, losses=flat))
     assert "normal size" not in f.explanation and "Most layers barely move" in f.explanation
+
+
+def test_a_stall_in_a_net_whose_gradient_vanishes_does_not_blame_the_learning_rate():
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    records = [chain(s, [1e-12, 1e-9, 1e-6, 1e-3, 1.0]) for s in range(0, 100, 10)]
+    for r in records:
+        for layer in r.layers.values():
+            layer.update_ratio = 1e-9  # every layer barely moves
+        r.grad_norm = 1.0
+    findings = {f.symptom: f for f in diagnose(history_of(records, losses=flat))}
+    assert findings["vanishing_gradient"].severity == "error"
+    stalled = findings["stalled_loss"]
+    assert stalled.evidence["learning_rate"] is None  # (it said "far too low": scale the lr by 1e6)
+    assert "the gradient vanishes on its way down" in stalled.explanation
+    assert not any("Scale the learning rate" in r for r in stalled.remedies)
+    alone = [with_ratio(s, 1e-9) for s in range(0, 100, 10)]  # the same stall without a vanishing gradient
+    [f] = diagnose(history_of(alone, losses=flat))
+    assert f.evidence["learning_rate"] == "far too low"

@@ -29,6 +29,7 @@ def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> l
             findings.extend(rule(history, thresholds))
         except Exception as error:  # a bug in one rule must not hide the others
             history.note(f"rule {rule.__name__} failed: {type(error).__name__}: {error}")
+    findings = fold_explained(findings)
     for finding in findings:
         earlier = history.onsets.get((finding.symptom, finding.where))
         if earlier is not None and earlier < finding.first_step:
@@ -37,7 +38,7 @@ def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> l
             explain(finding)
         except Exception as error:
             history.note(f"explaining {finding.symptom} failed: {type(error).__name__}: {error}")
-    return sort_findings(fold_explained(findings))
+    return sort_findings(findings)
 
 
 class Doctor:

@@ -446,7 +446,12 @@ def explain_stalled_loss(f: Finding):
     text += advice
     if not e.get("learning_rate"):
         median_ratio, largest = e.get("update_ratio_median"), e.get("update_ratio_max")
-        if largest == 0:
+        if e.get("gradient_vanishes"):
+            text += (
+                " The updates are tiny because the gradient vanishes on its way down (see the vanishing_gradient "
+                "finding): a larger learning rate would only scale what is left of it."
+            )
+        elif largest == 0:
             text += (
                 " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply. "
                 "See the other findings (blocked, dead, no gradient)."
