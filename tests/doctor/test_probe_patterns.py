@@ -548,3 +548,19 @@ def test_a_step_before_the_first_forward_changes_no_verdict_and_adopts_the_whole
     # before the first backward, counted as a step where none arrived, which made these errors)
     assert ("no_gradient", "model.0", "warning") in found
     assert not [f for f in run.doctor.findings if f.symptom == "no_gradient" and f.severity == "error"]
+
+
+def test_an_optimiser_given_another_models_parameters_is_still_a_missing_gradient(tmp_path):
+    script = tmp_path / "wrong_model.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "x, y = torch.randn(64, 8), torch.randn(64, 1)\n"
+        "model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))\n"
+        "other = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))\n"
+        "opt = torch.optim.SGD(other.parameters(), lr=0.01)  # the wrong model's parameters\n"
+        "for i in range(12):\n"
+        "    opt.zero_grad(); nn.functional.mse_loss(model(x), y).backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=1)
+    assert ("no_gradient", "error") in {(f.symptom, f.severity) for f in run.doctor.findings}

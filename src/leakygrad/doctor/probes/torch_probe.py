@@ -994,7 +994,9 @@ class TorchProbe:
     def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
         params = state.params
         # a NaN norm counts as a gradient: it arrived
-        if any(g is not None for g in grads):  # (a step with no gradient at all, before any backward, checks nothing)
+        # (a step with no backward and no gradient, an optimiser step before the first backward, checks nothing;
+        # with a backward, none arriving is the finding: an optimiser given another model's parameters, say)
+        if self._backward_calls or any(g is not None for g in grads):
             record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
             record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
         record.param_module = {name: label for name, label, _ in params}
