@@ -144,7 +144,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     """Let one finding explain another: an exactly-zero gradient (`no_gradient` warning) in a layer where a
     vanishing gradient has underflowed to zero is that vanishing gradient, not a second leak; and a stalled loss
     whose updates are tiny everywhere, in a network where the gradient vanishes across depth, is not a learning
-    rate "far too low" (a larger one would scale the vanished gradient, and overshoot near the output)."""
+    rate "far too low" (a larger one would only scale what is left of the gradient)."""
     vanishing = any(f.symptom == "vanishing_gradient" and f.severity == "error" for f in findings)
     for f in findings:
         if vanishing and f.symptom == "stalled_loss" and f.evidence.get("learning_rate") == "far too low":
