@@ -331,18 +331,18 @@ def explain_blocked_gradient(f: Finding):
 def explain_no_gradient(f: Finding):
     e = f.evidence
     cuts = e.get("graph_cuts") or []
+    reached_but_zero = (
+        f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
+        f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: "
+    )
     if e.get("gradient") == "exactly zero" and e.get("blocking_op") and not cuts:
-        text = (
-            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
-            f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: an "
-            "operation between them and the loss lets (nearly) no gradient through (see the blocked_gradient "
+        text = reached_but_zero + (
+            "an operation between them and the loss lets (nearly) no gradient through (see the blocked_gradient "
             "finding), so they never learn."
         )
         return text, ["Fix the blocking operation named in the blocked_gradient finding; these then learn."]
     if e.get("gradient") == "exactly zero" and not cuts:
-        text = (
-            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
-            f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: "
+        text = reached_but_zero + (
             "they have no effect on the loss, so they never learn. By design when they cancel out (a bias added to "
             "both sides of a difference, as in a siamese distance or a critic's D(fake) - D(real)); otherwise the "
             "units feeding them are dead, or their output is multiplied by zero."

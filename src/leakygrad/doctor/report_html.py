@@ -152,9 +152,10 @@ def _code(text: str) -> str:
 
 def _findings(findings, doctor) -> str:
     if not findings:
-        if report_text.no_finding(doctor) == "no leaks found":
+        said = report_text.no_finding(doctor)
+        if said == "no leaks found":
             return '<p class="ok">No finding: gradients flow, units are alive, the loss moves.</p>'
-        return f'<p class="empty">{escape(report_text.no_finding(doctor)).capitalize()}.</p>'
+        return f'<p class="empty">{escape(said).capitalize()}.</p>'
     cards = []
     for f in findings:
         remedies = "".join(f"<li>{_code(r)}</li>" for r in f.remedies)
@@ -169,7 +170,8 @@ def _findings(findings, doctor) -> str:
 
 
 def _loss_chart(history, findings) -> str:
-    buckets, loss = history.loss.buckets, history.loss
+    loss = history.loss
+    buckets = loss.buckets
     if not buckets:
         if loss.nonfinite_steps:
             return (

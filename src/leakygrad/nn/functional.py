@@ -258,10 +258,15 @@ def scaled_dot_product_attention(
 # ---------------------------------------------------------------------------------------------------- recurrent cells
 
 
+def _check_nonlinearity(owner: str, nonlinearity: str) -> None:
+    """An Elman RNN's activation is tanh or relu (as in PyTorch); anything else is refused, not run as relu."""
+    if nonlinearity not in ("tanh", "relu"):
+        raise OpError(f"{owner}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+
+
 def rnn_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity: str = "tanh") -> Tensor:
     """One step of an Elman RNN: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh), act tanh or relu."""
-    if nonlinearity not in ("tanh", "relu"):
-        raise OpError(f"rnn_cell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+    _check_nonlinearity("rnn_cell", nonlinearity)
     pre = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
     return pre.tanh() if nonlinearity == "tanh" else pre.relu()
 

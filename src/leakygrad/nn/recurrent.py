@@ -183,8 +183,7 @@ class RNN(_Recurrent):
         dropout: float = 0.0,
         fused: bool = True,
     ):
-        if nonlinearity not in ("tanh", "relu"):
-            raise OpError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        F._check_nonlinearity("RNN", nonlinearity)
         self.nonlinearity = nonlinearity
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, fused)
 
@@ -300,8 +299,7 @@ class RNNCell(_Cell):
     mode = "rnn"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh"):
-        if nonlinearity not in ("tanh", "relu"):
-            raise OpError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        F._check_nonlinearity("RNNCell", nonlinearity)
         super().__init__(input_size, hidden_size, bias)
         self.nonlinearity = nonlinearity
 

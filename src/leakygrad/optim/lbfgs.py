@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from leakygrad.engine.grad_mode import enable_grad
-from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, loss_value
+from leakygrad.optim.optimizer import Optimizer, check_count, check_hyperparameter, loss_value
 
 
 def cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
@@ -168,9 +168,8 @@ class LBFGS(Optimizer):
         line_search_fn: str | None = None,
     ):
         check_hyperparameter("LBFGS", "lr", lr)
-        for name, value in (("max_iter", max_iter), ("history_size", history_size)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"LBFGS: {name} must be a whole number >= 1, got {value!r}")
+        check_count("LBFGS", "max_iter", max_iter)
+        check_count("LBFGS", "history_size", history_size)
         if line_search_fn not in (None, "strong_wolfe"):
             raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
         if max_eval is None:

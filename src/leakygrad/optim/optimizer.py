@@ -287,6 +287,13 @@ def check_hyperparameter(optimiser: str, name: str, value, low: float = 0.0, hig
         raise ValueError(f"{optimiser}: {name} must be {bounds}, got {value}")
 
 
+def check_count(optimiser: str, name: str, value, minimum: int = 1) -> None:
+    """Raise a clear error when a setting that counts something (iterations, steps kept) is not a whole number
+    of at least `minimum` (NumPy integers count as whole numbers, bools do not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{optimiser}: {name} must be a whole number >= {minimum}, got {value!r}")
+
+
 def loss_value(loss) -> float:
     """The closure's loss as a Python float (it may return a one-element Tensor or a number)."""
     if isinstance(loss, Tensor):

@@ -36,7 +36,7 @@ import numpy as np
 
 from leakygrad.engine.creation import generator
 from leakygrad.engine.grad_mode import enable_grad, no_grad
-from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, loss_value
+from leakygrad.optim.optimizer import Optimizer, check_count, check_hyperparameter, loss_value
 
 
 class SLS(Optimizer):
@@ -62,8 +62,7 @@ class SLS(Optimizer):
         if beta == 0 or eta_max == 0 or init_step_size == 0:  # each would make every step zero
             zero = "beta" if beta == 0 else "eta_max" if eta_max == 0 else "init_step_size"
             raise ValueError(f"SLS: {zero} must be > 0 (with 0 every step after backtracking is 0)")
-        if isinstance(max_backtracks, bool) or not isinstance(max_backtracks, (int, np.integer)) or max_backtracks < 1:
-            raise ValueError(f"SLS: max_backtracks must be a whole number >= 1, got {max_backtracks!r}")
+        check_count("SLS", "max_backtracks", max_backtracks)
         if reset_option not in (0, 1, 2):
             raise ValueError(
                 "SLS: reset_option must be 0 (keep the last step size), 1 (grow it by "
