@@ -14,6 +14,7 @@ its backward are written side by side. The chain rule that strings those backwar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -384,7 +385,7 @@ class Tensor:
         start, end = _axis("flatten", start_axis, self.shape), _axis("flatten", end_axis, self.shape)
         if start > end:
             raise OpError(f"flatten: start axis {start_axis} comes after end axis {end_axis} (shape {self.shape})")
-        merged = int(np.prod(self.shape[start : end + 1], dtype=np.int64))
+        merged = math.prod(self.shape[start : end + 1])
         return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1 :])
 
     def transpose(self, *axes):

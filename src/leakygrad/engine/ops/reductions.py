@@ -7,6 +7,8 @@ Backward of a reduction spreads each output gradient back over the elements that
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from leakygrad.engine.op import Op
@@ -40,7 +42,7 @@ def _spread(grad: Tensor, shape, axes) -> Tensor:
 
 
 def _count(shape, axes) -> int:
-    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    return math.prod(shape[a] for a in axes)
 
 
 def sum_over(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False) -> np.ndarray:
