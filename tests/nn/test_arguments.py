@@ -144,3 +144,30 @@ def test_sizes_may_be_numpy_arrays_of_two_integers_as_in_pytorch():
         nn.Conv2d(3, 4, 3, dilation=np.array([2, 2]))  # (NumPy's "truth value of an array is ambiguous")
     with pytest.raises(lg.OpError, match="expected one int or a pair of ints, got"):
         nn.Conv2d(3, 4, (3.0, 3.0))  # PyTorch refuses floats too
+
+
+def test_cells_refuse_a_state_that_does_not_fit_the_input():
+    x = lg.randn(2, 3)
+    with pytest.raises(lg.OpError, match=r"LSTMCell: the state should be a pair \(h, c\), got a Tensor of shape"):
+        nn.LSTMCell(3, 4)(x, lg.zeros(2, 4))  # one tensor: its rows would have been taken as h and c
+    with pytest.raises(lg.OpError, match=r"RNNCell: h should have shape \(2, 4\) for an input of shape \(2, 3\)"):
+        nn.RNNCell(3, 4)(x, lg.zeros(1, 4))  # would have broadcast over the batch
+    with pytest.raises(lg.OpError, match=r"GRUCell: h should have shape \(2, 4\) .* got \(4,\)"):
+        nn.GRUCell(3, 4)(x, lg.zeros(4))
+    with pytest.raises(lg.OpError, match=r"LSTMCell: c should have shape \(2, 4\)"):
+        nn.LSTMCell(3, 4)(x, (lg.zeros(2, 4), lg.zeros(3, 4)))
+    with pytest.raises(lg.OpError, match=r"GRUCell: expects input \(batch, 3\) or \(3,\), got \(1, 2, 3\)"):
+        nn.GRUCell(3, 4)(lg.randn(1, 2, 3))
+    assert nn.LSTMCell(3, 4)(lg.randn(3), (lg.zeros(4), lg.zeros(4)))[0].shape == (4,)  # unbatched, as in PyTorch
+
+
+@pytest.mark.parametrize("layer", [nn.RNN, nn.LSTM, nn.GRU, nn.RNNCell, nn.GRUCell])
+def test_a_state_in_another_precision_than_the_input_is_refused(layer):
+    recurrent = layer not in (nn.RNNCell, nn.GRUCell)
+    x = lg.randn(5, 2, 3) if recurrent else lg.randn(2, 3)
+    h = lg.zeros(1, 2, 4, dtype="float64") if recurrent else lg.zeros(2, 4, dtype="float64")
+    state = (h, h) if layer is nn.LSTM else h
+    for fused in (True, False) if recurrent else (True,):
+        module = layer(3, 4, fused=fused) if recurrent else layer(3, 4)
+        with pytest.raises(lg.OpError, match="is float64 but the input is float32; give both the same dtype"):
+            module(x, state)

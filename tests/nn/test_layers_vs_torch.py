@@ -318,8 +318,8 @@ def test_transformer_block_matches_a_pre_norm_encoder_layer_with_a_causal_mask(t
         "attn.proj.bias": "self_attn.out_proj.bias",
         "mlp.0.weight": "linear1.weight",
         "mlp.0.bias": "linear1.bias",
-        "mlp.2.weight": "linear2.weight",
-        "mlp.2.bias": "linear2.bias",
+        "mlp.3.weight": "linear2.weight",
+        "mlp.3.bias": "linear2.bias",
     }
 
     def call(module, x):
@@ -393,3 +393,46 @@ def test_max_pool2d_backward_keeps_an_infinite_gradient_at_the_winner_only():
     torch.nn.functional.max_pool2d(theirs, 2).backward(torch.from_numpy(upstream))
     np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
     assert np.isfinite(ours.grad.data).sum() == 14  # the inf and the NaN stay at their windows' winners
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("fused", [True, False])
+def test_recurrent_layers_take_an_empty_batch_as_pytorch_does(kind, fused):
+    ours = getattr(nn, kind)(3, 4, fused=fused)
+    x = lg.randn(5, 0, 3, requires_grad=True)
+    output, _ = ours(x)
+    expected, _ = getattr(torch.nn, kind)(3, 4)(torch.randn(5, 0, 3))
+    assert output.shape == tuple(expected.shape) == (5, 0, 4)
+    output.sum().backward()
+    assert x.grad.shape == (5, 0, 3) and np.all(ours.weight_ih_l0.grad.data == 0)
+
+
+def test_batch_norm_takes_an_empty_batch_as_pytorch_does():
+    for ours, theirs, shape in (
+        (nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3), (0, 3)),
+        (nn.BatchNorm2d(3, momentum=None), torch.nn.BatchNorm2d(3, momentum=None), (0, 3, 4, 4)),
+    ):
+        x = lg.zeros(*shape, requires_grad=True)
+        out = ours(x)
+        expected = theirs(torch.zeros(shape, requires_grad=True))
+        assert out.shape == tuple(expected.shape)
+        out.sum().backward()
+        for name, value in theirs.state_dict().items():  # statistics unchanged, the batch counted
+            np.testing.assert_array_equal(ours.state_dict()[name], value.numpy())
+        assert int(ours.num_batches_tracked.data) == 1 and np.all(ours.weight.grad.data == 0)
+    assert nn.BatchNorm1d(3, track_running_stats=False)(lg.zeros(0, 3)).shape == (0, 3)
+
+
+def test_norm_layers_take_a_numpy_array_as_input():
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    for ours, theirs in ((nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)), (nn.LayerNorm(3), torch.nn.LayerNorm(3))):
+        np.testing.assert_allclose(ours(x).data, theirs(torch.from_numpy(x)).detach().numpy(), atol=1e-6)
+
+
+def test_transformer_block_drops_out_where_pytorchs_encoder_layer_does():
+    x = np.random.default_rng(0).standard_normal((1, 3, 8))
+    ours = nn.Block(8, 2, dropout=1.0).double()  # training: every sublayer's output dropped, as in PyTorch
+    theirs = torch.nn.TransformerEncoderLayer(8, 2, 32, dropout=1.0, batch_first=True, norm_first=True).double()
+    np.testing.assert_array_equal(ours(lg.Tensor(x, dtype="float64")).data, x)
+    np.testing.assert_array_equal(theirs(torch.tensor(x), is_causal=False).detach().numpy(), x)
+    assert [type(layer).__name__ for layer in ours.mlp] == ["Linear", "GELU", "Dropout", "Linear"]

@@ -52,7 +52,9 @@ class CausalSelfAttention(Module):
 class Block(Module):
     """A pre-norm transformer block: x + attention(LayerNorm(x)), then x + MLP(LayerNorm(x)).
 
-    The residual additions give the gradient a path around each sublayer, as in a ResNet.
+    The residual additions give the gradient a path around each sublayer, as in a ResNet. Dropout where
+    PyTorch's encoder layer has it: on the attention weights, after the MLP's activation, and on each
+    sublayer's output before it is added back.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, mlp_ratio: int = 4, dropout: float = 0.0):
@@ -61,9 +63,10 @@ class Block(Module):
         self.attn = CausalSelfAttention(embed_dim, num_heads, dropout)
         self.ln2 = LayerNorm(embed_dim)
         self.mlp = Sequential(
-            Linear(embed_dim, mlp_ratio * embed_dim), GELU(), Linear(mlp_ratio * embed_dim, embed_dim), Dropout(dropout)
+            Linear(embed_dim, mlp_ratio * embed_dim), GELU(), Dropout(dropout), Linear(mlp_ratio * embed_dim, embed_dim)
         )
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+        x = x + self.dropout(self.attn(self.ln1(x)))
+        return x + self.dropout(self.mlp(self.ln2(x)))

@@ -31,6 +31,7 @@ from leakygrad.engine.functional import (  # noqa: F401  (activations are part o
 )
 from leakygrad.engine.ops import nn as nn_ops
 from leakygrad.engine.ops.nn import Im2Col
+from leakygrad.engine.tensor import as_tensor
 
 # ---------------------------------------------------------------------------------------------------- layers
 
@@ -185,14 +186,20 @@ def batch_norm(
     running = (1 - momentum) running + momentum batch, with the unbiased batch variance; momentum=None means
     a cumulative average over `num_batches_tracked`). Evaluation uses the running statistics.
     """
+    x = as_tensor(x)  # (a NumPy array is taken as a constant, as by the other layers)
     if x.ndim < 2:
         raise OpError(f"batch_norm: expects input (N, C) or (N, C, ...), got {x.shape}")
     axes = (0,) + tuple(range(2, x.ndim))  # every axis but the channels
     channel_shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if training or running_mean is None:
-        count = x.size // x.shape[1]
-        if count < 2:
+        count = math.prod(x.shape[axis] for axis in axes)
+        if count == 1:
             raise OpError(f"batch_norm: needs more than one value per channel in training, got input {x.shape}")
+        if count == 0:  # an empty batch: an empty output, and no statistics to learn (PyTorch counts the batch)
+            if running_mean is not None and num_batches_tracked is not None:
+                num_batches_tracked.data += 1
+            mean, var = np.zeros(channel_shape, dtype=x.dtype), np.ones(channel_shape, dtype=x.dtype)
+            return _scale_and_shift((x - mean) / np.sqrt(var + eps), weight, bias, channel_shape)
         mean = x.mean(axis=axes, keepdims=True)
         var = x.var(axis=axes, keepdims=True)
         if running_mean is not None:
@@ -203,7 +210,11 @@ def batch_norm(
     else:
         mean = running_mean.reshape(channel_shape)
         var = running_var.reshape(channel_shape)
-    out = (x - mean) / (var + eps).sqrt()
+    return _scale_and_shift((x - mean) / (var + eps).sqrt(), weight, bias, channel_shape)
+
+
+def _scale_and_shift(normalised: Tensor, weight, bias, channel_shape) -> Tensor:
+    out = normalised
     if weight is not None:
         out = out * weight.reshape(channel_shape)
     if bias is not None:
@@ -225,6 +236,7 @@ def _update_running_stats(running_mean, running_var, mean, var, count, momentum,
 
 def layer_norm(x: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last dimensions (`normalized_shape`) of each example, then scale and shift."""
+    x = as_tensor(x)
     normalized_shape = _shape(normalized_shape)
     if x.shape[x.ndim - len(normalized_shape) :] != normalized_shape:
         raise OpError(f"layer_norm: the input's last dimensions {x.shape} do not end with {normalized_shape}")

@@ -142,6 +142,7 @@ class _Recurrent(Module):
         if state.shape != expected:
             axes = "(num_layers, hidden_size)" if unbatched else "(num_layers, batch, hidden_size)"
             raise OpError(f"{type(self).__name__}: {what} should have shape {expected} {axes}, got {state.shape}")
+        _check_same_dtype(type(self).__name__, what, state, dtype)
         return state.unsqueeze(1) if unbatched else state
 
     def _between_layers(self, layer: int, sequence: Tensor) -> Tensor:
@@ -268,6 +269,12 @@ def _describe(value) -> str:
     return f"a Tensor of shape {value.shape}" if isinstance(value, Tensor) else f"a {type(value).__name__}"
 
 
+def _check_same_dtype(owner: str, what: str, state: Tensor, dtype) -> None:
+    """A state in another precision than the input is refused (as in PyTorch), not silently promoted."""
+    if state.dtype != dtype:
+        raise OpError(f"{owner}: {what} is {state.dtype} but the input is {dtype}; give both the same dtype")
+
+
 # ---------------------------------------------------------------------------------------------------- cells
 
 
@@ -286,8 +293,26 @@ class _Cell(Module):
         for parameter in self.parameters():
             init.uniform_(parameter, -bound, bound)
 
-    def _zero_state(self, x: Tensor) -> Tensor:
-        return Tensor(np.zeros(x.shape[:-1] + (self.hidden_size,), dtype=x.dtype), dtype=x.dtype)
+    def _check_input(self, x: Tensor) -> None:
+        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            size = self.input_size
+            raise OpError(f"{type(self).__name__}: expects input (batch, {size}) or ({size},), got {x.shape}")
+
+    def _state(self, x: Tensor, state, what: str = "h") -> Tensor:
+        """The state to go with input x: zeros when none is given, else the one given, checked. (A state of
+        another shape would broadcast silently: one (H,) state for a whole batch, or rows of h taken for c.)"""
+        expected = x.shape[:-1] + (self.hidden_size,)
+        if state is None:
+            return Tensor(np.zeros(expected, dtype=x.dtype), dtype=x.dtype)
+        name = type(self).__name__
+        if not isinstance(state, Tensor):
+            raise OpError(f"{name}: {what} should be a Tensor of shape {expected}, got {_describe(state)}")
+        if state.shape != expected:
+            raise OpError(
+                f"{name}: {what} should have shape {expected} for an input of shape {x.shape}, got {state.shape}"
+            )
+        _check_same_dtype(name, what, state, x.dtype)
+        return state
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, bias={self.bias_ih is not None}"
@@ -304,7 +329,8 @@ class RNNCell(_Cell):
         self.nonlinearity = nonlinearity
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
-        h = self._zero_state(x) if h is None else h
+        self._check_input(x)
+        h = self._state(x, h)
         return F.rnn_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, self.nonlinearity)
 
 
@@ -314,7 +340,11 @@ class LSTMCell(_Cell):
     mode = "lstm"
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        h, c = (self._zero_state(x), self._zero_state(x)) if state is None else state
+        self._check_input(x)
+        if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
+            raise OpError(f"LSTMCell: the state should be a pair (h, c), got {_describe(state)}")
+        h, c = (None, None) if state is None else state
+        h, c = self._state(x, h, "h"), self._state(x, c, "c")
         return F.lstm_cell(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
 
 
@@ -324,5 +354,6 @@ class GRUCell(_Cell):
     mode = "gru"
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
-        h = self._zero_state(x) if h is None else h
+        self._check_input(x)
+        h = self._state(x, h)
         return F.gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)

@@ -645,7 +645,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _input_projection(x, w_ih, bias):
     """x_t W_ih^T + bias for every time step at once: one (T*N, I) @ (I, G) matrix product, not T small ones."""
     t, n, i = x.shape
-    return (x.reshape(t * n, i) @ w_ih.T + bias).reshape(t, n, -1)
+    return (x.reshape(t * n, i) @ w_ih.T + bias).reshape(t, n, w_ih.shape[0])  # (not -1: N may be 0)
 
 
 def _previous_states(h0, hs):
