@@ -279,3 +279,67 @@ def test_a_mean_over_targets_that_are_all_ignored_is_nan_with_a_zero_gradient_li
     expected.backward()
     np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
     assert np.all(ours.grad.data == 0)
+
+
+def test_log_probabilities_of_minus_infinity_that_are_not_read_do_not_make_the_loss_nan():
+    logits = rng.standard_normal((3, 4))
+    logits[0, 2] = -np.inf  # a masked class, not the target
+    logits[1] = np.nan  # an ignored prediction
+    target = np.array([1, -100, 3])
+    _compare(
+        lambda x, t: F.nll_loss(x.log_softmax(axis=1), t), lambda x, t: TF.nll_loss(x.log_softmax(1), t), logits, target
+    )  # fmt: skip  (gradients too: NaN in the NaN row, in both)
+    for options in ({}, {"reduction": "none"}, {"label_smoothing": 0.1}):
+        ours = F.cross_entropy(lg.Tensor(logits, dtype="float64"), target, **options)
+        theirs = TF.cross_entropy(torch.tensor(logits), torch.from_numpy(target), **options)
+        np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["huber_loss", "smooth_l1_loss"])
+def test_an_infinite_error_gets_the_clipped_gradient_not_nan(name):
+    x = np.array([np.inf, -np.inf, 0.3])
+    _compare(getattr(F, name), getattr(TF, name), x, np.zeros(3))
+
+
+def test_loss_settings_out_of_range_are_refused():
+    x, t = lg.randn(4), lg.randn(4)
+    with pytest.raises(lg.OpError, match="huber_loss: delta must be positive, got 0"):
+        F.huber_loss(x, t, delta=0)
+    with pytest.raises(lg.OpError, match="huber_loss: delta must be positive, got -1"):
+        F.huber_loss(x, t, delta=-1)
+    with pytest.raises(lg.OpError, match="smooth_l1_loss: beta must be 0 or more, got -1"):
+        F.smooth_l1_loss(x, t, beta=-1)
+    for smoothing in (1.5, -0.1):
+        with pytest.raises(lg.OpError, match="cross_entropy: label_smoothing must be between 0 and 1"):
+            F.cross_entropy(lg.randn(2, 3), [0, 1], label_smoothing=smoothing)
+    with pytest.raises(lg.OpError, match="binary_cross_entropy: input must hold probabilities in .0, 1., got NaN"):
+        F.binary_cross_entropy(lg.Tensor([0.5, np.nan]), [1.0, 0.0])
+    for name in ("cross_entropy", "nll_loss"):
+        with pytest.raises(lg.OpError, match=f"{name}: input must hold class scores, shape"):
+            getattr(F, name)(lg.Tensor(1.0), 0)
+        with pytest.raises(lg.OpError, match=f"{name}: the targets do not form an array of one shape"):
+            getattr(F, name)(lg.randn(2, 3), [[0, 1], [2]])
+
+
+@pytest.mark.parametrize("what", ["weight", "pos_weight"])
+def test_bce_weights_must_fit_the_input_and_take_its_dtype(what):
+    x, y = lg.Tensor(np.array([0.5, -1.0, 2.0, 0.1], dtype=np.float32)), np.array([1.0, 0.0, 1.0, 0.0])
+    with pytest.raises(lg.OpError, match=rf"{what} of shape \(4, 1\) does not broadcast to the input's shape \(4,\)"):
+        F.binary_cross_entropy_with_logits(x, y, **{what: np.ones((4, 1))})  # would make a (4, 4) loss
+    out = F.binary_cross_entropy_with_logits(x, y, **{what: [1.0, 2.0, 0.5, 1.0]})  # a list, float64 values
+    expected = TF.binary_cross_entropy_with_logits(
+        torch.from_numpy(x.data), torch.tensor(y, dtype=torch.float32), **{what: torch.tensor([1.0, 2.0, 0.5, 1.0])}
+    )
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-6)
+    if what == "weight":
+        p = x.sigmoid()
+        with pytest.raises(lg.OpError, match=r"binary_cross_entropy: weight of shape \(4, 1\) does not broadcast"):
+            F.binary_cross_entropy(p, y, weight=np.ones((4, 1)))
+        assert F.binary_cross_entropy(p, y, weight=np.ones(4)).dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss"])
+def test_an_integer_tensor_target_takes_the_inputs_precision(name):
+    x = lg.Tensor(np.array([0.5, 2.0, -1.0], dtype=np.float32))
+    assert getattr(F, name)(x, lg.tensor([1, 0, 1])).dtype == np.float32

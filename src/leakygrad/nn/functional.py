@@ -328,6 +328,8 @@ def _same_shape(name: str, prediction: Tensor, target) -> Tensor:
     gives an (N, N) loss that still trains, badly), so they are an error here."""
     if not isinstance(target, Tensor):
         target = Tensor(target, dtype=prediction.dtype)
+    elif target.dtype.kind in "biu":  # integer labels: numbers in the input's precision (NumPy would make float64)
+        target = Tensor(target.data, dtype=prediction.dtype)
     if prediction.shape != target.shape:
         raise OpError(
             f"{name}: input has shape {prediction.shape} but target has shape {target.shape}; they must match "
@@ -356,23 +358,30 @@ def huber_loss(input: Tensor, target, reduction: str = "mean", delta: float = 1.
     `(clip(e, -1, 1))**2`, is the well-known bug: there the derivative is zero wherever |e| > 1, so exactly
     the transitions with the largest errors stop teaching the network anything.
     """
+    if not delta > 0:
+        raise OpError(f"huber_loss: delta must be positive, got {delta}")
     target = _same_shape("huber_loss", input, target)
-    error = input - target
-    size = error.abs()
-    loss = where(size < delta, 0.5 * error * error, delta * (size - 0.5 * delta))
-    return _reduce("huber_loss", loss, reduction)
+    return _reduce("huber_loss", _huber(input - target, delta), reduction)
+
+
+def _huber(error: Tensor, delta: float) -> Tensor:
+    """0.5 c^2 + delta (|e| - |c|) with c = clip(e, -delta, delta): 0.5 e^2 inside, delta (|e| - delta/2)
+    outside, and its derivative is c, the clipped error, by the chain rule. (Written with `where`, the branch
+    not taken would still send back 0 * e, which is NaN for an infinite error.)"""
+    clipped = error.clip(-delta, delta)
+    return 0.5 * clipped * clipped + delta * (error.abs() - clipped.abs())
 
 
 def smooth_l1_loss(input: Tensor, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:  # noqa: A002
     """Huber loss divided by `beta`: 0.5 e^2 / beta where |e| < beta, else |e| - beta/2. Derivative:
     clip(e / beta, -1, 1). (beta = 0 is the L1 loss.)"""
+    if not beta >= 0:
+        raise OpError(f"smooth_l1_loss: beta must be 0 or more, got {beta}")
     target = _same_shape("smooth_l1_loss", input, target)
     error = input - target
-    size = error.abs()
     if beta == 0:
-        return _reduce("smooth_l1_loss", size, reduction)
-    loss = where(size < beta, 0.5 * error * error / beta, size - 0.5 * beta)
-    return _reduce("smooth_l1_loss", loss, reduction)
+        return _reduce("smooth_l1_loss", error.abs(), reduction)
+    return _reduce("smooth_l1_loss", _huber(error, beta) / beta, reduction)
 
 
 def binary_cross_entropy_with_logits(
@@ -389,29 +398,48 @@ def binary_cross_entropy_with_logits(
     which never overflows and never takes log(0). Its gradient is sigmoid(x) - y. `pos_weight` multiplies
     the positive term: (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x).
     """
-    target = _same_shape("binary_cross_entropy_with_logits", input, target)
+    name = "binary_cross_entropy_with_logits"
+    target = _same_shape(name, input, target)
     softplus_neg = softplus(-input, threshold=math.inf)  # = -log sigmoid(x), exact for every x
     if pos_weight is None:
         loss = (1 - target) * input + softplus_neg
     else:
+        pos_weight = _elementwise_weight(name, "pos_weight", pos_weight, input)
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
     if weight is not None:
-        loss = loss * weight
-    return _reduce("binary_cross_entropy_with_logits", loss, reduction)
+        loss = loss * _elementwise_weight(name, "weight", weight, input)
+    return _reduce(name, loss, reduction)
+
+
+def _elementwise_weight(name: str, what: str, weight, input: Tensor) -> Tensor:  # noqa: A002
+    """A weight per element (`weight`, `pos_weight`), in the input's dtype. It must broadcast to the input's
+    shape without enlarging it: an (N, 1) weight against an (N,) loss would make an (N, N) loss."""
+    weight = as_tensor(weight, like=input)
+    if weight.dtype != input.dtype:
+        weight = weight.astype(input.dtype)
+    try:
+        fits = np.broadcast_shapes(input.shape, weight.shape) == input.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise OpError(f"{name}: {what} of shape {weight.shape} does not broadcast to the input's shape {input.shape}")
+    return weight
 
 
 def binary_cross_entropy(input: Tensor, target, weight=None, reduction: str = "mean") -> Tensor:  # noqa: A002
     """-[y log p + (1 - y) log(1 - p)] from probabilities p; each log is clamped at -100, as in PyTorch.
     Prefer `binary_cross_entropy_with_logits`: a saturated sigmoid before this loss loses precision."""
     target = _same_shape("binary_cross_entropy", input, target)
-    if input.data.size and (np.min(input.data) < 0 or np.max(input.data) > 1):
+    low, high = (np.min(input.data), np.max(input.data)) if input.data.size else (0, 1)
+    if not (low >= 0 and high <= 1):  # (NaN fails this too)
+        found = "NaN" if np.isnan(low) else f"values from {low} to {high}"
         raise OpError(
-            "binary_cross_entropy: input must hold probabilities in [0, 1]; for logits use "
-            "binary_cross_entropy_with_logits"
+            f"binary_cross_entropy: input must hold probabilities in [0, 1], got {found}; "
+            "for logits use binary_cross_entropy_with_logits"
         )
     loss = nn_ops.BinaryCrossEntropy.apply(input, target)
     if weight is not None:
-        loss = loss * weight
+        loss = loss * _elementwise_weight("binary_cross_entropy", "weight", weight, input)
     return _reduce("binary_cross_entropy", loss, reduction)
 
 
@@ -421,7 +449,7 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
     Returns the targets with ignored ones replaced by class 0 (so they can index), each target's weight
     (its class weight, 0 where ignored), and the class axis.
     """
-    target = np.asarray(target.data if isinstance(target, Tensor) else target)
+    target = _targets(name, target)
     class_axis = 0 if input.ndim == 1 else 1
     classes = input.shape[class_axis]
     expected = input.shape[:class_axis] + input.shape[class_axis + 1 :]
@@ -458,6 +486,19 @@ def _array(value) -> np.ndarray:
     return np.asarray(value.data if isinstance(value, Tensor) else value)
 
 
+def _check_class_scores(name: str, input: Tensor) -> None:  # noqa: A002
+    if input.ndim == 0:
+        raise OpError(f"{name}: input must hold class scores, shape (C,) or (N, C, ...); got a single number")
+
+
+def _targets(name: str, target) -> np.ndarray:
+    """The targets as an array (a list of lists of different lengths is refused by name)."""
+    try:
+        return _array(target)
+    except ValueError as error:
+        raise OpError(f"{name}: the targets do not form an array of one shape ({error})") from None
+
+
 def _class_weight(name: str, weight, classes: int) -> np.ndarray:
     """The per-class `weight` as an array, checked: one number per class."""
     weight = _array(weight)
@@ -467,8 +508,9 @@ def _class_weight(name: str, weight, classes: int) -> np.ndarray:
 
 
 def _nan_if_nothing_counted(loss: Tensor, total_weight: float) -> Tensor:
-    """A "mean" over targets that were all ignored is 0/0: NaN, as in PyTorch, and with PyTorch's zero gradient.
-    The loss was computed with weight 0 (gradient 0 everywhere); NaN is added as a constant, so none reaches it."""
+    """A "mean" over targets of total weight 0 is 0/0: NaN, as in PyTorch, with a zero gradient (PyTorch's when
+    every target is ignored). The loss was computed with weight 0 (gradient 0 everywhere); NaN is added as a
+    constant, so none reaches it."""
     return loss if total_weight else loss + float("nan")
 
 
@@ -479,11 +521,13 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     Targets equal to `ignore_index` contribute nothing. "mean" divides by the total weight of the targets
     that are not ignored (as PyTorch), not by their count.
     """
+    _check_class_scores("nll_loss", input)
     target, target_weight, class_axis = _class_targets("nll_loss", input, target, weight, ignore_index)
-    classes = input.shape[class_axis]
-    # A one-hot row per target, holding its weight: the loss picks -log p of the target class.
-    picker = np.moveaxis(np.eye(classes, dtype=input.dtype)[target] * target_weight[..., None], -1, class_axis)
-    loss = -(input * picker).sum(axis=class_axis)
+    # Each prediction's log-probability of its target class, and nothing else: a -inf at another class (a
+    # masked one) or in an ignored prediction must not turn the loss into NaN (-inf * 0 would).
+    rows, weights = _classes_last(input, class_axis), target_weight.reshape(-1)
+    picked = rows[np.arange(rows.shape[0]), target.reshape(-1)]
+    loss = where(weights != 0, -picked * weights, 0.0).reshape(target.shape)
     if reduction == "mean":
         total = float(target_weight.sum())
         return _nan_if_nothing_counted(loss.sum() / (total or 1.0), total)
@@ -518,6 +562,9 @@ def cross_entropy(
     class probabilities of the input's shape. `label_smoothing` = eps mixes the one-hot target with the
     uniform distribution: (1 - eps) one_hot + eps / C. `weight`, `ignore_index` and the reductions as PyTorch.
     """
+    _check_class_scores("cross_entropy", input)
+    if not 0 <= label_smoothing <= 1:
+        raise OpError(f"cross_entropy: label_smoothing must be between 0 and 1, got {label_smoothing}")
     class_axis = 0 if input.ndim == 1 else 1
     classes = input.shape[class_axis]
     class_weight = None if weight is None else _class_weight("cross_entropy", weight, classes)
@@ -529,7 +576,7 @@ def cross_entropy(
         weight_shape = tuple(classes if axis == class_axis else 1 for axis in range(input.ndim))
         return log_p * class_weight.reshape(weight_shape).astype(input.dtype)
 
-    if _array(target).dtype.kind == "f":  # class probabilities
+    if _targets("cross_entropy", target).dtype.kind == "f":  # class probabilities
         target = _same_shape("cross_entropy", input, target)
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / classes
@@ -538,7 +585,7 @@ def cross_entropy(
             return loss.sum() / loss.size
         return _reduce("cross_entropy", loss, reduction)
 
-    kept = (_array(target) != ignore_index).astype(input.dtype) if label_smoothing else None
+    kept = _array(target) != ignore_index if label_smoothing else None
     target, target_weight, class_axis = _class_targets("cross_entropy", input, target, weight, ignore_index)
     _check_reduction("cross_entropy", reduction)
     # "mean" divides by the total weight; folding it into the weights saves a division op, and the op sums the
@@ -557,7 +604,8 @@ def cross_entropy(
     loss = loss if loss.shape == target.shape else loss.reshape(target.shape)
     if label_smoothing:
         # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
-        smooth = -weighted_log_p().sum(axis=class_axis) * (kept * (scale / classes))
+        # (ignored predictions are left out, not multiplied by 0: their log-probabilities may be -inf)
+        smooth = where(kept, -weighted_log_p().sum(axis=class_axis) * (scale / classes), 0.0)
         loss = (1 - label_smoothing) * loss + label_smoothing * smooth
     if reduction == "none":
         return loss

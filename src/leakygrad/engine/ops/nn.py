@@ -543,6 +543,8 @@ class CrossEntropy(Op):
         sums = exp.sum(axis=1, keepdims=True)
         self.softmax = exp / sums  # kept for backward
         losses = (np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target]) * self.weight
+        # a row of weight 0 (an ignored target) counts nothing, even when its logits are not finite (NaN * 0)
+        losses = np.where(self.weight != 0, losses, 0.0)
         return losses.sum() if self.total else losses
 
     def backward(self, grad):
