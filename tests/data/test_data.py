@@ -201,8 +201,25 @@ def test_an_empty_data_set_is_refused():
         (lambda: data.spirals(n_classes=0), ValueError, "spirals: n_classes must be at least 1, got 0"),
         (lambda: data.teacher_regression(n_in=2.5), TypeError, "teacher_regression: n_in must be a whole number"),
         (lambda: data.copy_task(n_samples=0), ValueError, "copy_task: n_samples must be at least 1, got 0"),
+        (lambda: data.copy_task(delay=2.5), TypeError, "copy_task: delay must be a whole number, got 2.5"),
+        (lambda: data.copy_task(copy_length=True), TypeError, "copy_task: copy_length must be a whole number"),
+        (lambda: data.copy_task(n_symbols=0), ValueError, "copy_task: n_symbols must be at least 1, got 0"),
+        (lambda: data.DataLoader(np.arange(4.0), batch_size=True), ValueError, "batch_size must be a positive"),
     ],
 )
 def test_bad_counts_for_the_synthetic_tasks_are_named(make, error, message):
     with pytest.raises(error, match=message):
         make()
+
+
+def test_char_ids_outside_the_vocabulary_are_refused_by_name():
+    corpus = data.char_corpus()
+    last = len(corpus.vocab) - 1
+    assert corpus.decode(corpus.encode("the")) == "the"
+    for bad in ([-1], [last + 1], [2.7]):  # -1 would have read the last character
+        with pytest.raises(
+            ValueError, match=rf"CharCorpus.decode: .* is not a character id \(ids are whole numbers 0 to {last}\)"
+        ):
+            corpus.decode(bad)
+    with pytest.raises(TypeError, match="CharCorpus.windows: seq_len must be a whole number, got 2.5"):
+        corpus.windows(2.5)

@@ -385,3 +385,56 @@ def test_saving_over_a_file_keeps_its_permissions(tmp_path):
     os.chmod(path, 0o640)
     io.save({"w": np.ones(1)}, path)
     assert os.stat(path).st_mode & 0o777 == 0o640
+
+
+def test_keys_that_end_in_npy_come_back_with_their_own_arrays(tmp_path):
+    state = {"x": np.zeros(2), "x.npy": np.ones(3), "a": {"b.npy": np.full(2, 2.0)}, "a/b": np.full(1, 3.0)}
+    io.save(state, tmp_path / "s.npz")
+    loaded = io.load(tmp_path / "s.npz")
+    for key in ("x", "x.npy", "a/b"):
+        np.testing.assert_array_equal(loaded[key], state[key])
+    np.testing.assert_array_equal(loaded["a"]["b.npy"], state["a"]["b.npy"])
+
+
+def test_a_key_that_no_npz_can_hold_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match=r"save: the key 'a\\x00b' holds a NUL character"):
+        io.save({"a\x00b": np.ones(2)}, tmp_path / "s.npz")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_any_damage_to_the_archive_is_a_corrupt_file_error(tmp_path):
+    path = _saved_model_file(tmp_path)
+    data = path.read_bytes()
+    for offset in range(len(data)):  # every single flipped byte: never a bare zip, zlib or version error
+        damaged = bytearray(data)
+        damaged[offset] ^= 0xFF
+        path.write_bytes(bytes(damaged))
+        try:
+            io.load(path)
+        except io.CorruptFileError:
+            pass
+
+
+def test_folders_and_links_as_paths(tmp_path):
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(IsADirectoryError, match="save: '.*runs' is a folder; give the name of a file"):
+        io.save({"a": np.ones(1)}, tmp_path / "runs")
+    with pytest.raises(IsADirectoryError, match="load: '.*runs' is a folder, not a saved file"):
+        io.load(tmp_path / "runs")
+    target = tmp_path / "runs" / "run7.npz"
+    io.save({"step": 1}, target)
+    (tmp_path / "latest.npz").symlink_to(target)
+    io.save({"step": 2}, tmp_path / "latest.npz")  # written through the link, as open() and np.savez do
+    assert (tmp_path / "latest.npz").is_symlink() and io.load(target) == {"step": 2}
+
+
+def test_a_file_name_of_the_longest_length_allowed_can_be_saved(tmp_path):
+    path = tmp_path / ("m" * 251 + ".npz")  # 255 bytes: the temporary file's name must not be longer
+    io.save({"a": np.ones(2)}, path)
+    np.testing.assert_array_equal(io.load(path)["a"], np.ones(2))
+
+
+def test_a_checkpoint_entry_that_is_not_a_state_dict_is_named(tmp_path):
+    io.save_checkpoint(tmp_path / "run.npz", model=TinyModel(), epoch=3)
+    with pytest.raises(io.StateDictMismatchError, match="entry 'epoch' is not a model's state dict"):
+        io.load_checkpoint(tmp_path / "run.npz", epoch=TinyModel())

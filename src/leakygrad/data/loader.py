@@ -54,7 +54,7 @@ class DataLoader:
                 )
         if len(self.arrays[0]) == 0:
             raise ValueError(f"DataLoader: the arrays hold no samples (shape {self.arrays[0].shape}): nothing to batch")
-        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"DataLoader: batch_size must be a positive integer, got {batch_size!r}")
         self.batch_size = int(batch_size)
         self.shuffle = shuffle

@@ -136,11 +136,9 @@ def copy_task(n_samples: int = 1000, delay: int = 20, n_symbols: int = 8, copy_l
     copy_length * log(n_symbols) / (delay + 2 * copy_length), the memoryless baseline.
     (Hochreiter & Schmidhuber 1997; the setting of Arjovsky, Shah & Bengio 2016.)
     """
-    _counts("copy_task", n_samples=(n_samples, 1))
-    if delay < 1 or copy_length < 1 or n_symbols < 1:
-        raise ValueError(
-            f"copy_task: delay, copy_length and n_symbols must be >= 1, got {delay}, {copy_length}, {n_symbols}"
-        )
+    _counts(
+        "copy_task", n_samples=(n_samples, 1), delay=(delay, 1), n_symbols=(n_symbols, 1), copy_length=(copy_length, 1)
+    )
     rng = _rng(seed)
     length = delay + 2 * copy_length
     data = rng.integers(1, n_symbols + 1, size=(n_samples, copy_length))

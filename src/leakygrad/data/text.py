@@ -45,7 +45,13 @@ class CharCorpus:
         return np.array([self._index[char] for char in text], dtype=np.int64)
 
     def decode(self, ids) -> str:
-        return "".join(self.vocab[int(i)] for i in np.asarray(ids).ravel())
+        ids = np.asarray(ids).ravel()
+        if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= len(self.vocab)):
+            bad = next(i for i in ids.tolist() if not (isinstance(i, int) and 0 <= i < len(self.vocab)))
+            raise ValueError(
+                f"CharCorpus.decode: {bad!r} is not a character id (ids are whole numbers 0 to {len(self.vocab) - 1})"
+            )
+        return "".join(self.vocab[i] for i in ids.tolist())
 
     def windows(self, seq_len: int, stride: int | None = None):
         """`(inputs, targets)`, each of shape (n_windows, seq_len): windows of the text, and the same windows
@@ -53,6 +59,9 @@ class CharCorpus:
         `seq_len`, non-overlapping) is the distance between window starts."""
         stride = seq_len if stride is None else stride
         ids = self.ids
+        for name, value in (("seq_len", seq_len), ("stride", stride)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"CharCorpus.windows: {name} must be a whole number, got {value!r}")
         if seq_len < 1 or stride < 1 or seq_len + 1 > len(ids):
             raise ValueError(
                 f"CharCorpus.windows: need 1 <= seq_len < {len(ids)} and stride >= 1, got {seq_len}, {stride}"

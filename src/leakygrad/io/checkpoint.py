@@ -109,6 +109,10 @@ def load_checkpoint(path, strict: bool = True, **objects) -> dict:
     if absent:
         raise StateDictMismatchError(f"{where}: the file has no {_listing(absent)}; it has {_listing(list(saved))}")
     for name, target in objects.items():  # every model checked before anything is loaded
+        if _is_model(target) and not isinstance(saved[name], dict):
+            raise StateDictMismatchError(
+                f"{where}: entry '{name}' is not a model's state dict (it holds a {type(saved[name]).__name__} value)"
+            )
         if _is_model(target):
             check_state_dict(_state_dict_of(target, where), saved[name], f"{where}, entry '{name}'", strict=strict)
     loaded = []  # (object, its state before): an entry that does not fit puts back those loaded before it

@@ -16,7 +16,8 @@ The format, readable with NumPy alone and never unpickled:
 
 Writing is atomic: the archive goes to a temporary file in the same directory, is flushed to disk
 (fsync), and only then renamed over the target (`os.replace`, atomic on POSIX and Windows). A crash
-mid-save leaves the previous file untouched.
+mid-save leaves the previous file untouched. A path that is a symbolic link is written through: the file it
+points to is replaced, and the link stays (as `open(path, "wb")` and `numpy.savez` behave).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import math
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -110,6 +112,8 @@ def _store_array(array: np.ndarray, where: str, arrays: dict[str, np.ndarray]) -
     name = where or "array"
     if name == MANIFEST_KEY:
         raise ValueError(f"save: the key '{MANIFEST_KEY}' is reserved for leakygrad's manifest")
+    if "\x00" in name:  # a zip archive cuts a member's name there: the array could never be found again
+        raise ValueError(f"save: the key {name!r} holds a NUL character, which an .npz file cannot store")
     unique, n = name, 1
     while unique in arrays:  # e.g. {"a/b": x, "a": {"b": y}}: both paths read a/b
         n += 1
@@ -132,11 +136,19 @@ def write_atomically(path: str, write) -> None:
     Either the old file or the complete new one is at `path`, never a half-written one. If `write` raises,
     the temporary file is removed and the old file is left as it was.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)  # through a symbolic link: the file it points to is the one replaced
+    directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"save: no folder {directory} to write {os.path.basename(path)} in; create it first")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"save: '{path}' is a folder; give the name of a file to write")
     mode = _file_mode_for(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:  # (the temporary name is short, so that any name the target may have still fits)
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f".{os.path.basename(path)[:32]}.", suffix=".tmp", dir=directory
+        )
+    except OSError as error:
+        raise type(error)(error.errno, f"save: cannot write in {directory} ({error.strerror})") from error
     try:
         with os.fdopen(descriptor, "wb") as file:
             write(file)
@@ -182,6 +194,8 @@ def load(path):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: there is no file '{path}'")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"load: '{path}' is a folder, not a saved file")
     arrays = _read_npz(path)
     if MANIFEST_KEY not in arrays:
         return arrays  # a plain .npz, e.g. from numpy.savez
@@ -206,8 +220,19 @@ def _read_npz(path: str) -> dict[str, np.ndarray]:
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise CorruptFileError(f"load: '{path}' holds a single .npy array, not an .npz archive")
         with archive:
-            return {name: archive[name] for name in archive.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as error:
+            # Read by member name ("x.npy"), not by array name: NumPy would give member "x.npy", the array
+            # "x", to a request for the array "x.npy" (stored as "x.npy.npy").
+            return {member.removesuffix(".npy"): archive[member] for member in archive.zip.namelist()}
+    except (
+        zipfile.BadZipFile,
+        ValueError,
+        OSError,
+        EOFError,
+        KeyError,
+        NotImplementedError,
+        RuntimeError,
+        zlib.error,
+    ) as error:  # fmt: skip  (what a damaged zip raises, flags and version bytes included)
         if isinstance(error, CorruptFileError):
             raise
         raise CorruptFileError(
