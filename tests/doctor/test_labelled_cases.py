@@ -9,6 +9,7 @@ pytestmark = pytest.mark.slow
 FAULTY = {
     "vanishing_sigmoid_deep": [("vanishing_gradient", "net.0", "error")],
     "vanishing_rnn_time": [("vanishing_gradient", "rnn (", "error")],
+    "vanishing_rnn_packed": [("vanishing_gradient", "rnn (", "error")],
     "exploding_rnn": [("exploding_gradient", "rnn (", "error")],
     "exploding_deep": [("exploding_gradient", "model.0", "error")],
     "dead_relu": [("dead_relu", "model.3", "error")],
@@ -31,6 +32,7 @@ HEALTHY = [
     "healthy_residual_gelu",
     "healthy_tanh_xavier",
     "healthy_gru_classifier",
+    "healthy_gru_packed",
     "healthy_sigmoid_bce",
     "healthy_dqn_huber",
     "healthy_accumulation",

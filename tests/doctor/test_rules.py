@@ -375,3 +375,67 @@ def test_a_stall_in_a_net_whose_gradient_vanishes_does_not_blame_the_learning_ra
     alone = [with_ratio(s, 1e-9) for s in range(0, 100, 10)]  # the same stall without a vanishing gradient
     [f] = diagnose(history_of(alone, losses=flat))
     assert f.evidence["learning_rate"] == "far too low"
+
+
+def test_a_jump_at_one_end_is_not_an_explosion_over_time():
+    first_input_matters = [0.5] + [1.6e-3 * 0.84**k for k in range(11)]  # a GRU whose task is its first input
+    padded_tail = [1.0] * 54 + [1e-4] * 6  # the last steps are padding for most sequences
+    for norms in (first_input_matters, padded_tail):
+        assert time_rule(history_of([recurrent(s, norms) for s in range(5)]), T) == []
+    # the same ratios built up along the sequence are an explosion
+    for norms in ([1.9**k for k in range(11, -1, -1)], [1.15**k for k in range(59, -1, -1)]):
+        [f] = time_rule(history_of([recurrent(s, norms) for s in range(5)]), T)
+        assert f.symptom == "exploding_gradient"
+
+
+def test_a_gradient_that_underflows_early_is_measured_where_it_is_not_zero():
+    norms = [0.0] * 20 + [0.5**k for k in range(39, -1, -1)]
+    [f] = [f for f in diagnose(history_of([recurrent(s, norms) for s in range(5)], losses=[0.69] * 60), T)
+           if f.symptom == "vanishing_gradient"]  # fmt: skip
+    assert f.evidence["zero_before_step"] == 20
+    assert f.evidence["mean_factor_per_time_step"] == pytest.approx(0.5, rel=0.01)
+    assert "from step 20: before it the gradient has underflowed to exactly 0" in f.explanation
+
+
+def test_an_explosion_over_time_is_not_blamed_on_the_layer_below_the_recurrent_one():
+    """Embedding -> RNN -> head: the embedding's output gradient is the RNN's input gradient summed over time,
+    so the RNN's gain over time shows as a gain across depth at the embedding."""
+    records = []
+    for s in range(5):
+        r = chain(s, [])
+        r.layers = {
+            "emb": LayerStats("emb", "Embedding", 0, has_weights=True, out_grad_norm=1.8e4),
+            "rnn": LayerStats(
+                "rnn",
+                "RNN",
+                1,
+                has_weights=True,
+                recurrent=True,
+                out_grad_norm=0.15,
+                time_grad_norms=[1.35**k for k in range(39, -1, -1)],
+            ),  # fmt: skip
+            "head": LayerStats("head", "Linear", 2, has_weights=True, out_grad_norm=0.4),
+        }
+        records.append(r)
+    findings = diagnose(history_of(records), T)
+    assert [(f.symptom, f.where) for f in findings] == [("exploding_gradient", "rnn (time steps 0-3 of 40)")]
+
+
+def test_a_bidirectional_layer_is_not_judged_across_time():
+    """Its input gradient sums a forward direction (vanishing towards t = 0) and a backward one (vanishing towards
+    t = T-1): large at both ends whichever happens, so early over late would say nothing true."""
+    forward, backward = [0.5**k for k in range(39, -1, -1)], [0.5**k for k in range(40)]
+    norms = [a + b for a, b in zip(forward, backward)]
+    records = [recurrent(s, norms) for s in range(5)]
+    for r in records:
+        r.layers["rnn"].bidirectional = True
+    assert time_rule(history_of(records, losses=[0.69] * 60), T) == []
+
+
+def test_a_stalled_loss_points_to_the_other_findings_or_says_there_are_none():
+    stalled = history_of([recurrent(s, [1.0] * 40) for s in range(5)], losses=[0.69] * 60)
+    [alone] = diagnose(stalled, T)
+    assert alone.symptom == "stalled_loss" and "No other leak was found" in alone.explanation
+    vanishing = history_of([recurrent(s, [0.5**k for k in range(39, -1, -1)]) for s in range(5)], losses=[0.69] * 60)
+    stalled_too = next(f for f in diagnose(vanishing, T) if f.symptom == "stalled_loss")
+    assert "See the other findings: vanishing_gradient." in stalled_too.explanation

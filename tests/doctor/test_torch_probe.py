@@ -359,3 +359,97 @@ def test_deferred_statistics_read_the_same_in_place_and_joined():
         assert scalars[:2] == [1.5, 2.0] and math.isnan(scalars[2])
         assert vectors[0].tolist() == [0.25, -1.0, 3.0]
         assert flags == [b"\x00\x01\x00\x00\x01", b"\x01\x00"]
+
+
+class NextValueGRU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(1, 32, batch_first=True)
+        self.head = nn.Linear(32, 1)
+
+    def forward(self, x):
+        return self.head(self.gru(x)[0][:, -1])
+
+
+def test_huge_but_finite_gradients_are_not_called_non_finite():
+    """SGD at 100x the learning rate: gradients and weights grow past 1e19 (their float32 norms overflow to inf)
+    while every entry stays finite; the first non-finite number is a loss, in the forward pass."""
+    torch.manual_seed(0)
+    model, generator = NextValueGRU(), torch.Generator().manual_seed(1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=30.0)
+    losses, largest_gradient = [], []
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(10):
+            sequence = torch.sin(torch.rand(64, 1, generator=generator) * 6.28 + torch.arange(21) * 0.3)
+            sequence = sequence + 0.05 * torch.randn(64, 21, generator=generator)
+            loss = nn.functional.mse_loss(model(sequence[:, :20, None]), sequence[:, 20:])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            largest_gradient.append(max(p.grad.abs().max().item() for p in model.parameters()))
+    first_inf = next(step for step, loss in enumerate(losses) if not math.isfinite(loss))
+    assert max(largest_gradient[:first_inf]) > 1e20 and all(map(math.isfinite, largest_gradient[: first_inf + 1]))
+    nonfinite = [(f.first_step, f.evidence["phase"]) for f in dr.findings if f.symptom == "nonfinite"]
+    assert nonfinite == [(first_inf, "forward")]
+
+
+class PackedRNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(2, 8, batch_first=True)
+
+    def forward(self, x, lengths):
+        return self.rnn(nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True))[1].sum()
+
+
+def test_a_packed_sequence_is_measured_at_each_time_step():
+    torch.manual_seed(0)
+    model, x, lengths = PackedRNN(), torch.randn(3, 6, 2), torch.tensor([6, 4, 2])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        model(x, lengths).backward()
+        optimizer.step()
+    measured = dr.history.records[-1].layers["rnn"].time_grad_norms
+    # by hand: each step's input gradient, scaled to the whole batch by sqrt(3 / the sequences still running)
+    x.requires_grad_(True)
+    model(x, lengths).backward()
+    running = (torch.arange(6)[None, :] < lengths[:, None]).sum(0)
+    expected = x.grad.square().sum(dim=(0, 2)).mul(3 / running).sqrt()
+    assert measured == pytest.approx(expected.tolist(), rel=1e-5)
+
+
+def test_a_bidirectional_layer_is_recorded_as_such():
+    torch.manual_seed(0)
+    model = nn.RNN(2, 4, batch_first=True, bidirectional=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        model(torch.randn(3, 5, 2))[0].sum().backward()
+        optimizer.step()
+    [layer] = [layer for layer in dr.history.records[-1].layers.values() if layer.recurrent]
+    assert layer.bidirectional and len(layer.time_grad_norms) == 5
+
+
+class DetachedSeq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.GRU(3, 8, batch_first=True)
+        self.decoder = nn.GRU(3, 8, batch_first=True)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, source, target):
+        _, h = self.encoder(source)
+        out, _ = self.decoder(target, h.detach())  # the bug: the encoder never learns
+        return self.head(out[:, -1])
+
+
+def test_a_cut_through_a_recurrent_layers_final_state_is_named():
+    torch.manual_seed(0)
+    model = DetachedSeq2Seq()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    source, target, y = torch.randn(16, 5, 3), torch.randn(16, 4, 3), torch.randint(0, 2, (16,))
+    with doctor.watch(model, optimizer, every=1) as dr:
+        train(lambda x: model(*x), optimizer, 4, (source, target), y)
+    [cut] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert cut.where == "encoder" and cut.evidence["graph_cuts"][0]["from"] == "encoder"
+    assert cut.evidence["graph_cuts"][0]["to"] == "decoder"

@@ -122,6 +122,10 @@ def _explain_time(f: Finding, vanishing: bool):
         "gradient at every step by the recurrent Jacobian, W_hh^T times the activation's derivative; "
         f"here that factor averages {fmt(factor)} per time step, over {last[0] - first[0]} steps."
     )
+    if e.get("zero_before_step"):
+        text = text[:-1] + (
+            f" (measured from step {e['zero_before_step']}: before it the gradient has underflowed to exactly 0)."
+        )
     if vanishing:
         text += " So the loss cannot teach the layer anything that depends on the early inputs" + (
             ", and the loss is not improving." if e.get("loss_stalled") else "."
@@ -453,22 +457,34 @@ def explain_stalled_loss(f: Finding):
             )
         elif largest == 0:
             text += (
-                " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply. "
-                "See the other findings (blocked, dead, no gradient)."
+                " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply."
+                + _see_other_findings(e)
             )
         elif median_ratio is not None and largest is not None and median_ratio < 1e-4 <= largest:
             text += (
                 f" Most layers barely move, while the layer that moves most changes by {fmt(largest)} of its size per "
                 "step: a learning rate too low would hold back every layer alike, so the gradient is not reaching "
-                "the others. See the other findings (vanishing, dead, blocked)."
+                "the others." + _see_other_findings(e)
             )
         else:
-            text += (
-                " The updates have a normal size, so the gradient itself carries little signal: see the other "
-                "findings (vanishing, dead, blocked), and check that inputs and labels match."
+            text += " The updates have a normal size, so the gradient itself carries little signal." + (
+                _see_other_findings(e)
             )
-        remedies.append("Fix the leak named by the other findings first; then check the data and the labels.")
+        if e.get("other_findings"):
+            remedies.append("Fix the leak named by the other findings first; then check the data and the labels.")
+        else:
+            remedies.append(
+                "Check that inputs and labels match, and that the model can carry what the task needs (over long "
+                "sequences, a gated recurrent layer)."
+            )
     return text, remedies
+
+
+def _see_other_findings(e: dict) -> str:
+    others = e.get("other_findings")
+    if others:
+        return " See the other findings: " + ", ".join(others) + "."
+    return " No other leak was found at the measured points: check that the inputs and the labels match."
 
 
 EXPLAINERS = {

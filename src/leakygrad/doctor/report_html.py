@@ -103,8 +103,10 @@ def render(doctor) -> str:
         "the nonzero gradient entering each that leaves it as exactly zero, median over recent sampled steps.</p>",
         _blocking_ops(history, doctor.thresholds),
         "<h2>Recurrent layers: gradient per time step</h2>",
-        '<p class="help">||d loss / d input at time t|| for each recurrent layer (latest sampled step, log scale). '
-        "Falling towards t = 0: vanishing over time; rising: exploding.</p>",
+        '<p class="help">The gradient reaching each time step t, for each recurrent layer (latest sampled step, log '
+        "scale): ||d loss / d input_t|| for a layer run over the whole sequence (nn.RNN, nn.LSTM, nn.GRU), "
+        "||d loss / d h_t|| for a cell called once per step. Falling towards t = 0: vanishing over time; rising: "
+        "exploding.</p>",
         _time_steps(history),
         "<h2>Update / weight ratio per layer</h2>",
         '<p class="help">||weights after the step - before|| / ||weights||, median over recent sampled steps. '
@@ -346,7 +348,7 @@ def _time_steps(history) -> str:
         {"name": name, "x": list(range(len(norms))), "y": norms, "color": palette[i % len(palette)]}
         for i, (name, norms) in enumerate(latest.items())
     ]
-    return svg.line_chart(series, "time step t", "||d loss / d input_t|| (log)", log_y=True, label="time steps")
+    return svg.line_chart(series, "time step t", "gradient norm at step t (log)", log_y=True, label="time steps")
 
 
 def _update_ratios(history) -> str:

@@ -144,12 +144,17 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     """Let one finding explain another: an exactly-zero gradient (`no_gradient` warning) in a layer where a
     vanishing gradient has underflowed to zero is that vanishing gradient, not a second leak; and a stalled loss
     whose updates are tiny everywhere, in a network where the gradient vanishes across depth, is not a learning
-    rate "far too low" (a larger one would only scale what is left of the gradient)."""
+    rate "far too low" (a larger one would only scale what is left of the gradient); and a gradient that
+    explodes or vanishes across depth mostly through one recurrent layer that does so across time is that
+    finding over time (the layer below gets the gradient of every time step: the recurrent layer's gain over
+    time shows as a gain across depth)."""
     vanishing = any(f.symptom == "vanishing_gradient" and f.severity == "error" for f in findings)
     for f in findings:
         if vanishing and f.symptom == "stalled_loss" and f.evidence.get("learning_rate") == "far too low":
             f.evidence["learning_rate"] = None
             f.evidence["gradient_vanishes"] = True
+        if f.symptom == "stalled_loss":  # (its explanation points to them, or says there are none)
+            f.evidence["other_findings"] = sorted({g.symptom for g in findings if g.symptom != "stalled_loss"})
     zeroed = {
         name
         for f in findings
@@ -165,7 +170,21 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             and any(f.where == name or f.where.startswith(name + ".") for name in zeroed)
         )
 
-    return [f for f in findings if not explained(f)]
+    over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
+    return [f for f in findings if not explained(f) and not _through_a_recurrent_layer(f, over_time)]
+
+
+def _through_a_recurrent_layer(f: Finding, over_time: dict[str, str]) -> bool:
+    """A finding across depth at least half of whose change (in orders of magnitude) happens across a recurrent
+    layer with the same finding across time."""
+    if f.evidence.get("across") != "depth" or not f.evidence["ratio"] > 0:
+        return False
+    names, gains = list(f.evidence["grad_norm_by_layer"]), f.evidence["backward_gain_by_layer"]
+    whole = abs(math.log(f.evidence["ratio"]))
+    return any(
+        over_time.get(upper) == f.symptom and gains.get(lower, 0) > 0 and abs(math.log(gains[lower])) >= whole / 2
+        for lower, upper in zip(names, names[1:])
+    )
 
 
 def _layer_values(records: list[StepRecord], name: str, attribute: str) -> list[float]:
@@ -203,7 +222,11 @@ def time_ratio(norms: list[float], edge_share: float) -> tuple[float, int] | Non
 def time_rule(history: History, t: Thresholds) -> list[Finding]:
     findings = []
     recent = history.recent()
-    recurrent = sorted({name for r in recent for name, layer in r.layers.items() if layer.recurrent})
+    # (a bidirectional layer's profile sums two directions that vanish or explode towards opposite ends: large
+    # at both ends whichever happens, so early over late says nothing)
+    recurrent = sorted(
+        {name for r in recent for name, layer in r.layers.items() if layer.recurrent and not layer.bidirectional}
+    )
     loss_stalled = _loss_is_stalled(history, t)
     for name in recurrent:
 
@@ -222,6 +245,8 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             # While it improves, the task may need only the recent steps (a forecast from the last few inputs).
             vanishing = "error" if loss_stalled else "warning"
         exploding = _grade(ratio, t.time_exploding_warning, t.time_exploding_error, below=False)
+        if exploding and not _builds_up_over_time(_latest_time_norms(recent, name), t):
+            exploding = None
         severity = vanishing or exploding
         if severity is None:
             continue
@@ -231,11 +256,11 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             x = ratio_of(record)
             return None if x is None else (x < threshold if vanishing else x > threshold)
 
-        layer = next(r.layers[name] for r in reversed(recent) if name in r.layers and r.layers[name].time_grad_norms)
+        layer = _latest_time_layer(recent, name)
         norms = layer.time_grad_norms
         steps = len(norms)
         _, edge = time_ratio(norms, t.time_edge_share)
-        per_step = ratio ** (1 / (steps - edge)) if ratio > 0 else math.nan  # the two ends are steps - edge apart
+        per_step, zero_before = _factor_per_time_step(norms, ratio, edge)
         first = onset(history.healthy_records(), holds, t.persistence)
         evidence = {
             "across": "time",
@@ -244,6 +269,7 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             "early_steps": [0, edge - 1],
             "late_steps": [steps - edge, steps - 1],
             "mean_factor_per_time_step": _sci(per_step),
+            "zero_before_step": zero_before,
             "grad_norm_by_time_step": [_sci(x) for x in norms],
             "kind": layer.kind,
             "loss_stalled": loss_stalled,
@@ -252,6 +278,38 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         symptom = "vanishing_gradient" if vanishing else "exploding_gradient"
         findings.append(Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence))
     return findings
+
+
+def _latest_time_layer(recent, name: str):
+    return next(r.layers[name] for r in reversed(recent) if name in r.layers and r.layers[name].time_grad_norms)
+
+
+def _latest_time_norms(recent, name: str) -> list[float]:
+    return _latest_time_layer(recent, name).time_grad_norms
+
+
+def _builds_up_over_time(norms: list[float], t: Thresholds) -> bool:
+    """Whether the gradient grows from the late end to the early end along the sequence (see
+    `Thresholds.time_buildup_share`): log(early / middle) and log(middle / late) each carry that share of
+    log(early / late)."""
+    edge = max(1, int(len(norms) * t.time_edge_share))
+    start = max(0, len(norms) // 2 - edge // 2)
+    early, middle, late = (sum(part) / len(part) for part in (norms[:edge], norms[start : start + edge], norms[-edge:]))
+    if not (early > middle > late > 0):
+        return False
+    whole = math.log(early / late)
+    return min(math.log(early / middle), math.log(middle / late)) >= t.time_buildup_share * whole
+
+
+def _factor_per_time_step(norms: list[float], ratio: float, edge: int) -> tuple[float, int | None]:
+    """The mean factor per step between the two ends (steps - edge apart), and None; or, when the earliest steps'
+    gradient is exactly 0 (it underflowed), the factor over the steps that still have some, and the first of them."""
+    if ratio > 0:
+        return ratio ** (1 / (len(norms) - edge)), None
+    first = next((i for i, x in enumerate(norms) if x > 0), None)
+    if first is None or first >= len(norms) - 1 or not norms[-1] > 0:
+        return math.nan, first
+    return (norms[first] / norms[-1]) ** (1 / (len(norms) - 1 - first)), first
 
 
 # --- exploding step over step ----------------------------------------------------------------------------------

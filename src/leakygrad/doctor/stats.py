@@ -24,8 +24,11 @@ class LayerStats:
     param_grad_norm: float | None = None  # ||d loss / d (the layer's own parameters)||
     weight_norm: float | None = None  # ||parameters||
     update_ratio: float | None = None  # ||parameters after the step - before|| / ||before||
-    nonfinite_grad: bool = False  # NaN or Inf in the gradient arriving at the output
+    # NaN in the gradient arriving at the output (its norm is NaN). An infinite norm is not enough: huge finite
+    # entries (above 1.8e19) overflow a float32 norm too; an Inf born in backward is caught where it is born.
+    nonfinite_grad: bool = False
     recurrent: bool = False  # an RNN/LSTM/GRU (or cell) layer
+    bidirectional: bool = False  # recurrent, in both directions: time_grad_norms sums the two (not judged)
     time_grad_norms: list[float] | None = None  # recurrent: ||d loss / d input at time t||, t = 0 .. T-1
 
 

@@ -46,6 +46,12 @@ class Thresholds:
     """... above this: exploding over time (error)."""
     time_edge_share: float = 0.1
     """Share of the sequence averaged at each end (first and last 10% of time steps, at least one)."""
+    time_buildup_share: float = 0.2
+    """Exploding over time also needs the growth spread along the sequence, as backprop through time compounds
+    it: the middle steps' gradient lies between the ends, at least this share of the way (in orders of
+    magnitude) from each. A jump at one end is no explosion: a healthy GRU whose task depends on its first input
+    measured early/late 1.4e3, nearly all of it at step 0; padding at the end of sequences of varied length
+    measured 1.1e3, nearly all of it in the padded steps."""
 
     # --- exploding step over step ------------------------------------------------------------------------
     growth_warning: float = 1e2

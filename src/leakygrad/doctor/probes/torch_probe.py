@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.optim.optimizer as optimizer_hooks
 from torch import nn
+from torch.nn.utils.rnn import PackedSequence
 
 from leakygrad.doctor.probes import torch_graph as graph_tools
 from leakygrad.doctor.probes.torch_graph import NodeTags, op_name
@@ -48,6 +49,7 @@ from leakygrad.doctor.probes.torch_stats import (
     add_activation,
     blocked_fraction,
     norm,
+    packed_time_step_norms,
     time_step_norms,
     total,
     unit_axis,
@@ -112,20 +114,26 @@ class ModuleInfo:
     recurrent: str | None  # "sequence" (nn.RNN/LSTM/GRU), "cell" (nn.RNNCell/...), or None
     gated: bool  # LSTM/GRU: internal sigmoid/tanh gates are not reported as saturated
     leaf: bool  # no submodules: an op producing its output is *in* it (else the op sits in its forward, after ...)
+    bidirectional: bool = False  # a recurrent layer run in both directions (its time profile sums the two)
 
 
 def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     has_weights = any(p.requires_grad for p in module.parameters(recurse=False))
     recurrent = "sequence" if isinstance(module, nn.RNNBase) else "cell" if isinstance(module, nn.RNNCellBase) else None
     leaf = next(module.children(), None) is None
-    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, isinstance(module, GATED_RECURRENT), leaf)
+    gated, bidirectional = isinstance(module, GATED_RECURRENT), bool(getattr(module, "bidirectional", False))
+    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional)
 
 
 def _first_tensor(value):
+    """A module's main output: the tensor itself, the first of a tuple (an RNN's (output, h_n)), a packed sequence's
+    data."""
+    if isinstance(value, PackedSequence):
+        return value.data
     if isinstance(value, torch.Tensor):
         return value
-    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
-        return value[0]
+    if isinstance(value, (tuple, list)) and value:
+        return _first_tensor(value[0])
     return None
 
 
@@ -522,25 +530,32 @@ class TorchProbe:
         return None
 
     def _watch_sequence_input(self, module, info: ModuleInfo, args):
-        """Hook the gradient at each time step of a recurrent layer's input."""
+        """Hook the gradient at each time step of a recurrent layer's input: a tensor, or a PackedSequence (whose
+        data holds the steps one after another)."""
         x = args[0] if args else None
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2:
-            return None  # PackedSequence or unusual input: no per-time-step view
-        time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
-        hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, time_axis)
-        if x.grad_fn is not None:  # (the hook lives on x's node, and goes with this step's graph)
-            x.register_hook(hook)
+        if isinstance(x, PackedSequence):
+            data, norms_by_step = x.data, functools.partial(packed_time_step_norms, batch_sizes=x.batch_sizes)
+        elif isinstance(x, torch.Tensor) and x.dim() >= 2:
+            time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
+            data, norms_by_step = x, functools.partial(time_step_norms, time_axis=time_axis)
+        else:
+            return None  # an unusual input: no per-time-step view
+        if not data.is_floating_point():
             return None
-        if x.requires_grad:
+        hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, norms_by_step)
+        if data.grad_fn is not None:  # (the hook lives on the data's node, and goes with this step's graph)
+            data.register_hook(hook)
+            return None
+        if data.requires_grad:
             # A leaf (an input the user differentiates): a hook on it would stay for good. Hook a view of it
             # instead: the same values, and the gradient passes through the view to x unchanged.
-            alias = x.view_as(x)
+            alias = data.view_as(data)
         else:
             # The input carries no gradient (raw data): give the layer a detached alias that does. Same values,
             # same parameter gradients; the extra gradient w.r.t. the input is computed on sampled steps only.
-            alias = x.detach().requires_grad_(True)
+            alias = data.detach().requires_grad_(True)
         alias.register_hook(hook)
-        return (alias, *args[1:])
+        return (x._replace(data=alias) if isinstance(x, PackedSequence) else alias, *args[1:])
 
     def _on_forward(self, module, args, output):
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
@@ -568,7 +583,9 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad:
                 return None
-            state.output_memory.note(y, name)
+            for t in _tensors(output) if info.recurrent else (y,):  # (an RNN's h_n too: it may be what is cut)
+                if t.is_floating_point():
+                    state.output_memory.note(t, name)
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if (info.has_weights or info.recurrent) and node is not None:
                 if info.recurrent == "cell":
@@ -612,12 +629,12 @@ class TorchProbe:
         except Exception as error:
             self._fail("recurrent cell gradient hook", error)
 
-    def _on_time_grad(self, ticket: Ticket, name: str, time_axis: int, grad):
+    def _on_time_grad(self, ticket: Ticket, name: str, norms_by_step, grad):
         state = ticket.state
         if state is None:
             return
         try:
-            state.time_norms[name] = state.deferred.vector(time_step_norms(grad, time_axis))
+            state.time_norms[name] = state.deferred.vector(norms_by_step(grad))
         except Exception as error:
             self._fail("time-step gradient hook", error)
 
@@ -1043,8 +1060,8 @@ class TorchProbe:
             record.layers[name] = layer = LayerStats(
                 name, info.kind, depth, has_weights=info.has_weights, out_grad_norm=out_grad_norm,
                 param_grad_norm=grad_norm, weight_norm=weight_norm, update_ratio=update_ratio,
-                nonfinite_grad=out_grad_norm is not None and not math.isfinite(out_grad_norm),
-                recurrent=bool(info.recurrent),
+                nonfinite_grad=out_grad_norm is not None and math.isnan(out_grad_norm),  # (see LayerStats)
+                recurrent=bool(info.recurrent), bidirectional=info.bidirectional,
             )  # fmt: skip
             if info.recurrent:
                 self._add_time_norms(layer, state, value, vectors)
@@ -1133,14 +1150,16 @@ class TorchProbe:
             self._last_finite_step = self.step
 
     def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
-        """Parameters whose sampled entries are NaN/Inf, made so by an update the loss did not reveal (a where,
-        a clamp or a max can hide NaN weights from the loss)."""
-        if None not in norms and math.isfinite(sum(norms)):  # the usual case, in one sum: every norm is finite
+        """Parameters whose sampled entries hold NaN, made so by an update the loss did not reveal (a where, a
+        clamp or a max can hide NaN weights from the loss). Only a NaN norm counts: an infinite one may be the
+        float32 overflow of huge but finite weights (entries above ~1e19), which a diverging run reaches before
+        its loss overflows."""
+        if None not in norms and not math.isnan(sum(norms)):  # the usual case, in one sum: no norm is NaN
             return False
         bad = [
             self._param_label(p)
             for (_, _, p), norm in zip(state.params, norms)
-            if norm is not None and not math.isfinite(norm)
+            if norm is not None and math.isnan(norm)
         ]
         if not bad:
             return False

@@ -328,6 +328,19 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
     return torch.linalg.vector_norm(grad.movedim(time_axis, 0).reshape(steps, -1).float(), dim=1)
 
 
+def packed_time_step_norms(grad: torch.Tensor, batch_sizes: torch.Tensor) -> torch.Tensor:
+    """||gradient|| at each time step of a PackedSequence's data, whose rows hold the steps one after another
+    (batch_sizes[t] rows at step t: the sequences still running then). Each step's norm is scaled to the whole
+    batch, sqrt(N / batch_sizes[t]) times its own, as if the sequences that had ended had the same mean square:
+    otherwise the late steps of a batch of varied lengths would look small for having fewer sequences."""
+    grad = grad.detach().float()
+    rows = grad.reshape(grad.shape[0], -1).square().sum(dim=1)
+    sizes = batch_sizes.to(grad.device)
+    step_of_row = torch.repeat_interleave(torch.arange(len(sizes), device=grad.device), sizes)
+    squares = torch.zeros(len(sizes), device=grad.device).index_add_(0, step_of_row, rows)
+    return (squares * (sizes[0] / sizes)).sqrt()
+
+
 def norm(tensor: torch.Tensor) -> torch.Tensor:
     """||tensor||, accumulated in float32 at least (half-precision squares overflow at 256)."""
     t = tensor.detach() if tensor.requires_grad else tensor  # a gradient in a hook rarely requires grad
