@@ -151,3 +151,8 @@ def test_a_loss_linear_along_the_search_direction_extrapolates_like_pytorch():
     theirs.step(torch_closure)
     np.testing.assert_allclose(x.data, tx.detach().numpy())
     np.testing.assert_allclose(x.data, [10.0, 10.0])
+
+
+def test_max_eval_must_allow_an_evaluation():
+    with pytest.raises(ValueError, match="LBFGS: max_eval must be a whole number >= 1, got 0"):
+        optim.LBFGS([lg.Tensor([1.0], requires_grad=True)], max_eval=0, line_search_fn="strong_wolfe")

@@ -109,7 +109,7 @@ def test_lambda_lr_takes_one_function_per_group_as_pytorch_does():
         theirs.optimizer.step()
         ours.step()
         theirs.step()
-    assert "lr_lambdas" not in ours.state_dict()  # functions cannot be saved
+    assert ours.state_dict()["lr_lambdas"] == [None, None]  # functions hold no state to save
     with pytest.raises(ValueError, match="LambdaLR: 1 functions for 2 parameter groups"):
         sched.LambdaLR(ours.optimizer, [lambda e: 1.0])
 
@@ -118,3 +118,35 @@ def test_a_schedule_for_an_optimiser_without_a_learning_rate_is_refused_by_name(
     w = lg.Tensor([1.0], requires_grad=True)
     with pytest.raises(TypeError, match=r"StepLR: SLS has no learning rate \('lr'\) to schedule"):
         sched.StepLR(optim.SLS([w]), step_size=2)
+
+
+class WarmUp:
+    """A schedule kept as an object with its own state (as PyTorch's state_dict saves it)."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    def __call__(self, epoch):
+        return min(1.0, (epoch + 1) / self.steps)
+
+
+def test_lambda_lr_saves_the_state_of_a_callable_object():
+    def make(steps):
+        w = lg.Tensor([1.0], requires_grad=True)
+        optimizer = optim.SGD([w], lr=0.1)
+        return optimizer, sched.LambdaLR(optimizer, WarmUp(steps))
+
+    optimizer, schedule = make(10)
+    for _ in range(4):
+        optimizer.step()
+        schedule.step()
+    saved = schedule.state_dict()
+    assert saved["lr_lambdas"] == [{"steps": 10}]
+    resumed_optimizer, resumed = make(99)
+    resumed.load_state_dict(saved)
+    resumed_optimizer.load_state_dict(optimizer.state_dict())
+    for _ in range(3):
+        for o, s in ((optimizer, schedule), (resumed_optimizer, resumed)):
+            o.step()
+            s.step()
+        assert resumed.get_last_lr() == schedule.get_last_lr()

@@ -56,6 +56,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     which raises instead and leaves them untouched.
     """
     parameters = _parameters_list(parameters)
+    max_norm = float(max_norm)  # (a NumPy float32 would round the coefficient to float32)
     total = total_grad_norm(parameters, norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(

@@ -174,6 +174,7 @@ class LBFGS(Optimizer):
             raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
+        check_count("LBFGS", "max_eval", max_eval)
         defaults = dict(
             lr=lr,
             max_iter=max_iter,

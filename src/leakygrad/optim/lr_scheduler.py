@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import types
 from collections.abc import Callable, Sequence
 
 from leakygrad.optim.optimizer import Optimizer
@@ -124,6 +125,27 @@ class LambdaLR(LRScheduler):
 
     def closed_form_lr(self) -> list[float]:
         return [base_lr * f(self.last_epoch) for base_lr, f in zip(self.base_lrs, self.lr_lambdas)]
+
+    def state_dict(self) -> dict:
+        """As every schedule's, with the attributes of each lr_lambda that is a callable object (a warm-up class
+        holding its own step count, say), as PyTorch saves them; a plain function has none (None)."""
+        state = super().state_dict()
+        state["lr_lambdas"] = [None if _stateless(f) else dict(f.__dict__) for f in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        saved = state_dict.pop("lr_lambdas", None) or [None] * len(self.lr_lambdas)
+        super().load_state_dict(state_dict)
+        for f, attributes in zip(self.lr_lambdas, saved):
+            if attributes is not None:
+                f.__dict__.update(attributes)
+
+
+def _stateless(f) -> bool:
+    return isinstance(f, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) or not hasattr(
+        f, "__dict__"
+    )
 
 
 class StepLR(LRScheduler):

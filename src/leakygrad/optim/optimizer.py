@@ -41,7 +41,7 @@ class Optimizer:
             )
         if isinstance(params, (set, frozenset)):
             raise TypeError(_SET_MESSAGE.format(name=name))
-        self.defaults = dict(defaults)
+        self.defaults = {key: _as_python_number(value) for key, value in defaults.items()}
         self.state: defaultdict[Tensor, dict] = defaultdict(dict)
         self.param_groups: list[dict] = []
 
@@ -67,7 +67,7 @@ class Optimizer:
         name = type(self).__name__
         if not isinstance(param_group, dict):
             raise TypeError(f"{name}.add_param_group: expected a dict with a 'params' entry, got {type(param_group)}")
-        group = dict(param_group)
+        group = {key: value if key == "params" else _as_python_number(value) for key, value in param_group.items()}
         params = group.get("params")
         if params is None:
             raise ValueError(f"{name}.add_param_group: the group has no 'params' entry")
@@ -276,6 +276,16 @@ def params_with_grads(group: dict) -> Iterable[tuple[Tensor, np.ndarray]]:
         if grad.shape != p.shape:
             raise ValueError(f"optimiser: a parameter of shape {p.shape} has a gradient of shape {grad.shape}")
         yield p, grad.astype(p.dtype, copy=False)
+
+
+def _as_python_number(value):
+    """A NumPy scalar setting (or a tuple of them) as the Python number it holds: with np.float32(0.9) as a beta,
+    1 - beta ** t would be computed in float32, and a float64 run would drift from the same run with 0.9."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_as_python_number(v) for v in value)
+    return value
 
 
 def check_hyperparameter(optimiser: str, name: str, value, low: float = 0.0, high: float | None = None) -> None:
