@@ -116,3 +116,47 @@ def test_gelu_at_infinities_gives_pytorchs_values_without_warnings(approximate):
     yt.sum().backward()
     np.testing.assert_allclose(y.data, yt.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(x.grad.data, xt.grad.numpy(), rtol=1e-12)
+
+
+def test_clip_with_tensor_bounds_and_nan_as_pytorch():
+    values = np.array([np.nan, 1.0, 3.0])
+    for low, high in ((np.array([0.0, 0.0, 0.0]), np.array([2.0, 2.0, 2.0])), (np.array([np.nan, 0.0, 0.0]), None)):
+        x, xt = lg.Tensor(values, requires_grad=True, dtype="float64"), torch.tensor(values, requires_grad=True)
+        bounds = [None if b is None else lg.Tensor(b, requires_grad=True, dtype="float64") for b in (low, high)]
+        torch_bounds = [None if b is None else torch.tensor(b, requires_grad=True) for b in (low, high)]
+        out, expected = x.clip(*bounds), torch.clamp(xt, *torch_bounds)
+        np.testing.assert_array_equal(out.data, expected.detach().numpy())  # NaN from x or from a bound
+        out.sum().backward()
+        expected.sum().backward()
+        for ours, theirs in zip([x, *bounds], [xt, *torch_bounds]):
+            if ours is not None:
+                np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())  # none where NaN
+    with pytest.raises(lg.OpError, match=r"clip: a bound of shape \(5,\) does not fit the input's shape \(2, 4\)"):
+        lg.randn(2, 4).clip(lg.zeros(5), None)
+    assert lg.randn(3).clip(np.float64(-1.0), np.float64(1.0)).dtype == np.float32  # as x * np.float64(2)
+
+
+def test_shape_methods_take_what_pytorch_takes_and_refuse_the_rest_by_name():
+    x = lg.randn(2, 1, 3)
+    assert x.squeeze(np.int64(1)).shape == (2, 3)
+    assert x.expand(-1, 4, -1).shape == (2, 4, 3) and x.expand(5, -1, 4, -1).shape == (5, 2, 4, 3)
+    assert lg.arange(5.0)[lg.tensor(2) :].shape == (3,)  # a 0-d integer tensor as a slice bound
+    for call, message in (
+        (lambda: x.squeeze(1.0), "squeeze: an axis must be a whole number, got 1.0"),
+        (lambda: x.flatten(1.0), "flatten: an axis must be a whole number, got 1.0"),
+        (lambda: x.unsqueeze(0.5), "unsqueeze: an axis must be a whole number, got 0.5"),
+        (lambda: x.pad(1.5), "pad: widths must be whole numbers, got 1.5"),
+        (lambda: lg.zeros(0, 3).argmax(), r"argmax: the tensor of shape \(0, 3\) has nothing to choose from"),
+        (lambda: lg.zeros(0, 3).argmin(axis=0), "argmin: .* nothing to choose from along axis 0"),
+    ):
+        with pytest.raises(lg.OpError, match=message):
+            call()
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")  # (the NaN mean)
+def test_the_second_derivative_of_a_mean_over_nothing_is_zero():
+    x = lg.zeros(0, 3, requires_grad=True, dtype="float64")
+    upstream = lg.ones(3, requires_grad=True, dtype="float64")
+    (g,) = lg.grad((x.mean(axis=0) * upstream).sum(), [x], create_graph=True)
+    (h,) = lg.grad(g.sum(), [upstream], allow_unused=True)
+    np.testing.assert_array_equal(h.data, np.zeros(3))

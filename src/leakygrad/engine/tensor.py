@@ -121,6 +121,12 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor (a single number)")
         return self.data.shape[0]
 
+    def __index__(self) -> int:
+        """A single integer as an index (a slice's bound, say), as NumPy's and PyTorch's are."""
+        if self.ndim != 0 or self.dtype.kind not in "iu":
+            raise TypeError(f"only a single integer can be an index, not a tensor of shape {self.shape} ({self.dtype})")
+        return int(self.data)
+
     def __repr__(self) -> str:
         body = np.array2string(self.data, precision=4, separator=", ", threshold=20, prefix="Tensor(")
         extras = []
@@ -365,10 +371,10 @@ class Tensor:
 
     def argmax(self, axis=None):
         """Indices of the largest values (an integer tensor, no gradient)."""
-        return Tensor._wrap(np.argmax(self.data, axis=None if axis is None else _axis("argmax", axis, self.shape)))
+        return Tensor._wrap(np.argmax(self.data, axis=_arg_axis("argmax", axis, self.shape)))
 
     def argmin(self, axis=None):
-        return Tensor._wrap(np.argmin(self.data, axis=None if axis is None else _axis("argmin", axis, self.shape)))
+        return Tensor._wrap(np.argmin(self.data, axis=_arg_axis("argmin", axis, self.shape)))
 
     # ------------------------------------------------------------------ shape
 
@@ -419,7 +425,13 @@ class Tensor:
             return self
         return shape_ops.BroadcastTo.apply(self, shape=tuple(shape))
 
-    expand = broadcast_to
+    def expand(self, *sizes):
+        """PyTorch's name for `broadcast_to`, where a size of -1 keeps that axis as it is."""
+        sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        offset = len(sizes) - self.ndim  # (new axes come first, and cannot be -1)
+        return self.broadcast_to(
+            tuple(self.shape[i - offset] if size == -1 and i >= offset else size for i, size in enumerate(sizes))
+        )
 
     def sum_to(self, shape: tuple[int, ...]):
         """Sum over the axes that broadcasting to self.shape added or stretched, so the result has `shape`.
@@ -434,7 +446,7 @@ class Tensor:
     def squeeze(self, axis=None):
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
         axes = {_axis("squeeze", a, self.shape) for a in axes}
         for a in axes:
             if self.shape[a] != 1:
@@ -442,6 +454,8 @@ class Tensor:
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
 
     def unsqueeze(self, axis: int):
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise OpError(f"unsqueeze: an axis must be a whole number, got {axis!r}")
         if not -self.ndim - 1 <= axis <= self.ndim:
             raise OpError(
                 f"unsqueeze: axis {axis} is out of range for a tensor of shape {self.shape}: "
@@ -492,10 +506,21 @@ class RemovableHandle:
 
 
 def _axis(name: str, axis: int, shape: tuple[int, ...]) -> int:
-    """`axis` as a non-negative index into `shape`, or an OpError if it is out of range."""
+    """`axis` as a non-negative index into `shape`, or an OpError if it is not a whole number or out of range."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise OpError(f"{name}: an axis must be a whole number, got {axis!r}")
     if not -len(shape) <= axis < len(shape):
         raise OpError(f"{name}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dimensions)")
-    return axis % len(shape)
+    return int(axis) % len(shape)
+
+
+def _arg_axis(name: str, axis, shape: tuple[int, ...]) -> int | None:
+    """argmax's axis, checked: there must be something along it to choose from."""
+    axis = None if axis is None else _axis(name, axis, shape)
+    if (math.prod(shape) if axis is None else shape[axis]) == 0:
+        along = "" if axis is None else f" along axis {axis}"
+        raise OpError(f"{name}: the tensor of shape {shape} has nothing to choose from{along}")
+    return axis
 
 
 def as_tensor(value, like: Tensor | None = None) -> Tensor:

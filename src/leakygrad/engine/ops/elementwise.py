@@ -196,7 +196,8 @@ class Clip(Op):
     def __init__(self, low=None, high=None):
         if low is None and high is None:
             raise OpError("clip needs at least one of min and max")
-        self.low, self.high = low, high
+        # (a NumPy float64 bound, from arr.max() say, would make a float32 result float64)
+        self.low, self.high = (b.item() if isinstance(b, np.generic) else b for b in (low, high))
 
     def forward(self, x):
         low = -np.inf if self.low is None else self.low
@@ -209,14 +210,29 @@ class Clip(Op):
 
 
 def clip_to_tensors(x: Tensor, low=None, high=None) -> Tensor:
-    """clip with bounds that are Tensors (per element, say): each bound gets the gradient where it is the output,
-    as PyTorch's clamp gives it, so a learned bound learns. (Clip keeps number bounds as settings, not inputs.)"""
+    """clip with bounds that are Tensors (per element, say): min(max(x, low), high), each bound getting the gradient
+    where it is the output, as PyTorch's clamp gives it, so a learned bound learns. (Clip keeps number bounds as
+    settings, not inputs.) A NaN in x or in a bound gives NaN there, and no gradient to either."""
     out = x
     if low is not None:
-        out = where(out.data < (low.data if isinstance(low, Tensor) else low), low, out)
+        out = _past_bound(out, low, np.less)
     if high is not None:
-        out = where(out.data > (high.data if isinstance(high, Tensor) else high), high, out)
+        out = _past_bound(out, high, np.greater)
     return out
+
+
+def _past_bound(x: Tensor, bound, beyond) -> Tensor:
+    """`bound` where `beyond(x, bound)`, x elsewhere; NaN where either is NaN."""
+    bound_data = bound.data if isinstance(bound, Tensor) else np.asarray(bound)
+    try:
+        shape = np.broadcast_shapes(x.shape, bound_data.shape)
+    except ValueError:
+        shape = None
+    if shape != x.shape:
+        raise OpError(f"clip: a bound of shape {bound_data.shape} does not fit the input's shape {x.shape}")
+    out = where(beyond(x.data, bound_data), bound, x)
+    undefined = np.isnan(x.data) | np.isnan(bound_data)
+    return where(undefined, np.nan, out) if undefined.any() else out
 
 
 class Maximum(Op):

@@ -90,7 +90,8 @@ class Mean(Op):
 
     def backward(self, grad):
         (x,) = self.inputs
-        return _spread(grad / _count(x.shape, self.axes), x.shape, self.axes)  # divided before it is spread
+        # divided before it is spread (over no element at all, there is nothing to divide: x is empty)
+        return _spread(grad / max(_count(x.shape, self.axes), 1), x.shape, self.axes)
 
 
 class Var(Op):

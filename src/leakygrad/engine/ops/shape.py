@@ -212,7 +212,9 @@ class Pad(Op):
     def forward(self, x):
         if x.ndim == 0:
             raise OpError("pad: a 0-d tensor (a single number) has no axes to pad")
-        widths = np.asarray(self.pad_width, dtype=np.int64)
+        widths = np.asarray(self.pad_width)
+        if widths.dtype.kind not in "iu":  # (1.5 would have been cut to 1)
+            raise OpError(f"pad: widths must be whole numbers, got {self.pad_width}")
         if widths.shape not in ((), (2,), (1, 2), (x.ndim, 2)):
             raise OpError(
                 f"pad: widths {self.pad_width} do not fit a tensor of shape {x.shape}: give one (before, after) "
