@@ -12,6 +12,7 @@ from leakygrad.doctor.rules import (
     blocked_rule,
     dead_relu_rule,
     depth_rule,
+    fold_explained,
     growth_rule,
     loss_rule,
     no_gradient_rule,
@@ -424,8 +425,9 @@ def test_an_explosion_over_time_is_not_blamed_on_the_layer_below_the_recurrent_o
 def test_a_bidirectional_layer_is_not_judged_across_time():
     """Its input gradient sums a forward direction (vanishing towards t = 0) and a backward one (vanishing towards
     t = T-1): large at both ends whichever happens, so early over late would say nothing true."""
-    forward, backward = [0.5**k for k in range(39, -1, -1)], [0.5**k for k in range(40)]
+    forward, backward = [1.5**k for k in range(39, -1, -1)], [1.0] * 40  # as one direction, this would explode
     norms = [a + b for a, b in zip(forward, backward)]
+    assert time_rule(history_of([recurrent(s, norms) for s in range(5)]), T) != []
     records = [recurrent(s, norms) for s in range(5)]
     for r in records:
         r.layers["rnn"].bidirectional = True
@@ -439,3 +441,22 @@ def test_a_stalled_loss_points_to_the_other_findings_or_says_there_are_none():
     vanishing = history_of([recurrent(s, [0.5**k for k in range(39, -1, -1)]) for s in range(5)], losses=[0.69] * 60)
     stalled_too = next(f for f in diagnose(vanishing, T) if f.symptom == "stalled_loss")
     assert "See the other findings: vanishing_gradient." in stalled_too.explanation
+
+
+def test_the_build_up_over_time_is_judged_on_most_records_not_the_last():
+    built_up, jump = [1.5**k for k in range(39, -1, -1)], [1e6] + [1.0] * 39
+    [f] = time_rule(history_of([recurrent(s, built_up) for s in range(4)] + [recurrent(4, jump)]), T)
+    assert f.symptom == "exploding_gradient"
+    assert time_rule(history_of([recurrent(s, jump) for s in range(4)] + [recurrent(4, built_up)]), T) == []
+
+
+def test_a_stalled_loss_does_not_point_to_a_finding_folded_into_another():
+    findings = [
+        Finding("vanishing_gradient", "net.0", 0, "error", {"across": "depth", "ratio": 1e-9,
+                "zero_gradient_layers": ["net.0"], "grad_norm_by_layer": {}, "backward_gain_by_layer": {}}),
+        Finding("no_gradient", "net.0", 0, "warning", {"gradient": "exactly zero"}),  # the vanishing's zeros
+        Finding("stalled_loss", "loss", 0, "warning", {}),
+    ]  # fmt: skip
+    kept = fold_explained(findings)
+    assert [f.symptom for f in kept] == ["vanishing_gradient", "stalled_loss"]
+    assert kept[1].evidence["other_findings"] == ["vanishing_gradient"]

@@ -131,14 +131,25 @@ def test_clip_with_tensor_bounds_and_nan_as_pytorch():
         for ours, theirs in zip([x, *bounds], [xt, *torch_bounds]):
             if ours is not None:
                 np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())  # none where NaN
-    with pytest.raises(lg.OpError, match=r"clip: a bound of shape \(5,\) does not fit the input's shape \(2, 4\)"):
+    with pytest.raises(lg.OpError, match=r"clip: a bound of shape \(5,\) does not broadcast with the input's \(2, 4\)"):
         lg.randn(2, 4).clip(lg.zeros(5), None)
+    wider = np.array([[0.5], [2.5]])  # a bound may widen the result, as in torch.clamp
+    x, xt = (
+        lg.Tensor([1.0, 2.0, 3.0], requires_grad=True, dtype="float64"),
+        torch.tensor([1.0, 2.0, 3.0], requires_grad=True),
+    )
+    out, expected = x.clip(None, lg.Tensor(wider, dtype="float64")), torch.clamp(xt, max=torch.tensor(wider))
+    np.testing.assert_array_equal(out.data, expected.detach().numpy())
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_array_equal(x.grad.data, xt.grad.numpy())
     assert lg.randn(3).clip(np.float64(-1.0), np.float64(1.0)).dtype == np.float32  # as x * np.float64(2)
 
 
 def test_shape_methods_take_what_pytorch_takes_and_refuse_the_rest_by_name():
     x = lg.randn(2, 1, 3)
     assert x.squeeze(np.int64(1)).shape == (2, 3)
+    assert lg.randn(1, 2, 1).squeeze(np.array([0, 2])).shape == lg.randn(1, 2, 1).squeeze(range(0, 3, 2)).shape == (2,)
     assert x.expand(-1, 4, -1).shape == (2, 4, 3) and x.expand(5, -1, 4, -1).shape == (5, 2, 4, 3)
     assert lg.arange(5.0)[lg.tensor(2) :].shape == (3,)  # a 0-d integer tensor as a slice bound
     for call, message in (
@@ -146,6 +157,7 @@ def test_shape_methods_take_what_pytorch_takes_and_refuse_the_rest_by_name():
         (lambda: x.flatten(1.0), "flatten: an axis must be a whole number, got 1.0"),
         (lambda: x.unsqueeze(0.5), "unsqueeze: an axis must be a whole number, got 0.5"),
         (lambda: x.pad(1.5), "pad: widths must be whole numbers, got 1.5"),
+        (lambda: x.expand(2, -1), r"expand: 2 sizes \(2, -1\) for a tensor of 3 axes \(2, 1, 3\)"),
         (lambda: lg.zeros(0, 3).argmax(), r"argmax: the tensor of shape \(0, 3\) has nothing to choose from"),
         (lambda: lg.zeros(0, 3).argmin(axis=0), "argmin: .* nothing to choose from along axis 0"),
     ):

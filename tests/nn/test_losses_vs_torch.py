@@ -343,3 +343,24 @@ def test_bce_weights_must_fit_the_input_and_take_its_dtype(what):
 def test_an_integer_tensor_target_takes_the_inputs_precision(name):
     x = lg.Tensor(np.array([0.5, 2.0, -1.0], dtype=np.float32))
     assert getattr(F, name)(x, lg.tensor([1, 0, 1])).dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_huber_gradient_of_a_small_error_is_the_error_itself(dtype):
+    errors = np.array([1e-30, 3e-8, 1e-5, 0.3, -0.7, 1.0, 2.0, -5.0])
+    for name, option in (
+        ("huber_loss", {"delta": 1.0}),
+        ("huber_loss", {"delta": 1000.0}),
+        ("smooth_l1_loss", {"beta": 0.5}),
+    ):
+        x = lg.Tensor(errors, requires_grad=True, dtype=dtype)
+        xt = torch.tensor(errors, dtype=getattr(torch, dtype), requires_grad=True)
+        getattr(F, name)(x, np.zeros(len(errors)), reduction="sum", **option).backward()
+        getattr(TF, name)(xt, torch.zeros(len(errors), dtype=xt.dtype), reduction="sum", **option).backward()
+        np.testing.assert_allclose(x.grad.data, xt.grad.numpy(), rtol=1e-6, atol=0)  # (1e-30 too, not 0)
+
+
+def test_nll_loss_is_one_op_that_reads_only_the_targets():
+    logp = lg.Tensor(np.log(np.full((4, 3), 1 / 3)), requires_grad=True)
+    loss = F.nll_loss(logp, [0, 2, 1, -100])
+    assert loss.op.name == "nll_loss" and loss.op.inputs[0] is logp  # (no one-hot product, no transposes)

@@ -150,3 +150,18 @@ def test_lambda_lr_saves_the_state_of_a_callable_object():
             o.step()
             s.step()
         assert resumed.get_last_lr() == schedule.get_last_lr()
+
+
+class CosineAfterWarmUp(WarmUp):
+    def __init__(self, steps):
+        super().__init__(steps)
+        self.after = math.cos  # a function: the file format holds no code
+
+
+def test_lambda_lr_state_leaves_out_what_a_file_cannot_hold(tmp_path):
+    from leakygrad import io
+
+    w = lg.Tensor([1.0], requires_grad=True)
+    schedule = sched.LambdaLR(optim.SGD([w], lr=0.1), CosineAfterWarmUp(10))
+    assert schedule.state_dict()["lr_lambdas"] == [{"steps": 10}]
+    io.save_checkpoint(tmp_path / "run.npz", scheduler=schedule)

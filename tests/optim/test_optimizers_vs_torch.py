@@ -263,3 +263,14 @@ def test_clip_grad_norm_with_a_numpy_float32_limit_matches_pytorch():
     torch.nn.utils.clip_grad_norm_(theirs, np.float32(1.3))
     for p, q in zip(ours, theirs):
         np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-15)
+
+
+def test_group_settings_of_other_kinds_are_kept_as_given():
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "a b")
+    w = lg.Tensor([1.0], requires_grad=True)
+    names = ["w"]
+    group = optim.SGD([{"params": [w], "lr": 0.1, "tag": Pair(1, 2), "names": names}]).param_groups[0]
+    assert group["tag"] == Pair(1, 2) and group["names"] is names
+    assert optim.Adam([w], betas=np.array([0.9, 0.99])).param_groups[0]["betas"] == (0.9, 0.99)  # as PyTorch

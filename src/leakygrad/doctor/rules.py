@@ -153,8 +153,6 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if vanishing and f.symptom == "stalled_loss" and f.evidence.get("learning_rate") == "far too low":
             f.evidence["learning_rate"] = None
             f.evidence["gradient_vanishes"] = True
-        if f.symptom == "stalled_loss":  # (its explanation points to them, or says there are none)
-            f.evidence["other_findings"] = sorted({g.symptom for g in findings if g.symptom != "stalled_loss"})
     zeroed = {
         name
         for f in findings
@@ -171,7 +169,11 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         )
 
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
-    return [f for f in findings if not explained(f) and not _through_a_recurrent_layer(f, over_time)]
+    kept = [f for f in findings if not explained(f) and not _through_a_recurrent_layer(f, over_time)]
+    for f in kept:
+        if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
+            f.evidence["other_findings"] = sorted({g.symptom for g in kept if g.symptom != "stalled_loss"})
+    return kept
 
 
 def _through_a_recurrent_layer(f: Finding, over_time: dict[str, str]) -> bool:
@@ -245,7 +247,7 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             # While it improves, the task may need only the recent steps (a forecast from the last few inputs).
             vanishing = "error" if loss_stalled else "warning"
         exploding = _grade(ratio, t.time_exploding_warning, t.time_exploding_error, below=False)
-        if exploding and not _builds_up_over_time(_latest_time_norms(recent, name), t):
+        if exploding and not _builds_up_in_most(recent, name, t):
             exploding = None
         severity = vanishing or exploding
         if severity is None:
@@ -284,8 +286,10 @@ def _latest_time_layer(recent, name: str):
     return next(r.layers[name] for r in reversed(recent) if name in r.layers and r.layers[name].time_grad_norms)
 
 
-def _latest_time_norms(recent, name: str) -> list[float]:
-    return _latest_time_layer(recent, name).time_grad_norms
+def _builds_up_in_most(recent, name: str, t: Thresholds) -> bool:
+    """Whether the growth builds up along the sequence in most of the recent records that measured the layer."""
+    profiles = [r.layers[name].time_grad_norms for r in recent if name in r.layers and r.layers[name].time_grad_norms]
+    return 2 * sum(_builds_up_over_time(norms, t) for norms in profiles) > len(profiles)
 
 
 def _builds_up_over_time(norms: list[float], t: Thresholds) -> bool:

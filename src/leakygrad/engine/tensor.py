@@ -429,6 +429,8 @@ class Tensor:
         """PyTorch's name for `broadcast_to`, where a size of -1 keeps that axis as it is."""
         sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
         offset = len(sizes) - self.ndim  # (new axes come first, and cannot be -1)
+        if offset < 0:
+            raise OpError(f"expand: {len(sizes)} sizes {tuple(sizes)} for a tensor of {self.ndim} axes {self.shape}")
         return self.broadcast_to(
             tuple(self.shape[i - offset] if size == -1 and i >= offset else size for i, size in enumerate(sizes))
         )
@@ -446,7 +448,7 @@ class Tensor:
     def squeeze(self, axis=None):
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        axes = (axis,) if isinstance(axis, (int, np.integer, float)) else tuple(np.ravel(axis).tolist())
         axes = {_axis("squeeze", a, self.shape) for a in axes}
         for a in axes:
             if self.shape[a] != 1:

@@ -63,7 +63,9 @@ class Block(Module):
         self.attn = CausalSelfAttention(embed_dim, num_heads, dropout)
         self.ln2 = LayerNorm(embed_dim)
         self.mlp = Sequential(
-            Linear(embed_dim, mlp_ratio * embed_dim), GELU(), Dropout(dropout), Linear(mlp_ratio * embed_dim, embed_dim)
+            Linear(embed_dim, mlp_ratio * embed_dim),
+            Sequential(GELU(), Dropout(dropout)),  # (one slot: the linear layers keep their names, mlp.0 and mlp.2)
+            Linear(mlp_ratio * embed_dim, embed_dim),
         )
         self.dropout = Dropout(dropout)
 

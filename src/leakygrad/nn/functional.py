@@ -365,11 +365,12 @@ def huber_loss(input: Tensor, target, reduction: str = "mean", delta: float = 1.
 
 
 def _huber(error: Tensor, delta: float) -> Tensor:
-    """0.5 c^2 + delta (|e| - |c|) with c = clip(e, -delta, delta): 0.5 e^2 inside, delta (|e| - delta/2)
-    outside, and its derivative is c, the clipped error, by the chain rule. (Written with `where`, the branch
-    not taken would still send back 0 * e, which is NaN for an infinite error.)"""
+    """0.5 e^2 where |e| <= delta, delta (|e| - delta/2) beyond. The square is taken of the error clipped to
+    [-delta, delta], which is the error itself wherever that branch is chosen: where it is not, the error may be
+    infinite, and the branch not taken would still send back 0 * e = NaN."""
+    size = error.abs()
     clipped = error.clip(-delta, delta)
-    return 0.5 * clipped * clipped + delta * (error.abs() - clipped.abs())
+    return where(size.data <= delta, 0.5 * clipped * clipped, delta * (size - 0.5 * delta))
 
 
 def smooth_l1_loss(input: Tensor, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:  # noqa: A002
@@ -523,15 +524,18 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     """
     _check_class_scores("nll_loss", input)
     target, target_weight, class_axis = _class_targets("nll_loss", input, target, weight, ignore_index)
-    # Each prediction's log-probability of its target class, and nothing else: a -inf at another class (a
-    # masked one) or in an ignored prediction must not turn the loss into NaN (-inf * 0 would).
-    rows, weights = _classes_last(input, class_axis), target_weight.reshape(-1)
-    picked = rows[np.arange(rows.shape[0]), target.reshape(-1)]
-    loss = where(weights != 0, -picked * weights, 0.0).reshape(target.shape)
-    if reduction == "mean":
-        total = float(target_weight.sum())
-        return _nan_if_nothing_counted(loss.sum() / (total or 1.0), total)
-    return _reduce("nll_loss", loss, reduction)
+    _check_reduction("nll_loss", reduction)
+    total = float(target_weight.sum())  # "mean" divides by it: folded into the weights, as in cross_entropy
+    scale = 1 / total if reduction == "mean" and total else 1.0
+    loss = nn_ops.NegativeLogLikelihood.apply(
+        _classes_last(input, class_axis),
+        target=target.reshape(-1),
+        weight=target_weight.reshape(-1) * scale,
+        total=reduction != "none",
+    )
+    if reduction == "none":
+        return loss if loss.shape == target.shape else loss.reshape(target.shape)
+    return _nan_if_nothing_counted(loss, total) if reduction == "mean" else loss
 
 
 def _classes_last(input: Tensor, class_axis: int) -> Tensor:

@@ -43,8 +43,13 @@ class Adam(Optimizer):
         name = type(self).__name__
         check_hyperparameter(name, "lr", lr)
         check_hyperparameter(name, "eps", eps)
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+        given = betas
+        try:
+            betas = tuple(betas)  # (a list or a NumPy array will do, as in PyTorch)
+        except TypeError:
+            betas = ()
+        if len(betas) != 2:
+            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {given!r}")
         check_hyperparameter(name, "betas[0]", betas[0], 0.0, 1.0)
         check_hyperparameter(name, "betas[1]", betas[1], 0.0, 1.0)
         check_hyperparameter(name, "weight_decay", weight_decay)

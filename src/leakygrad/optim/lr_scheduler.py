@@ -28,6 +28,8 @@ import math
 import types
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from leakygrad.optim.optimizer import Optimizer
 
 
@@ -128,9 +130,13 @@ class LambdaLR(LRScheduler):
 
     def state_dict(self) -> dict:
         """As every schedule's, with the attributes of each lr_lambda that is a callable object (a warm-up class
-        holding its own step count, say), as PyTorch saves them; a plain function has none (None)."""
+        holding its own step count, say), as PyTorch saves them; a plain function has none (None). Only what a
+        saved file can hold is kept (numbers, strings, arrays, and lists, tuples and dicts of them): a function
+        or another object held by the callable is left out, and stays as it is on loading."""
         state = super().state_dict()
-        state["lr_lambdas"] = [None if _stateless(f) else dict(f.__dict__) for f in self.lr_lambdas]
+        state["lr_lambdas"] = [
+            None if _stateless(f) else {k: v for k, v in f.__dict__.items() if _storable(v)} for f in self.lr_lambdas
+        ]
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -140,6 +146,16 @@ class LambdaLR(LRScheduler):
         for f, attributes in zip(self.lr_lambdas, saved):
             if attributes is not None:
                 f.__dict__.update(attributes)
+
+
+def _storable(value) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str, np.ndarray, np.generic)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_storable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, (str, int)) and _storable(v) for k, v in value.items())
+    return False
 
 
 def _stateless(f) -> bool:

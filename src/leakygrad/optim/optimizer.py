@@ -283,7 +283,7 @@ def _as_python_number(value):
     1 - beta ** t would be computed in float32, and a float64 run would drift from the same run with 0.9."""
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, (tuple, list)):
+    if type(value) in (tuple, list) and any(isinstance(v, np.generic) for v in value):  # (not a namedtuple)
         return type(value)(_as_python_number(v) for v in value)
     return value
 

@@ -212,7 +212,8 @@ class Clip(Op):
 def clip_to_tensors(x: Tensor, low=None, high=None) -> Tensor:
     """clip with bounds that are Tensors (per element, say): min(max(x, low), high), each bound getting the gradient
     where it is the output, as PyTorch's clamp gives it, so a learned bound learns. (Clip keeps number bounds as
-    settings, not inputs.) A NaN in x or in a bound gives NaN there, and no gradient to either."""
+    settings, not inputs.) A NaN in x or in a bound gives NaN there, and no gradient to either. (Where low == high
+    and x is below them, the gradient goes to low; PyTorch gives it to neither.)"""
     out = x
     if low is not None:
         out = _past_bound(out, low, np.less)
@@ -225,11 +226,11 @@ def _past_bound(x: Tensor, bound, beyond) -> Tensor:
     """`bound` where `beyond(x, bound)`, x elsewhere; NaN where either is NaN."""
     bound_data = bound.data if isinstance(bound, Tensor) else np.asarray(bound)
     try:
-        shape = np.broadcast_shapes(x.shape, bound_data.shape)
+        np.broadcast_shapes(x.shape, bound_data.shape)  # (a bound may broadcast the result to its shape, as in PyTorch)
     except ValueError:
-        shape = None
-    if shape != x.shape:
-        raise OpError(f"clip: a bound of shape {bound_data.shape} does not fit the input's shape {x.shape}")
+        raise OpError(
+            f"clip: a bound of shape {bound_data.shape} does not broadcast with the input's {x.shape}"
+        ) from None
     out = where(beyond(x.data, bound_data), bound, x)
     undefined = np.isnan(x.data) | np.isnan(bound_data)
     return where(undefined, np.nan, out) if undefined.any() else out

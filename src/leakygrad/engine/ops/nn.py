@@ -542,7 +542,8 @@ class CrossEntropy(Op):
         exp = np.exp(shifted)
         sums = exp.sum(axis=1, keepdims=True)
         self.softmax = exp / sums  # kept for backward
-        losses = (np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target]) * self.weight
+        with np.errstate(invalid="ignore"):  # (a row of -inf logits: NaN, a result like PyTorch's)
+            losses = (np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target]) * self.weight
         # a row of weight 0 (an ignored target) counts nothing, even when its logits are not finite (NaN * 0)
         losses = np.where(self.weight != 0, losses, 0.0)
         return losses.sum() if self.total else losses
@@ -561,6 +562,38 @@ class CrossEntropy(Op):
         result[np.arange(result.shape[0]), self.target] -= 1
         result *= row_grad * self.weight[:, None]
         return result
+
+
+class NegativeLogLikelihood(Op):
+    """-weight[m] x[m, target[m]] for each row of log-probabilities x (M, C), and with `total=True` their sum.
+
+    Only each row's target entry is read: a -inf at another class (a masked one) does not matter, and a row of
+    weight 0 (an ignored target) counts nothing, whatever it holds. Backward: -weight[m] at (m, target[m]),
+    zero elsewhere, times the incoming gradient.
+    """
+
+    name = "nll_loss"
+
+    def __init__(self, target: np.ndarray, weight: np.ndarray, total: bool = False):
+        self.target, self.weight, self.total = target, weight, total
+
+    def forward(self, x):
+        picked = x[np.arange(x.shape[0]), self.target]
+        with np.errstate(invalid="ignore"):  # (-inf * 0 in an ignored row: not used)
+            losses = np.where(self.weight != 0, -picked * self.weight, 0.0)
+        return losses.sum() if self.total else losses
+
+    def _slopes(self, x) -> np.ndarray:
+        slopes = np.zeros(x.shape, dtype=x.dtype)
+        slopes[np.arange(x.shape[0]), self.target] = -self.weight
+        return slopes
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return (grad if self.total else grad.reshape(-1, 1)) * self._slopes(x)  # linear in x: constant slopes
+
+    def backward_arrays(self, grad):
+        return (grad if self.total else grad.reshape(-1, 1)) * self._slopes(self.inputs[0])
 
 
 class BinaryCrossEntropy(Op):
