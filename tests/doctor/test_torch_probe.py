@@ -453,3 +453,69 @@ def test_a_cut_through_a_recurrent_layers_final_state_is_named():
     [cut] = [f for f in dr.findings if f.symptom == "no_gradient"]
     assert cut.where == "encoder" and cut.evidence["graph_cuts"][0]["from"] == "encoder"
     assert cut.evidence["graph_cuts"][0]["to"] == "decoder"
+
+
+class MaskedAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x, padding):
+        return self.head(self.attn(x, x, x, key_padding_mask=padding)[0].mean(1))
+
+
+def test_a_softmax_over_a_fully_masked_row_is_named():
+    """An empty sequence (every key masked) makes a row of -inf scores: its softmax is NaN, not the matrix product
+    that added the -inf mask."""
+    torch.manual_seed(0)
+    model = MaskedAttention()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    padding = torch.zeros(4, 5, dtype=torch.bool)
+    padding[0] = True  # the first sequence is empty
+    with doctor.watch(model, optimizer, every=1) as dr:
+        loss = nn.functional.cross_entropy(model(torch.randn(4, 5, 8), padding), torch.tensor([0, 1, 0, 1]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    [nonfinite] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (nonfinite.where, nonfinite.evidence["phase"]) == ("softmax", "forward")
+    assert "all -inf" in nonfinite.explanation and "masked" in nonfinite.remedies[0]
+
+
+SUBMODULES_CALLED_ON_THEIR_OWN = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.head = nn.Linear(8, 2)
+
+
+model = Model()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+for _ in range(4):
+    features = model.encoder(torch.randn(16, 4))
+    loss = nn.functional.cross_entropy(model.head(features.detach()), torch.randint(0, 2, (16,)))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_submodules_called_on_their_own_are_named_by_their_path_in_the_script(tmp_path):
+    from leakygrad.doctor.runner import run_script
+
+    script = tmp_path / "train.py"
+    script.write_text(SUBMODULES_CALLED_ON_THEIR_OWN)
+    run = run_script(script, [], every=1)
+    [cut] = [f for f in run.doctor.findings if f.symptom == "no_gradient"]
+    assert cut.where == "model.encoder"
+    assert (
+        cut.evidence["graph_cuts"][0]["from"] == "model.encoder" and cut.evidence["graph_cuts"][0]["to"] == "model.head"
+    )

@@ -26,7 +26,7 @@ FORWARD_NAN_PRONE = {
     "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "div", "reciprocal", "pow", "exp", "exp2", "expm1",
     "acos", "asin", "atanh", "acosh", "xlogy", "lgamma", "digamma", "erfinv", "tan", "mm", "addmm", "bmm",
     "matmul", "convolution", "cudnn_convolution", "mkldnn_convolution", "sum", "prod", "cumprod", "mul", "cosh",
-    "sinh",
+    "sinh", "softmax", "log_softmax",  # (a row entirely -inf, every position masked: 0/0)
 }  # fmt: skip
 # Backward operations whose local derivative is infinite somewhere (1/x, 1/(2 sqrt x), ...): 0 x inf = NaN.
 BACKWARD_NAN_PRONE = {

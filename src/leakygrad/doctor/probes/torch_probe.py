@@ -1277,9 +1277,16 @@ def _compiled_or_transformed() -> bool:
 
 
 def _global_name(module: nn.Module) -> str | None:
-    """The name the running script gave the module at top level (`model = Net()` -> 'model'), if any."""
+    """The name the running script gives the module: at top level (`model = Net()` -> 'model'), or its path from
+    a model held at top level (`model.encoder(x)` called on its own -> 'model.encoder')."""
     main = sys.modules.get("__main__")
-    for name, value in vars(main).items() if main is not None else ():
-        if value is module and not name.startswith("_"):
+    script_globals = [(name, value) for name, value in vars(main).items() if not name.startswith("_")] if main else []
+    for name, value in script_globals:
+        if value is module:
             return name
+    for name, value in script_globals:
+        if isinstance(value, nn.Module):
+            path = next((path for path, inner in value.named_modules() if inner is module), "")
+            if path:
+                return f"{name}.{path}"
     return None
