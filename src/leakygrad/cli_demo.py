@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import argparse
+import math
+import sys
+
+
+def _steps(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _learning_rate(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--steps", type=int, default=600, help="gradient descent steps of the engine MLP (default 600)")
-    parser.add_argument("--lr", type=float, default=0.5, help="its learning rate (default 0.5)")
+    parser.add_argument(
+        "--steps", type=_steps, default=600, help="gradient descent steps of the engine MLP (default 600)"
+    )
+    parser.add_argument("--lr", type=_learning_rate, default=0.5, help="its learning rate (default 0.5)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor half (which needs PyTorch)")
     parser.add_argument(
         "--report",
@@ -17,6 +37,12 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from leakygrad.demo import run as run_demo
+    from leakygrad.doctor.cli import _cannot_write
+
+    problem = None if args.no_doctor else _cannot_write(args.report)
+    if problem:  # found before the demo runs, not after it
+        print(f"leakygrad demo: cannot write the report to {args.report}: {problem}", file=sys.stderr)
+        return 2
 
     result = run_demo(steps=args.steps, learning_rate=args.lr, doctor=not args.no_doctor, report_path=args.report)
     return 0 if result["gradcheck"].passed else 1

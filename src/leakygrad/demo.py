@@ -72,7 +72,7 @@ def run_engine(steps: int = 600, learning_rate: float = 0.5, print_every: int = 
             for p in params:
                 p.data -= learning_rate * p.grad.data
         losses.append(loss.item())
-        if step % print_every == 0:
+        if step % print_every == 0 or step == steps:
             accuracy = float((logits.data.argmax(axis=1) == y).mean())
             table.add_row(str(step), f"{loss.item():.4f}", f"{accuracy:.1%}")
     console.print(table)

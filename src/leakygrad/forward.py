@@ -26,11 +26,13 @@ def jvp(fn: Callable, inputs, tangents):
     back detached; the Jacobian-vector product has the outputs' structure (a Tensor or a tuple).
     """
     single = isinstance(inputs, Tensor)
-    inputs = [inputs] if single else list(inputs)
-    tangents = [tangents] if isinstance(tangents, (Tensor, np.ndarray)) else list(tangents)
+    inputs = [inputs] if single else list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+    tangents = [tangents] if single or not isinstance(tangents, (tuple, list)) else list(tangents)
     if len(tangents) != len(inputs):
         raise LeakygradError(f"jvp: {len(inputs)} inputs but {len(tangents)} tangents")
     for i, (x, t) in enumerate(zip(inputs, tangents)):
+        if not isinstance(x, Tensor) or x.dtype.kind != "f":
+            raise LeakygradError(f"jvp: input {i} must be a floating-point Tensor, got {_describe(x)}")
         if tuple(np.shape(t)) != x.shape:
             raise LeakygradError(f"jvp: tangent {i} has shape {tuple(np.shape(t))}, input {i} has shape {x.shape}")
 
@@ -38,6 +40,11 @@ def jvp(fn: Callable, inputs, tangents):
         xs = [Tensor(x.data, requires_grad=True, dtype=x.dtype) for x in inputs]
         result = fn(*xs)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        for k, out in enumerate(outputs):
+            if not isinstance(out, Tensor):
+                raise LeakygradError(
+                    f"jvp: fn must return a Tensor or a flat tuple of Tensors; output {k} is {_describe(out)}"
+                )
         # u: a stand-in upstream gradient. Its value does not matter (the backward is linear in it). An integer
         # output (an argmax, a count) has none: its J t is zero.
         us = [
@@ -69,3 +76,9 @@ def jvp(fn: Callable, inputs, tangents):
     if isinstance(result, (tuple, list)):
         return tuple(outputs), tuple(jvps)
     return outputs[0], jvps[0]
+
+
+def _describe(value) -> str:
+    if isinstance(value, Tensor):
+        return f"a Tensor of dtype {value.dtype}"
+    return f"a {type(value).__name__}"

@@ -47,6 +47,7 @@ class InputCheck:
     max_abs_error: float
     passed: bool
     path: str = ""  # which backward computed `analytic`, when the op has two (see `gradcheck`)
+    label: str = ""  # what the input is, when not one the caller passed (gradgradcheck's upstream gradients)
 
     @property
     def verdict(self) -> str:
@@ -54,8 +55,9 @@ class InputCheck:
 
     def describe(self) -> str:
         via = f" (from {self.path})" if self.path else ""
+        what = f" ({self.label})" if self.label else ""
         return (
-            f"input {self.position} {self.shape}: worst element {self.worst_index}: "
+            f"input {self.position}{what} {self.shape}: worst element {self.worst_index}: "
             f"analytic{via} {self.analytic:.10g}, numerical {self.numerical:.10g}, "
             f"relative error {self.relative_error:.2e} ({self.verdict})"
         )
@@ -105,12 +107,20 @@ def gradcheck(
 
     An element passes when |analytic - numerical| <= atol + rtol * |numerical|. On failure, raises
     GradcheckError naming the input, its worst element, both values and the relative error (or, with
-    `raise_exception=False`, returns the failing report). On success returns the report.
+    `raise_exception=False`, returns the failing report). On success returns the report. The inputs may also
+    come as one tuple, as `torch.autograd.gradcheck(fn, (x, y))` takes them.
     """
+    return _check("gradcheck", fn, _unpacked(inputs), eps, atol, rtol, seed, raise_exception, labels={})
+
+
+def _check(name, fn, inputs, eps, atol, rtol, seed, raise_exception, labels) -> GradcheckReport:
+    """gradcheck itself; `name` and `labels` (position -> what that input is) only word the report."""
+    if not eps > 0:
+        raise LeakygradError(f"{name}: eps must be > 0, got {eps}")
     args = [_float64_copy(x) for x in inputs]
     checked = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
     if not checked:
-        raise LeakygradError("gradcheck: no input requires grad, so there is no gradient to check")
+        raise LeakygradError(f"{name}: no input requires grad, so there is no gradient to check")
 
     outputs = _as_outputs(fn(*args))
     rng = np.random.default_rng(seed)
@@ -133,8 +143,10 @@ def gradcheck(
     for i, a, r in zip(checked, on_arrays, recorded):
         numerical = _numerical(scalar, args, i, eps)
         check = _compare(i, a, numerical, atol, rtol)
+        check.label = labels.get(i, "")
         if not np.array_equal(a, r):
             other = _compare(i, r, numerical, atol, rtol)
+            other.label = check.label
             other.path = "the recorded backward, as create_graph=True runs it"
             check.path = "the backward a training step runs"
             if (other.passed, -other.relative_error) < (check.passed, -check.relative_error):
@@ -143,8 +155,9 @@ def gradcheck(
 
     if not report.passed and raise_exception:
         failing = [c for c in report.inputs if not c.passed]
+        what = "gradient (backward)" if name == "gradcheck" else "second derivative (the backward's own backward)"
         raise GradcheckError(
-            "gradcheck failed: the analytic gradient (backward) disagrees with the numerical one "
+            f"{name} failed: the analytic {what} disagrees with the numerical one "
             f"(central differences, eps={eps:g})\n" + "\n".join("  " + c.describe() for c in failing),
             report,
         )
@@ -165,13 +178,16 @@ def gradgradcheck(
     The function checked is (x, v) -> d/dx sum(v * fn(x)), built with `create_graph=True`, so its gradient
     involves the derivative of every op's backward, with respect to both the inputs and the upstream v.
     """
-    args = [_float64_copy(x) for x in inputs]
+    args = [_float64_copy(x) for x in _unpacked(inputs)]
     checked = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise LeakygradError("gradgradcheck: no input requires grad, so there is no gradient to check")
     rng = np.random.default_rng(seed + 1)
     upstream = [
         Tensor(rng.standard_normal(out.shape), requires_grad=True, dtype=np.float64) for out in _as_outputs(fn(*args))
     ]
     n_args = len(args)
+    labels = {n_args + k: f"the upstream gradient of output {k}" for k in range(len(upstream))}
 
     def first_derivatives(*xs_and_vs):
         xs, vs = list(xs_and_vs[:n_args]), xs_and_vs[n_args:]
@@ -181,9 +197,16 @@ def gradgradcheck(
             g if g is not None else Tensor(np.zeros(xs[i].shape), dtype=np.float64) for g, i in zip(grads, checked)
         )
 
-    return gradcheck(
-        first_derivatives, *args, *upstream, eps=eps, atol=atol, rtol=rtol, seed=seed, raise_exception=raise_exception
+    return _check(
+        "gradgradcheck", first_derivatives, [*args, *upstream], eps, atol, rtol, seed, raise_exception, labels
     )
+
+
+def _unpacked(inputs: tuple) -> tuple:
+    """The inputs, given one by one (`gradcheck(fn, x, y)`) or as one tuple, PyTorch's way (`gradcheck(fn, (x, y))`)."""
+    if len(inputs) == 1 and isinstance(inputs[0], tuple) and any(isinstance(x, Tensor) for x in inputs[0]):
+        return inputs[0]
+    return inputs
 
 
 def _float64_copy(x):
@@ -239,21 +262,22 @@ def _compare(position: int, analytic: np.ndarray, numerical: np.ndarray, atol: f
     scale = np.maximum(np.abs(analytic), np.abs(numerical))
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(scale > 0, diff / scale, 0.0)
-    relative = np.where(np.isnan(diff), np.inf, relative)
+    relative = np.where(np.isfinite(diff), relative, np.inf)  # (an inf or NaN on either side: as far off as can be)
     if analytic.size == 0:
         return InputCheck(position, analytic.shape, (), 0.0, 0.0, 0.0, 0.0, True)
-    # The worst element is the one furthest beyond tolerance (not merely the largest relative error, which
-    # can be huge and harmless where both values are near zero).
-    excess = np.where(np.isnan(diff), np.inf, diff - (atol + rtol * np.abs(numerical)))
-    worst = np.unravel_index(np.argmax(excess), analytic.shape)
+    excess = np.where(np.isfinite(diff), diff - (atol + rtol * np.abs(numerical)), np.inf)
     passed = bool(np.all(excess <= 0))
+    # The element reported: on failure, the one furthest beyond tolerance; on success, the largest relative error
+    # among values above atol. (Near zero a relative error means nothing: 0 against 3e-11 is "100% off".)
+    worst_of = relative * (scale > atol) if passed else excess
+    worst = np.unravel_index(np.argmax(worst_of), analytic.shape)
     return InputCheck(
         position=position,
         shape=analytic.shape,
         worst_index=tuple(int(i) for i in worst),
         analytic=float(analytic[worst]),
         numerical=float(numerical[worst]),
-        relative_error=float(relative[worst]),
+        relative_error=float(worst_of[worst]) if passed else float(relative[worst]),
         max_abs_error=float(np.nanmax(diff)) if not np.isnan(diff).all() else float("nan"),
         passed=passed,
     )

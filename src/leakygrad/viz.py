@@ -143,4 +143,4 @@ def _shade(norm: float | None, largest: float) -> tuple[str, str]:
 
 
 def _escape(text: str) -> str:
-    return "".join("\\" + c if c in '{}|<>"' else c for c in text)
+    return "".join("\\" + c if c in '{}|<>"\\' else c for c in text)

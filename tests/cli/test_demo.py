@@ -40,3 +40,22 @@ def test_help_lists_the_commands(tmp_path):
     done = run_cli("--help", cwd=tmp_path)
     assert done.returncode == 0
     assert "demo" in done.stdout and "doctor" in done.stdout
+
+
+def test_demo_refuses_bad_settings_before_it_runs(tmp_path):
+    for args, message in (
+        (("--steps", "-1"), "argument --steps: must be 1 or more, got -1"),
+        (("--lr", "nan"), "argument --lr: must be a positive number, got nan"),
+        (
+            ("--report", "nowhere/x.html"),
+            "cannot write the report to nowhere/x.html: the folder nowhere does not exist",
+        ),
+    ):
+        done = run_cli("demo", *args, cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert "step" not in done.stdout  # nothing was trained first
+
+
+def test_demo_shows_its_last_step(tmp_path):
+    done = run_cli("demo", "--steps", "50", "--no-doctor", cwd=tmp_path)
+    assert done.returncode == 0 and "│ 50 " in done.stdout, done.stdout

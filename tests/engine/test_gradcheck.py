@@ -3,6 +3,7 @@ message that says which input, which element, both values, the relative error an
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -191,3 +192,62 @@ def test_gradcheck_checks_both_backwards_of_an_op_that_has_two():
     assert lg.gradcheck(lambda a: CubeWithTwoBackwards.apply(a), x).passed
     with pytest.raises(GradcheckError, match=r"analytic \(from the recorded backward, as create_graph=True runs it\)"):
         lg.gradcheck(lambda a: CubeWithTwoBackwards.apply(a, recorded_slope=4.0), x)  # (it passed: never ran it)
+
+
+def test_gradgradcheck_with_nothing_to_check_is_an_error_too():
+    with pytest.raises(lg.LeakygradError, match="gradgradcheck: no input requires grad"):
+        lg.gradgradcheck(lambda x: (x * x).sum(), lg.Tensor([1.0, 2.0]))
+
+
+def test_inputs_may_come_as_one_tuple_as_in_pytorch():
+    x, y = lg.Tensor([1.0, 2.0], requires_grad=True), lg.Tensor([0.5, -1.0], requires_grad=True)
+    assert len(lg.gradcheck(lambda a, b: (a * b).sum(), (x, y)).inputs) == 2
+    assert lg.gradgradcheck(lambda a, b: (a * a * b).sum(), (x, y)).passed
+
+
+def test_eps_must_be_positive():
+    with pytest.raises(lg.LeakygradError, match="gradcheck: eps must be > 0, got 0"):
+        lg.gradcheck(lambda x: x.sum(), lg.Tensor([1.0], requires_grad=True), eps=0)
+
+
+def test_an_infinite_analytic_gradient_is_the_worst_error():
+    class InfiniteAtFirst(Op):
+        """2a, with a backward that is wrongly infinite at element 0."""
+
+        name = "infinite_at_first"
+
+        def forward(self, a):
+            return a * 2
+
+        def backward(self, grad):
+            return grad * lg.Tensor(np.array([np.inf, 2.0, 2.0]))
+
+    x, y = (lg.Tensor(np.random.default_rng(k).standard_normal(3), requires_grad=True) for k in (0, 1))
+    report = lg.gradcheck(
+        lambda a, b: a.tanh().sum() + InfiniteAtFirst.apply(b).sum(), x, y, raise_exception=False
+    )  # fmt: skip
+    assert [c.passed for c in report.inputs] == [True, False]
+    assert report.inputs[1].relative_error == math.inf and report.max_relative_error == math.inf
+
+
+def test_a_passing_check_on_a_zero_gradient_says_good():
+    report = lg.gradcheck(lambda x: (x**3 - 3 * x).sum(), lg.Tensor([1.0], requires_grad=True))  # f'(1) = 0
+    assert report.passed and report.inputs[0].verdict == "good" and report.max_relative_error == 0.0
+
+
+def test_gradgradcheck_names_the_upstream_gradient_it_checks():
+    class DetachedBackward(Op):
+        """Its backward is computed in NumPy: not differentiable with respect to the upstream gradient."""
+
+        name = "detached_square"
+
+        def forward(self, x):
+            return x * x
+
+        def backward(self, grad):
+            (x,) = self.inputs
+            return lg.Tensor(2 * x.data * grad.data)
+
+    x = lg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(GradcheckError, match=r"second derivative .*\n(.|\n)*the upstream gradient of output 0"):
+        lg.gradgradcheck(lambda x: DetachedBackward.apply(x), x)

@@ -168,3 +168,19 @@ def test_jvp_leaves_the_inputs_alone():
     x = lg.tensor([0.5, -1.0], requires_grad=True, dtype="float64")
     lg.jvp(lambda x: (x * x).sum(), x, np.ones(2))
     assert x.grad is None
+
+
+def test_jvp_names_what_it_cannot_take():
+    x = lg.Tensor([1.0, 2.0])
+    for call, message in (
+        (lambda: lg.jvp(lambda a: float(a.sum().item()), x, np.ones(2)), "jvp: fn must return .* output 0 is a float"),
+        (
+            lambda: lg.jvp(lambda a: a, np.ones(2), np.ones(2)),
+            "jvp: input 0 must be a floating-point Tensor, got a ndarray",
+        ),
+        (lambda: lg.jvp(lambda a: a, lg.tensor([1, 2]), np.ones(2)), "jvp: input 0 must be a floating-point Tensor"),
+    ):
+        with pytest.raises(lg.LeakygradError, match=message):
+            call()
+    value, tangent = lg.jvp(lambda a: a * a, lg.Tensor(3.0), 1.0)  # a number as the tangent of a 0-d input
+    assert float(tangent.item()) == 6.0

@@ -127,3 +127,9 @@ def test_names_with_graphviz_special_characters_are_escaped():
     w = lg.Tensor([1.0], requires_grad=True, name='w{1}|<"in">')
     dot = viz.graph((w * 2).sum()).dot
     assert 'label="w\\{1\\}\\|\\<\\"in\\"\\> | 1 | value 1"' in dot
+
+
+def test_backslashes_in_names_are_shown_as_written():
+    x = lg.Tensor([1.0], requires_grad=True, name="back\\slash")
+    dot = viz.graph((x * 2).sum()).dot
+    assert "back\\\\slash" in dot  # escaped for DOT, so Graphviz shows one backslash
