@@ -224,3 +224,13 @@ def test_the_default_report_in_a_folder_that_cannot_be_written_only_warns(tmp_pa
         capsys.readouterr().err
     )
     assert (tmp_path / "train.py.ran").exists() and not (tmp_path / "train.doctor.html").exists()
+
+
+def test_reports_go_where_they_were_asked_for_when_the_script_changes_folder(tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()
+    script = tmp_path / "train.py"
+    script.write_text("import os\nos.chdir('runs')\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor", "--quiet", "--json", "r.json", "--html", "r.html", str(script)]) == 0
+    assert (tmp_path / "r.json").is_file() and (tmp_path / "r.html").is_file()
+    assert not (tmp_path / "runs" / "r.json").exists()

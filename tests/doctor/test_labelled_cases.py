@@ -20,7 +20,11 @@ FAULTY = {
     "quantize_round": [("blocked_gradient", "round", "error"), ("no_gradient", "fc1", "error")],
     "detach_encoder": [("no_gradient", "encoder", "error")],
     "missing_zero_grad": [("accumulating_gradient", "optimizer", "error")],
-    "diverging_lr": [("diverging_loss", "loss", "error")],
+    "diverging_lr": [
+        ("diverging_loss", "loss", "error"),
+        ("saturated_activation", "model.1", "error"),
+        ("exploding_gradient", "model.2", "warning"),
+    ],
     "stalled_lr": [("stalled_loss", "loss", "warning")],
 }
 

@@ -79,7 +79,7 @@ def test_a_replacement_optimiser_is_adopted_even_while_the_first_one_lives():
     model = mlp()
     x, y = regression_data()
     first = torch.optim.SGD(model.parameters(), lr=0.01)
-    with doctor.watch(model, first, every=1) as dr:
+    with doctor.watch(model, every=1) as dr:  # (no optimiser given: an optimiser given to watch is never replaced)
         sgd_steps(model, first, x, y, 5)
         second = torch.optim.Adam(model.parameters(), lr=1e-3)  # `first` is still held, by the test and the doctor
         sgd_steps(model, second, x, y, 10)

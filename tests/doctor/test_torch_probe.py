@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.optim.optimizer as optimizer_hooks
@@ -519,3 +520,71 @@ def test_submodules_called_on_their_own_are_named_by_their_path_in_the_script(tm
     assert (
         cut.evidence["graph_cuts"][0]["from"] == "model.encoder" and cut.evidence["graph_cuts"][0]["to"] == "model.head"
     )
+
+
+def test_two_models_of_one_class_keep_apart_and_the_cut_between_them_is_found():
+    torch.manual_seed(0)
+    encoder, head = nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Sequential(nn.Linear(8, 3))
+    optimizer = torch.optim.SGD([*encoder.parameters(), *head.parameters()], lr=0.1)
+    x, y = data(features=4)
+    with doctor.watch([encoder, head], optimizer, every=1) as dr:
+        for _ in range(6):
+            loss = nn.functional.cross_entropy(head(encoder(x).detach()), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert len(set(dr.history.watched[:2])) == 2  # (both were "sequential": "sequential.0" was two layers)
+    [cut] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert cut.where == dr.history.watched[0] and cut.severity == "error"
+
+
+def test_the_optimiser_given_to_watch_keeps_counting_the_steps():
+    """A WGAN trains its critic five times per generator step: the generator's optimiser, given, sets the steps."""
+    torch.manual_seed(0)
+    generator, critic = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2)), nn.Linear(2, 1)
+    generator_optimizer = torch.optim.Adam(generator.parameters(), 1e-3)
+    critic_optimizer = torch.optim.Adam(critic.parameters(), 1e-3)
+    with doctor.watch([generator, critic], generator_optimizer, every=1) as dr:
+        for _ in range(6):
+            for _ in range(5):
+                critic_optimizer.zero_grad()
+                fake = generator(torch.randn(16, 2)).detach()
+                (critic(fake).mean() - critic(torch.randn(16, 2)).mean()).backward()
+                critic_optimizer.step()
+            generator_optimizer.zero_grad()
+            (-critic(generator(torch.randn(16, 2))).mean()).backward()
+            generator_optimizer.step()
+    assert dr.steps == 6
+
+
+def test_a_gradient_scalers_loss_is_recorded_unscaled():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=5)
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    losses = []
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(30):
+            optimizer.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            scaler.scale(loss).backward()  # the scale doubles every 5 steps
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+    assert scaler.get_scale() > 2.0**16
+    recorded = [bucket.mean for bucket in dr.history.loss.buckets]  # (one step per bucket, in so short a run)
+    assert recorded == pytest.approx(losses, rel=1e-6)
+    assert not [f for f in dr.findings if f.symptom == "diverging_loss"]
+
+
+def test_settings_that_cannot_work_are_refused_when_the_doctor_is_made():
+    with pytest.raises(ValueError, match="Thresholds: dead_window must be a whole number of at least 1, got 0"):
+        doctor.Thresholds(dead_window=0)
+    with pytest.raises(ValueError, match="Thresholds: stalled_change must be a positive number, got nan"):
+        doctor.Thresholds(stalled_change=float("nan"))
+    with pytest.raises(ValueError, match="Thresholds: persistence is a share, at most 1, got 2"):
+        doctor.Thresholds(persistence=2)
+    assert doctor.Doctor(every=np.int64(4)).every == 4
+    with pytest.raises(ValueError, match="every must be a positive whole number of steps, got True"):
+        doctor.Doctor(every=True)

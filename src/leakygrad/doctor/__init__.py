@@ -35,8 +35,10 @@ def watch(model, optimizer=None, *, every: int = DEFAULT_EVERY, thresholds: Thre
           name: str | None = None) -> Doctor:  # fmt: skip
     """Watch a PyTorch model (and optionally its optimiser) for gradient leaks; use it as a context manager.
 
-    `model`: an `nn.Module` or a list of them. `optimizer`: the optimiser whose steps count as training steps
-    (default: the first optimiser that steps the model's parameters; without one, each `backward()` is a step).
+    `model`: an `nn.Module` or a list of them. `optimizer`: the optimiser whose steps count as training steps,
+    whatever other optimisers do (a GAN's critic stepping five times per generator step, say). Without it, the
+    first optimiser that steps the model's parameters, until another steps twice in a row (a new optimiser for
+    the next phase); without any, each `backward()` is a step.
     `every`: take the costly statistics on one step in every `every` (step 0 first; see the probe for which).
     """
     from leakygrad.doctor.probes.torch_probe import TorchProbe

@@ -67,14 +67,15 @@ def run(args) -> int:
         elif problem:  # found before the training runs, not after it
             print(f"leakygrad doctor: cannot write the report to {path}: {problem}", file=sys.stderr)
             return 2
+    # Where the reports go is fixed now, before the script runs: it may change the working folder.
+    reports = [(path, os.path.abspath(path), format) for path, format in ((html, "html"), (args.json, "json")) if path]
     result = run_script(script, script_args, every=args.every)
     doctor = result.doctor
     written = []
-    for path, format in ((html, "html"), (args.json, "json")):  # the option says the format, whatever the name
-        if path is None:
-            continue
+    for path, absolute, format in reports:  # (the option says the format, whatever the name)
         try:
-            written.append(doctor.report(path, format))
+            doctor.report(absolute, format)
+            written.append(path)
         except OSError as error:
             print(f"leakygrad doctor: could not write the report to {path}: {error}", file=sys.stderr)
     if not args.quiet:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
+import numpy as np
+
 from leakygrad.doctor.explain import explain
 from leakygrad.doctor.findings import Finding, sort_findings
 from leakygrad.doctor.history import History
@@ -45,9 +47,9 @@ class Doctor:
     """Watches one training run. Use `leakygrad.doctor.watch(model, optimizer)` to make one for PyTorch."""
 
     def __init__(self, every: int = DEFAULT_EVERY, thresholds: Thresholds = DEFAULT_THRESHOLDS, max_records=128):
-        if not isinstance(every, int) or every < 1:
+        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
             raise ValueError(f"Doctor: every must be a positive whole number of steps, got {every!r}")
-        self.every = every
+        self.every = int(every)
         self.thresholds = thresholds
         self.history = History(thresholds, max_records=max_records)
         self.probe = None  # set by watch(): the object that attaches hooks

@@ -125,6 +125,21 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional)
 
 
+def _gradient_scale(loss: torch.Tensor) -> float:
+    """The factor a gradient scaler (torch.amp.GradScaler) multiplied the loss by before backward, or 1.
+
+    `scaler.scale(loss)` is loss times a one-element tensor, a power of two that the scaler doubles and halves
+    during training: recorded as it is, a healthy loss would look as if it grew with the scale."""
+    node = loss.grad_fn
+    if node is None or op_name(node) != "mul":
+        return 1.0
+    other = getattr(node, "_saved_other", None)
+    if not isinstance(other, torch.Tensor) or other.numel() != 1 or other.requires_grad:
+        return 1.0
+    scale = float(other)
+    return scale if scale >= 1 and math.log2(scale).is_integer() else 1.0
+
+
 def _first_tensor(value):
     """A module's main output: the tensor itself, the first of a tuple (an RNN's (output, h_n)), a packed sequence's
     data."""
@@ -337,7 +352,10 @@ class TorchProbe:
         # compiled code. The user did nothing to cause it, so it is not shown.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
         for i, model in enumerate(self._given_models):
-            name = self._given_name if (self._given_name and i == 0) else type(model).__name__.lower()
+            name = self._given_name if (self._given_name and i == 0) else None
+            name = name or _global_name(model) or type(model).__name__.lower()
+            while name in self.root_names:  # (two models of one class: their layers' paths must not collide)
+                name += "_"
             self.add_root(model, name, prefixed=len(self._given_models) > 1)
         if self._given_optimizer is not None:
             self.mode = "optimizer"
@@ -731,10 +749,11 @@ class TorchProbe:
         self._close_backward_step()
 
     def _record_loss(self, loss: torch.Tensor) -> None:
+        scale = _gradient_scale(loss)
         if not loss.is_cpu:
-            self._pending_device_losses.append((self.step, loss.detach()))
+            self._pending_device_losses.append((self.step, loss.detach() / scale))
             return
-        value = loss.item()
+        value = loss.item() / scale
         self._losses.append(value)
         if not math.isfinite(value) and not self._nonfinite_seen:
             self._nonfinite_seen = True
@@ -869,7 +888,9 @@ class TorchProbe:
         """Whether this optimiser's steps are the training steps: the first watched one to step, until another
         replaces it. A script may make a new optimiser each epoch or fold: when the old one has been freed, or
         the new one steps twice with no step of the old one in between (not the alternating steps of a GAN's
-        two optimisers), the new one is adopted."""
+        two optimisers), the new one is adopted. An optimiser given to `watch` is never replaced."""
+        if self._given_optimizer is not None:
+            return optimizer is self._given_optimizer
         primary = self.primary() if self.primary is not None else None
         stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
         if primary is None or (primary is not optimizer and stepped_alone is optimizer):
