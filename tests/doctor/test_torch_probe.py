@@ -588,3 +588,13 @@ def test_settings_that_cannot_work_are_refused_when_the_doctor_is_made():
     assert doctor.Doctor(every=np.int64(4)).every == 4
     with pytest.raises(ValueError, match="every must be a positive whole number of steps, got True"):
         doctor.Doctor(every=True)
+
+
+def test_losses_kept_on_the_device_are_read_together_and_unscaled():
+    """On a GPU the losses wait on the device and are read every few steps in one transfer (no GPU here: the same
+    path, fed CPU tensors)."""
+    dr = doctor.watch(nn.Linear(2, 1))
+    probe = dr.probe
+    probe._pending_device_losses = [(0, torch.tensor(4.0), torch.tensor(2.0)), (1, torch.tensor([3.0]), None)]
+    probe._flush_device_losses()
+    assert [bucket.mean for bucket in dr.history.loss.buckets] == [2.0, 3.0]

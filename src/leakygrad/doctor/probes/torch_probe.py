@@ -125,19 +125,24 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional)
 
 
-def _gradient_scale(loss: torch.Tensor) -> float:
-    """The factor a gradient scaler (torch.amp.GradScaler) multiplied the loss by before backward, or 1.
-
-    `scaler.scale(loss)` is loss times a one-element tensor, a power of two that the scaler doubles and halves
-    during training: recorded as it is, a healthy loss would look as if it grew with the scale."""
+def _possible_scale(loss: torch.Tensor) -> torch.Tensor | None:
+    """The one-element factor the loss was just multiplied by, if any: what `scaler.scale(loss)` of a gradient
+    scaler (torch.amp.GradScaler) multiplies it by. Read later, with the loss (see `_unscaled`)."""
     node = loss.grad_fn
     if node is None or op_name(node) != "mul":
-        return 1.0
+        return None
     other = getattr(node, "_saved_other", None)
     if not isinstance(other, torch.Tensor) or other.numel() != 1 or other.requires_grad:
-        return 1.0
-    scale = float(other)
-    return scale if scale >= 1 and math.log2(scale).is_integer() else 1.0
+        return None
+    return other.detach().reshape(())
+
+
+def _unscaled(value: float, factor: float | None) -> float:
+    """The loss before a gradient scaler's factor: a power of two that the scaler doubles and halves during
+    training, so that recorded as it is, a healthy loss would look as if it grew with the scale."""
+    if factor is None or not (factor >= 1 and math.log2(factor).is_integer()):
+        return value
+    return value / factor
 
 
 def _first_tensor(value):
@@ -749,11 +754,11 @@ class TorchProbe:
         self._close_backward_step()
 
     def _record_loss(self, loss: torch.Tensor) -> None:
-        scale = _gradient_scale(loss)
-        if not loss.is_cpu:
-            self._pending_device_losses.append((self.step, loss.detach() / scale))
+        factor = _possible_scale(loss)
+        if not loss.is_cpu:  # (read later, with other steps' losses: no synchronisation per step)
+            self._pending_device_losses.append((self.step, loss.detach(), factor))
             return
-        value = loss.item() / scale
+        value = _unscaled(loss.item(), None if factor is None else factor.item())
         self._losses.append(value)
         if not math.isfinite(value) and not self._nonfinite_seen:
             self._nonfinite_seen = True
@@ -762,11 +767,12 @@ class TorchProbe:
     def _flush_device_losses(self) -> None:
         if not self._pending_device_losses:
             return
-        steps = [s for s, _ in self._pending_device_losses]
-        values = torch.stack([t.float().cpu() for _, t in self._pending_device_losses]).tolist()
-        self._pending_device_losses = []
-        for step, value in zip(steps, values):
-            self.doctor.add_loss(step, value)
+        pending, self._pending_device_losses = self._pending_device_losses, []
+        ones = torch.ones((), device=pending[0][1].device)
+        pairs = [torch.stack([t.float().reshape(()), ones if f is None else f.float()]) for _, t, f in pending]
+        values = torch.stack(pairs).cpu().tolist()  # (one transfer for all of them)
+        for (step, _, factor), (value, scale) in zip(pending, values):
+            self.doctor.add_loss(step, _unscaled(value, None if factor is None else scale))
 
     # --- the graph walk (sampled steps) -------------------------------------------------------------------------------
     def _walk_graph(self, roots) -> None:
