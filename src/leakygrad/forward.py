@@ -27,7 +27,11 @@ def jvp(fn: Callable, inputs, tangents):
     """
     single = isinstance(inputs, Tensor)
     inputs = [inputs] if single else list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
-    tangents = [tangents] if single or not isinstance(tangents, (tuple, list)) else list(tangents)
+    one_of_each = single and isinstance(tangents, (tuple, list)) and len(tangents) == 1
+    if isinstance(tangents, (tuple, list)) and (not single or (one_of_each and _is_array(tangents[0]))):
+        tangents = list(tangents)  # (one input's tangent may come alone, or in a tuple of one)
+    else:
+        tangents = [tangents]
     if len(tangents) != len(inputs):
         raise LeakygradError(f"jvp: {len(inputs)} inputs but {len(tangents)} tangents")
     for i, (x, t) in enumerate(zip(inputs, tangents)):
@@ -76,6 +80,10 @@ def jvp(fn: Callable, inputs, tangents):
     if isinstance(result, (tuple, list)):
         return tuple(outputs), tuple(jvps)
     return outputs[0], jvps[0]
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, (Tensor, np.ndarray))
 
 
 def _describe(value) -> str:

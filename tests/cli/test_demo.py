@@ -44,7 +44,7 @@ def test_help_lists_the_commands(tmp_path):
 
 def test_demo_refuses_bad_settings_before_it_runs(tmp_path):
     for args, message in (
-        (("--steps", "-1"), "argument --steps: must be 1 or more, got -1"),
+        (("--steps", "-1"), "argument --steps: must be 0 or more, got -1"),
         (("--lr", "nan"), "argument --lr: must be a positive number, got nan"),
         (
             ("--report", "nowhere/x.html"),

@@ -460,3 +460,13 @@ def test_a_stalled_loss_does_not_point_to_a_finding_folded_into_another():
     kept = fold_explained(findings)
     assert [f.symptom for f in kept] == ["vanishing_gradient", "stalled_loss"]
     assert kept[1].evidence["other_findings"] == ["vanishing_gradient"]
+
+
+def test_a_softmax_that_overflowed_is_not_said_to_be_masked():
+    from leakygrad.doctor.explain import explain
+
+    finding = Finding("nonfinite", "log_softmax", 3, "error", {"phase": "forward", "op": "log_softmax", "value": "-inf",
+                      "exact": True, "module": None, "inside": False})  # fmt: skip
+    explained = explain(finding)
+    assert "from finite inputs" in explained.explanation
+    assert "masked" not in explained.explanation + " ".join(explained.remedies)

@@ -581,8 +581,9 @@ def test_a_gradient_scalers_loss_is_recorded_unscaled():
 def test_settings_that_cannot_work_are_refused_when_the_doctor_is_made():
     with pytest.raises(ValueError, match="Thresholds: dead_window must be a whole number of at least 1, got 0"):
         doctor.Thresholds(dead_window=0)
-    with pytest.raises(ValueError, match="Thresholds: stalled_change must be a positive number, got nan"):
+    with pytest.raises(ValueError, match="Thresholds: stalled_change must be a number >= 0, got nan"):
         doctor.Thresholds(stalled_change=float("nan"))
+    doctor.Thresholds(stalled_change=0.0, growth_warning=float("inf"), min_records=np.int64(3))  # (a rule off)
     with pytest.raises(ValueError, match="Thresholds: persistence is a share, at most 1, got 2"):
         doctor.Thresholds(persistence=2)
     assert doctor.Doctor(every=np.int64(4)).every == 4
@@ -595,6 +596,52 @@ def test_losses_kept_on_the_device_are_read_together_and_unscaled():
     path, fed CPU tensors)."""
     dr = doctor.watch(nn.Linear(2, 1))
     probe = dr.probe
-    probe._pending_device_losses = [(0, torch.tensor(4.0), torch.tensor(2.0)), (1, torch.tensor([3.0]), None)]
+    probe._pending_device_losses = [(0, torch.tensor(4.0), torch.tensor([2.0])), (1, torch.tensor([3.0]), None)]
     probe._flush_device_losses()
     assert [bucket.mean for bucket in dr.history.loss.buckets] == [2.0, 3.0]
+
+
+def test_only_a_gradient_scalers_factor_is_divided_out():
+    """`loss * 2` and a loss summed over a batch of 64 are the user's losses, recorded as they are; a scaler's
+    factor need not be a power of two."""
+    torch.manual_seed(0)
+    original_scale = torch.amp.GradScaler.scale
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1000.0, growth_interval=2)
+    recorded, expected = [], []
+    for make in (lambda: ((model(x) - y) ** 2).mean() * 2, lambda: ((model(x) - y) ** 2).sum() * torch.tensor(64.0)):
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for _ in range(4):
+                optimizer.zero_grad()
+                loss = make()
+                loss.backward()
+                optimizer.step()
+                expected.append(loss.item())
+        recorded += [bucket.mean for bucket in dr.history.loss.buckets]
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            optimizer.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            expected.append(loss.item())
+    recorded += [bucket.mean for bucket in dr.history.loss.buckets]
+    assert recorded == pytest.approx(expected, rel=1e-6)
+    assert torch.amp.GradScaler.scale is original_scale  # (put back when the watch ends)
+
+
+def test_a_new_optimiser_for_the_next_phase_is_followed_though_one_was_given():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    x, y = torch.randn(32, 4), torch.randn(32, 1)
+    first = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, first, every=1) as dr:
+        for optimizer, steps in ((first, 20), (torch.optim.Adam(model.parameters(), 1e-3), 40)):
+            for _ in range(steps):
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+    assert dr.steps == 20 + 40 - 2  # its first two steps, before it is taken for the next phase, are not counted

@@ -184,3 +184,10 @@ def test_jvp_names_what_it_cannot_take():
             call()
     value, tangent = lg.jvp(lambda a: a * a, lg.Tensor(3.0), 1.0)  # a number as the tangent of a 0-d input
     assert float(tangent.item()) == 6.0
+
+
+def test_jvp_takes_one_inputs_tangent_alone_or_in_a_tuple_of_one():
+    x = lg.Tensor([1.0, 2.0, 3.0])
+    for tangent in (np.ones(3), (np.ones(3),), [lg.ones(3)], [1.0, 1.0, 1.0]):
+        _, derivative = lg.jvp(lambda a: a * a, x, tangent)
+        np.testing.assert_array_equal(derivative.data, [2.0, 4.0, 6.0])

@@ -201,7 +201,8 @@ def explain_nonfinite(f: Finding):
         at = f"`{f.where}`" + (f" (after `{module}`)" if module and module not in f.where else "")
     phase = e.get("phase")
     if phase == "forward":
-        inputs = "from a row of inputs that were all -inf" if op in ("softmax", "log_softmax") else "from finite inputs"
+        masked = op in ("softmax", "log_softmax") and e.get("value") == "nan"  # (an overflow gives inf, not NaN)
+        inputs = "from a row of inputs that were all -inf" if masked else "from finite inputs"
         text = (
             f"At step {f.first_step} the forward pass produced {e['value']} at {at}, {inputs}. From there it "
             "spreads to what is computed from it: the loss is non-finite, and the gradients that flow back through "
@@ -215,7 +216,7 @@ def explain_nonfinite(f: Finding):
             text += " sqrt or a fractional power of a negative number is NaN."
         elif op == "exp":
             text += " exp overflows float32 above about 88.7."
-        elif op in ("softmax", "log_softmax"):
+        elif masked:
             text += (
                 " A row whose entries are all -inf (every position masked, as for a padded sequence with no real "
                 "token) has no largest finite value: its softmax is 0/0 = NaN."
@@ -254,7 +255,7 @@ def explain_nonfinite(f: Finding):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
     if op in ("div", "reciprocal"):
         remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
-    if op in ("softmax", "log_softmax"):
+    if phase == "forward" and masked:
         remedies.append(
             "Leave no row fully masked: drop empty sequences, or leave one position unmasked and zero its output "
             "afterwards."

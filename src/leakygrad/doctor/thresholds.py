@@ -8,8 +8,9 @@ of run. Pass `Thresholds(...)` with other values to `watch(..., thresholds=...)`
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -104,21 +105,18 @@ class Thresholds:
     """Largest per-layer update/weight ratio below this (no layer moves): the learning rate is far too low."""
 
     def __post_init__(self):
-        """A setting that cannot work is refused here, not met as an error inside every sampled step."""
+        """A setting that cannot work is refused here, not met as an error inside every sampled step. (0 and inf
+        are settings: they switch a rule off.)"""
         for setting in fields(self):
             value = getattr(self, setting.name)
             if setting.type in (int, "int"):
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                     raise ValueError(f"Thresholds: {setting.name} must be a whole number of at least 1, got {value!r}")
-            elif not _positive_number(value):
-                raise ValueError(f"Thresholds: {setting.name} must be a positive number, got {value!r}")
-        for share in ("persistence", "recent_share", "time_edge_share", "time_buildup_share"):
+            elif isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not value >= 0:
+                raise ValueError(f"Thresholds: {setting.name} must be a number >= 0, got {value!r}")  # (NaN too)
+        for share in ("persistence", "recent_share", "time_edge_share", "time_buildup_share", "saturation_derivative"):
             if getattr(self, share) > 1:
                 raise ValueError(f"Thresholds: {share} is a share, at most 1, got {getattr(self, share)}")
-
-
-def _positive_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 DEFAULT_THRESHOLDS = Thresholds()

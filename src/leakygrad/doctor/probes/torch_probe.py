@@ -88,21 +88,47 @@ def _inside_backward() -> bool:
     return torch._C._current_graph_task_id() != -1
 
 
+# The last loss a gradient scaler (torch.amp.GradScaler) scaled, and its factor as it was then: the loss that
+# `scaler.scale(loss).backward()` hands to backward is loss x scale, a factor the scaler grows and shrinks during
+# training, so the loss is recorded divided by it (see `_scale_of`).
+_original_scale = None
+_last_scaled: tuple | None = None  # (weak reference to the scaled loss, the factor: a one-element tensor)
+
+
+def _patched_scale(scaler, outputs):
+    global _last_scaled
+    scaled = _original_scale(scaler, outputs)
+    factor = getattr(scaler, "_scale", None)
+    if isinstance(scaled, torch.Tensor) and scaled is not outputs and isinstance(factor, torch.Tensor):
+        _last_scaled = (weakref.ref(scaled), factor.detach().clone())  # (a copy: update() changes it in place)
+    return scaled
+
+
+def _scale_of(loss: torch.Tensor) -> torch.Tensor | None:
+    """The factor a gradient scaler multiplied this loss by, if it did."""
+    if _last_scaled is not None and _last_scaled[0]() is loss:
+        return _last_scaled[1]
+    return None
+
+
 def _activate(probe: TorchProbe) -> None:
-    global _original_backward
+    global _original_backward, _original_scale
     if not _active_probes:
         _original_backward = torch.autograd.backward
         torch.autograd.backward = functools.wraps(_original_backward)(_patched_backward)
+        _original_scale = torch.amp.GradScaler.scale
+        torch.amp.GradScaler.scale = functools.wraps(_original_scale)(_patched_scale)
     _active_probes.append(probe)
 
 
 def _deactivate(probe: TorchProbe) -> None:
-    global _original_backward
+    global _original_backward, _original_scale, _last_scaled
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
         torch.autograd.backward = _original_backward
-        _original_backward = None
+        torch.amp.GradScaler.scale = _original_scale
+        _original_backward = _original_scale = _last_scaled = None
 
 
 # --- what the probe knows about each module ----------------------------------------------------------------------
@@ -123,26 +149,6 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     leaf = next(module.children(), None) is None
     gated, bidirectional = isinstance(module, GATED_RECURRENT), bool(getattr(module, "bidirectional", False))
     return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional)
-
-
-def _possible_scale(loss: torch.Tensor) -> torch.Tensor | None:
-    """The one-element factor the loss was just multiplied by, if any: what `scaler.scale(loss)` of a gradient
-    scaler (torch.amp.GradScaler) multiplies it by. Read later, with the loss (see `_unscaled`)."""
-    node = loss.grad_fn
-    if node is None or op_name(node) != "mul":
-        return None
-    other = getattr(node, "_saved_other", None)
-    if not isinstance(other, torch.Tensor) or other.numel() != 1 or other.requires_grad:
-        return None
-    return other.detach().reshape(())
-
-
-def _unscaled(value: float, factor: float | None) -> float:
-    """The loss before a gradient scaler's factor: a power of two that the scaler doubles and halves during
-    training, so that recorded as it is, a healthy loss would look as if it grew with the scale."""
-    if factor is None or not (factor >= 1 and math.log2(factor).is_integer()):
-        return value
-    return value / factor
 
 
 def _first_tensor(value):
@@ -316,6 +322,9 @@ class TorchProbe:
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
         self.primary = None  # weakref to the optimiser whose steps count as training steps
         self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
+        self._others_in_a_row = 0  # (with an optimiser given to watch) another's steps since the primary's last
+        self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
+        self._primary_stepped = False
         self.step = 0
         self.sampling = False
         self.state: StepState | None = None
@@ -435,6 +444,9 @@ class TorchProbe:
             self.rejected.add(module)  # (the wrapper itself is not watched: its calls run compiled code)
             if wrapped not in self.infos and wrapped not in self.rejected:
                 self._add_discovered(wrapped, name)
+            return None
+        if not any(p.requires_grad for p in module.parameters()):  # (before looking for its name: that costs)
+            self.rejected.add(module)
             return None
         return self._add_discovered(module, _global_name(module) or type(module).__name__.lower())
 
@@ -754,11 +766,11 @@ class TorchProbe:
         self._close_backward_step()
 
     def _record_loss(self, loss: torch.Tensor) -> None:
-        factor = _possible_scale(loss)
+        factor = _scale_of(loss)
         if not loss.is_cpu:  # (read later, with other steps' losses: no synchronisation per step)
             self._pending_device_losses.append((self.step, loss.detach(), factor))
             return
-        value = _unscaled(loss.item(), None if factor is None else factor.item())
+        value = loss.item() if factor is None else loss.item() / factor.item()
         self._losses.append(value)
         if not math.isfinite(value) and not self._nonfinite_seen:
             self._nonfinite_seen = True
@@ -769,10 +781,13 @@ class TorchProbe:
             return
         pending, self._pending_device_losses = self._pending_device_losses, []
         ones = torch.ones((), device=pending[0][1].device)
-        pairs = [torch.stack([t.float().reshape(()), ones if f is None else f.float()]) for _, t, f in pending]
+        pairs = [
+            torch.stack([t.float().reshape(()), ones if f is None else f.float().reshape(()).to(t.device)])
+            for _, t, f in pending
+        ]
         values = torch.stack(pairs).cpu().tolist()  # (one transfer for all of them)
-        for (step, _, factor), (value, scale) in zip(pending, values):
-            self.doctor.add_loss(step, _unscaled(value, None if factor is None else scale))
+        for (step, _, _), (value, scale) in zip(pending, values):
+            self.doctor.add_loss(step, value / scale)  # (a scale of 1 where no gradient scaler was used)
 
     # --- the graph walk (sampled steps) -------------------------------------------------------------------------------
     def _walk_graph(self, roots) -> None:
@@ -894,15 +909,36 @@ class TorchProbe:
         """Whether this optimiser's steps are the training steps: the first watched one to step, until another
         replaces it. A script may make a new optimiser each epoch or fold: when the old one has been freed, or
         the new one steps twice with no step of the old one in between (not the alternating steps of a GAN's
-        two optimisers), the new one is adopted. An optimiser given to `watch` is never replaced."""
+        two optimisers), the new one is adopted. An optimiser given to `watch` is held to longer (see
+        `_given_is_primary`)."""
         if self._given_optimizer is not None:
-            return optimizer is self._given_optimizer
+            return self._given_is_primary(optimizer)
         primary = self.primary() if self.primary is not None else None
         stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
         if primary is None or (primary is not optimizer and stepped_alone is optimizer):
             self.primary, primary = weakref.ref(optimizer), optimizer
         self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
         return primary is optimizer
+
+    def _given_is_primary(self, optimizer) -> bool:
+        """With an optimiser given to `watch`, its steps are the training steps, whatever another does between them
+        (a GAN's critic stepping five times per generator step). Only another that steps more than twice as many
+        times in a row as ever came before one of its steps (and more than twice), once it has stepped, is taken
+        for the next phase's optimiser, and followed from then on."""
+        primary = self.primary() if self.primary is not None else None
+        if optimizer is primary:
+            self._longest_gap = max(self._longest_gap, self._others_in_a_row)
+            self._others_in_a_row = 0
+            self._primary_stepped = True
+            return True
+        stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
+        self._others_in_a_row = self._others_in_a_row + 1 if stepped_alone is optimizer else 1
+        self._stepped_alone = weakref.ref(optimizer)
+        if not self._primary_stepped or self._others_in_a_row <= max(2 * self._longest_gap, 2):
+            return False
+        self.primary, self._stepped_alone = weakref.ref(optimizer), None
+        self._others_in_a_row = self._longest_gap = 0
+        return True
 
     def _on_optimizer_post(self, optimizer, args, kwargs):
         try:
