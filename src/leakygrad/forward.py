@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from leakygrad.engine import LeakygradError, Tensor, enable_grad, grad
+from leakygrad.engine.errors import what_is
 
 
 def jvp(fn: Callable, inputs, tangents):
@@ -36,7 +37,7 @@ def jvp(fn: Callable, inputs, tangents):
         raise LeakygradError(f"jvp: {len(inputs)} inputs but {len(tangents)} tangents")
     for i, (x, t) in enumerate(zip(inputs, tangents)):
         if not isinstance(x, Tensor) or x.dtype.kind != "f":
-            raise LeakygradError(f"jvp: input {i} must be a floating-point Tensor, got {_describe(x)}")
+            raise LeakygradError(f"jvp: input {i} must be a floating-point Tensor, got {what_is(x)}")
         if tuple(np.shape(t)) != x.shape:
             raise LeakygradError(f"jvp: tangent {i} has shape {tuple(np.shape(t))}, input {i} has shape {x.shape}")
 
@@ -47,7 +48,7 @@ def jvp(fn: Callable, inputs, tangents):
         for k, out in enumerate(outputs):
             if not isinstance(out, Tensor):
                 raise LeakygradError(
-                    f"jvp: fn must return a Tensor or a flat tuple of Tensors; output {k} is {_describe(out)}"
+                    f"jvp: fn must return a Tensor or a flat tuple of Tensors; output {k} is {what_is(out)}"
                 )
         # u: a stand-in upstream gradient. Its value does not matter (the backward is linear in it). An integer
         # output (an argmax, a count) has none: its J t is zero.
@@ -84,9 +85,3 @@ def jvp(fn: Callable, inputs, tangents):
 
 def _is_array(value) -> bool:
     return isinstance(value, (Tensor, np.ndarray))
-
-
-def _describe(value) -> str:
-    if isinstance(value, Tensor):
-        return f"a Tensor of dtype {value.dtype}"
-    return f"a {type(value).__name__}"

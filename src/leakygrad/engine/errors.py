@@ -18,3 +18,10 @@ def describe(array_like) -> str:
     shape = getattr(array_like, "shape", ())
     dtype = getattr(array_like, "dtype", type(array_like).__name__)
     return f"{tuple(shape)} {dtype}"
+
+
+def what_is(value) -> str:
+    """`a Tensor of shape (2, 4) float32`, `a list`: how errors name something given where it does not belong."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"a {type(value).__name__} of shape {describe(value)}"
+    return f"a {type(value).__name__}"

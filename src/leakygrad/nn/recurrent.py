@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from leakygrad.engine import Tensor
-from leakygrad.engine.errors import OpError
+from leakygrad.engine.errors import OpError, what_is
 from leakygrad.engine.ops.nn import GRUSequence, LSTMSequence, RNNSequence
 from leakygrad.nn import functional as F
 from leakygrad.nn import init
@@ -221,7 +221,7 @@ class LSTM(_Recurrent):
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None):
         sequence, unbatched = self._time_major(x)
         if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
-            raise OpError(f"LSTM: the initial state should be a pair (h0, c0), got {_describe(state)}")
+            raise OpError(f"LSTM: the initial state should be a pair (h0, c0), got {what_is(state)}")
         h0, c0 = (None, None) if state is None else state
         h0 = self._initial_state(h0, sequence.shape[1], sequence.dtype, unbatched, "h0")
         c0 = self._initial_state(c0, sequence.shape[1], sequence.dtype, unbatched, "c0")
@@ -265,10 +265,6 @@ class GRU(_Recurrent):
         return self._output(sequence, unbatched), (h_n.squeeze(1) if unbatched else h_n)
 
 
-def _describe(value) -> str:
-    return f"a Tensor of shape {value.shape}" if isinstance(value, Tensor) else f"a {type(value).__name__}"
-
-
 def _check_same_dtype(owner: str, what: str, state: Tensor, dtype) -> None:
     """A state in another precision than the input is refused (as in PyTorch), not silently promoted."""
     if state.dtype != dtype:
@@ -306,7 +302,7 @@ class _Cell(Module):
             return Tensor(np.zeros(expected, dtype=x.dtype), dtype=x.dtype)
         name = type(self).__name__
         if not isinstance(state, Tensor):
-            raise OpError(f"{name}: {what} should be a Tensor of shape {expected}, got {_describe(state)}")
+            raise OpError(f"{name}: {what} should be a Tensor of shape {expected}, got {what_is(state)}")
         if state.shape != expected:
             raise OpError(
                 f"{name}: {what} should have shape {expected} for an input of shape {x.shape}, got {state.shape}"
@@ -342,7 +338,7 @@ class LSTMCell(_Cell):
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
         self._check_input(x)
         if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
-            raise OpError(f"LSTMCell: the state should be a pair (h, c), got {_describe(state)}")
+            raise OpError(f"LSTMCell: the state should be a pair (h, c), got {what_is(state)}")
         h, c = (None, None) if state is None else state
         h, c = self._state(x, h, "h"), self._state(x, c, "c")
         return F.lstm_cell(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
