@@ -364,3 +364,21 @@ def test_nll_loss_is_one_op_that_reads_only_the_targets():
     logp = lg.Tensor(np.log(np.full((4, 3), 1 / 3)), requires_grad=True)
     loss = F.nll_loss(logp, [0, 2, 1, -100])
     assert loss.op.name == "nll_loss" and loss.op.inputs[0] is logp  # (no one-hot product, no transposes)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_class_losses_stay_float32_and_agree_with_torch(name, reduction):
+    # Without class weights every row weighs one number (1, or 1/N for a mean): it must not turn float32 into float64.
+    scores = rng.standard_normal((6, 5)).astype(np.float32)
+    target = np.array([0, 4, 2, 2, 1, 3])
+    ours = lg.Tensor(scores, requires_grad=True)
+    theirs = torch.tensor(scores, requires_grad=True)
+    loss = getattr(F, name)(ours, target, reduction=reduction)
+    expected = getattr(TF, name)(theirs, torch.from_numpy(target), reduction=reduction)
+    assert loss.dtype == np.float32
+    np.testing.assert_allclose(loss.data, expected.detach().numpy(), rtol=1e-6, atol=1e-6)
+    loss.sum().backward()
+    expected.sum().backward()
+    assert ours.grad.dtype == np.float32
+    np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-6, atol=1e-7)

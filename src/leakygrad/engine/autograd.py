@@ -188,7 +188,9 @@ def _backward_through(op, g: Tensor, pending: dict[int, Tensor], on_arrays: bool
     for i, (x, gx) in enumerate(zip(op.inputs, input_grads)):
         if gx is None or not x._requires_grad:
             continue
-        if type(gx) is not Tensor:
+        if type(gx) is np.ndarray:  # from backward_arrays
+            gx = Tensor._wrap(gx)
+        elif type(gx) is not Tensor:
             gx = as_tensor(gx, like=g)
         if gx.data.shape != x.data.shape:
             raise BackwardError(

@@ -448,7 +448,7 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
     """Check integer class targets against input (N, C, ...) or (C,).
 
     Returns the targets with ignored ones replaced by class 0 (so they can index), each target's weight
-    (its class weight, 0 where ignored), and the class axis.
+    (its class weight, 0 where ignored; None when every target weighs 1, the usual case), and the class axis.
     """
     target = _targets(name, target)
     class_axis = 0 if input.ndim == 1 else 1
@@ -464,7 +464,7 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
     if weight is None and not 0 <= ignore_index < classes and target.size:
         # The common case, in fewer NumPy calls: when every target is a class, none can be ignore_index.
         if 0 <= target.min() and target.max() < classes:
-            return target, np.ones(target.shape, dtype=input.dtype), class_axis
+            return target, None, class_axis
     ignored = target == ignore_index
     out_of_range = ~ignored & ((target < 0) | (target >= classes))
     if out_of_range.any():
@@ -473,6 +473,17 @@ def _class_targets(name: str, input: Tensor, target, weight, ignore_index: int):
     class_weight = np.ones(classes) if weight is None else _class_weight(name, weight, classes)
     target_weight = np.where(ignored, 0.0, class_weight[safe_target]).astype(input.dtype)
     return safe_target, target_weight, class_axis
+
+
+def _row_weights(target: np.ndarray, target_weight: np.ndarray | None, reduction: str):
+    """The weight of each prediction's loss for the op, and the total weight of the targets.
+
+    "mean" divides by the total weight: folded into the weights, that saves a division op. When every target
+    weighs 1 (no class weights, nothing ignored), the weight is one number for every row.
+    """
+    total = float(target.size if target_weight is None else target_weight.sum())
+    scale = 1 / total if reduction == "mean" and total else 1.0
+    return (scale if target_weight is None else target_weight.reshape(-1) * scale), total
 
 
 def _out_of_range(name: str, target: np.ndarray, candidates: np.ndarray, classes: int, ignore_index: int):
@@ -525,13 +536,9 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100, reduc
     _check_class_scores("nll_loss", input)
     target, target_weight, class_axis = _class_targets("nll_loss", input, target, weight, ignore_index)
     _check_reduction("nll_loss", reduction)
-    total = float(target_weight.sum())  # "mean" divides by it: folded into the weights, as in cross_entropy
-    scale = 1 / total if reduction == "mean" and total else 1.0
+    row_weight, total = _row_weights(target, target_weight, reduction)
     loss = nn_ops.NegativeLogLikelihood.apply(
-        _classes_last(input, class_axis),
-        target=target.reshape(-1),
-        weight=target_weight.reshape(-1) * scale,
-        total=reduction != "none",
+        _classes_last(input, class_axis), target=target.reshape(-1), weight=row_weight, total=reduction != "none"
     )
     if reduction == "none":
         return loss if loss.shape == target.shape else loss.reshape(target.shape)
@@ -592,16 +599,10 @@ def cross_entropy(
     kept = _array(target) != ignore_index if label_smoothing else None
     target, target_weight, class_axis = _class_targets("cross_entropy", input, target, weight, ignore_index)
     _check_reduction("cross_entropy", reduction)
-    # "mean" divides by the total weight; folding it into the weights saves a division op, and the op sums the
-    # rows itself when that is all that is asked.
-    total = float(target_weight.sum())
-    scale = 1 / total if reduction == "mean" and total else 1.0
-    summed = reduction != "none" and not label_smoothing
+    row_weight, total = _row_weights(target, target_weight, reduction)
+    summed = reduction != "none" and not label_smoothing  # the op sums the rows itself when that is all that is asked
     loss = nn_ops.CrossEntropy.apply(
-        _classes_last(input, class_axis),
-        target=target.reshape(-1),
-        weight=target_weight.reshape(-1) * scale,
-        total=summed,
+        _classes_last(input, class_axis), target=target.reshape(-1), weight=row_weight, total=summed
     )
     if summed:
         return _nan_if_nothing_counted(loss, total) if reduction == "mean" else loss
@@ -609,6 +610,7 @@ def cross_entropy(
     if label_smoothing:
         # Smoothing adds eps times the cross-entropy with the uniform distribution: -sum_c w_c log p_c / C.
         # (ignored predictions are left out, not multiplied by 0: their log-probabilities may be -inf)
+        scale = 1 / total if reduction == "mean" and total else 1.0
         smooth = where(kept, -weighted_log_p().sum(axis=class_axis) * (scale / classes), 0.0)
         loss = (1 - label_smoothing) * loss + label_smoothing * smooth
     if reduction == "none":

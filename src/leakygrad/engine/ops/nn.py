@@ -522,6 +522,20 @@ class MaxPoolGather(Op):
 # ---------------------------------------------------------------------------------------------------- losses
 
 
+def _weighted(losses: np.ndarray, weight) -> np.ndarray:
+    """Each row's loss times its weight: one number for every row (a nonzero one), or an array, one per row.
+    A row of weight 0 (an ignored target) counts nothing, even when its loss is not finite (inf * 0 is NaN)."""
+    if not isinstance(weight, np.ndarray):
+        return losses * weight
+    with np.errstate(invalid="ignore"):
+        return np.where(weight != 0, losses * weight, 0.0)
+
+
+def _column(weight):
+    """The row weights as a column, to scale whole rows of a gradient (a single number as it is)."""
+    return weight[:, None] if isinstance(weight, np.ndarray) else weight
+
+
 class CrossEntropy(Op):
     """Cross-entropy of each row of logits x (M, C) with its target class, times the row's weight:
 
@@ -529,12 +543,13 @@ class CrossEntropy(Op):
 
     and with `total=True` their sum, a single number. One op instead of log_softmax, a pick and a sum: a loss
     is computed once per step, but for small models its handful of ops is a noticeable share of the step.
+    `weight` is one number per row, or one number for every row (the usual case: 1, or 1/M for a mean).
     Backward: weight (softmax(x) - one_hot(target)), times the incoming gradient.
     """
 
     name = "cross_entropy"
 
-    def __init__(self, target: np.ndarray, weight: np.ndarray, total: bool = False):
+    def __init__(self, target: np.ndarray, weight: np.ndarray | float, total: bool = False):
         self.target, self.weight, self.total = target, weight, total
 
     def forward(self, x):
@@ -542,10 +557,7 @@ class CrossEntropy(Op):
         exp = np.exp(shifted)
         sums = exp.sum(axis=1, keepdims=True)
         self.softmax = exp / sums  # kept for backward
-        with np.errstate(invalid="ignore"):  # (a row of -inf logits: NaN, a result like PyTorch's)
-            losses = (np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target]) * self.weight
-        # a row of weight 0 (an ignored target) counts nothing, even when its logits are not finite (NaN * 0)
-        losses = np.where(self.weight != 0, losses, 0.0)
+        losses = _weighted(np.log(sums[:, 0]) - shifted[np.arange(x.shape[0]), self.target], self.weight)
         return losses.sum() if self.total else losses
 
     def backward(self, grad):
@@ -553,14 +565,14 @@ class CrossEntropy(Op):
         row_grad = grad if self.total else grad.reshape(-1, 1)  # d(result)/d(loss[m]): one number, or a column
         one_hot = np.zeros(x.shape, dtype=x.dtype)
         one_hot[np.arange(x.shape[0]), self.target] = 1
-        return (x.softmax(axis=1) - one_hot) * (row_grad * self.weight[:, None])  # softmax(x): an op of x
+        return (x.softmax(axis=1) - one_hot) * (row_grad * _column(self.weight))  # softmax(x): an op of x
 
     def backward_arrays(self, grad):
         # The same formula on the forward's softmax, in place: one step instead of three ops.
         row_grad = grad if self.total else grad.reshape(-1, 1)
         result = self.softmax.copy()
         result[np.arange(result.shape[0]), self.target] -= 1
-        result *= row_grad * self.weight[:, None]
+        result *= row_grad * _column(self.weight)
         return result
 
 
@@ -568,19 +580,17 @@ class NegativeLogLikelihood(Op):
     """-weight[m] x[m, target[m]] for each row of log-probabilities x (M, C), and with `total=True` their sum.
 
     Only each row's target entry is read: a -inf at another class (a masked one) does not matter, and a row of
-    weight 0 (an ignored target) counts nothing, whatever it holds. Backward: -weight[m] at (m, target[m]),
-    zero elsewhere, times the incoming gradient.
+    weight 0 (an ignored target) counts nothing, whatever it holds. `weight` as in `CrossEntropy`.
+    Backward: -weight[m] at (m, target[m]), zero elsewhere, times the incoming gradient.
     """
 
     name = "nll_loss"
 
-    def __init__(self, target: np.ndarray, weight: np.ndarray, total: bool = False):
+    def __init__(self, target: np.ndarray, weight: np.ndarray | float, total: bool = False):
         self.target, self.weight, self.total = target, weight, total
 
     def forward(self, x):
-        picked = x[np.arange(x.shape[0]), self.target]
-        with np.errstate(invalid="ignore"):  # (-inf * 0 in an ignored row: not used)
-            losses = np.where(self.weight != 0, -picked * self.weight, 0.0)
+        losses = _weighted(-x[np.arange(x.shape[0]), self.target], self.weight)
         return losses.sum() if self.total else losses
 
     def _slopes(self, x) -> np.ndarray:
