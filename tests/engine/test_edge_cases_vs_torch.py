@@ -172,3 +172,58 @@ def test_the_second_derivative_of_a_mean_over_nothing_is_zero():
     (g,) = lg.grad((x.mean(axis=0) * upstream).sum(), [x], create_graph=True)
     (h,) = lg.grad(g.sum(), [upstream], allow_unused=True)
     np.testing.assert_array_equal(h.data, np.zeros(3))
+
+
+def test_softplus_gradient_at_nan_is_nan_as_in_pytorch():
+    ours, theirs = first_and_second(F.softplus, torch.nn.functional.softplus, [np.nan, 1.0, 30.0])
+    np.testing.assert_array_equal(ours[0], theirs[0])  # (the NaN was held at the threshold: gradient ~1)
+    np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+def test_clip_with_an_array_bound_that_broadcasts_the_input_sums_its_gradient_back():
+    x = lg.Tensor([-1.0, 0.5, 2.0], requires_grad=True, dtype="float64")
+    xt = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True, dtype=torch.float64)
+    out, expected = x.clip(np.zeros((2, 3)), None), xt.clamp(torch.zeros(2, 3, dtype=torch.float64), None)
+    np.testing.assert_array_equal(out.data, expected.detach().numpy())
+    out.sum().backward()  # (it raised: a (2, 3) gradient for a (3,) input)
+    expected.sum().backward()
+    np.testing.assert_array_equal(x.grad.data, xt.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    "ours",
+    [
+        lambda x: F.leaky_relu(x, np.float64(0.2)),
+        lambda x: F.elu(x, np.float64(0.5)),
+        lambda x: F.softplus(x, np.float64(2.0), np.float64(10.0)),
+        lambda x: F.hardtanh(x, np.float64(-0.5), np.float64(0.5)),
+        lambda x: lg.nn.LeakyReLU(np.float64(0.2))(x),
+    ],
+    ids=["leaky_relu", "elu", "softplus", "hardtanh", "nn.LeakyReLU"],
+)
+def test_numpy_number_settings_keep_float32(ours):
+    x = lg.Tensor([-1.0, 0.25, 2.0], requires_grad=True, dtype="float32")
+    y = ours(x)
+    y.sum().backward()
+    assert y.dtype == np.float32 and x.grad.dtype == np.float32  # (a NumPy float64 setting made them float64)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs, values",
+    [
+        (F.silu, torch.nn.functional.silu, [-np.inf, np.inf, 1.0]),
+        (F.softplus, torch.nn.functional.softplus, [np.nan, 1.0]),
+        (lambda x: F.leaky_relu(x, 0.0), lambda x: torch.nn.functional.leaky_relu(x, 0.0), [np.inf, -1.0]),
+    ],
+    ids=["silu", "softplus", "leaky_relu"],
+)
+def test_activations_at_infinities_and_nan_give_pytorchs_values_without_warnings(ours, theirs, values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (NumPy warned: invalid value encountered)
+        y = ours(lg.Tensor(values, dtype="float64"))
+    np.testing.assert_array_equal(y.data, theirs(torch.tensor(values, dtype=torch.float64)).numpy())
+
+
+def test_functional_hardtanh_refuses_min_above_max():
+    with pytest.raises(lg.OpError, match="hardtanh: max_val 1.0 is below min_val 2.0"):
+        F.hardtanh(lg.Tensor([0.0, 3.0]), 2.0, 1.0)  # (it gave 1 everywhere, gradient 0; PyTorch refuses)

@@ -309,7 +309,7 @@ class Tensor:
 
     def clip(self, min=None, max=None):
         """Values below `min` become `min`, above `max` become `max`; the gradient there is zero."""
-        if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if _is_array_bound(min) or _is_array_bound(max):  # a bound per element: it may broadcast x to its shape
             return elementwise.clip_to_tensors(self, min, max)
         return elementwise.Clip.apply(self, low=min, high=max)
 
@@ -523,6 +523,10 @@ def _arg_axis(name: str, axis, shape: tuple[int, ...]) -> int | None:
         along = "" if axis is None else f" along axis {axis}"
         raise OpError(f"{name}: the tensor of shape {shape} has nothing to choose from{along}")
     return axis
+
+
+def _is_array_bound(bound) -> bool:
+    return isinstance(bound, Tensor) or (isinstance(bound, (np.ndarray, list, tuple)) and np.ndim(bound) > 0)
 
 
 def as_tensor(value, like: Tensor | None = None) -> Tensor:

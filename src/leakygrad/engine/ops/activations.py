@@ -16,7 +16,7 @@ import numpy as np
 
 from leakygrad.engine.errors import OpError
 from leakygrad.engine.op import Op
-from leakygrad.engine.ops.elementwise import where, zero_where
+from leakygrad.engine.ops.elementwise import plain_number, where, zero_where
 from leakygrad.engine.ops.erf_numpy import erf as _erf
 
 SQRT_HALF = math.sqrt(0.5)
@@ -67,10 +67,11 @@ class LeakyReLU(Op):
     name = "leaky_relu"
 
     def __init__(self, negative_slope: float = 0.01):
-        self.negative_slope = negative_slope
+        self.negative_slope = plain_number(negative_slope)
 
     def forward(self, x):
-        return np.where(x > 0, x, x * self.negative_slope)
+        with np.errstate(invalid="ignore"):  # inf * 0 with a slope of 0, in the branch not taken
+            return np.where(x > 0, x, x * self.negative_slope)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -81,7 +82,7 @@ class ELU(Op):
     name = "elu"
 
     def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+        self.alpha = plain_number(alpha)
 
     def forward(self, x):
         with np.errstate(over="ignore"):
@@ -130,7 +131,8 @@ class SiLU(Op):
     name = "silu"
 
     def forward(self, x):
-        return x * Sigmoid().forward(x)
+        with np.errstate(invalid="ignore"):  # -inf * 0 = nan at x = -inf: a result (PyTorch's too)
+            return x * Sigmoid().forward(x)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -144,18 +146,19 @@ class Softplus(Op):
     name = "softplus"
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
-        self.beta, self.threshold = beta, threshold
+        self.beta, self.threshold = plain_number(beta), plain_number(threshold)
 
     def forward(self, x):
         bx = x * self.beta
-        return np.where(bx > self.threshold, x, np.logaddexp(0, bx) / self.beta)
+        with np.errstate(invalid="ignore"):  # logaddexp(0, nan) = nan: a result, not a warning
+            return np.where(bx > self.threshold, x, np.logaddexp(0, bx) / self.beta)
 
     def backward(self, grad):
         (x,) = self.inputs
         bx = x * self.beta
         # d softplus/dx = sigmoid(beta x), 1 above the threshold; at the threshold itself sigmoid(threshold), held
         # constant (PyTorch's second derivative is zero there)
-        at_most = where(bx.data < self.threshold, bx, self.threshold)
+        at_most = where(bx.data >= self.threshold, self.threshold, bx)  # (a NaN stays NaN)
         return where(bx.data > self.threshold, grad, grad * at_most.sigmoid())
 
 
@@ -165,7 +168,9 @@ class Hardtanh(Op):
     name = "hardtanh"
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
-        self.min_val, self.max_val = min_val, max_val
+        self.min_val, self.max_val = plain_number(min_val), plain_number(max_val)
+        if self.max_val < self.min_val:
+            raise OpError(f"hardtanh: max_val {max_val} is below min_val {min_val}")
 
     def forward(self, x):
         return np.clip(x, self.min_val, self.max_val)

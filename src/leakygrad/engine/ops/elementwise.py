@@ -188,6 +188,12 @@ class Erf(Op):
         return grad * (2 / np.sqrt(np.pi)) * (-x * x).exp()
 
 
+def plain_number(setting):
+    """An op's numeric setting as a Python number: a NumPy float64 one (from arr.max(), say) would make a float32
+    result float64, where a Python float takes the array's dtype."""
+    return setting.item() if isinstance(setting, np.generic) else setting
+
+
 class Clip(Op):
     """min(max(x, low), high). Where a value is clipped, its gradient is zero."""
 
@@ -196,8 +202,7 @@ class Clip(Op):
     def __init__(self, low=None, high=None):
         if low is None and high is None:
             raise OpError("clip needs at least one of min and max")
-        # (a NumPy float64 bound, from arr.max() say, would make a float32 result float64)
-        self.low, self.high = (b.item() if isinstance(b, np.generic) else b for b in (low, high))
+        self.low, self.high = plain_number(low), plain_number(high)
 
     def forward(self, x):
         low = -np.inf if self.low is None else self.low
