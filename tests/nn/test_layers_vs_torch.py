@@ -436,3 +436,18 @@ def test_transformer_block_drops_out_where_pytorchs_encoder_layer_does():
     np.testing.assert_array_equal(ours(lg.Tensor(x, dtype="float64")).data, x)
     np.testing.assert_array_equal(theirs(torch.tensor(x), is_causal=False).detach().numpy(), x)
     assert [type(layer).__name__ for layer in ours.mlp[1]] == ["GELU", "Dropout"]  # after the activation too
+
+
+@pytest.mark.parametrize("stride, padding", [(1, 1), (2, 0), (1, 0)])
+def test_conv2d_takes_an_empty_batch_as_pytorch_does(stride, padding):
+    ours = nn.Conv2d(3, 4, 3, stride=stride, padding=padding)
+    theirs = torch.nn.Conv2d(3, 4, 3, stride=stride, padding=padding)
+    x = lg.Tensor(np.zeros((0, 3, 5, 5)), requires_grad=True)
+    xt = torch.zeros((0, 3, 5, 5), requires_grad=True)
+    y, yt = ours(x), theirs(xt)  # (it raised: NumPy cannot infer -1 in a reshape of size 0)
+    assert y.shape == tuple(yt.shape)
+    y.sum().backward()
+    yt.sum().backward()
+    assert x.grad.shape == (0, 3, 5, 5)
+    np.testing.assert_array_equal(ours.weight.grad.data, theirs.weight.grad.numpy())
+    np.testing.assert_array_equal(ours.bias.grad.data, theirs.bias.grad.numpy())

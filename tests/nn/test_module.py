@@ -319,3 +319,121 @@ def test_initialisation_is_reproducible_and_keeps_dtype():
     assert a.dtype == np.float32
     bound = 1 / math.sqrt(3)
     assert np.all(np.abs(a) <= bound)
+
+
+# ---------------------------------------------------------------------------------------------------- found in review
+
+
+def test_a_value_that_cannot_be_converted_leaves_the_module_unchanged_and_is_named():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    state = {k: np.full(v.shape, 7.0) for k, v in before.items()}
+    state["1.weight"] = np.array([["x", "y"]])  # the right shape, but not numbers
+    with pytest.raises(nn.StateDictError, match=r"1\.weight: cannot be read as an array of float32"):
+        model.load_state_dict(state)
+    for key, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, before[key])  # (0.weight and 0.bias had been overwritten)
+
+
+def test_a_slice_of_a_sequential_keeps_its_modules_names_as_in_pytorch():
+    ours = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    theirs = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    assert list(ours[1:].state_dict()) == list(theirs[1:].state_dict()) == ["2.weight", "2.bias"]
+    ours[1:].load_state_dict({k: v.detach().numpy() for k, v in theirs[1:].state_dict().items()})
+    np.testing.assert_array_equal(ours[2].weight.data, theirs[2].weight.detach().numpy())
+
+
+def test_removing_a_hook_removes_its_own_registration_once():
+    layer = nn.Identity()
+    add_one = lambda module, args, out: out + 1  # noqa: E731
+    first = layer.register_forward_hook(add_one)
+    layer.register_forward_hook(lambda module, args, out: out * 2)
+    layer.register_forward_hook(add_one)  # the same function again: (x + 1) * 2 + 1
+    first.remove()
+    first.remove()  # a second remove does nothing (it removed the third registration)
+    assert layer(lg.tensor(1.0)).item() == 3.0  # 1 * 2 + 1 (it gave 4: the last add_one had gone instead)
+    x = lg.tensor(1.0, requires_grad=True)
+    y = x * 3
+    double = lambda g: g * 2  # noqa: E731
+    handle = y.register_hook(double)
+    y.register_hook(double)
+    handle.remove()
+    y.backward()
+    assert x.grad.item() == 6.0
+
+
+def test_parameters_submodules_and_buffers_are_replaced_only_by_their_kind():
+    conv = nn.Conv2d(1, 2, 3)
+    with pytest.raises(TypeError, match="Conv2d.weight is a parameter: assign a Parameter or None, not Tensor"):
+        conv.weight = lg.zeros(2, 1, 3, 3)  # (it silently stopped being trained and saved)
+    conv.weight = nn.Parameter(lg.zeros(2, 1, 3, 3))
+    assert conv.weight in list(conv.parameters())
+    net = nn.Sequential(nn.Linear(2, 2))
+    holder = nn.Module()
+    holder.body = net
+    with pytest.raises(TypeError, match="Module.body is a submodule"):
+        holder.body = 3
+    norm = nn.BatchNorm1d(2)
+    with pytest.raises(TypeError, match="BatchNorm1d.running_mean is a buffer: assign a Tensor or None"):
+        norm.running_mean = np.zeros(2)
+    conv.bias = None  # None is always allowed, as in PyTorch
+    assert [name for name, _ in conv.named_parameters()] == ["weight"]
+
+
+def test_register_buffer_checks_its_tensor_and_name():
+    module = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="register_buffer: buffer 'stats' must be a Tensor or None, got ndarray"):
+        module.register_buffer("stats", np.ones(3))
+    with pytest.raises(nn.module.NameTakenError, match="already has an attribute 'weight'"):
+        module.register_buffer("weight", lg.ones(3))  # (it turned the parameter into a buffer)
+    with pytest.raises(nn.module.NameTakenError, match="without '.'"):
+        module.register_buffer("a.b", lg.ones(3))
+    module.register_buffer("stats", lg.ones(3))
+    module.register_buffer("stats", lg.zeros(3))  # registering again replaces it
+    assert list(module.state_dict()) == ["weight", "bias", "stats"]
+
+
+def test_deleting_a_buffer_forgets_it():
+    module = nn.Module()
+    module.register_buffer("a", lg.ones(2))
+    module.register_buffer("b", lg.ones(3))
+    del module.a
+    assert list(module.state_dict()) == ["b"]  # (it raised AttributeError)
+    assert [name for name, _ in module.named_buffers()] == ["b"]
+    module.double()
+
+
+def test_a_module_held_twice_is_one_child_but_saved_under_both_names_as_in_pytorch():
+    shared = nn.Linear(1, 1, bias=False)
+    shared.weight.data[:] = 1.0
+    holder = nn.Module()
+    holder.a, holder.b = shared, shared
+    assert list(holder.children()) == [shared]
+    holder.apply(lambda m: m.weight.data.__imul__(0.5) if isinstance(m, nn.Linear) else None)
+    assert shared.weight.item() == 0.5  # (halved twice: 0.25)
+    assert list(holder.state_dict()) == ["a.weight", "b.weight"]
+    sequence = nn.Sequential(shared, shared)
+    assert len(list(sequence.children())) == 1 and len(sequence) == 2
+    twice = torch.nn.Linear(1, 1, bias=False)
+    assert list(sequence.state_dict()) == list(torch.nn.Sequential(twice, twice).state_dict())
+
+
+def test_an_attribute_that_becomes_a_module_is_listed_in_pytorchs_order():
+    class Late(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = None
+            self.body = nn.Linear(2, 2)
+            self.head = nn.Linear(2, 1)
+
+    assert list(Late().state_dict()) == ["body.weight", "body.bias", "head.weight", "head.bias"]
+
+
+def test_small_checks_found_in_review():
+    with pytest.raises(lg.OpError, match=r"embedding: the weight must be a table of shape \(rows, features\)"):
+        nn.functional.embedding(np.array([0, 2]), lg.Tensor(np.arange(3.0)))
+    with pytest.raises(lg.OpError, match="flatten"):
+        nn.Flatten()(lg.tensor(1.0))  # start_dim 1 of a single number (it gave shape (1,)); PyTorch refuses too
+    assert lg.tensor(1.0).flatten().shape == (1,)
+    for name in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+        assert init.calculate_gain(name) == torch.nn.init.calculate_gain(name) == 1

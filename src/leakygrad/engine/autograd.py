@@ -161,7 +161,7 @@ def _only_paths_to(order: list[Tensor], target_ids: set[int]) -> list[Tensor]:
 
 
 def _run_hooks(tensor: Tensor, g: Tensor) -> Tensor:
-    for hook in tensor._hooks or ():
+    for hook in list(tensor._hooks.values()):  # (a hook may remove itself)
         replaced = hook(g)
         if replaced is not None:
             replaced = as_tensor(replaced, like=g)

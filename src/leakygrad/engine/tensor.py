@@ -14,6 +14,7 @@ its backward are written side by side. The chain rule that strings those backwar
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -55,7 +56,7 @@ class Tensor:
         self.data = _to_array(data, dtype)
         self.grad: Tensor | None = None
         self.op = None
-        self._hooks: list[Callable] | None = None
+        self._hooks: dict[int, Callable] | None = None  # by registration (see RemovableHandle)
         self._retains_grad = False
         self.name = name
         self._requires_grad = False
@@ -197,8 +198,7 @@ class Tensor:
         if not self.requires_grad:
             raise OpError("register_hook: this tensor does not require grad, so no gradient will reach it")
         if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(hook)
+            self._hooks = {}
         return RemovableHandle(self._hooks, hook)
 
     def retain_grad(self) -> None:
@@ -386,7 +386,8 @@ class Tensor:
 
     def flatten(self, start_axis: int = 0, end_axis: int = -1):
         """Merge the axes start_axis..end_axis into one (by default all: a 1-D tensor)."""
-        if not self.ndim:
+        if not self.ndim:  # a single number: axis 0 (or -1) is all there is, as in PyTorch
+            _axis("flatten", start_axis, (1,)), _axis("flatten", end_axis, (1,))
             return self.reshape(1)
         start, end = _axis("flatten", start_axis, self.shape), _axis("flatten", end_axis, self.shape)
         if start > end:
@@ -497,14 +498,17 @@ class Tensor:
 
 
 class RemovableHandle:
-    """Returned by `register_hook`; `.remove()` unregisters the hook."""
+    """Registers `hook` in `hooks` (a dict kept in registration order) under a number of its own; `.remove()`
+    unregisters exactly that registration, once (the same function registered twice stays once)."""
 
-    def __init__(self, hooks: list, hook):
-        self._hooks, self._hook = hooks, hook
+    _numbers = itertools.count()
+
+    def __init__(self, hooks: dict, hook):
+        self._hooks, self.id = hooks, next(RemovableHandle._numbers)
+        hooks[self.id] = hook
 
     def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
+        self._hooks.pop(self.id, None)
 
 
 def _axis(name: str, axis: int, shape: tuple[int, ...]) -> int:

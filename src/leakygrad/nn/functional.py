@@ -155,6 +155,8 @@ def embedding(indices, weight: Tensor, padding_idx: int | None = None) -> Tensor
     index = np.asarray(indices.data if isinstance(indices, Tensor) else indices)
     if index.dtype.kind not in "iu":
         raise OpError(f"embedding: indices must be integers, got {describe(index)}")
+    if weight.ndim != 2:
+        raise OpError(f"embedding: the weight must be a table of shape (rows, features), got shape {weight.shape}")
     rows = weight.shape[0]
     if index.size and (index.min() < 0 or index.max() >= rows):
         bad = index.min() if index.min() < 0 else index.max()

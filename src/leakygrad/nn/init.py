@@ -30,7 +30,8 @@ from leakygrad.engine.errors import OpError
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The factor by which to scale weights so that `nonlinearity` keeps the signal's second moment."""
-    linear = ("linear", "identity", "conv1d", "conv2d", "conv3d", "sigmoid")
+    linear = ("linear", "identity", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid")  # fmt: skip
     if nonlinearity in linear:
         return 1.0
     if nonlinearity == "tanh":

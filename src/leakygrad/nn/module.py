@@ -48,6 +48,13 @@ class StateDictError(LeakygradError, KeyError):
         return str(self.args[0])
 
 
+class NameTakenError(LeakygradError, KeyError):
+    """`register_buffer` was given a name the module already uses for something else."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
 class IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
@@ -70,17 +77,26 @@ class Module:
         self.training = True
         self._buffer_names: list[str] = []
         self._non_persistent: set[str] = set()
-        self._forward_pre_hooks: list[Callable] = []
-        self._forward_hooks: list[Callable] = []
+        self._forward_pre_hooks: dict[int, Callable] = {}  # by registration (see RemovableHandle)
+        self._forward_hooks: dict[int, Callable] = {}
 
     def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, (Module, Parameter)) or isinstance(self.__dict__.get(name), (Module, Parameter)):
+        current = self.__dict__.get(name)
+        if value is not None:
+            _check_replacement(self, name, current, value)
+        if isinstance(value, (Module, Parameter)) or isinstance(current, (Module, Parameter)):
             _structure_changed()
+            if name in self.__dict__ and not isinstance(current, (Module, Parameter)):
+                # (None before, say) registered only now: listed after those registered before it, as in PyTorch
+                del self.__dict__[name]
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
         _structure_changed()
         object.__delattr__(self, name)
+        if name in self.__dict__.get("_buffer_names", ()):
+            self._buffer_names.remove(name)
+            self._non_persistent.discard(name)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no forward method")
@@ -93,12 +109,12 @@ class Module:
             )
         if not self._forward_pre_hooks and not self._forward_hooks:  # the usual case
             return self.forward(*args, **kwargs)
-        for hook in list(self._forward_pre_hooks):
+        for hook in list(self._forward_pre_hooks.values()):
             replaced = hook(self, args)
             if replaced is not None:
                 args = replaced if isinstance(replaced, tuple) else (replaced,)
         output = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks):
+        for hook in list(self._forward_hooks.values()):
             replaced = hook(self, args, output)
             if replaced is not None:
                 output = replaced
@@ -108,7 +124,6 @@ class Module:
 
     def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call `hook(module, args)` before each forward. It may return new args (a tuple, or one value)."""
-        self._forward_pre_hooks.append(hook)
         return RemovableHandle(self._forward_pre_hooks, hook)
 
     def register_forward_hook(self, hook: Callable) -> RemovableHandle:
@@ -117,7 +132,6 @@ class Module:
         This is how a probe watches a layer without changing it: record statistics of `output`, or call
         `output.register_hook(...)` to see the gradient that reaches this layer's output during backward.
         """
-        self._forward_hooks.append(hook)
         return RemovableHandle(self._forward_hooks, hook)
 
     # ------------------------------------------------------------------ what a module holds
@@ -125,6 +139,18 @@ class Module:
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Keep `tensor` as state that is not learned: it is in `state_dict` (unless `persistent=False`) and
         moves with `.double()`, but it is not a parameter and gets no gradient."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise NameTakenError(f"register_buffer: the name must be a non-empty string without '.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"register_buffer: buffer {name!r} must be a Tensor or None, got {type(tensor).__name__} "
+                "(wrap an array: Tensor(array))"
+            )
+        if name not in self._buffer_names and hasattr(self, name):
+            raise NameTakenError(
+                f"register_buffer: {type(self).__name__} already has an attribute {name!r} (a parameter, a "
+                "submodule or another attribute): choose another name"
+            )
         if name not in self._buffer_names:
             self._buffer_names.append(name)
         if persistent:
@@ -134,14 +160,22 @@ class Module:
         object.__setattr__(self, name, tensor)
         _structure_changed()
 
+    def _child_slots(self) -> list[tuple[str, Module]]:
+        """(name, child) for every attribute holding a module, a module held twice under both names (a container
+        that keeps its modules elsewhere overrides this, as Sequential)."""
+        return [(name, value) for name, value in vars(self).items() if isinstance(value, Module)]
+
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        for name, value in vars(self).items():
-            if isinstance(value, Module):
-                yield name, value
+        """(name, child) for each direct submodule, once: a module held under two names is listed under the first
+        (as in PyTorch), so that `apply` visits it once."""
+        seen: set[int] = set()
+        for name, child in self._child_slots():
+            if id(child) not in seen:
+                seen.add(id(child))
+                yield name, child
 
     def children(self) -> Iterator[Module]:
-        """The modules of named_children (a container that keeps them elsewhere overrides both, as Sequential)."""
-        return iter([value for value in vars(self).values() if isinstance(value, Module)])
+        return iter([child for _, child in self.named_children()])
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """This module (named `prefix`, "" at the top) and every module inside it, depth first; a module used
@@ -281,12 +315,16 @@ class Module:
         own = self._own_state()
         missing = [key for key in own if key not in state_dict]
         unexpected = [key for key in state_dict if key not in own]
-        problems = []
+        problems, values = [], {}
         for key, target in own.items():
             if key in state_dict:
-                shape = tuple(np.shape(state_dict[key]))
-                if shape != target.shape:
-                    problems.append(f"  {key}: the file has shape {shape}, the model has {target.shape}")
+                try:  # every value is converted before any is copied: one that cannot be leaves nothing half-loaded
+                    values[key] = _as_array(state_dict[key], target.dtype)
+                except (TypeError, ValueError, RuntimeError) as error:
+                    problems.append(f"  {key}: cannot be read as an array of {target.dtype} ({error})")
+                    continue
+                if values[key].shape != target.shape:
+                    problems.append(f"  {key}: the file has shape {values[key].shape}, the model has {target.shape}")
         if strict and missing:
             problems += [f"  {key}: missing (the model has shape {own[key].shape})" for key in missing]
         if strict and unexpected:
@@ -297,11 +335,8 @@ class Module:
                 + "\n".join(problems)
                 + "\nNothing was loaded. Check that the model is built with the same sizes as the one saved."
             )
-        for key, target in own.items():
-            if key in state_dict:
-                value = state_dict[key]
-                value = value.data if isinstance(value, Tensor) else np.asarray(value)
-                target.data = np.array(value, dtype=target.dtype)  # a copy: the module owns its arrays
+        for key, value in values.items():
+            own[key].data = value
         return IncompatibleKeys(missing, unexpected)
 
     def _own_state(self) -> dict[str, Tensor]:
@@ -316,7 +351,7 @@ class Module:
             buffer = getattr(self, name)
             if buffer is not None and name not in self._non_persistent:
                 yield prefix + name, buffer
-        for name, child in self.named_children():
+        for name, child in self._child_slots():  # a module held twice is saved under both names, as in PyTorch
             yield from child._state_tensors(prefix + name + ".")
 
     # ------------------------------------------------------------------ printing
@@ -333,6 +368,26 @@ class Module:
         return head + "\n  " + "\n  ".join(lines) + "\n)"
 
 
+def _as_array(value, dtype) -> np.ndarray:
+    """A state value (an array, a Tensor, numbers) as a new array of `dtype`: the module owns its arrays."""
+    return np.array(value.data if isinstance(value, Tensor) else value, dtype=dtype)
+
+
+def _check_replacement(module: Module, name: str, current, value) -> None:
+    """A parameter, submodule or buffer is replaced by one of its kind or None (as in PyTorch): a plain Tensor
+    assigned over a parameter would silently stop being trained and saved."""
+    kind = type(module).__name__
+    if isinstance(current, Parameter) and not isinstance(value, Parameter):
+        raise TypeError(
+            f"{kind}.{name} is a parameter: assign a Parameter or None, not {type(value).__name__} "
+            f"(Parameter(tensor) to learn it; to change its values in place, assign to {name}.data)"
+        )
+    if isinstance(current, Module) and not isinstance(value, Module):
+        raise TypeError(f"{kind}.{name} is a submodule: assign a Module or None, not {type(value).__name__}")
+    if name in module.__dict__.get("_buffer_names", ()) and not isinstance(value, Tensor):
+        raise TypeError(f"{kind}.{name} is a buffer: assign a Tensor or None, not {type(value).__name__}")
+
+
 class Sequential(Module):
     """Modules applied one after another: `Sequential(Linear(2, 8), ReLU(), Linear(8, 1))`.
 
@@ -342,22 +397,21 @@ class Sequential(Module):
     def __init__(self, *modules: Module):
         super().__init__()
         self._items: list[Module] = []
+        self._names: list[str] = []
         for module in modules:
             self.append(module)
 
-    def append(self, module: Module) -> Sequential:
+    def append(self, module: Module, name: str | None = None) -> Sequential:
+        """Add `module` at the end, named by its position ("3") unless `name` is given."""
         if not isinstance(module, Module):
             raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
         self._items.append(module)
+        self._names.append(str(len(self._names)) if name is None else name)
         _structure_changed()
         return self
 
-    def named_children(self) -> Iterator[tuple[str, Module]]:
-        for i, module in enumerate(self._items):
-            yield str(i), module
-
-    def children(self) -> Iterator[Module]:
-        return iter(self._items)
+    def _child_slots(self) -> list[tuple[str, Module]]:
+        return list(zip(self._names, self._items))
 
     def forward(self, x):
         for module in self._items:
@@ -365,8 +419,11 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, index):
-        if isinstance(index, slice):
-            return Sequential(*self._items[index])
+        if isinstance(index, slice):  # the modules keep their names ("1", "2", ...), as in PyTorch
+            part = Sequential()
+            for name, module in zip(self._names[index], self._items[index]):
+                part.append(module, name)
+            return part
         return self._items[index]
 
     def __len__(self) -> int:
@@ -398,12 +455,8 @@ class ModuleList(Module):
             self.append(module)
         return self
 
-    def named_children(self) -> Iterator[tuple[str, Module]]:
-        for i, module in enumerate(self._items):
-            yield str(i), module
-
-    def children(self) -> Iterator[Module]:
-        return iter(self._items)
+    def _child_slots(self) -> list[tuple[str, Module]]:
+        return [(str(i), module) for i, module in enumerate(self._items)]
 
     def __getitem__(self, index):
         if isinstance(index, slice):

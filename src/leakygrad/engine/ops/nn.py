@@ -240,7 +240,14 @@ def _kernel_matrix(w):
 
 def _as_images(rows, n, out_size):
     """(N*OH*OW, O) -> (N, O, OH, OW), a view of channels-last memory."""
-    return rows.reshape((n,) + tuple(out_size) + (-1,)).transpose(0, 3, 1, 2)
+    return rows.reshape((n,) + tuple(out_size) + (rows.shape[1],)).transpose(0, 3, 1, 2)
+
+
+def _window_rows(windows):
+    """(N, OH, OW, kh, kw, C) -> (N*OH*OW, kh*kw*C): one row per window (sizes spelled out: an empty batch has no
+    -1 to infer)."""
+    n, out_h, out_w, kh, kw, c = windows.shape
+    return windows.reshape(n * out_h * out_w, kh * kw * c)
 
 
 def _is_channels_last(x: np.ndarray) -> bool:
@@ -288,7 +295,7 @@ class Conv2d(Op):
             raise OpError(f"conv2d: bias must hold one value per output channel, shape ({w.shape[0]},); got {b.shape}")
         self.windows = im2col(x, w.shape[2:], self.stride, self.padding)  # kept for the weight gradient
         n, out_h, out_w = self.windows.shape[:3]
-        rows = self.windows.reshape(n * out_h * out_w, -1) @ _kernel_matrix(w)
+        rows = _window_rows(self.windows) @ _kernel_matrix(w)
         if b is not None:
             rows += b
         return _as_images(rows, n, (out_h, out_w))
@@ -369,7 +376,7 @@ def _full_correlation(g, w, padding):
     flipped = w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)  # (C, O, kh, kw)
     windows = im2col(g, (kh, kw), (1, 1), (kh - 1 - ph, kw - 1 - pw))  # (N, H, W, kh, kw, O)
     n, h, width = windows.shape[:3]
-    return _as_images(windows.reshape(n * h * width, -1) @ _kernel_matrix(flipped), n, (h, width))
+    return _as_images(_window_rows(windows) @ _kernel_matrix(flipped), n, (h, width))
 
 
 class Conv2dWeightGrad(Op):
