@@ -248,6 +248,17 @@ def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     assert loss_rule(history_of([with_ratio(0, 1e-3)], losses=learning), T) == []
 
 
+def test_competing_losses_of_a_gan_are_not_a_stall_unless_the_weights_stand_still():
+    flat = [1.04 + 0.01 * math.sin(k) for k in range(100)]  # a GAN's discriminator and generator losses, averaged
+    moving = [with_ratio(s, 1e-3) for s in range(0, 100, 10)]
+    assert loss_rule(history_of(moving, losses=flat, competing_loss_steps=100), T) == []  # (it said stalled_loss)
+    [alone] = loss_rule(history_of(moving, losses=flat, competing_loss_steps=10), T)  # one optimiser's loss mostly
+    assert alone.symptom == "stalled_loss"
+    still = [with_ratio(s, 1e-8) for s in range(0, 100, 10)]
+    [frozen] = loss_rule(history_of(still, losses=flat, competing_loss_steps=100), T)
+    assert (frozen.symptom, frozen.evidence["learning_rate"]) == ("stalled_loss", "far too low")
+
+
 def test_loss_rules_need_enough_steps():
     assert loss_rule(history_of([], losses=[1.0, 5.0, 50.0]), T) == []
 

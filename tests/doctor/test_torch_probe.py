@@ -555,6 +555,19 @@ def test_the_optimiser_given_to_watch_keeps_counting_the_steps():
             (-critic(generator(torch.randn(16, 2))).mean()).backward()
             generator_optimizer.step()
     assert dr.steps == 6
+    assert dr.history.competing_loss_steps == 6  # each step's loss mixes the critic's and the generator's
+
+
+def test_one_loss_stepped_by_two_optimisers_is_not_competing():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    first, second = torch.optim.SGD(model[0].parameters(), 0.1), torch.optim.Adam(model[2].parameters(), 1e-3)
+    with doctor.watch(model, every=1) as dr:
+        for _ in range(5):
+            first.zero_grad(), second.zero_grad()
+            ((model(torch.randn(16, 4)) - 1) ** 2).mean().backward()
+            first.step(), second.step()
+    assert dr.steps == 5 and dr.history.competing_loss_steps == 0  # one backward per step: one loss, judged as usual
 
 
 def test_a_gradient_scalers_loss_is_recorded_unscaled():

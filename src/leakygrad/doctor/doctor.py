@@ -67,6 +67,11 @@ class Doctor:
         self.history.add_loss(step, value)
         self._findings = None
 
+    def add_competing_loss_step(self) -> None:
+        """A step whose loss is the mean of several optimisers' own losses (a GAN's two players)."""
+        self.history.competing_loss_steps += 1
+        self._findings = None
+
     def set_steps(self, steps: int) -> None:
         self.history.steps = steps
 

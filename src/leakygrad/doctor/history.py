@@ -125,6 +125,8 @@ class History:
         self.records: list[StepRecord] = []
         self.loss = LossSeries(max_loss_buckets)
         self.steps = 0  # training steps seen (sampled or not)
+        # steps whose loss is the mean of several optimisers' own losses (a GAN: two players, competing)
+        self.competing_loss_steps = 0
         self.records_seen = 0  # sampled records ever added (records holds at most max_records of them)
         self.unit_windows: dict[str, UnitWindow] = {}
         self.param_checks: dict[str, int] = {}  # parameter -> sampled steps on which it was checked

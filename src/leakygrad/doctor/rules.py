@@ -646,7 +646,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     if diverging or (lowest < 0 and end > start + abs(start) * t.diverging_factor):
         first = next((step for step, value in smoothed if step > low_step and value > 1.5 * lowest), low_step)
         return [Finding("diverging_loss", "loss", first, "error", evidence)]
-    if _loss_is_stalled(history, t):
+    # Competing losses (a GAN's discriminator and generator, each stepping its own optimiser on its own loss) hover
+    # by design: their mean is no measure of progress, and stalls only when the weights do not move either.
+    competing = history.competing_loss_steps > history.steps / 2
+    if _loss_is_stalled(history, t) and (not competing or verdict in ("zero", "far too low")):
         first, last = _loss_thirds(history)
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None

@@ -333,6 +333,7 @@ class TorchProbe:
         self._losses: list[float] = []
         self._pending_device_losses: list = []
         self._backward_calls = 0
+        self._other_optimizer_steps = 0  # steps of watched optimisers other than the primary one, in this step
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
         self._reset_marks: GradientMarks | None = None  # from a sampled optimiser step to the next optimiser step
@@ -484,6 +485,7 @@ class TorchProbe:
         # training cycle (two heads trained on alternate steps, say) cannot hide from samples taken at one phase.
         self.sampling = self.step % self.every == (self.step // self.every) % self.every
         self._backward_calls = 0
+        self._other_optimizer_steps = 0
         self._losses = []
         if self.state is not None:
             self.state.release()  # an unfinished sampled step (no optimiser step came)
@@ -500,6 +502,8 @@ class TorchProbe:
     def _end_step(self) -> None:
         if self._losses:
             self.doctor.add_loss(self.step, sum(self._losses) / len(self._losses))
+            if len(self._losses) > 1 and self._other_optimizer_steps:  # each optimiser stepped on a loss of its own
+                self.doctor.add_competing_loss_step()
         self.step += 1
         self.doctor.set_steps(self.step)
         if len(self._pending_device_losses) >= self.every:
@@ -886,6 +890,7 @@ class TorchProbe:
             if not self._is_watched_optimizer(optimizer):
                 return None
             if not self._is_primary(optimizer):
+                self._other_optimizer_steps += 1
                 return None
             self.mode = "optimizer"
             self._awaiting = False
