@@ -392,6 +392,7 @@ SPECS = [
     # matmul
     spec("matmul", lambda a, b: a @ b, torch.matmul, matmul_shapes(), ANY, ANY),
     # shape
+    spec("clone", lg.Tensor.clone, torch.clone, unary(), ANY, curved=False),
     spec(
         "reshape",
         lambda x, shape: x.reshape(shape),

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from leakygrad.engine.errors import BackwardError
+from leakygrad.engine.errors import BackwardError, describe, what_is
 from leakygrad.engine.grad_mode import enable_grad, no_grad
 from leakygrad.engine.tensor import Tensor, as_tensor
 
@@ -76,10 +76,19 @@ def grad(outputs, inputs, grad_outputs=None, create_graph: bool = False, allow_u
             raise BackwardError(f"grad: input {i} does not require grad, so no gradient can be computed for it")
 
     roots, seeds = [], []
-    for output, weight in zip(outputs, grad_outputs):
+    for i, (output, weight) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(output, Tensor):
+            raise BackwardError(f"grad: output {i} is {what_is(output)}, not a Tensor")
         if output.requires_grad:
             roots.append(output)
             seeds.append(_seed_gradient("grad", output, weight))
+        elif not allow_unused:  # (with allow_unused: depending on nothing, it adds nothing; a constant
+            # derivative, say, whose own derivative is zero)
+            raise BackwardError(
+                f"grad: output {i} does not require grad (computed inside no_grad(), from .detach(), or from "
+                "nothing that requires grad), so it has no gradient with respect to anything. Pass "
+                "allow_unused=True to get None instead."
+            )
     found = _walk(roots, seeds, create_graph=create_graph, wanted=inputs) if roots else {}
 
     results = []
@@ -165,10 +174,10 @@ def _run_hooks(tensor: Tensor, g: Tensor) -> Tensor:
         replaced = hook(g)
         if replaced is not None:
             replaced = as_tensor(replaced, like=g)
-            if replaced.shape != g.shape:
+            if replaced.shape != g.shape or replaced.dtype != g.dtype:
                 raise BackwardError(
-                    f"hook {getattr(hook, '__name__', hook)!r}: returned a gradient of shape "
-                    f"{replaced.shape} for a tensor of shape {tensor.shape}"
+                    f"hook {getattr(hook, '__name__', hook)!r}: returned a gradient of {describe(replaced)} for a "
+                    f"gradient of {describe(g)}: a hook may change the values, not the shape or dtype"
                 )
             g = replaced
     return g
@@ -208,11 +217,19 @@ def _add(pending: dict[int, Tensor], tensor: Tensor, g: Tensor) -> None:
 
 
 def _accumulate_into_leaf(leaf: Tensor, g: Tensor, create_graph: bool, given: set[int]) -> None:
-    if not create_graph:
-        # The same array may reach several leaves (add passes its gradient to both inputs), and a view or a
-        # broadcast may be read-only: give each leaf an array of its own so that `grad.data *= c` is safe.
-        data = g.data
-        if id(data) in given or data.base is not None or not data.flags.writeable:
-            g = Tensor._wrap(data.copy())
-        given.add(id(g.data))
-    leaf.grad = g if leaf.grad is None else leaf.grad + g
+    # The same array may reach several leaves (add passes its gradient to both inputs), and a view or a
+    # broadcast may be read-only: give each leaf an array of its own so that `grad.data *= c` is safe.
+    data = g.data
+    if id(data) in given or data.base is not None or not data.flags.writeable:
+        # (recorded, the copy is a clone: the gradient stays in the graph)
+        g = g.clone() if create_graph else Tensor._wrap(data.copy())
+    given.add(id(g.data))
+    if leaf.grad is None:
+        leaf.grad = g
+        return
+    if not isinstance(leaf.grad, Tensor) or leaf.grad.shape != leaf.shape or leaf.grad.dtype != leaf.dtype:
+        raise BackwardError(
+            f"backward: the tensor's .grad is {what_is(leaf.grad)}, but the tensor is {describe(leaf)}: a gradient "
+            "has the tensor's shape and dtype. Was .grad assigned by hand? Set it to None to start again."
+        )
+    leaf.grad = leaf.grad + g

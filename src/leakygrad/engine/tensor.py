@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from leakygrad.engine.errors import OpError, describe
+from leakygrad.engine.errors import OpError, describe, what_is
+from leakygrad.engine.grad_mode import is_grad_enabled
 
 DEFAULT_DTYPE = np.float32
 
@@ -30,17 +31,30 @@ def _to_array(data, dtype) -> np.ndarray:
 
     Floating data becomes float32 unless a dtype is given; integers and booleans keep their type.
     """
+    if dtype is not None:
+        check_numeric_dtype("Tensor", dtype)
+    if isinstance(data, (str, bytes)) or (isinstance(data, np.ndarray) and data.dtype.kind not in "fiub"):
+        raise OpError(f"Tensor: cannot hold {what_is(data)}; give numbers (floats, ints or booleans)")
     try:
         array = np.array(data, dtype=dtype)
     except (ValueError, TypeError) as error:
         raise OpError(f"Tensor: cannot make an array of this data: {error}") from None
-    if dtype is not None:
-        return array
-    if array.dtype.kind == "f" and array.dtype != DEFAULT_DTYPE:
-        return array.astype(DEFAULT_DTYPE)
-    if array.dtype.kind not in "fiub":
+    if array.dtype.kind not in "fiub":  # (strings inside a list, say)
         raise OpError(f"Tensor: cannot hold data of dtype {array.dtype}; give numbers (floats, ints or booleans)")
+    if dtype is None and array.dtype.kind == "f" and array.dtype != DEFAULT_DTYPE:
+        return array.astype(DEFAULT_DTYPE)
     return array
+
+
+def check_numeric_dtype(name: str, dtype) -> np.dtype:
+    """`dtype` as a NumPy dtype, if a tensor can hold it: a float, an integer or a boolean."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as error:
+        raise OpError(f"{name}: {dtype!r} is not a dtype ({error})") from None
+    if dtype.kind not in "fiub":
+        raise OpError(f"{name}: a tensor holds numbers (floats, ints or booleans), not dtype {dtype}")
+    return dtype
 
 
 class Tensor:
@@ -130,7 +144,7 @@ class Tensor:
 
     def __repr__(self) -> str:
         body = np.array2string(self.data, precision=4, separator=", ", threshold=20, prefix="Tensor(")
-        extras = []
+        extras = [f"size={self.shape}"] if self.size == 0 else []  # ([] alone hides whether it is (0,) or (3, 0))
         if self.data.dtype != DEFAULT_DTYPE:
             extras.append(f"dtype={self.data.dtype}")
         if self.op is not None:
@@ -145,6 +159,12 @@ class Tensor:
         return bool(self.data)
 
     __hash__ = object.__hash__  # tensors are hashable by identity, although == compares elementwise
+
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.3f}" formats a single number as Python formats it (other tensors: only with an empty spec)."""
+        if self.size == 1 and spec:
+            return format(self.item(), spec)
+        return format(str(self), spec)
 
     def __float__(self) -> float:
         return float(self.item())
@@ -188,6 +208,10 @@ class Tensor:
     def detach(self) -> Tensor:
         """The same values (shared memory), cut from the graph: no gradient flows back through it."""
         return Tensor._wrap(self.data)
+
+    def clone(self) -> Tensor:
+        """The same values in memory of their own, still in the graph: the gradient passes through."""
+        return shape_ops.Clone.apply(self)
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient has been computed, during backward.
@@ -273,21 +297,73 @@ class Tensor:
         return elementwise.compare(np.greater_equal, self, other)
 
     def __eq__(self, other):
+        if other is None or isinstance(other, (str, bytes)):
+            return False  # (not a number: equal to no tensor, as in PyTorch)
         return elementwise.compare(np.equal, self, other)
 
     def __ne__(self, other):
+        if other is None or isinstance(other, (str, bytes)):
+            return True
         return elementwise.compare(np.not_equal, self, other)
 
     def __invert__(self):
-        if self.dtype != np.bool_:
-            raise OpError(f"~ (logical not): needs a boolean tensor, got {describe(self)}")
+        """Logical not of a boolean tensor; bitwise not of an integer one."""
+        if self.dtype.kind not in "biu":
+            raise OpError(f"~ (not): needs a boolean or integer tensor, got {describe(self)}")
         return Tensor._wrap(~self.data)
 
+    # & | ^ : logical for booleans, bitwise for integers (as NumPy and PyTorch); no gradient, like comparisons
     def __and__(self, other):
-        return elementwise.compare(np.logical_and, self, other)
+        return elementwise.compare(np.bitwise_and, self, other)
+
+    def __rand__(self, other):
+        return elementwise.compare(np.bitwise_and, other, self)
 
     def __or__(self, other):
-        return elementwise.compare(np.logical_or, self, other)
+        return elementwise.compare(np.bitwise_or, self, other)
+
+    def __ror__(self, other):
+        return elementwise.compare(np.bitwise_or, other, self)
+
+    def __xor__(self, other):
+        return elementwise.compare(np.bitwise_xor, self, other)
+
+    def __rxor__(self, other):
+        return elementwise.compare(np.bitwise_xor, other, self)
+
+    # x += y and friends. Outside the graph (inside no_grad, or when nothing involved requires grad) the values
+    # change in place, as in PyTorch: `p -= lr * p.grad` updates the parameter itself. While the graph records,
+    # a leaf that requires grad (a parameter) is refused, and any other tensor is replaced by a new one.
+    def __iadd__(self, other):
+        return self._in_place(np.add, other, "+=", Tensor.__add__)
+
+    def __isub__(self, other):
+        return self._in_place(np.subtract, other, "-=", Tensor.__sub__)
+
+    def __imul__(self, other):
+        return self._in_place(np.multiply, other, "*=", Tensor.__mul__)
+
+    def __itruediv__(self, other):
+        return self._in_place(np.true_divide, other, "/=", Tensor.__truediv__)
+
+    def _in_place(self, ufunc, other, symbol: str, out_of_place):
+        recorded = is_grad_enabled() and (self._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
+        if recorded:
+            if self.op is None and self._requires_grad:
+                raise OpError(
+                    f"{symbol}: this tensor (shape {self.shape}) requires grad and was not computed by an op (a "
+                    "parameter, say): changing it in place would change what backward reads. Update it inside "
+                    f"`with no_grad():`, or write x = x {symbol[0]} ... to make a new tensor."
+                )
+            return out_of_place(self, other)  # a new tensor, recorded like any op
+        value = other.data if isinstance(other, Tensor) else other
+        try:
+            ufunc(self.data, value, out=self.data, casting="same_kind")
+        except (TypeError, ValueError) as error:  # (a shape that does not fit, a float into ints, read-only memory)
+            raise OpError(
+                f"{symbol}: cannot change {describe(self)} in place with {describe(value)}: {error}"
+            ) from None
+        return self
 
     def exp(self):
         return elementwise.Exp.apply(self)

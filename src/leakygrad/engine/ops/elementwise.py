@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from leakygrad.engine.errors import OpError
+from leakygrad.engine.errors import OpError, describe
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.erf_numpy import erf as _erf
 from leakygrad.engine.tensor import Tensor, as_tensor
@@ -400,6 +400,10 @@ def compare(comparison, a, b) -> Tensor:
         return Tensor._wrap(comparison(a.data, b.data))
     except ValueError as error:
         raise OpError(f"{comparison.__name__}: shapes {a.shape} and {b.shape} cannot be broadcast together") from error
+    except TypeError:  # (& and | of floats: they are bitwise, for booleans and integers)
+        raise OpError(
+            f"{comparison.__name__}: takes booleans or integers, got {describe(a.data)} and {describe(b.data)}"
+        ) from None
 
 
 def zeros_like(x: Tensor) -> Tensor:

@@ -14,6 +14,18 @@ from leakygrad.engine.ops.reductions import sum_over
 from leakygrad.engine.tensor import Tensor
 
 
+class Clone(Op):
+    """The same values in memory of their own: a gradient passes through unchanged."""
+
+    name = "clone"
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, grad):
+        return grad
+
+
 class Reshape(Op):
     name = "reshape"
 
