@@ -24,7 +24,8 @@ def test_an_update_inside_no_grad_changes_the_parameter_itself():
     assert params[0].requires_grad and params[0].is_leaf
 
 
-def test_in_place_operators_match_pytorch_outside_the_graph():
+@lg.no_grad()
+def test_in_place_operators_inside_no_grad_match_pytorch():
     ours, theirs = lg.Tensor([1.0, 2.0, 4.0]), torch.tensor([1.0, 2.0, 4.0])
     alias, alias_t = ours, theirs
     for step in (
@@ -49,8 +50,13 @@ def test_in_place_on_a_parameter_while_recording_is_refused_and_other_tensors_ge
     h += 1  # a computed tensor: a new one, recorded
     h.sum().backward()
     np.testing.assert_array_equal(w.grad.data, [2.0, 2.0])
+    x = lg.Tensor([1.0, 2.0])
+    y = (w * x).sum()
+    x += 1  # recording: x becomes a new tensor, and the graph keeps the values it used
+    y.backward()
+    np.testing.assert_array_equal(w.grad.data, [3.0, 4.0])  # 2 from h, plus x as it was: [1, 2]
     counts = lg.Tensor([1, 2])
-    with pytest.raises(lg.OpError, match="cannot change .* in place"):
+    with lg.no_grad(), pytest.raises(lg.OpError, match="cannot change .* in place"):
         counts += 0.5  # a float into integers, as PyTorch refuses
 
 

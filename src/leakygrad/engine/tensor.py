@@ -331,9 +331,10 @@ class Tensor:
     def __rxor__(self, other):
         return elementwise.compare(np.bitwise_xor, other, self)
 
-    # x += y and friends. Outside the graph (inside no_grad, or when nothing involved requires grad) the values
-    # change in place, as in PyTorch: `p -= lr * p.grad` updates the parameter itself. While the graph records,
-    # a leaf that requires grad (a parameter) is refused, and any other tensor is replaced by a new one.
+    # x += y and friends. Inside no_grad() the values change in place, as in PyTorch: `p -= lr * p.grad` updates
+    # the parameter itself. While the graph records, a leaf that requires grad (a parameter) is refused, and any
+    # other tensor is replaced by a new one: a graph may still read the old values in backward, and without
+    # PyTorch's version counters that could not be caught.
     def __iadd__(self, other):
         return self._in_place(np.add, other, "+=", Tensor.__add__)
 
@@ -347,8 +348,7 @@ class Tensor:
         return self._in_place(np.true_divide, other, "/=", Tensor.__truediv__)
 
     def _in_place(self, ufunc, other, symbol: str, out_of_place):
-        recorded = is_grad_enabled() and (self._requires_grad or (isinstance(other, Tensor) and other._requires_grad))
-        if recorded:
+        if is_grad_enabled():
             if self.op is None and self._requires_grad:
                 raise OpError(
                     f"{symbol}: this tensor (shape {self.shape}) requires grad and was not computed by an op (a "
