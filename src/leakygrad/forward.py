@@ -16,8 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from leakygrad.engine import LeakygradError, Tensor, enable_grad, grad
-from leakygrad.engine.errors import what_is
+from leakygrad.engine import LeakygradError, Tensor, enable_grad, grad, what_is
 
 
 def jvp(fn: Callable, inputs, tangents):

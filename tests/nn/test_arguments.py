@@ -26,6 +26,19 @@ def test_conv2d_takes_pytorchs_positions_and_refuses_what_it_lacks():
         F.conv2d(x, lg.randn(4, 3, 3, 3), None, 1, 0, 2)
 
 
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers_take_pytorchs_positions_and_refuse_what_they_lack(kind):
+    # (..., dropout, bidirectional): a True in the eighth place (RNN: the ninth) meant fused=True, silently
+    first = ("tanh",) if kind == "RNN" else ()
+    with pytest.raises(lg.OpError, match=rf"{kind}: bidirectional=True is not supported"):
+        getattr(nn, kind)(3, 4, 1, *first, True, False, 0.0, True)
+    assert getattr(nn, kind)(3, 4, 1, *first, True, False, 0.0, False).hidden_size == 4
+    with pytest.raises(lg.OpError, match=rf"{kind}: bidirectional=True"):
+        getattr(nn, kind)(3, 4, bidirectional=True)
+    with pytest.raises(lg.OpError, match="LSTM: proj_size=2 is not supported"):
+        nn.LSTM(3, 4, proj_size=2)
+
+
 def test_pooling_takes_pytorchs_positions_and_refuses_what_it_lacks():
     x = lg.randn(1, 1, 5, 5)
     with pytest.raises(lg.OpError, match=r"AvgPool2d: ceil_mode=True is not supported"):

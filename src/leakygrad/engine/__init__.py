@@ -21,7 +21,7 @@ from leakygrad.engine.creation import (
     zeros,
     zeros_like,
 )
-from leakygrad.engine.errors import BackwardError, LeakygradError, OpError
+from leakygrad.engine.errors import BackwardError, LeakygradError, OpError, what_is
 from leakygrad.engine.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from leakygrad.engine.op import Op
 
@@ -50,5 +50,6 @@ __all__ = [
     "set_grad_enabled",
     "LeakygradError",
     "OpError",
+    "what_is",
     "BackwardError",
 ]

@@ -85,10 +85,15 @@ class _Recurrent(Module):
         bias: bool = True,
         batch_first: bool = False,
         dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        *,
         fused: bool = True,
     ):
         super().__init__()
         name = type(self).__name__
+        # PyTorch's arguments in PyTorch's positions; those not supported are refused by name, not ignored
+        F._refuse_unsupported(name, bidirectional=(bidirectional, False), proj_size=(proj_size, 0))
         if num_layers < 1:
             raise OpError(f"{name}: num_layers must be at least 1, got {num_layers}")
         if hidden_size < 1:
@@ -182,11 +187,13 @@ class RNN(_Recurrent):
         bias: bool = True,
         batch_first: bool = False,
         dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
         fused: bool = True,
     ):
         F._check_nonlinearity("RNN", nonlinearity)
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, fused)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, fused=fused)
 
     def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
         sequence, unbatched = self._time_major(x)
