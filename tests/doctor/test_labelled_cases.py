@@ -20,6 +20,7 @@ FAULTY = {
     "quantize_round": [("blocked_gradient", "round", "error"), ("no_gradient", "fc1", "error")],
     "detach_encoder": [("no_gradient", "encoder", "error")],
     "missing_zero_grad": [("accumulating_gradient", "optimizer", "error")],
+    "zero_grad_after_backward": [("no_gradient", "model", "error")],
     "diverging_lr": [
         ("diverging_loss", "loss", "error"),
         ("saturated_activation", "model.1", "error"),

@@ -202,6 +202,34 @@ def test_no_gradient_groups_parameters_into_the_widest_silent_module():
     assert no_gradient_rule(once, T) == []  # a single sampled step is not enough
 
 
+def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its_name():
+    def record(step):
+        layers = {name: LayerStats(name, "Linear", i, has_weights=True, out_grad_norm=0.02) for i, name in
+                  enumerate(["model.0", "model.2"])}  # fmt: skip
+        return StepRecord(
+            step=step,
+            layers=layers,
+            param_has_grad={"0.weight": False, "2.weight": False},
+            param_module={"0.weight": "model.0", "2.weight": "model.2"},
+        )
+
+    [f] = no_gradient_rule(history_of([record(0), record(16)]), T)
+    assert (f.where, f.severity) == ("model", "error")  # (it was "(model)")
+    assert f.evidence["gradient_at_output"] == {"layer": "model.0", "norm": 0.02}
+    [explained] = diagnose(history_of([record(0), record(16)]), T)
+    assert "`optimizer.zero_grad()`" in explained.explanation and "cuts the graph" not in explained.explanation
+
+
+def test_zero_gradients_behind_a_wholly_dead_layer_are_folded_into_it():
+    dead = Finding("dead_relu", "head.1", 0, "error", {"dead_fraction": 1.0})
+    behind = Finding("no_gradient", "stem", 0, "warning", {"gradient": "exactly zero", "graph_cuts": []})
+    cut = Finding("no_gradient", "encoder", 0, "error", {"gradient": "none", "graph_cuts": [{"from": "encoder"}]})
+    assert fold_explained([dead, behind, cut]) == [dead, cut]  # (four no_gradient warnings came with one dead ReLU)
+    assert dead.evidence["zero_gradient_modules"] == ["stem"]
+    partly = Finding("dead_relu", "head.1", 0, "error", {"dead_fraction": 0.9})
+    assert len(fold_explained([partly, behind])) == 2  # some units alive: the zeros have another cause
+
+
 def test_accumulating_gradient_when_most_steps_were_not_reset():
     history = history_of([], reset_checks=6, not_reset=6, first_not_reset=1)
     [f] = accumulating_rule(history, T)

@@ -160,6 +160,12 @@ def explain_dead_relu(f: Finding):
         "bias never change again, and nothing revives it. This is not sparsity: a healthy ReLU layer is about half "
         f"zeros per batch (this one: {pct(e['zero_fraction'])}) but has almost no unit that is zero for every example."
     )
+    if e.get("zero_gradient_modules"):
+        modules = ", ".join(f"`{m}`" for m in e["zero_gradient_modules"])
+        text += (
+            f" With every unit dead, no gradient at all passes: {modules} get exactly zero gradient because of it, "
+            "and learn again once this layer does."
+        )
     remedies = [
         "Lower the learning rate: one large update that pushes a unit's bias far negative is the usual cause.",
         "Use LeakyReLU, ELU or GELU, whose derivative is not zero for negative inputs.",
@@ -366,6 +372,23 @@ def explain_no_gradient(f: Finding):
         remedies = [
             "If they cancel by design, drop them (bias=False) or leave them: they cost nothing but parameters.",
             "Otherwise look for dead units or a zero factor between them and the loss (see the other findings).",
+        ]
+        return text, remedies
+    at_output = e.get("gradient_at_output")
+    if at_output and not cuts:
+        text = (
+            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none had a gradient at "
+            f"the optimiser step in {e['sampled_steps_checked']} sampled steps, although the backward pass reached "
+            f"them: the gradient arriving at `{at_output['layer']}`'s output had norm {at_output['norm']}. The "
+            "gradients were computed, then cleared before the step, so the step changes nothing (only weight decay, "
+            "if any, moves them). The usual cause: `optimizer.zero_grad()` (or `model.zero_grad()`) called between "
+            "`loss.backward()` and `optimizer.step()`."
+        )
+        remedies = [
+            "Reset the gradients before the backward pass, not after it: zero_grad(), forward, loss.backward(), "
+            "step().",
+            "If something else sets `.grad` to None between backward() and step() (a callback, a gradient "
+            "transform), move it before backward() or after step().",
         ]
         return text, remedies
     text = (

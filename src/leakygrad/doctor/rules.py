@@ -147,7 +147,8 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     rate "far too low" (a larger one would only scale what is left of the gradient); and a gradient that
     explodes or vanishes across depth mostly through one recurrent layer that does so across time is that
     finding over time (the layer below gets the gradient of every time step: the recurrent layer's gain over
-    time shows as a gain across depth)."""
+    time shows as a gain across depth); and exactly-zero gradients behind a layer whose every unit is dead are
+    that dead layer's doing (listed in its evidence)."""
     vanishing = any(f.symptom == "vanishing_gradient" and f.severity == "error" for f in findings)
     for f in findings:
         if vanishing and f.symptom == "stalled_loss" and f.evidence.get("learning_rate") == "far too low":
@@ -168,8 +169,28 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             and any(f.where == name or f.where.startswith(name + ".") for name in zeroed)
         )
 
+    # A layer whose every unit is dead passes no gradient at all: the exactly-zero gradients of the layers
+    # behind it (and of the weights reading its output) are that finding, listed in its evidence
+    all_dead = [f for f in findings if f.symptom == "dead_relu" and f.evidence.get("dead_fraction") == 1.0]
+
+    def behind_dead_units(f: Finding) -> bool:
+        return (
+            bool(all_dead)
+            and f.symptom == "no_gradient"
+            and f.evidence.get("gradient") == "exactly zero"
+            and not f.evidence.get("blocking_op")
+            and not f.evidence.get("graph_cuts")
+        )
+
+    for f in findings:
+        if behind_dead_units(f):
+            all_dead[0].evidence.setdefault("zero_gradient_modules", []).append(f.where)
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
-    kept = [f for f in findings if not explained(f) and not _through_a_recurrent_layer(f, over_time)]
+    kept = [
+        f
+        for f in findings
+        if not explained(f) and not behind_dead_units(f) and not _through_a_recurrent_layer(f, over_time)
+    ]
     for f in kept:
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
             f.evidence["other_findings"] = sorted({g.symptom for g in kept if g.symptom != "stalled_loss"})
@@ -512,10 +533,27 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         }
         if blocking:
             evidence["blocking_op"] = True  # an op on the way blocks (nearly) all the gradient through it
+        if not always_zero:
+            # None at the optimiser step, though backward brought a gradient to their layers' outputs: computed,
+            # then cleared before the step (a zero_grad() between backward() and step())
+            reached_layer = _gradient_at_output(history, {_module_of(p, history.param_module) for p in params})
+            if reached_layer is not None:
+                evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
         first_step = history.records[0].step if history.records else 0
         severity = "warning" if always_zero and not cuts and not blocking else "error"
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
+
+
+def _gradient_at_output(history: History, layers: set[str]) -> tuple[str, float] | None:
+    """A layer among `layers` whose output received a nonzero gradient on a recent sampled step, with its norm."""
+    for record in reversed(history.recent()):
+        for name in sorted(layers):
+            layer = record.layers.get(name)
+            norm = layer.out_grad_norm if layer else None
+            if norm is not None and math.isfinite(norm) and norm > 0:
+                return name, norm
+    return None
 
 
 def _module_of(param: str, param_module: dict[str, str]) -> str:
@@ -527,7 +565,7 @@ def _widest_unreached_module(param: str, param_module: dict[str, str], reached: 
     module = _module_of(param, param_module)
     parts = module.split(".") if module else []
     reached_modules = [_module_of(p, param_module) for p in reached]
-    for depth in range(0, len(parts) + 1):
+    for depth in range(1 if parts else 0, len(parts) + 1):  # (from the model's own name: `model`, not "(model)")
         prefix = ".".join(parts[:depth])
         inside = [m for m in reached_modules if prefix == "" or m == prefix or m.startswith(prefix + ".")]
         if not inside:
