@@ -327,8 +327,9 @@ def explain_blocked_gradient(f: Finding):
         )
     elif op in ("clamp", "clip", "hardtanh") and site.startswith("loss"):
         text += (
-            " Clipping the error inside the loss is the classic DQN mistake: (clamp(td, -1, 1))^2 returns zero "
-            "gradient for every transition whose error is large, exactly the ones with most to teach."
+            " Clipping the error inside the loss (the classic DQN mistake: (clamp(td, -1, 1))^2, or a per-example "
+            "error capped at a maximum) returns zero gradient for every example whose error is large, exactly the "
+            "ones with most to teach."
         )
         remedies.append(
             "Use the Huber loss, which is what clipping the error was meant to be: quadratic for small errors, "
