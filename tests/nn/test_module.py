@@ -414,6 +414,7 @@ def test_a_module_held_twice_is_one_child_but_saved_under_both_names_as_in_pytor
     assert list(holder.state_dict()) == ["a.weight", "b.weight"]
     sequence = nn.Sequential(shared, shared)
     assert len(list(sequence.children())) == 1 and len(sequence) == 2
+    assert "(1): Linear" in repr(sequence)  # printed in both places, as PyTorch prints it
     twice = torch.nn.Linear(1, 1, bias=False)
     assert list(sequence.state_dict()) == list(torch.nn.Sequential(twice, twice).state_dict())
 

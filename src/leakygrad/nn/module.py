@@ -361,7 +361,7 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self.named_children()]
+        lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._child_slots()]
         if not lines:
             return f"{type(self).__name__}({self.extra_repr()})"
         head = f"{type(self).__name__}({self.extra_repr()}"
