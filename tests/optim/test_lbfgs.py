@@ -156,3 +156,10 @@ def test_a_loss_linear_along_the_search_direction_extrapolates_like_pytorch():
 def test_max_eval_must_allow_an_evaluation():
     with pytest.raises(ValueError, match="LBFGS: max_eval must be a whole number >= 1, got 0"):
         optim.LBFGS([lg.Tensor([1.0], requires_grad=True)], max_eval=0, line_search_fn="strong_wolfe")
+
+
+@pytest.mark.parametrize("make", [lambda p: optim.LBFGS([p]), lambda p: optim.SLS([p])], ids=["LBFGS", "SLS"])
+def test_a_second_parameter_group_is_refused_as_by_the_constructor(make):
+    opt = make(lg.Tensor([1.0], requires_grad=True))
+    with pytest.raises(ValueError, match="single parameter group"):
+        opt.add_param_group({"params": [lg.Tensor([0.0], requires_grad=True)]})  # (never stepped, silently)

@@ -274,3 +274,20 @@ def test_group_settings_of_other_kinds_are_kept_as_given():
     group = optim.SGD([{"params": [w], "lr": 0.1, "tag": Pair(1, 2), "names": names}]).param_groups[0]
     assert group["tag"] == Pair(1, 2) and group["names"] is names
     assert optim.Adam([w], betas=np.array([0.9, 0.99])).param_groups[0]["betas"] == (0.9, 0.99)  # as PyTorch
+
+
+@pytest.mark.parametrize(
+    "options", [{"weight_decay": 0.1}, {"maximize": True}, {"nesterov": True, "weight_decay": 0.1}], ids=str
+)
+def test_sgd_momentum_on_a_single_number_parameter_as_pytorch(options):
+    # A 0-d parameter's g was a NumPy scalar: its momentum buffer stayed at the first step's value
+    ours = lg.Tensor(np.array(0.5), requires_grad=True, dtype="float64")
+    theirs = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    opt = optim.SGD([ours], lr=0.1, momentum=0.9, **options)
+    topt = torch.optim.SGD([theirs], lr=0.1, momentum=0.9, **options)
+    for _ in range(4):
+        ours.grad = lg.Tensor(np.array(1.0), dtype="float64")
+        theirs.grad = torch.tensor(1.0, dtype=torch.float64)
+        opt.step()
+        topt.step()
+    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-12)

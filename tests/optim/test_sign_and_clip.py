@@ -130,3 +130,12 @@ def test_clipping_keeps_float32_gradients_float32():
     optim.clip_grad_norm_([w], 1.0)
     assert w.grad.dtype == np.float32
     assert float(np.linalg.norm(w.grad.data)) == pytest.approx(1.0, rel=1e-5)
+
+
+def test_an_empty_gradient_does_not_make_the_smallest_entry_zero():
+    grads = [lg.Tensor(np.zeros(0)), lg.Tensor([3.0, -4.0])]
+    params = [lg.Tensor(np.zeros(0), requires_grad=True), lg.Tensor([0.0, 0.0], requires_grad=True)]
+    for p, g in zip(params, grads):
+        p.grad = g
+    assert optim.total_grad_norm(params, -math.inf) == 3.0  # (it was 0: the empty one counted as a 0 entry)
+    assert optim.total_grad_norm(params, 2) == 5.0

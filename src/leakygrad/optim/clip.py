@@ -27,8 +27,8 @@ def _parameters_list(parameters) -> list[Tensor]:
 def _vector_norm(array: np.ndarray, norm_type: float) -> float:
     """||x||_p over all elements; p = inf gives max |x|."""
     values = np.abs(array.astype(np.float64, copy=False)).ravel()
-    if values.size == 0:
-        return 0.0
+    if values.size == 0:  # (no entries: nothing to add, and no smallest one: as if it were not there for p < 0)
+        return math.inf if norm_type < 0 else 0.0
     if norm_type == math.inf:
         return float(values.max())
     if norm_type == -math.inf:

@@ -185,9 +185,12 @@ class LBFGS(Optimizer):
             line_search_fn=line_search_fn,
         )
         super().__init__(params, defaults)
-        if len(self.param_groups) != 1:
-            raise ValueError("LBFGS: all parameters form one vector, so give a single parameter group")
         self._params = self.param_groups[0]["params"]
+
+    def add_param_group(self, param_group: dict) -> None:
+        if self.param_groups:  # (the constructor adds the first; a second would never be stepped)
+            raise ValueError("LBFGS: all parameters form one vector, so give a single parameter group")
+        super().add_param_group(param_group)
 
     # ---- the parameters and their gradients as one flat vector
 

@@ -12,6 +12,8 @@ that the learning rate multiplies the whole step):
 
 from __future__ import annotations
 
+import numpy as np
+
 from leakygrad.optim.optimizer import Optimizer, check_hyperparameter, params_with_grads
 
 
@@ -60,7 +62,9 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buffer = state.get("momentum_buffer")
                     if buffer is None:
-                        buffer = state["momentum_buffer"] = g.copy()
+                        # (np.array: a copy, and an array even for a 0-d parameter, whose g is a NumPy scalar;
+                        # a scalar buffer would not be updated in place below)
+                        buffer = state["momentum_buffer"] = np.array(g)
                     else:
                         buffer *= momentum
                         buffer += (1 - dampening) * g

@@ -81,9 +81,12 @@ class SLS(Optimizer):
             max_backtracks=max_backtracks,
         )
         super().__init__(params, defaults)
-        if len(self.param_groups) != 1:
-            raise ValueError("SLS: one step size is searched for all parameters, so give a single parameter group")
         self._params = self.param_groups[0]["params"]
+
+    def add_param_group(self, param_group: dict) -> None:
+        if self.param_groups:  # (the constructor adds the first; a second would never be stepped)
+            raise ValueError("SLS: one step size is searched for all parameters, so give a single parameter group")
+        super().add_param_group(param_group)
 
     def _reset(self, step_size: float, group: dict) -> float:
         """The first trial step size of a new step, from the last accepted one."""
