@@ -227,6 +227,28 @@ def test_a_forward_inf_inside_a_module_names_the_op_and_the_layer():
     assert "(after `fc`)" in finding.explanation
 
 
+def test_a_nan_from_outside_the_graph_is_not_blamed_on_a_square_and_a_fractional_power_is_named():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=100) as dr:
+        for _ in range(3):
+            loss = ((model(x) - y) ** 2).mean() + torch.log(torch.tensor(-1.0))  # a NaN constant, no gradient
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert finding.where != "pow" and finding.evidence["exact"] is False  # (it said: nan at pow, from finite inputs)
+    assert "from outside the graph" in finding.explanation and "epsilon inside the root" not in str(finding.remedies)
+    with doctor.watch(model, optimizer, every=100) as dr:
+        loss = (model(x) - 5).pow(0.5).mean()  # sqrt of negative outputs: NaN born at pow
+        optimizer.zero_grad()
+        loss.backward()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert finding.where == "pow"
+
+
 class CellLoop(nn.Module):
     def __init__(self):
         super().__init__()

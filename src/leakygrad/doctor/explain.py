@@ -208,9 +208,16 @@ def explain_nonfinite(f: Finding):
     phase = e.get("phase")
     if phase == "forward":
         masked = op in ("softmax", "log_softmax") and e.get("value") == "nan"  # (an overflow gives inf, not NaN)
-        inputs = "from a row of inputs that were all -inf" if masked else "from finite inputs"
+        if e.get("exact"):
+            inputs = "from a row of inputs that were all -inf" if masked else "from finite inputs"
+            produced = f"produced {e['value']} at {at}, {inputs}"
+        else:  # (the values around it were not all saved: the place is narrowed down, not pinned)
+            produced = (
+                f"produced {e['value']} at {at} or just before it (or a non-finite value entered there from outside "
+                "the graph: a constant, or a tensor computed without gradient)"
+            )
         text = (
-            f"At step {f.first_step} the forward pass produced {e['value']} at {at}, {inputs}. From there it "
+            f"At step {f.first_step} the forward pass {produced}. From there it "
             "spreads to what is computed from it: the loss is non-finite, and the gradients that flow back through "
             "a non-finite value, then the weights they update, can turn non-finite too."
         )

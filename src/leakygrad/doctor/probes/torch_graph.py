@@ -8,6 +8,7 @@ calls inside a module's `forward`, which module hooks never see.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import deque
@@ -332,6 +333,8 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
                 queue.append(child)
     position = {node: i for i, node in enumerate(order)}
     candidates.sort(key=lambda node: position.get(node, 0))
+    # an operation recomputed from its saved, finite inputs to a finite value is not the culprit (x ** 2 of finite x)
+    candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
     culprit = next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
     exact = len(candidates) == 1 or _recomputed_nonfinite(culprit)
     value = "nan"
@@ -345,7 +348,10 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
 
 
 def _recompute(node):
-    function = RECOMPUTABLE.get(op_name(node))
+    name = op_name(node)
+    function = RECOMPUTABLE.get(name)
+    if name == "pow" and isinstance(getattr(node, "_saved_exponent", None), (int, float)):
+        function = functools.partial(torch.pow, exponent=node._saved_exponent)  # x ** c, c a number
     if function is None or not hasattr(node, "_saved_self"):
         return None
     try:
@@ -353,6 +359,16 @@ def _recompute(node):
             return function(node._saved_self)
     except RuntimeError:
         return None
+
+
+def _recomputed_finite(node) -> bool:
+    """Recomputed from its saved inputs, all finite, the operation gives finite values: it made no NaN or Inf."""
+    try:
+        inputs_finite = is_finite(node._saved_self)
+    except (AttributeError, RuntimeError):
+        return False
+    recomputed = _recompute(node) if inputs_finite else None
+    return recomputed is not None and is_finite(recomputed)
 
 
 def _recomputed_nonfinite(node) -> bool:
