@@ -139,3 +139,40 @@ def test_a_chart_with_no_series_says_so_whatever_its_axis():
     from leakygrad.doctor import svg
 
     assert "No data for loss" in svg.line_chart([], "step", "loss", x_max=10, label="loss")
+
+
+def test_too_little_to_judge_is_no_green_banner():
+    for doctor in (Doctor(), Doctor(every=16)):
+        html = report_html.render(doctor)
+        banner = html[html.index('<p class="counts') : html.index("<h2>Findings")]
+        assert "ok" not in banner.split(">")[0] and "No leaks found" not in banner  # (a green "No leaks found.")
+        assert "Nothing to judge" in banner
+
+
+def test_sections_after_a_nan_from_the_first_step_say_why_they_are_empty():
+    doctor = nan_run(first_nan=0)
+    layer = LayerStats("net.0", "Linear", 0, True, out_grad_norm=float("nan"), update_ratio=1e-3)
+    for step in (0, 16, 32):
+        doctor.record(StepRecord(step=step, loss=float("nan"), layers={"net.0": layer}))
+    html = report_html.render(doctor)
+    assert "No layer with weights was measured" not in html  # (there were: every step came after the NaN)
+    assert html.count("Every sampled step came at or after step 0") >= 2
+
+
+def test_update_ratios_of_zero_are_said_not_hidden():
+    doctor = Doctor(every=1)
+    for step in range(6):
+        layer = LayerStats("net.0", "Linear", 0, True, out_grad_norm=1.0, weight_norm=1.0, update_ratio=0.0)
+        doctor.record(StepRecord(step=step, loss=1.0, layers={"net.0": layer}))
+    html = report_html.render(doctor)
+    assert "update/weight ratio was 0" in html and "No data for update ratio" not in html
+
+
+def test_the_heat_maps_colours_do_not_stretch_a_small_change_over_the_whole_ramp():
+    from leakygrad.doctor import svg
+
+    chart = svg.heatmap(["head"], [0, 4], [[0.117, 0.119]], "gradient norm", "")
+    fills = re.findall(r'<rect x="[^"]+" y="10" width="[^"]+" height="16" fill="([^"]+)"', chart)
+    assert fills[0] == fills[1] or abs(int(fills[0][1:3], 16) - int(fills[1][1:3], 16)) < 16  # (yellow vs purple)
+    many = svg.heatmap([f"layer{i}" for i in range(65)], [0, 4], [[1.0, 1.0]] * 65, "gradient norm", "")
+    assert ">layer0</text>" in many and ">layer64</text>" in many  # (65 rows had no names at all)

@@ -77,7 +77,7 @@ def render(doctor) -> str:
         "<h1>leakygrad doctor</h1>",
         f'<p class="lede">{history.steps} training steps watched ({history.records_seen} sampled, every '
         f"{doctor.every}); watching: {escape(watched)}.</p>",
-        _counts(counts),
+        _counts(counts, doctor),
         "<h2>Findings</h2>",
         _findings(findings, doctor),
         "<h2>Loss</h2>",
@@ -136,9 +136,10 @@ def _sanitize(value):
     return value
 
 
-def _counts(counts: dict) -> str:
+def _counts(counts: dict, doctor) -> str:
     if not counts:
-        return '<p class="counts ok">No leaks found.</p>'
+        said = report_text.no_finding(doctor)  # (too little seen to judge is not a clean bill of health)
+        return f'<p class="counts{" ok" if said == "no leaks found" else ""}">{escape(said).capitalize()}.</p>'
     spans = [
         f'<span style="background:{svg.SEVERITY_COLORS[s]}">{n} {s}{"s" if n != 1 else ""}</span>'
         for s, n in counts.items()
@@ -234,7 +235,7 @@ def _flow(history) -> str:
     recent = history.recent()
     names = [n for n in history.layer_names() if any(n in r.layers and r.layers[n].has_weights for r in recent)]
     if not names:
-        return '<p class="empty">No layer with weights was measured.</p>'
+        return _nothing_measured(history, "No layer with weights was measured.")
     norms = [median([r.layers[n].out_grad_norm for r in recent if n in r.layers]) for n in names]
     norms = [None if math.isnan(v) else v for v in norms]
     gains, gain_names = [], []
@@ -269,7 +270,7 @@ def _activations(history, thresholds) -> str:
     depth = {s: a.depth for r in recent for s, a in r.activations.items()}
     sites = sorted(depth, key=lambda s: (depth[s] is None, depth[s] or 0, s))
     if not sites:
-        return '<p class="empty">No ReLU, sigmoid or tanh activation was measured.</p>'
+        return _nothing_measured(history, "No ReLU, sigmoid or tanh activation was measured.")
     dead_sites, dead_values, sat_sites, sat_values = [], [], [], []
     for site in sites:
         stats = [r.activations[site] for r in recent if site in r.activations]
@@ -351,13 +352,25 @@ def _time_steps(history) -> str:
     return svg.line_chart(series, "time step t", "gradient norm at step t (log)", log_y=True, label="time steps")
 
 
+def _nothing_measured(history, otherwise: str) -> str:
+    """These sections show the steps before the loss went non-finite: say so when there were none."""
+    if history.nonfinite is not None and not history.healthy_records() and history.records:
+        return (
+            f'<p class="empty">Every sampled step came at or after step {history.nonfinite.step}, where the values '
+            "went non-finite: nothing healthy to show (see the nonfinite finding and the heat map).</p>"
+        )
+    return f'<p class="empty">{otherwise}</p>'
+
+
 def _update_ratios(history) -> str:
     from leakygrad.doctor.rules import update_ratios
 
     ratios = update_ratios(history)
     if not ratios:
-        return '<p class="empty">No optimiser step was measured.</p>'
+        return _nothing_measured(history, "No optimiser step was measured.")
     names = list(ratios)
+    if not any(ratios[n] > 0 for n in names):
+        return '<p class="empty">Every layer\'s update/weight ratio was 0: the optimiser steps changed no weight.</p>'
     return svg.bar_chart(
         names,
         [ratios[n] if ratios[n] > 0 else None for n in names],
@@ -399,6 +412,6 @@ def notebook_summary(doctor) -> str:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     return (
         f'<div><style>{scoped(CSS, ".lg-doctor")}</style><div class="lg-doctor">'
-        f"<b>leakygrad doctor</b>: {doctor.steps} steps watched. {_counts(counts)}{_findings(findings, doctor)}"
+        f"<b>leakygrad doctor</b>: {doctor.steps} steps watched. {_counts(counts, doctor)}{_findings(findings, doctor)}"
         f"{_loss_chart(doctor.history, findings)}</div></div>"
     )

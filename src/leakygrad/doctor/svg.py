@@ -222,6 +222,7 @@ def _ok(value, log):
     return value is not None and math.isfinite(value) and (value > 0 or not log)
 
 
+HEATMAP_MIN_DECADES = 2.0  # the colour scale spans at least this many powers of ten
 NONFINITE_FILL = "#e0007a"  # a NaN or infinite value: no colour of the log scale, and not black (zero)
 
 
@@ -231,20 +232,24 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     if not rows or not columns or not flat:
         return f'<p class="empty">No data for {escape(label)}.</p>'
     low, high = math.log10(min(flat)), math.log10(max(flat))
-    if high - low < 1e-9:
-        low, high = low - 0.5, high + 0.5
+    if high - low < HEATMAP_MIN_DECADES:  # a 2% change must not span the whole ramp: it is no fade
+        middle = (low + high) / 2
+        low, high = middle - HEATMAP_MIN_DECADES / 2, middle + HEATMAP_MIN_DECADES / 2
     name_width = min(220, 12 + 7 * max(len(r) for r in rows))
     left, top = name_width, 10
     legend_width = 90
     cell_w = max(2.0, (WIDTH - left - legend_width - 10) / len(columns))
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
+    label_every = 1 if cell_h >= 9 else math.ceil(9 / cell_h)  # (too thin for every name: every k-th)
     height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 56)
     parts = [_open(height, label)]
     for r, name in enumerate(rows):
         y = top + r * cell_h
-        if cell_h >= 9:
+        if r % label_every == 0:
+            size = "" if cell_h >= 9 else ' font-size="9"'
             parts.append(
-                f'<text x="{left - 4}" y="{y + cell_h * 0.72:.1f}" text-anchor="end" fill="#333">{escape(name)}</text>'
+                f'<text x="{left - 4}" y="{y + max(cell_h, 9) * 0.72:.1f}" text-anchor="end" fill="#333"{size}>'
+                f"{escape(name)}</text>"
             )
         for c, step in enumerate(columns):
             value = values[r][c]
