@@ -85,6 +85,10 @@ def test_a_crashing_script_still_gets_its_report(tmp_path, capsys):
     assert "runner.py" not in err  # ... without the doctor's own frames
     findings = json.loads(report.read_text())["findings"]
     assert findings[0]["symptom"] == "nonfinite" and findings[0]["where"] == "log" and findings[0]["first_step"] == 0
+    assert "the script stopped after 5 steps with RuntimeError: loss is" in err  # (the summary read as a whole run)
+    page = tmp_path / "crash.html"
+    main(["doctor", "--quiet", "--html", str(page), str(path)])
+    assert "the script stopped after 5 steps with RuntimeError: loss is" in page.read_text()
 
 
 def test_default_report_and_fail_on(script, tmp_path, capsys, monkeypatch):

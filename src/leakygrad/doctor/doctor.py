@@ -53,6 +53,7 @@ class Doctor:
         self.thresholds = thresholds
         self.history = History(thresholds, max_records=max_records)
         self.probe = None  # set by watch(): the object that attaches hooks
+        self.script_error: str | None = None  # set by the runner when the script stopped with an exception
         self._findings: list[Finding] | None = None
 
     # --- what probes call ---------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ def render(doctor) -> str:
         "<h1>leakygrad doctor</h1>",
         f'<p class="lede">{history.steps} training steps watched ({history.records_seen} sampled, every '
         f"{doctor.every}); watching: {escape(watched)}.</p>",
+        _script_error(doctor),
         _counts(counts, doctor),
         "<h2>Findings</h2>",
         _findings(findings, doctor),
@@ -134,6 +135,15 @@ def _sanitize(value):
     if isinstance(value, (list, tuple)):
         return [_sanitize(v) for v in value]
     return value
+
+
+def _script_error(doctor) -> str:
+    if not getattr(doctor, "script_error", None):
+        return ""
+    return (
+        f'<p class="counts"><span style="background:{svg.SEVERITY_COLORS["error"]}">the script stopped after '
+        f"{report_text.plural(doctor.history.steps, 'step')} with {escape(doctor.script_error)}</span></p>"
+    )
 
 
 def _counts(counts: dict, doctor) -> str:

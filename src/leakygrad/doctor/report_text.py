@@ -41,6 +41,8 @@ def lines(doctor) -> list[tuple[str, str]]:
         f"{watched}"
     )
     out.append(("bold", head))
+    if getattr(doctor, "script_error", None):
+        out.append(("red", f"  the script stopped after {plural(history.steps, 'step')} with {doctor.script_error}"))
     if not findings:
         out.append(("green", f"  {no_finding(doctor)}"))
     width = max((len(f.symptom) for f in findings), default=0)

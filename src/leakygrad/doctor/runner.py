@@ -66,9 +66,11 @@ def run_script(
         exit_code = _exit_code(stop.code)
     except KeyboardInterrupt as interrupt:
         _print_script_traceback(interrupt, path)
+        doctor.script_error = "KeyboardInterrupt"
         exit_code = 130
     except BaseException as error:  # the script's own error: print it as Python would, keep going to the report
         _print_script_traceback(error, path)
+        doctor.script_error = _one_line(f"{type(error).__name__}: {error}")
         exit_code = 1
     finally:
         _wait_for_threads()
@@ -104,6 +106,11 @@ def _wait_for_threads() -> None:
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon and thread.is_alive():
             thread.join()
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _exit_code(code) -> int:
