@@ -162,6 +162,17 @@ def test_history_folds_unit_masks_into_dead_fractions_over_a_window():
     assert last.unit_active is None  # folded: records do not keep masks
 
 
+def test_a_dead_layer_is_dated_from_the_start_of_the_window_that_first_showed_it():
+    history = History(T)
+    for step in range(0, 400, 16):  # sampled every 16 steps; every unit silent from step 32 on
+        active = bytes([1, 1, 1, 1]) if step < 32 else bytes(4)
+        stats = ActivationStats("net.1", "relu", 4, 64, unit_active=active)
+        history.add_record(StepRecord(step=step, activations={"net.1": stats}))
+    history.steps = 400
+    [f] = dead_relu_rule(history, T)
+    assert f.first_step == 32  # (it was the step when the window had filled with silent steps: 144)
+
+
 def squash(step, fraction, depth=1.5):
     stats = ActivationStats("net.1", "tanh", 10, 64, saturated_fraction=fraction, mean_derivative=0.02, depth=depth)
     layers = {

@@ -113,6 +113,7 @@ class UnitWindow:
 
     masks: deque = field(default_factory=deque)
     examples: deque = field(default_factory=deque)
+    steps: deque = field(default_factory=deque)
     units: int | None = None
 
 
@@ -191,16 +192,20 @@ class History:
             if tally.units != units:
                 tally.masks.clear()  # a new site, or the layer changed width: start the window again
                 tally.examples.clear()
+                tally.steps.clear()
                 tally.units = units
             tally.masks.append(int.from_bytes(stats.unit_active, "little"))
             tally.examples.append(stats.examples)
+            tally.steps.append(record.step)
             while len(tally.masks) > window:
                 tally.masks.popleft()
                 tally.examples.popleft()
+                tally.steps.popleft()
             fired = functools.reduce(operator.or_, tally.masks)
             silent = fired.to_bytes(units, "little").count(0)  # units whose flag was 0 at every step of the window
             stats.dead_fraction = silent / units if units else 0.0
             stats.window_examples = int(sum(tally.examples))
+            stats.window_start = tally.steps[0]  # a unit silent over the window has been since this step
             stats.unit_active = None  # folded: the record keeps only the fraction
 
     def _fold_parameter_checks(self, record: StepRecord) -> None:

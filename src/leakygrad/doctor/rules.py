@@ -398,6 +398,9 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             lambda r, dead=dead: None if dead(r) is None else dead(r) > t.dead_warning,
             t.persistence,
         )
+        if first is not None:  # dead over the whole window that first showed it: dead since that window began
+            found = next(r.activations[site] for r in history.healthy_records() if r.step == first)
+            first = found.window_start if found.window_start is not None else first
         last = next(r.activations[site] for r in reversed(recent) if site in r.activations)
         evidence = {
             "dead_fraction": _sci(fraction),

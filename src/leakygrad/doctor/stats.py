@@ -46,6 +46,7 @@ class ActivationStats:
     unit_active: bytes | None = None  # one byte per unit: 1 if any example made it nonzero (folded by History)
     dead_fraction: float | None = None  # filled by History: share of units zero over the whole recent window
     window_examples: int = 0  # filled by History: examples in that window
+    window_start: int | None = None  # filled by History: the step of the window's first sampled step
     feeds_from: str | None = None  # the layer whose output this activation transforms, when known
     depth: float | None = None  # position in the forward pass, comparable with LayerStats.depth
 
