@@ -176,3 +176,15 @@ def test_the_heat_maps_colours_do_not_stretch_a_small_change_over_the_whole_ramp
     assert fills[0] == fills[1] or abs(int(fills[0][1:3], 16) - int(fills[1][1:3], 16)) < 16  # (yellow vs purple)
     many = svg.heatmap([f"layer{i}" for i in range(65)], [0, 4], [[1.0, 1.0]] * 65, "gradient norm", "")
     assert ">layer0</text>" in many and ">layer64</text>" in many  # (65 rows had no names at all)
+
+
+def test_the_heat_map_places_thinned_records_at_their_steps_and_ticks_are_whole_steps():
+    from leakygrad.doctor import svg
+
+    chart = svg.heatmap(["net.0"], [0, 96, 98, 100], [[1.0, 1.0, 1.0, 1.0]], "gradient norm", "")
+    xs = [float(x) for x in re.findall(r'<rect x="([^"]+)" y="10" width="[^"]+" height="16"', chart)]
+    assert xs[1] - xs[0] > 20 * (xs[2] - xs[1])  # 96 steps apart, not one column (equal widths squeezed them)
+    labels = re.findall(r'text-anchor="middle" fill="#555">([^<]+)</text>', chart)
+    assert labels and all(label.isdigit() for label in labels)
+    line = svg.line_chart([{"name": "loss", "x": [0, 2500], "y": [1.0, 0.5]}], "training step", "loss", label="loss")
+    assert "e+03" not in line and ">2000<" in line  # (step ticks read 1.5e+03, 2.5e+03)

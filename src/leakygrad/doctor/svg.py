@@ -53,7 +53,9 @@ class Scale:
         v = math.log10(value) if self.log else value
         return self.start + (v - self.low) / (self.high - self.low) * (self.end - self.start)
 
-    def ticks(self, count: int = 5) -> list[float]:
+    def ticks(self, count: int = 5, whole: bool = False) -> list[float]:
+        """Round values to label the axis with: powers of ten on a log axis; else 1, 2 or 5 times a power of ten
+        (whole numbers only, at least 1 apart, when `whole`: steps are counted)."""
         if self.log:
             first, last = math.floor(self.low), math.ceil(self.high)
             step = max(1, math.ceil((last - first) / 6))
@@ -62,7 +64,9 @@ class Scale:
         span = self.high - self.low
         raw = span / max(count, 1)
         magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
-        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)  # (2.5 would need a 4th digit)
+        if whole:
+            step = max(1, round(step))
         first = math.ceil(self.low / step) * step
         out, v = [], first
         while v <= self.high + step * 1e-9:
@@ -107,9 +111,9 @@ def _axes(
         py = y(value)
         parts.append(f'<line x1="{left}" x2="{right}" y1="{py:.1f}" y2="{py:.1f}" stroke="#e6e6e6"/>')
         parts.append(f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" fill="#555">{fmt(value)}</text>')
-    for value in x_ticks if x_ticks is not None else x.ticks(6):
+    for value in x_ticks if x_ticks is not None else x.ticks(6, whole=True):  # (x: steps, counted)
         px = x(value)
-        label = x_names[int(value)] if x_names else fmt(value)
+        label = _x_label(value, x_names)
         parts.append(_text(px, bottom + 14, label, "middle", "#555"))
     parts.append(_text((left + right) / 2, bottom + 30, x_label, "middle"))
     parts.append(
@@ -117,6 +121,13 @@ def _axes(
         f"{escape(y_label)}</text>"
     )
     return parts
+
+
+def _x_label(value, x_names=None) -> str:
+    """An x value as its axis names it: a category's name, or a step (a whole number) as one."""
+    if x_names:
+        return x_names[int(value)]
+    return str(int(value)) if value == int(value) else fmt(value)
 
 
 def line_chart(
@@ -174,13 +185,13 @@ def line_chart(
                         px = x(a)
                         parts.append(
                             f'<path d="M{px - 4:.1f},{bottom - 4} l8,8 m0,-8 l-8,8" stroke="#c62828" stroke-width="2"'
-                            f"{_tip(f'{name} at {fmt(a)}: exactly 0')}/>"
+                            f"{_tip(f'{name} at {_x_label(a, x_names)}: exactly 0')}/>"
                         )
             if len(points) <= 80:
                 for a, b in points:
                     parts.append(
                         f'<circle cx="{x(a):.1f}" cy="{y(b):.1f}" r="2.2" fill="{color}"'
-                        f"{_tip(f'{name} at {fmt(a)}: {fmt(b)}')}><title>{fmt(b)}</title></circle>"
+                        f"{_tip(f'{name} at {_x_label(a, x_names)}: {fmt(b)}')}><title>{fmt(b)}</title></circle>"
                     )
     if shade_from is not None and x.low <= shade_from[0] <= x.high:
         sx = x(shade_from[0])
@@ -238,7 +249,18 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     name_width = min(220, 12 + 7 * max(len(r) for r in rows))
     left, top = name_width, 10
     legend_width = 90
-    cell_w = max(2.0, (WIDTH - left - legend_width - 10) / len(columns))
+    grid_width = max(2.0 * len(columns), WIDTH - left - legend_width - 10)
+    # Columns sit at their steps: older records are thinned out (every other one kept), and equal widths would
+    # squeeze their stretch of the run against the recent one. Each spans up to the next record, or at most four
+    # times the closest spacing (a longer gap has no record: left blank, not filled with one step's value).
+    gaps = [b - a for a, b in zip(columns, columns[1:]) if b > a] or [1]
+    widest = 4 * min(gaps)
+    total = max(1, columns[-1] + gaps[-1] - columns[0])
+    starts = [left + (step - columns[0]) / total * grid_width for step in columns]
+    ends = [
+        min(next_start, start + widest / total * grid_width)
+        for start, next_start in zip(starts, starts[1:] + [left + grid_width])
+    ]
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
     label_every = 1 if cell_h >= 9 else math.ceil(9 / cell_h)  # (too thin for every name: every k-th)
     height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 56)
@@ -253,7 +275,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
             )
         for c, step in enumerate(columns):
             value = values[r][c]
-            x = left + c * cell_w
+            x, cell_w = starts[c], ends[c] - starts[c]
             if value is None or not math.isfinite(value) or value <= 0:
                 fill = "#ddd" if value is None else "#000" if value == 0 else NONFINITE_FILL
                 state = "not measured" if value is None else "0" if value == 0 else "not finite (NaN or Inf)"
@@ -264,12 +286,11 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
             parts.append(
                 f'<rect x="{x:.1f}" y="{y}" width="{cell_w + 0.3:.1f}" height="{cell_h}" fill="{fill}"{_tip(text)}/>'
             )
-    grid_right = left + cell_w * len(columns)
-    for step in _spread(columns, 8):
-        c = columns.index(step)
+    grid_right = left + grid_width
+    for step in Scale(columns[0], columns[0] + total, left, grid_right).ticks(8, whole=True):
         parts.append(
-            f'<text x="{left + (c + 0.5) * cell_w:.1f}" y="{top + cell_h * len(rows) + 14}" text-anchor="middle" '
-            f'fill="#555">{step}</text>'
+            f'<text x="{left + (step - columns[0]) / total * grid_width:.1f}" y="{top + cell_h * len(rows) + 14}" '
+            f'text-anchor="middle" fill="#555">{int(step)}</text>'
         )
     parts.append(_text((left + grid_right) / 2, height - 6, "training step", "middle"))
     legend_x, legend_h = grid_right + 18, min(160, cell_h * len(rows))
