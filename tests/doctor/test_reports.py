@@ -3,6 +3,8 @@
 import json
 import re
 
+import pytest
+
 from leakygrad.doctor import REPORT_VERSION, Doctor, report_html, report_json, report_text
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
@@ -188,3 +190,16 @@ def test_the_heat_map_places_thinned_records_at_their_steps_and_ticks_are_whole_
     assert labels and all(label.isdigit() for label in labels)
     line = svg.line_chart([{"name": "loss", "x": [0, 2500], "y": [1.0, 0.5]}], "training step", "loss", label="loss")
     assert "e+03" not in line and ">2000<" in line  # (step ticks read 1.5e+03, 2.5e+03)
+
+
+def test_bars_start_at_their_origin_zero_is_written_and_long_names_are_cut_in_the_middle():
+    from leakygrad.doctor import svg
+
+    name = "encoder.blocks.11.attention.output.dense." + "x" * 150
+    chart = svg.bar_chart([name, "b", "c"], [0.5, 2.0, 0.0], "gain", "gain", log=True, origin=1.0)
+    bars = re.findall(r'<rect x="([^"]+)" y="[^"]+" width="([^"]+)"', chart)
+    (x_low, w_low), (x_high, _) = [(float(x), float(w)) for x, w in bars[:2]]
+    assert x_low + w_low == pytest.approx(x_high, abs=0.2)  # 0.5 ends where 2.0 begins: both at 1 (no change)
+    assert 'fill="#999">0</text>' in chart  # (a gain of exactly 0 read "n/a")
+    texts = re.findall(r">([^<]+)</text>", chart)
+    assert name not in texts and any(t.startswith("encoder.blocks.") and "…" in t for t in texts)

@@ -271,6 +271,7 @@ def _flow(history) -> str:
         log=True,
         reference=[(1.0, "1 (no change)", "#333")],
         colors=colors,
+        origin=1.0,
     )
     return depth_chart + gain_chart
 

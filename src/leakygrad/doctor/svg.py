@@ -123,10 +123,18 @@ def _axes(
     return parts
 
 
+def shortened(name: str, limit: int = 32) -> str:
+    """A name that fits a chart's label: cut in the middle, where paths differ least (the full name is in the tip)."""
+    if len(name) <= limit:
+        return name
+    keep = (limit - 1) // 2
+    return name[:keep] + "…" + name[-keep:]
+
+
 def _x_label(value, x_names=None) -> str:
     """An x value as its axis names it: a category's name, or a step (a whole number) as one."""
     if x_names:
-        return x_names[int(value)]
+        return shortened(x_names[int(value)], 24)
     return str(int(value)) if value == int(value) else fmt(value)
 
 
@@ -161,7 +169,8 @@ def line_chart(
     y = Scale(min(ys), max(ys), bottom, top, log=log_y)
     x_ticks = None
     if x_names:
-        every = max(1, math.ceil(len(x_names) / 10))
+        longest = max(len(shortened(n, 24)) for n in x_names)  # (labels about 6 px a character: no overlaps)
+        every = max(1, math.ceil(len(x_names) / 10), math.ceil(len(x_names) * 6.5 * longest / (right - left)))
         x_ticks = list(range(0, len(x_names), every))
     parts = [_open(height, label)] + _axes(x, y, left, top, right, bottom, x_label, y_label, x_ticks, x_names)
     for s in series:
@@ -246,7 +255,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     if high - low < HEATMAP_MIN_DECADES:  # a 2% change must not span the whole ramp: it is no fade
         middle = (low + high) / 2
         low, high = middle - HEATMAP_MIN_DECADES / 2, middle + HEATMAP_MIN_DECADES / 2
-    name_width = min(220, 12 + 7 * max(len(r) for r in rows))
+    name_width = min(220, 12 + 7 * max(len(shortened(r)) for r in rows))
     left, top = name_width, 10
     legend_width = 90
     grid_width = max(2.0 * len(columns), WIDTH - left - legend_width - 10)
@@ -271,7 +280,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
             size = "" if cell_h >= 9 else ' font-size="9"'
             parts.append(
                 f'<text x="{left - 4}" y="{y + max(cell_h, 9) * 0.72:.1f}" text-anchor="end" fill="#333"{size}>'
-                f"{escape(name)}</text>"
+                f"{escape(shortened(name))}</text>"
             )
         for c, step in enumerate(columns):
             value = values[r][c]
@@ -330,8 +339,11 @@ def bar_chart(
     colors: list[str] | None = None,
     low: float | None = None,
     high: float | None = None,
+    origin: float | None = None,
 ) -> str:
-    """Horizontal bars, one per label; reference: [(value, text, color)] vertical lines."""
+    """Horizontal bars, one per label; reference: [(value, text, color)] vertical lines; origin: where the bars
+    start (a gain's 1, say: a bar then shows how far from no change it is, shrinking to the left, growing to the
+    right). A value of exactly 0 on a log scale is written as 0."""
     usable = _positive(values) if log else _finite(values)
     if not labels or not usable:
         return f'<p class="empty">No data for {escape(label)}.</p>'
@@ -339,7 +351,7 @@ def bar_chart(
     domain = usable + [r for r in refs if (r > 0 or not log)]
     lo = low if low is not None else (min(domain) / 2 if log else min(0.0, min(domain)))
     hi = high if high is not None else (max(domain) * 2 if log else max(domain) * 1.05 or 1.0)
-    name_width = min(240, 12 + 7 * max(len(x) for x in labels))
+    name_width = min(240, 12 + 7 * max(len(shortened(x)) for x in labels))
     left, top, right = name_width, 20, WIDTH - 70
     bar_h = 16
     bottom = top + bar_h * len(labels)
@@ -351,11 +363,17 @@ def bar_chart(
         parts.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{bottom}" stroke="#eee"/>')
         parts.append(f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" fill="#555">{fmt(tick)}</text>')
     base = x(lo) if log else x(max(lo, 0.0))
+    if origin is not None:
+        base = x(min(max(origin, lo), hi))
     for i, (name, value) in enumerate(zip(labels, values)):
         y = top + i * bar_h
-        parts.append(f'<text x="{left - 4}" y="{y + 12}" text-anchor="end" fill="#333">{escape(name)}</text>')
+        parts.append(
+            f'<text x="{left - 4}" y="{y + 12}" text-anchor="end" fill="#333"{_tip(name)}>'
+            f"{escape(shortened(name))}</text>"
+        )
         if not _ok(value, log):
-            parts.append(f'<text x="{left + 4}" y="{y + 12}" fill="#999">n/a</text>')
+            missing = "0" if value == 0 else "n/a"
+            parts.append(f'<text x="{left + 4}" y="{y + 12}" fill="#999">{missing}</text>')
             continue
         px = x(min(max(value, lo), hi))
         color = colors[i] if colors else "#1565c0"
