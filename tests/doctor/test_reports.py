@@ -143,6 +143,13 @@ def test_a_chart_with_no_series_says_so_whatever_its_axis():
     assert "No data for loss" in svg.line_chart([], "step", "loss", x_max=10, label="loss")
 
 
+def test_one_step_is_one_step():
+    short = Doctor(every=16)
+    short.record(StepRecord(step=0, loss=1.0))
+    short.set_steps(1)
+    assert "1 training step watched" in report_html.render(short)  # (it said "1 training steps")
+
+
 def test_too_little_to_judge_is_no_green_banner():
     for doctor in (Doctor(), Doctor(every=16)):
         html = report_html.render(doctor)

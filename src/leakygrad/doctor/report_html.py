@@ -75,8 +75,8 @@ def render(doctor) -> str:
     watched = ", ".join(dict.fromkeys(history.watched)) or "nothing (no PyTorch model was seen)"
     sections = [
         "<h1>leakygrad doctor</h1>",
-        f'<p class="lede">{history.steps} training steps watched ({history.records_seen} sampled, every '
-        f"{doctor.every}); watching: {escape(watched)}.</p>",
+        f'<p class="lede">{report_text.plural(history.steps, "training step")} watched ({history.records_seen} '
+        f"sampled, every {doctor.every}); watching: {escape(watched)}.</p>",
         _script_error(doctor),
         _counts(counts, doctor),
         "<h2>Findings</h2>",
@@ -423,6 +423,7 @@ def notebook_summary(doctor) -> str:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     return (
         f'<div><style>{scoped(CSS, ".lg-doctor")}</style><div class="lg-doctor">'
-        f"<b>leakygrad doctor</b>: {doctor.steps} steps watched. {_counts(counts, doctor)}{_findings(findings, doctor)}"
+        f"<b>leakygrad doctor</b>: {report_text.plural(doctor.steps, 'step')} watched. "
+        f"{_counts(counts, doctor)}{_findings(findings, doctor)}"
         f"{_loss_chart(doctor.history, findings)}</div></div>"
     )
