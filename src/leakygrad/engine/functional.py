@@ -1,6 +1,7 @@
-"""Every op as a plain function: `F.relu(x)`, `F.concatenate([a, b], axis=1)`, `F.where(c, a, b)`.
+"""The elementwise, activation, reduction and joining ops as plain functions: `F.relu(x)`,
+`F.concatenate([a, b], axis=1)`, `F.where(c, a, b)`.
 
-These are thin: each calls one op's `apply`. Use whichever reads better, `x.relu()` or `F.relu(x)`.
+These are thin: most call one op's `apply`. Use whichever reads better, `x.relu()` or `F.relu(x)`.
 """
 
 from __future__ import annotations

@@ -2,14 +2,16 @@
 
 A tensor holds
 
-- `data`: the values, a NumPy array (float32 unless you ask for float64);
+- `data`: the values, a NumPy array (floating data float32 unless you ask for float64; integers and booleans
+  keep their type);
 - `requires_grad`: whether gradients should flow back to it;
 - `grad`: after `backward()`, d(output)/d(this tensor), a Tensor of the same shape;
 - `op`: the operation that produced it (None for a leaf: a tensor you created yourself).
 
-Every method below that computes something calls one op from `leakygrad.engine.ops`, where its forward and
-its backward are written side by side. The chain rule that strings those backwards together is in
-`leakygrad.engine.autograd`.
+Every method below that computes something differentiable calls an op from `leakygrad.engine.ops`, where its
+forward and its backward are written side by side (comparisons, round, argmax and the bitwise operators return
+results outside the graph: their derivative is zero almost everywhere). The chain rule that strings those
+backwards together is in `leakygrad.engine.autograd`.
 """
 
 from __future__ import annotations
@@ -161,7 +163,8 @@ class Tensor:
     __hash__ = object.__hash__  # tensors are hashable by identity, although == compares elementwise
 
     def __format__(self, spec: str) -> str:
-        """f"{loss:.3f}" formats a single number as Python formats it (other tensors: only with an empty spec)."""
+        """f"{loss:.3f}" formats a single number as Python formats it (other tensors: their repr, formatted as a
+        string, so a number spec such as .3f fails for them)."""
         if self.size == 1 and spec:
             return format(self.item(), spec)
         return format(str(self), spec)
@@ -558,7 +561,8 @@ class Tensor:
     # ------------------------------------------------------------------ types
 
     def astype(self, dtype):
-        """A copy with another dtype. Casting to an integer type cuts the graph (no gradient flows back)."""
+        """A copy with another dtype (the tensor itself if it has that dtype already). Casting to an integer type
+        cuts the graph (no gradient flows back)."""
         dtype = np.dtype(dtype)
         if dtype == self.dtype:
             return self

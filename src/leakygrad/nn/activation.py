@@ -1,6 +1,7 @@
 """Every activation as a module, so it can sit in a Sequential and be hooked like any layer.
 
-The math (forward and backward) is in `leakygrad.engine.ops.activations`; these only hold the arguments.
+The math (forward and backward) is in `leakygrad.engine.ops.activations` (softmax and log_softmax:
+`leakygrad.engine.ops.reductions`); these only hold the arguments.
 """
 
 from __future__ import annotations

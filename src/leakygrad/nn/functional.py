@@ -79,7 +79,8 @@ def _pair(value, name: str) -> tuple[int, int]:
 
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """2-D convolution (cross-correlation, as in every deep learning library) of x (N, C, H, W) with weight
-    (O, C, kh, kw): out[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di, j s + dj].
+    (O, C, kh, kw): out[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di - p, j s + dj - p]
+    (x is 0 outside the image: zero padding p).
 
     One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
     with the weight computes every output. Its gradients are convolutions too (see that module).

@@ -8,7 +8,8 @@ Two ways to run a sequence, same numbers:
 
 - `fused=True` (the default): one op per layer (`leakygrad.engine.ops.nn`) runs all time steps, forward and
   backpropagation through time, in NumPy. Fast: a training step costs about as much as hand-written NumPy.
-- `fused=False`: the cell below, applied step by step with Tensor operations. Every gate of every step is
+- `fused=False`: the cell functions of `leakygrad.nn.functional` (`F.lstm_cell`, ...), applied step by step
+  with Tensor operations. Every gate of every step is
   a tensor in the graph, which you can read, hook and draw; slower, by the Python overhead of a few dozen
   small ops per step.
 

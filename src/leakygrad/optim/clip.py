@@ -41,7 +41,8 @@ def _vector_norm(array: np.ndarray, norm_type: float) -> float:
 
 
 def total_grad_norm(parameters, norm_type: float = 2.0) -> float:
-    """The norm of all gradients taken together, as if concatenated into one vector."""
+    """The norm of all gradients taken together, as if concatenated into one vector (for norm_type 0, as in
+    PyTorch: a norm of the per-tensor norms, the number of tensors with a nonzero gradient)."""
     grads = [p.grad.data for p in _parameters_list(parameters) if p.grad is not None]
     norm_type = float(norm_type)
     per_tensor = np.array([_vector_norm(g, norm_type) for g in grads])

@@ -13,8 +13,9 @@ O(history * n) (Nocedal & Wright, Numerical Optimization, Algorithm 7.4):
 
 A pair is remembered only when y.s > 1e-10 (curvature positive), which keeps H positive definite.
 
-The step length t along d is 1 (times lr), or, with `line_search_fn="strong_wolfe"`, one satisfying the
-strong Wolfe conditions (Nocedal & Wright, Algorithm 3.5 and 3.6, with cubic interpolation):
+The step length t along d is 1 (times lr; on the first iteration min(1, 1/||g||_1) times lr), or, with
+`line_search_fn="strong_wolfe"`, one satisfying the strong Wolfe conditions (Nocedal & Wright, Algorithm 3.5 and
+3.6, with cubic interpolation):
 
     f(w + t d) <= f(w) + c1 t g.d          (sufficient decrease)
     |g(w + t d).d| <= c2 |g.d|             (the slope has flattened enough)
@@ -101,7 +102,7 @@ def strong_wolfe(evaluate, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e
             bracket = [t_prev, t]
             bracket_f, bracket_g, bracket_gtd = [f_prev, f_new], [g_prev, g_new], [gtd_prev, gtd_new]
             break
-        # still going down steeply: extrapolate to a longer step, between 1.01 t and 10 t
+        # still going down steeply: extrapolate to a longer step, between t + 0.01 (t - t_prev) and 10 t
         min_step = t + 0.01 * (t - t_prev)
         max_step = t * 10
         t_prev, t = t, cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))

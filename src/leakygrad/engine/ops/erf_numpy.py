@@ -48,7 +48,8 @@ _Q = [
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """erf, elementwise, in the precision of `x` (float32 stays float32; anything else is computed in float64).
+    """erf, elementwise, in the precision of `x` (floating input keeps its precision; integers are computed in
+    float64).
 
     Both approximations are evaluated everywhere and the right one is picked per element: on whole arrays that
     is about twice as fast as gathering each range's elements first.
@@ -58,7 +59,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     a = np.abs(z)
     with np.errstate(invalid="ignore", over="ignore"):  # inf / inf where |x| is huge: that branch is not used
         near = z * _horner(_T, z * z) / _horner(_U, z * z)
-    # Beyond 6, erfc(x) < 2e-17 and erf(x) rounds to +-1 even in float64 (inf included; nan stays nan).
+    # Beyond 6, erfc(x) < 2.2e-17 and erf(x) rounds to +-1 even in float64 (inf included; nan stays nan).
     b = np.clip(a, 1.0, 6.0)
     far = np.copysign(1.0 - np.exp(-b * b) * _horner(_P, b) / _horner(_Q, b), z)
     return np.where(a <= 1.0, near, far)

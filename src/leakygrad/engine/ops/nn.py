@@ -618,10 +618,10 @@ class BinaryCrossEntropy(Op):
     -100, as in PyTorch, so that a prediction of exactly 0 or 1 gives a finite loss.
 
     Backward, also as PyTorch: d/dp = (p - y) / (p (1 - p)), its denominator kept >= 1e-12. Written as the
-    derivatives of the two clamped logs, a saturated prediction (p exactly 0 or 1, which a float32 sigmoid
-    reaches beyond |x| = 17) would get 0 / 0 = NaN there, and the NaN would reach every weight. d/dy = log(1 - p)
-    - log p, clamped as in the forward: the exact derivative of the loss as computed (PyTorch's is not clamped,
-    so it is inf where p is 0 or 1).
+    derivatives of the two clamped logs, a saturated prediction (p exactly 1, which a float32 sigmoid reaches
+    beyond x = 17, or exactly 0, below x = -104) would get 0 / 0 = NaN there, and the NaN would reach every
+    weight. d/dy = log(1 - p) - log p, clamped as in the forward: the exact derivative of the loss as computed
+    (PyTorch's is not clamped, so it is inf where p is 0 or 1).
     """
 
     name = "binary_cross_entropy"

@@ -50,7 +50,8 @@ def sum_over(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False) -> np
 
     Summing the rows of a long, narrow array (a bias gradient: every batch position, a few channels) NumPy
     does row by row, some 20 times slower than the same sum as a product with a vector of ones, which BLAS
-    does at full speed. Both add the rows one after another, so the precision is the same.
+    does at full speed. The result may differ from np.sum in the last bits (BLAS adds in blocks, usually more
+    accurately than one row after another).
     """
     kept = [a for a in range(x.ndim) if a not in axes]
     if x.dtype.kind == "f" and axes and kept and x.size:
