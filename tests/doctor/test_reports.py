@@ -191,8 +191,15 @@ def test_the_heat_map_places_thinned_records_at_their_steps_and_ticks_are_whole_
     from leakygrad.doctor import svg
 
     chart = svg.heatmap(["net.0"], [0, 96, 98, 100], [[1.0, 1.0, 1.0, 1.0]], "gradient norm", "")
-    xs = [float(x) for x in re.findall(r'<rect x="([^"]+)" y="10" width="[^"]+" height="16"', chart)]
-    assert xs[1] - xs[0] > 20 * (xs[2] - xs[1])  # 96 steps apart, not one column (equal widths squeezed them)
+    found = re.findall(r'<rect x="([^"]+)" y="10" width="([^"]+)" height="16"', chart)
+    cells = [(float(x), float(w)) for x, w in found]
+    widths = [w for _, w in cells]
+    assert widths[0] == pytest.approx(4 * widths[1], abs=1.5)  # a long gap shows wider, up to 4x the closest spacing
+    assert cells[-1][0] + widths[-1] > 500  # the grid is filled: no sliver of cells after a long gap
+    steps = [0] + list(range(4800, 6000, 10)) + [5990]  # a long run's thinned history; a step recorded twice
+    long_run = svg.heatmap(["net.0"], steps, [[1.0] * len(steps)], "gradient norm", "")
+    long_widths = sorted(float(w) for w in re.findall(r'y="10" width="([^"]+)" height="16"', long_run))
+    assert long_widths[0] > 1 and long_widths[len(long_widths) // 2] > 3  # (112 cells in 74 of 599 px; width 0)
     labels = re.findall(r'text-anchor="middle" fill="#555">([^<]+)</text>', chart)
     assert labels and all(label.isdigit() for label in labels)
     line = svg.line_chart([{"name": "loss", "x": [0, 2500], "y": [1.0, 0.5]}], "training step", "loss", label="loss")

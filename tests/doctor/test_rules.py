@@ -224,19 +224,41 @@ def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its
             param_module={"0.weight": "model.0", "2.weight": "model.2"},
         )
 
-    [f] = no_gradient_rule(history_of([record(0), record(16)]), T)
+    [f] = no_gradient_rule(history_of([record(0), record(16)], watched=["model", "SGD"]), T)
     assert (f.where, f.severity) == ("model", "error")  # (it was "(model)")
     assert f.evidence["gradient_at_output"] == {"layer": "model.0", "norm": 0.02}
+    [unnamed] = no_gradient_rule(history_of([record(0), record(16)]), T)
+    assert unnamed.where == "(model)"  # parameters not all under one watched model's name
     [explained] = diagnose(history_of([record(0), record(16)]), T)
     assert "`optimizer.zero_grad()`" in explained.explanation and "cuts the graph" not in explained.explanation
 
 
+def test_an_unused_parameter_in_a_used_layer_is_not_said_to_be_cleared():
+    layer = LayerStats("net.0", "Linear", 0, True, out_grad_norm=0.5)
+    records = [
+        StepRecord(
+            step=s,
+            layers={"net.0": layer},
+            param_has_grad={"net.0.weight": True, "net.0.unused": False},
+            param_module={"net.0.weight": "net.0", "net.0.unused": "net.0"},
+        )
+        for s in (0, 16)
+    ]
+    [f] = no_gradient_rule(history_of(records), T)
+    assert "gradient_at_output" not in f.evidence  # (it blamed a zero_grad() in the wrong place)
+
+
 def test_zero_gradients_behind_a_wholly_dead_layer_are_folded_into_it():
     dead = Finding("dead_relu", "head.1", 0, "error", {"dead_fraction": 1.0})
-    behind = Finding("no_gradient", "stem", 0, "warning", {"gradient": "exactly zero", "graph_cuts": []})
+    zero = {"gradient": "exactly zero", "graph_cuts": []}
+    behind = Finding("no_gradient", "stem", 0, "warning", {**zero, "output_gradient": "exactly zero"})
     cut = Finding("no_gradient", "encoder", 0, "error", {"gradient": "none", "graph_cuts": [{"from": "encoder"}]})
-    assert fold_explained([dead, behind, cut]) == [dead, cut]  # (four no_gradient warnings came with one dead ReLU)
+    cancels = Finding("no_gradient", "pair", 0, "warning", dict(zero))  # its output gets a gradient: not behind
+    assert fold_explained([dead, behind, cut, cancels]) == [dead, cut, cancels]  # (behind: it came with the dead ReLU)
     assert dead.evidence["zero_gradient_modules"] == ["stem"]
+    reading = Finding("dead_relu", "head.1", 0, "error", {"dead_fraction": 1.0, "feeds_into": "head.2"})
+    reader = Finding("no_gradient", "head.2", 0, "warning", dict(zero))  # reads the zeros: its weights get none
+    assert fold_explained([reading, reader, cancels]) == [reading, cancels]
     partly = Finding("dead_relu", "head.1", 0, "error", {"dead_fraction": 0.9})
     assert len(fold_explained([partly, behind])) == 2  # some units alive: the zeros have another cause
 

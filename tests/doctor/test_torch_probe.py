@@ -592,6 +592,19 @@ def test_one_loss_stepped_by_two_optimisers_is_not_competing():
     assert dr.steps == 5 and dr.history.competing_loss_steps == 0  # one backward per step: one loss, judged as usual
 
 
+def test_two_optimisers_on_one_accumulated_loss_are_not_competing():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    body, head = torch.optim.SGD(model[0].parameters(), 0.1), torch.optim.SGD(model[2].parameters(), 0.1)
+    with doctor.watch(model, every=1) as dr:
+        for _ in range(6):
+            body.zero_grad(), head.zero_grad()
+            for _ in range(2):  # two micro-batches, then both optimisers step
+                ((model(torch.randn(8, 4)) - 1) ** 2).mean().backward()
+            body.step(), head.step()
+    assert dr.history.competing_loss_steps == 0  # (every step counted as a GAN's, and a stall went unreported)
+
+
 def test_a_gradient_scalers_loss_is_recorded_unscaled():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))

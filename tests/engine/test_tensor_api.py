@@ -208,3 +208,22 @@ def test_random_tensors_and_ranges_as_pytorch():
 def test_a_single_number_formats_and_an_empty_tensor_shows_its_shape():
     assert f"{lg.tensor(2.0 / 3):.3f}" == "0.667"  # (TypeError)
     assert "size=(0, 3)" in repr(lg.zeros(0, 3)) and "size=(3, 0)" in repr(lg.zeros(3, 0))
+
+
+def test_single_numbers_as_tensors_and_object_arrays_with_a_dtype_still_work():
+    np.testing.assert_array_equal(lg.arange(lg.tensor(3)).data, [0, 1, 2])  # (refused; PyTorch takes them)
+    np.testing.assert_array_equal(lg.arange(np.array(3)).data, [0, 1, 2])
+    mixed = np.array([1, 2.5], dtype=object)  # a DataFrame's .values, say
+    assert lg.Tensor(mixed, dtype="float32").dtype == np.float32
+    with pytest.raises(lg.OpError, match="Tensor: cannot hold"):
+        lg.Tensor(mixed)
+
+
+def test_set_grad_enabled_can_be_entered_again():
+    switch = lg.set_grad_enabled(False)
+    with switch:
+        assert not lg.is_grad_enabled()
+    assert lg.is_grad_enabled()
+    with switch:  # (recording stayed on, then IndexError)
+        assert not lg.is_grad_enabled()
+    assert lg.is_grad_enabled()

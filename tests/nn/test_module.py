@@ -438,3 +438,39 @@ def test_small_checks_found_in_review():
     assert lg.tensor(1.0).flatten().shape == (1,)
     for name in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
         assert init.calculate_gain(name) == torch.nn.init.calculate_gain(name) == 1
+
+
+def test_a_parameter_or_submodule_set_to_none_and_back_keeps_its_place():
+    layer = nn.Linear(2, 2)
+    weight = layer.weight
+    layer.weight = None
+    layer.weight = weight
+    assert list(layer.state_dict()) == ["weight", "bias"]  # (it moved to the end)
+    holder = nn.Module()
+    holder.a, holder.b = nn.Linear(1, 1), nn.Linear(1, 1)
+    first = holder.a
+    holder.a = None
+    holder.a = first
+    assert [name for name, _ in holder.named_children()] == ["a", "b"]
+
+
+def test_appending_to_a_slice_takes_a_free_name():
+    part = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2))[1:]  # names "1", "2"
+    part.append(nn.Linear(2, 2))
+    assert len(part.state_dict()) == 6  # (a second "2" hid one layer from the state dict)
+    with pytest.raises(ValueError, match="the name '1' is taken"):
+        part.append(nn.Linear(2, 2), name="1")
+
+
+def test_a_container_that_lists_its_own_children_is_saved_and_printed():
+    class Bag(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(1, 1), nn.Linear(1, 1)]  # kept in a plain list, listed below
+
+        def named_children(self):
+            yield from ((str(i), layer) for i, layer in enumerate(self.layers))
+
+    bag = Bag()
+    assert list(bag.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]  # (it was empty)
+    assert "(1): Linear" in repr(bag)

@@ -139,3 +139,9 @@ def test_an_empty_gradient_does_not_make_the_smallest_entry_zero():
         p.grad = g
     assert optim.total_grad_norm(params, -math.inf) == 3.0  # (it was 0: the empty one counted as a 0 entry)
     assert optim.total_grad_norm(params, 2) == 5.0
+
+
+def test_no_gradient_at_all_has_norm_zero_whatever_the_order():
+    params = [lg.Tensor([1.0], requires_grad=True)]
+    assert optim.total_grad_norm(params, -2) == 0.0  # (inf: the empty list of norms counted as one)
+    assert float(optim.clip_grad_norm_(params, 1.0, norm_type=-2, error_if_nonfinite=True)) == 0.0

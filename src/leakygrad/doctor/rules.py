@@ -173,11 +173,16 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # behind it (and of the weights reading its output) are that finding, listed in its evidence
     all_dead = [f for f in findings if f.symptom == "dead_relu" and f.evidence.get("dead_fraction") == 1.0]
 
+    readers = {f.evidence.get("feeds_into") for f in all_dead} - {None}
+
     def behind_dead_units(f: Finding) -> bool:
+        # behind the dead layer (no gradient reaches their outputs), or the layer that reads its zeros (its weights'
+        # gradient, input times output gradient, is 0); not a bias that cancels in a difference elsewhere
         return (
             bool(all_dead)
             and f.symptom == "no_gradient"
             and f.evidence.get("gradient") == "exactly zero"
+            and (f.evidence.get("output_gradient") == "exactly zero" or f.where in readers)
             and not f.evidence.get("blocking_op")
             and not f.evidence.get("graph_cuts")
         )
@@ -411,6 +416,9 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             "feeds_from": last.feeds_from,
             "function": last.function,
         }
+        reader = _next_weighted_layer(recent, last.depth)
+        if reader is not None:
+            evidence["feeds_into"] = reader  # (the layer after it in the forward pass: most likely its reader)
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
     return findings
 
@@ -536,16 +544,40 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         }
         if blocking:
             evidence["blocking_op"] = True  # an op on the way blocks (nearly) all the gradient through it
-        if not always_zero:
-            # None at the optimiser step, though backward brought a gradient to their layers' outputs: computed,
-            # then cleared before the step (a zero_grad() between backward() and step())
-            reached_layer = _gradient_at_output(history, {_module_of(p, history.param_module) for p in params})
+        layers = {_module_of(p, history.param_module) for p in params}
+        if not always_zero and not reached:
+            # None at the optimiser step for every parameter, though backward brought a gradient to their layers'
+            # outputs: computed, then cleared before the step (a zero_grad() between backward() and step() wipes
+            # them all; one unused parameter in a layer that is used is another matter)
+            reached_layer = _gradient_at_output(history, layers)
             if reached_layer is not None:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
+        if always_zero and _output_gradient_always_zero(history, layers):
+            evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
         first_step = history.records[0].step if history.records else 0
         severity = "warning" if always_zero and not cuts and not blocking else "error"
+        if module == "(model)":  # the whole model: named by its name when its parameters all carry it
+            roots = {_module_of(p, history.param_module).split(".")[0] for p in params}
+            if len(roots) == 1 and roots <= set(history.watched):
+                module = roots.pop()
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
+
+
+def _next_weighted_layer(records: list[StepRecord], depth: float | None) -> str | None:
+    """The layer with weights that runs first after `depth` in the forward pass."""
+    if depth is None:
+        return None
+    after = {name: layer.depth for r in records for name, layer in r.layers.items() if layer.has_weights}
+    after = {name: d for name, d in after.items() if d is not None and d > depth}
+    return min(after, key=after.get) if after else None
+
+
+def _output_gradient_always_zero(history: History, layers: set[str]) -> bool:
+    """Whether the gradient arriving at these layers' outputs was exactly 0 on every recent record that has it."""
+    norms = [r.layers[name].out_grad_norm for r in history.recent() for name in layers if name in r.layers]
+    norms = [n for n in norms if n is not None]
+    return bool(norms) and all(n == 0 for n in norms)
 
 
 def _gradient_at_output(history: History, layers: set[str]) -> tuple[str, float] | None:
@@ -568,7 +600,7 @@ def _widest_unreached_module(param: str, param_module: dict[str, str], reached: 
     module = _module_of(param, param_module)
     parts = module.split(".") if module else []
     reached_modules = [_module_of(p, param_module) for p in reached]
-    for depth in range(1 if parts else 0, len(parts) + 1):  # (from the model's own name: `model`, not "(model)")
+    for depth in range(0, len(parts) + 1):
         prefix = ".".join(parts[:depth])
         inside = [m for m in reached_modules if prefix == "" or m == prefix or m.startswith(prefix + ".")]
         if not inside:

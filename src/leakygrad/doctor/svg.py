@@ -259,17 +259,16 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     left, top = name_width, 10
     legend_width = 90
     grid_width = max(2.0 * len(columns), WIDTH - left - legend_width - 10)
-    # Columns sit at their steps: older records are thinned out (every other one kept), and equal widths would
-    # squeeze their stretch of the run against the recent one. Each spans up to the next record, or at most four
-    # times the closest spacing (a longer gap has no record: left blank, not filled with one step's value).
-    gaps = [b - a for a, b in zip(columns, columns[1:]) if b > a] or [1]
-    widest = 4 * min(gaps)
-    total = max(1, columns[-1] + gaps[-1] - columns[0])
-    starts = [left + (step - columns[0]) / total * grid_width for step in columns]
-    ends = [
-        min(next_start, start + widest / total * grid_width)
-        for start, next_start in zip(starts, starts[1:] + [left + grid_width])
-    ]
+    # Each column is as wide as the steps up to the next record, at most four times the closest spacing: older
+    # records are thinned out (every other one kept, again and again), and the stretches they stand for show
+    # wider, while a long gap cannot squeeze the rest of the run into a sliver. The step axis is labelled by the
+    # records' own steps.
+    gaps = [b - a for a, b in zip(columns, columns[1:])]
+    closest = min([g for g in gaps if g > 0], default=1)
+    spans = [min(max(g, closest), 4 * closest) for g in gaps] + [closest]
+    scale = grid_width / sum(spans)
+    starts = [left + sum(spans[:c]) * scale for c in range(len(columns))]
+    ends = [start + span * scale for start, span in zip(starts, spans)]
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
     label_every = 1 if cell_h >= 9 else math.ceil(9 / cell_h)  # (too thin for every name: every k-th)
     height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 56)
@@ -296,10 +295,10 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
                 f'<rect x="{x:.1f}" y="{y}" width="{cell_w + 0.3:.1f}" height="{cell_h}" fill="{fill}"{_tip(text)}/>'
             )
     grid_right = left + grid_width
-    for step in Scale(columns[0], columns[0] + total, left, grid_right).ticks(8, whole=True):
+    for c in _spread(list(range(len(columns))), 8):
         parts.append(
-            f'<text x="{left + (step - columns[0]) / total * grid_width:.1f}" y="{top + cell_h * len(rows) + 14}" '
-            f'text-anchor="middle" fill="#555">{int(step)}</text>'
+            f'<text x="{(starts[c] + ends[c]) / 2:.1f}" y="{top + cell_h * len(rows) + 14}" text-anchor="middle" '
+            f'fill="#555">{columns[c]}</text>'
         )
     parts.append(_text((left + grid_right) / 2, height - 6, "training step", "middle"))
     legend_x, legend_h = grid_right + 18, min(160, cell_h * len(rows))

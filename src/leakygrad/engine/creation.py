@@ -78,6 +78,7 @@ def arange(*args, dtype=None) -> Tensor:
     """start, start + step, ... below end: arange(end), arange(start, end) or arange(start, end, step)."""
     if not 1 <= len(args) <= 3:
         raise OpError(f"arange: takes end, or start and end, or start, end and step; got {len(args)} numbers")
+    args = tuple(_number(value) for value in args)  # (a 0-d tensor or array, as PyTorch takes)
     start, end, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
     for value in (start, end, step):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -92,6 +93,13 @@ def arange(*args, dtype=None) -> Tensor:
         if any(not float(value).is_integer() for value in (start, end, step)):
             raise OpError(f"arange: an integer dtype needs whole numbers, got start {start}, end {end}, step {step}")
     return Tensor(np.arange(start, end, step), dtype=dtype)
+
+
+def _number(value):
+    """A single number given as a 0-d Tensor or array, as a Python number; anything else as it is."""
+    if isinstance(value, Tensor):
+        value = value.data
+    return value.item() if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0 else value
 
 
 def _float_dtype(name: str, dtype) -> np.dtype:

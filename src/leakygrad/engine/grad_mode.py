@@ -93,12 +93,15 @@ class set_grad_enabled(_grad_mode):
 
     def __init__(self, enabled: bool):
         super().__init__(enabled)
-        self.previous.append(is_grad_enabled())
+        self.before = is_grad_enabled()
         _set(enabled)
 
     def __enter__(self):
-        pass  # (switched already, when made)
+        _set(self.enabled)  # (switched already when made; again, should the object be entered again)
+
+    def __exit__(self, *exc_info):
+        _set(self.before)
 
     def __call__(self, function):
-        _set(self.previous.pop())  # made to decorate: the switch applies to the function's calls only
+        _set(self.before)  # made to decorate: the switch applies to the function's calls only
         return super().__call__(function)

@@ -35,7 +35,8 @@ def _to_array(data, dtype) -> np.ndarray:
     """
     if dtype is not None:
         check_numeric_dtype("Tensor", dtype)
-    if isinstance(data, (str, bytes)) or (isinstance(data, np.ndarray) and data.dtype.kind not in "fiub"):
+    not_numbers = isinstance(data, np.ndarray) and data.dtype.kind not in "fiub"
+    if isinstance(data, (str, bytes)) or (dtype is None and not_numbers):  # (with a dtype: converted, if it can be)
         raise OpError(f"Tensor: cannot hold {what_is(data)}; give numbers (floats, ints or booleans)")
     try:
         array = np.array(data, dtype=dtype)

@@ -86,9 +86,12 @@ class Module:
             _check_replacement(self, name, current, value)
         if isinstance(value, (Module, Parameter)) or isinstance(current, (Module, Parameter)):
             _structure_changed()
-            if name in self.__dict__ and not isinstance(current, (Module, Parameter)):
-                # (None before, say) registered only now: listed after those registered before it, as in PyTorch
+            registered = self.__dict__.setdefault("_registered", set())  # names that have held one, None since or not
+            if name in self.__dict__ and name not in registered:
+                # a plain attribute (None, say) registered only now: listed after those registered before it, as in
+                # PyTorch (a parameter set to None and back keeps its place)
                 del self.__dict__[name]
+            registered.add(name)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -162,7 +165,9 @@ class Module:
 
     def _child_slots(self) -> list[tuple[str, Module]]:
         """(name, child) for every attribute holding a module, a module held twice under both names (a container
-        that keeps its modules elsewhere overrides this, as Sequential)."""
+        that keeps its modules elsewhere overrides this, as Sequential, or named_children, which is then used)."""
+        if type(self).named_children is not Module.named_children:
+            return list(self.named_children())
         return [(name, value) for name, value in vars(self).items() if isinstance(value, Module)]
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
@@ -405,8 +410,15 @@ class Sequential(Module):
         """Add `module` at the end, named by its position ("3") unless `name` is given."""
         if not isinstance(module, Module):
             raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        if name is None:  # its position, or the next number free (a slice keeps its modules' names: "1", "2")
+            number = len(self._names)
+            while str(number) in self._names:
+                number += 1
+            name = str(number)
+        elif name in self._names:
+            raise ValueError(f"Sequential.append: the name {name!r} is taken (names: {self._names})")
         self._items.append(module)
-        self._names.append(str(len(self._names)) if name is None else name)
+        self._names.append(name)
         _structure_changed()
         return self
 

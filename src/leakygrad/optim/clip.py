@@ -45,6 +45,8 @@ def total_grad_norm(parameters, norm_type: float = 2.0) -> float:
     PyTorch: a norm of the per-tensor norms, the number of tensors with a nonzero gradient)."""
     grads = [p.grad.data for p in _parameters_list(parameters) if p.grad is not None]
     norm_type = float(norm_type)
+    if not grads:
+        return 0.0  # no gradient at all: nothing to measure (as PyTorch)
     per_tensor = np.array([_vector_norm(g, norm_type) for g in grads])
     return _vector_norm(per_tensor, norm_type)
 

@@ -333,7 +333,10 @@ class TorchProbe:
         self._losses: list[float] = []
         self._pending_device_losses: list = []
         self._backward_calls = 0
-        self._other_optimizer_steps = 0  # steps of watched optimisers other than the primary one, in this step
+        # An optimiser stepped between two backward passes of one step: each optimiser steps on a loss of its own
+        # (a GAN's two players), and the step's mean loss mixes competing losses (see History.competing_loss_steps)
+        self._stepped_since_backward = False
+        self._losses_between_steps = False
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
         self._reset_marks: GradientMarks | None = None  # from a sampled optimiser step to the next optimiser step
@@ -485,7 +488,7 @@ class TorchProbe:
         # training cycle (two heads trained on alternate steps, say) cannot hide from samples taken at one phase.
         self.sampling = self.step % self.every == (self.step // self.every) % self.every
         self._backward_calls = 0
-        self._other_optimizer_steps = 0
+        self._losses_between_steps = False
         self._losses = []
         if self.state is not None:
             self.state.release()  # an unfinished sampled step (no optimiser step came)
@@ -502,7 +505,7 @@ class TorchProbe:
     def _end_step(self) -> None:
         if self._losses:
             self.doctor.add_loss(self.step, sum(self._losses) / len(self._losses))
-            if len(self._losses) > 1 and self._other_optimizer_steps:  # each optimiser stepped on a loss of its own
+            if self._losses_between_steps:
                 self.doctor.add_competing_loss_step()
         self.step += 1
         self.doctor.set_steps(self.step)
@@ -720,6 +723,9 @@ class TorchProbe:
             roots = _tensors(tensors) if not isinstance(tensors, torch.Tensor) else [tensors]
             if self._awaiting:
                 self._resolve_backward_mode()
+            if self._backward_calls and self._stepped_since_backward:
+                self._losses_between_steps = True  # this step's losses were each stepped on by an optimiser
+            self._stepped_since_backward = False
             self._backward_calls += 1
             loss = roots[0] if roots else None
             # (inside the optimiser step, the loss of its first closure call only: LBFGS returns that one, and
@@ -889,8 +895,8 @@ class TorchProbe:
         try:
             if not self._is_watched_optimizer(optimizer):
                 return None
+            self._stepped_since_backward = True
             if not self._is_primary(optimizer):
-                self._other_optimizer_steps += 1
                 return None
             self.mode = "optimizer"
             self._awaiting = False

@@ -70,7 +70,9 @@ class LeakyReLU(Op):
         self.negative_slope = plain_number(negative_slope)
 
     def forward(self, x):
-        with np.errstate(invalid="ignore"):  # inf * 0 with a slope of 0, in the branch not taken
+        if self.negative_slope:
+            return np.where(x > 0, x, x * self.negative_slope)
+        with np.errstate(invalid="ignore"):  # a slope of 0 times inf, in the branch not taken: not a warning
             return np.where(x > 0, x, x * self.negative_slope)
 
     def backward(self, grad):
