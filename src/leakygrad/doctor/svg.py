@@ -6,6 +6,7 @@ an SVG `<title>`) with its exact value, which the report's few lines of script s
 
 from __future__ import annotations
 
+import itertools
 import math
 from html import escape
 
@@ -267,7 +268,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     closest = min([g for g in gaps if g > 0], default=1)
     spans = [min(max(g, closest), 4 * closest) for g in gaps] + [closest]
     scale = grid_width / sum(spans)
-    starts = [left + sum(spans[:c]) * scale for c in range(len(columns))]
+    starts = [left + before * scale for before in itertools.accumulate(spans, initial=0)][:-1]
     ends = [start + span * scale for start, span in zip(starts, spans)]
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
     label_every = 1 if cell_h >= 9 else math.ceil(9 / cell_h)  # (too thin for every name: every k-th)

@@ -84,8 +84,7 @@ class PowScalar(Op):
     name = "pow"
 
     def __init__(self, exponent: float):
-        # a NumPy scalar as a Python number: NumPy would compute float32 ** np.float64(2) in float64
-        self.exponent = exponent.item() if isinstance(exponent, np.generic) else exponent
+        self.exponent = plain_number(exponent)  # (NumPy would compute float32 ** np.float64(2) in float64)
 
     def forward(self, x):
         with np.errstate(all="ignore"):
