@@ -467,7 +467,7 @@ class Tensor:
     def flatten(self, start_axis: int = 0, end_axis: int = -1):
         """Merge the axes start_axis..end_axis into one (by default all: a 1-D tensor)."""
         if not self.ndim:  # a single number: axis 0 (or -1) is all there is, as in PyTorch
-            _axis("flatten", start_axis, (1,)), _axis("flatten", end_axis, (1,))
+            _check_axis_of_a_number("flatten", start_axis), _check_axis_of_a_number("flatten", end_axis)
             return self.reshape(1)
         start, end = _axis("flatten", start_axis, self.shape), _axis("flatten", end_axis, self.shape)
         if start > end:
@@ -512,6 +512,11 @@ class Tensor:
         offset = len(sizes) - self.ndim  # (new axes come first, and cannot be -1)
         if offset < 0:
             raise OpError(f"expand: {len(sizes)} sizes {tuple(sizes)} for a tensor of {self.ndim} axes {self.shape}")
+        if -1 in sizes[:offset]:
+            raise OpError(
+                f"expand: size -1 (keep the axis as it is) given for the new leading axis {list(sizes).index(-1)} "
+                f"of {tuple(sizes)}, which a tensor of shape {self.shape} does not have: give its size"
+            )
         return self.broadcast_to(
             tuple(self.shape[i - offset] if size == -1 and i >= offset else size for i, size in enumerate(sizes))
         )
@@ -601,8 +606,19 @@ def _axis(name: str, axis: int, shape: tuple[int, ...]) -> int:
     return int(axis) % len(shape)
 
 
+def _check_axis_of_a_number(name: str, axis) -> None:
+    """A 0-d tensor (a single number) takes axis 0 or -1, as in PyTorch: its one element is all there is."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise OpError(f"{name}: an axis must be a whole number, got {axis!r}")
+    if axis not in (0, -1):
+        raise OpError(f"{name}: axis {axis} is out of range for a tensor of shape () (a single number takes 0 or -1)")
+
+
 def _arg_axis(name: str, axis, shape: tuple[int, ...]) -> int | None:
     """argmax's axis, checked: there must be something along it to choose from."""
+    if not shape and axis is not None:
+        _check_axis_of_a_number(name, axis)
+        return None  # (its one element is at index 0)
     axis = None if axis is None else _axis(name, axis, shape)
     if (math.prod(shape) if axis is None else shape[axis]) == 0:
         along = "" if axis is None else f" along axis {axis}"

@@ -19,8 +19,13 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     """`axis` as a tuple of non-negative axes (None: all of them)."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes = (axis,)
+    else:  # a tuple or list of axes; or an array or a 0-d tensor of them, which NumPy unpacks
+        axes = tuple(axis) if isinstance(axis, (tuple, list, range)) else tuple(np.ravel(axis).tolist())
     for a in axes:
+        if not isinstance(a, (int, np.integer)):  # (1.0 and "rows" would fail with a message about floats, strings)
+            raise ValueError(f"an axis must be a whole number, got {a!r}")
         if not -max(ndim, 1) <= a < max(ndim, 1):  # a 0-d tensor accepts axis 0 or -1, as in PyTorch
             raise ValueError(f"axis {a} is out of range for a tensor with {ndim} dimensions")
     if ndim == 0:
@@ -175,8 +180,9 @@ class LogSumExp(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
-        if x.size == 0:  # the log of an empty sum: -inf, as in PyTorch
-            return np.full(np.sum(x, axis=self.axes, keepdims=self.keepdims).shape, -np.inf, dtype=x.dtype)
+        if x.size == 0:  # the log of an empty sum: -inf, as in PyTorch (a float, also for integers: -inf is not one)
+            dtype = x.dtype if x.dtype.kind == "f" else np.float64
+            return np.full(np.sum(x, axis=self.axes, keepdims=self.keepdims).shape, -np.inf, dtype=dtype)
         peak = np.max(x, axis=self.axes, keepdims=True)
         peak = np.where(np.isfinite(peak), peak, 0)
         with np.errstate(divide="ignore"):
