@@ -24,8 +24,12 @@ class CausalSelfAttention(Module):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
+        if num_heads < 1:
+            raise OpError(f"CausalSelfAttention: num_heads must be at least 1, got {num_heads}")
         if embed_dim % num_heads:
             raise OpError(f"CausalSelfAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        if not 0 <= dropout <= 1:
+            raise OpError(f"CausalSelfAttention: dropout must be between 0 and 1, got {dropout}")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.qkv = Linear(embed_dim, 3 * embed_dim, bias=bias)
         self.proj = Linear(embed_dim, embed_dim, bias=bias)
@@ -46,7 +50,7 @@ class CausalSelfAttention(Module):
         return self.proj(out.transpose(0, 2, 1, 3).reshape(n, length, embed))
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
 
 
 class Block(Module):

@@ -25,7 +25,7 @@ import numpy as np
 
 from leakygrad.engine import Tensor
 from leakygrad.engine.creation import generator
-from leakygrad.engine.errors import OpError
+from leakygrad.engine.errors import OpError, what_is
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -67,6 +67,8 @@ def _has_no_elements(tensor: Tensor, name: str) -> bool:
 
 
 def _fill(tensor: Tensor, values) -> Tensor:
+    if not isinstance(tensor, Tensor):  # (an array's .data is a raw buffer: writing to it fails obscurely)
+        raise OpError(f"init: fills a Tensor (a Parameter, say) in place, got {what_is(tensor)}")
     tensor.data[...] = values  # in place, keeping the tensor's dtype
     return tensor
 

@@ -101,7 +101,11 @@ class Dropout(Module):
 
 
 class Identity(Module):
-    """Returns its input (a placeholder, e.g. to switch a layer off)."""
+    """Returns its input (a placeholder, e.g. to switch a layer off). As in PyTorch, it takes and ignores any
+    arguments, so that it can stand in for the layer it replaces: `Identity(54, unused_argument=0.1)`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
 
     def forward(self, x):
         return x

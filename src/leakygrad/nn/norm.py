@@ -55,7 +55,8 @@ class _BatchNorm(Module):
         )
 
     def extra_repr(self) -> str:
-        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
+        extra = "" if self.track_running_stats else ", track_running_stats=False"
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}{extra}"
 
 
 class BatchNorm1d(_BatchNorm):
@@ -87,4 +88,6 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}"
+        if self.weight is None:
+            return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine=False"
+        return f"{self.normalized_shape}, eps={self.eps}" + ("" if self.bias is not None else ", bias=False")

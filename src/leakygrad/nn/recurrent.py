@@ -19,12 +19,14 @@ Second derivatives work either way: the fused op differentiates the composed ver
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from leakygrad.engine import Tensor
 from leakygrad.engine.errors import OpError, what_is
 from leakygrad.engine.ops.nn import GRUSequence, LSTMSequence, RNNSequence
+from leakygrad.engine.tensor import as_tensor
 from leakygrad.nn import functional as F
 from leakygrad.nn import init
 from leakygrad.nn.module import Module, Parameter
@@ -101,6 +103,12 @@ class _Recurrent(Module):
             raise OpError(f"{name}: hidden_size must be at least 1, got {hidden_size}")
         if not 0 <= dropout <= 1:
             raise OpError(f"{name}: dropout must be between 0 and 1, got {dropout}")
+        if dropout > 0 and num_layers == 1:  # (PyTorch warns too: there is no layer boundary to drop out at)
+            warnings.warn(
+                f"{name}: dropout={dropout} does nothing with num_layers=1: it is applied between layers, to the "
+                "outputs of every layer but the last",
+                stacklevel=2,
+            )
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout, self.fused = bias, batch_first, dropout, fused
         rows = GATES[self.mode] * hidden_size
@@ -129,6 +137,7 @@ class _Recurrent(Module):
     def _time_major(self, x: Tensor) -> tuple[Tensor, bool]:
         """x as (T, N, I); an unbatched (T, I) sequence becomes a batch of one."""
         name = type(self).__name__
+        x = as_tensor(x)  # (a NumPy array is taken as a constant, as by the other layers)
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             layout = "(N, T, input_size)" if self.batch_first else "(T, N, input_size)"
             raise OpError(f"{name}: expects a sequence {layout} with input_size {self.input_size}, got {x.shape}")
@@ -161,10 +170,9 @@ class _Recurrent(Module):
         return sequence.transpose(1, 0, 2) if self.batch_first else sequence
 
     def extra_repr(self) -> str:
+        defaults = (("num_layers", 1), ("nonlinearity", "tanh"), ("bias", True), ("batch_first", False), ("dropout", 0))
         extras = "".join(
-            f", {name}={getattr(self, name)}"
-            for name, default in (("num_layers", 1), ("bias", True), ("batch_first", False), ("dropout", 0.0))
-            if getattr(self, name) != default
+            f", {name}={getattr(self, name)}" for name, default in defaults if getattr(self, name, default) != default
         )
         return f"{self.input_size}, {self.hidden_size}{extras}, fused={self.fused}"
 
@@ -319,7 +327,9 @@ class _Cell(Module):
         return state
 
     def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}, bias={self.bias_ih is not None}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        extra = "" if nonlinearity == "tanh" else f", nonlinearity={nonlinearity}"
+        return f"{self.input_size}, {self.hidden_size}, bias={self.bias_ih is not None}{extra}"
 
 
 class RNNCell(_Cell):
