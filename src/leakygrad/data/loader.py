@@ -45,7 +45,10 @@ class DataLoader:
         self.arrays = [a.data if isinstance(a, Tensor) else np.asarray(a) for a in arrays]
         for i, array in enumerate(self.arrays):
             if array.ndim == 0:
-                raise ValueError(f"DataLoader: array {i} is a single number; samples run along the first axis")
+                raise ValueError(
+                    f"DataLoader: array {i} is a single value ({type(arrays[i]).__name__}), not an array of samples; "
+                    "samples run along the first axis"
+                )
             if len(array) != len(self.arrays[0]):
                 raise ValueError(
                     "DataLoader: every array needs one entry per sample (the same first axis), but array 0 has "

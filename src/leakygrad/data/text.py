@@ -47,7 +47,8 @@ class CharCorpus:
     def decode(self, ids) -> str:
         ids = np.asarray(ids).ravel()
         if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= len(self.vocab)):
-            bad = next(i for i in ids.tolist() if not (isinstance(i, int) and 0 <= i < len(self.vocab)))
+            # (the first id that is not one: a bool is an int to Python, but True is no character id)
+            bad = next(i for i in ids.tolist() if type(i) is not int or not 0 <= i < len(self.vocab))
             raise ValueError(
                 f"CharCorpus.decode: {bad!r} is not a character id (ids are whole numbers 0 to {len(self.vocab) - 1})"
             )

@@ -138,6 +138,10 @@ def write_atomically(path: str, write) -> None:
     """
     path = os.path.realpath(path)  # through a symbolic link: the file it points to is the one replaced
     directory = os.path.dirname(path)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise NotADirectoryError(
+            f"save: cannot write {os.path.basename(path)} in {directory}: that is a file, not a folder"
+        )
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"save: no folder {directory} to write {os.path.basename(path)} in; create it first")
     if os.path.isdir(path):
@@ -177,11 +181,16 @@ def _sync_directory(directory: str) -> None:
     """Make the rename itself durable (POSIX); not possible, nor needed, on Windows."""
     if os.name != "posix":
         return
-    descriptor = os.open(directory, os.O_RDONLY)
+    # (the file is in place already: a folder that cannot be opened or synced, a writable but unreadable one or a
+    # file system without directory sync, leaves the rename atomic, only not yet flushed: no error for that)
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
     try:
         os.fsync(descriptor)
     except OSError:
-        pass  # some file systems cannot sync a directory; the rename is still atomic
+        pass
     finally:
         os.close(descriptor)
 
@@ -215,6 +224,13 @@ def load(path):
 
 def _read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array in the archive, read fully (so a damaged entry is found now, not later)."""
+    with open(path, "rb") as file:
+        start = file.read(6)
+    if start and not start.startswith((b"PK", np.lib.format.MAGIC_PREFIX)):  # (how a zip and an .npy begin)
+        raise CorruptFileError(
+            f"load: '{path}' is not an .npz file (an .npz file is a zip archive, and this one does not begin as "
+            "one does): check that this is the file you meant to load"
+        )
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
@@ -222,7 +238,17 @@ def _read_npz(path: str) -> dict[str, np.ndarray]:
         with archive:
             # Read by member name ("x.npy"), not by array name: NumPy would give member "x.npy", the array
             # "x", to a request for the array "x.npy" (stored as "x.npy.npy").
-            return {member.removesuffix(".npy"): archive[member] for member in archive.zip.namelist()}
+            arrays = {}
+            for member in archive.zip.namelist():
+                value = archive[member]
+                if not isinstance(value, np.ndarray):  # NumPy hands over the raw bytes of a member that is no .npy
+                    raise CorruptFileError(
+                        f"load: '{path}' is a zip archive but not an .npz file: its entry '{member}' is not a NumPy "
+                        "array. (A PyTorch file from torch.save is a zip archive too; leakygrad reads the files "
+                        "its save and numpy.savez write.)"
+                    )
+                arrays[member.removesuffix(".npy")] = value
+            return arrays
     except (
         zipfile.BadZipFile,
         ValueError,

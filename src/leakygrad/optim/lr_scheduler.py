@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from leakygrad.optim.optimizer import Optimizer
+from leakygrad.optim.optimizer import Optimizer, _as_python_number
 
 
 class LRScheduler:
@@ -73,7 +73,10 @@ class LRScheduler:
 
     def closed_form_lr(self) -> list[float]:
         """The lr at `last_epoch` computed from the base lr directly (used by SequentialLR at a milestone)."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} has no closed form to start from at a SequentialLR milestone (nor in PyTorch); "
+            "give SequentialLR the schedules themselves, e.g. a StepLR or a LambdaLR with the combined factor"
+        )
 
     def step(self) -> None:
         """Advance one epoch (or iteration) and set the optimiser's lr for it."""
@@ -88,7 +91,9 @@ class LRScheduler:
 
     def _set_lrs(self, lrs: list[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, lrs):
-            group["lr"] = lr
+            # A Python number, as the optimiser keeps its settings: a lambda's np.float64 would make the update
+            # of float32 weights run in float64, and differently again after a checkpoint (which stores a float).
+            group["lr"] = _as_python_number(lr)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def get_last_lr(self) -> list[float]:
