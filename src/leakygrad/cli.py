@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         command = sub.add_parser(name, help=help_text, description=module.__doc__.strip().splitlines()[0])
         module.add_arguments(command)
-        command.set_defaults(run=module.run)
+        command.set_defaults(run=module.run, subcommand_parser=command)
     return parser
 
 
@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         print("leakygrad's command line needs the 'cli' extra: pip install 'leakygrad[cli]'", file=sys.stderr)
         return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the subcommand's parser, with its usage (`leakygrad doctor [OPTIONS] SCRIPT.py ...`)
+        getattr(args, "subcommand_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 0

@@ -53,6 +53,9 @@ def run(args) -> int:
     if args.every < 1:
         print(f"leakygrad doctor: --every must be 1 or more, got {args.every}", file=sys.stderr)
         return 2
+    if script.is_dir():
+        print(f"leakygrad doctor: {script} is a folder; give the training script's .py file", file=sys.stderr)
+        return 2
     if not script.is_file():
         print(f"leakygrad doctor: no script at {script} (expected a Python file to run)", file=sys.stderr)
         return 2
@@ -69,6 +72,14 @@ def run(args) -> int:
             return 2
     # Where the reports go is fixed now, before the script runs: it may change the working folder.
     reports = [(path, os.path.abspath(path), format) for path, format in ((html, "html"), (args.json, "json")) if path]
+    targets = [os.path.realpath(absolute) for _, absolute, _ in reports]
+    if os.path.realpath(script) in targets:  # `--json train.py train.py`: the report would overwrite the script
+        print(f"leakygrad doctor: the report path {script} is the script itself; give another path", file=sys.stderr)
+        return 2
+    if len(set(targets)) < len(targets):
+        print("leakygrad doctor: --html and --json name the same file; give each report its own", file=sys.stderr)
+        return 2
+    terminal = sys.stderr  # the summary goes here, even if the script redirects sys.stderr
     result = run_script(script, script_args, every=args.every)
     doctor = result.doctor
     written = []
@@ -77,14 +88,30 @@ def run(args) -> int:
             doctor.report(absolute, format)
             written.append(path)
         except OSError as error:
-            print(f"leakygrad doctor: could not write the report to {path}: {error}", file=sys.stderr)
+            _say(f"leakygrad doctor: could not write the report to {path}: {error}", terminal)
+        except Exception as error:  # a bug inside the doctor: say so, and keep the script's exit status
+            _say(
+                f"leakygrad doctor: could not write the report to {path} (an error inside the doctor, the training "
+                f"was not affected): {type(error).__name__}: {error}",
+                terminal,
+            )
     if not args.quiet:
-        print_summary(doctor, report_paths=written)
+        try:
+            print_summary(doctor, report_paths=written, file=terminal)
+        except (OSError, ValueError):  # the script closed the terminal's stream: nothing to print to
+            pass
     if result.exit_code == 0 and args.fail_on:
         worst = {f.severity for f in doctor.findings}
         if "error" in worst or (args.fail_on == "warning" and "warning" in worst):
             return 3
     return result.exit_code
+
+
+def _say(message: str, file) -> None:
+    try:
+        print(message, file=file)
+    except (OSError, ValueError):  # the script closed the stream
+        pass
 
 
 def _cannot_write(path: str | None) -> str | None:

@@ -58,6 +58,7 @@ def run_script(
     else:
         sys.path.insert(0, folder)
     exit_code, script_globals = 0, None
+    threads_before = set(threading.enumerate())
     if doctor.probe is not None:
         doctor.probe.attach()
     try:
@@ -70,10 +71,10 @@ def run_script(
         exit_code = 130
     except BaseException as error:  # the script's own error: print it as Python would, keep going to the report
         _print_script_traceback(error, path)
-        doctor.script_error = _one_line(f"{type(error).__name__}: {error}")
+        doctor.script_error = _one_line(_describe(error))
         exit_code = 1
     finally:
-        _wait_for_threads()
+        _wait_for_threads(threads_before)
         if doctor.probe is not None:
             doctor.probe.detach()
         sys.argv = saved_argv
@@ -100,12 +101,49 @@ def _run_as_main(path: Path) -> dict:
     return module.__dict__
 
 
-def _wait_for_threads() -> None:
+def _wait_for_threads(before: set) -> None:
     """Python's own last act: wait for the threads the script started and did not mark as daemons (one of them
-    may be the one training)."""
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon and thread.is_alive():
+    may be the one training), after telling the idle workers of its executors to stop, as Python's exit does."""
+    while True:
+        started = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
+        if not started:
+            return
+        _stop_idle_executors(started)
+        for thread in started:
             thread.join()
+        before.update(started)
+
+
+def _stop_idle_executors(threads: list) -> None:
+    """concurrent.futures' own exit hook (`_python_exit`), for these threads only: a thread or process pool the
+    script never shut down has threads that wait for more work until the interpreter says it is shutting down.
+    The flag is set back afterwards: the process goes on (to the report; in a test, to the next test)."""
+    for name, flag, registry, wake in (
+        ("concurrent.futures.thread", "_shutdown", "_threads_queues", lambda queue: queue.put(None)),
+        ("concurrent.futures.process", "_global_shutdown", "_threads_wakeups", lambda wakeup: wakeup.wakeup()),
+    ):
+        module = sys.modules.get(name)
+        ours = [(t, w) for t, w in list(getattr(module, registry, {}).items()) if t in threads] if module else []
+        if not ours or not hasattr(module, flag):
+            continue
+        saved = getattr(module, flag)
+        setattr(module, flag, True)
+        try:
+            for _, waiting in ours:
+                wake(waiting)
+            for thread, _ in ours:
+                thread.join()
+        finally:
+            setattr(module, flag, saved)
+
+
+def _describe(error: BaseException) -> str:
+    """The exception's last line, as Python's traceback writes it."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "<exception str() failed>"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _one_line(text: str, limit: int = 160) -> str:

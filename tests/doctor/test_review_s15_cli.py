@@ -1,0 +1,185 @@
+"""Review of the doctor's command line and runner: each test is a bug found by running scripts under it."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from leakygrad.cli import main
+from leakygrad.doctor.runner import run_script
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+TRAIN = textwrap.dedent(
+    """
+    import torch
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        loss = model(torch.randn(4, 2)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "pool",
+    [
+        "from concurrent.futures import ThreadPoolExecutor as Pool",
+        "from concurrent.futures import ProcessPoolExecutor as Pool",
+    ],
+)
+def test_an_executor_the_script_never_shut_down_does_not_hang_the_run(tmp_path, pool):
+    # Python tells an unclosed executor's idle workers to stop at exit; the doctor waited for them forever.
+    path = tmp_path / "pool.py"
+    path.write_text(
+        f"{pool}\nif __name__ == '__main__':\n    pool = Pool(2)\n    print(pool.submit(pow, 2, 5).result())\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    command = [sys.executable, "-m", "leakygrad", "doctor", "--quiet", "--json", str(tmp_path / "r.json"), str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "32"
+
+
+def test_an_executor_the_caller_owns_keeps_working_after_a_run(tmp_path, capsys):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "pool.py"
+    path.write_text("from concurrent.futures import ThreadPoolExecutor\nThreadPoolExecutor(1).submit(print, 'x')\n")
+    with ThreadPoolExecutor(1) as mine:
+        assert mine.submit(pow, 2, 3).result() == 8
+        runs = []
+        runner = threading.Thread(target=lambda: runs.append(run_script(path, watch=False)), daemon=True)
+        runner.start()
+        runner.join(timeout=30)  # (it used to wait forever for the script's idle pool)
+        assert runs and runs[0].exit_code == 0
+        assert mine.submit(pow, 2, 4).result(timeout=10) == 16
+
+
+def test_an_exception_whose_str_fails_is_reported_as_python_would(tmp_path, capsys):
+    path = tmp_path / "bad.py"
+    path.write_text(
+        "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError('no str')\nraise Odd()\n"
+    )
+    report = tmp_path / "r.json"
+    assert main(["doctor", "--json", str(report), str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "Odd: <exception str() failed>" in err
+    assert "with Odd: <exception str() failed>" in err  # the summary's line
+    assert report.exists()
+    assert run_script(tmp_path / "bad.py", watch=False).doctor.script_error == "Odd: <exception str() failed>"
+
+
+def test_an_exception_without_a_message_is_named_without_a_colon(tmp_path, capsys):
+    path = tmp_path / "bare.py"
+    path.write_text("raise ValueError\n")
+    assert run_script(path, watch=False).doctor.script_error == "ValueError"
+
+
+@pytest.mark.parametrize("action", ["sys.stderr.close()", "sys.stderr = open(os.devnull, 'w'); sys.stderr.close()"])
+def test_a_script_that_closes_stderr_keeps_its_exit_status(tmp_path, action):
+    path = tmp_path / "quiet.py"
+    path.write_text(TRAIN + f"import os, sys\n{action}\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    command = [sys.executable, "-m", "leakygrad", "doctor", "--json", str(tmp_path / "r.json"), str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr  # as `python quiet.py`
+    assert (tmp_path / "r.json").exists()
+
+
+def test_the_summary_goes_to_the_terminal_when_the_script_redirects_stderr(tmp_path, capsys):
+    path = tmp_path / "redirect.py"
+    path.write_text(TRAIN + "import io, sys\nsys.stderr = io.StringIO()\n")
+    terminal = sys.stderr
+    try:
+        assert main(["doctor", "--json", str(tmp_path / "r.json"), str(path)]) == 0
+    finally:
+        sys.stderr = terminal
+    assert "leakygrad doctor: 3 steps" in capsys.readouterr().err
+
+
+def test_a_failure_inside_the_report_writer_leaves_the_scripts_exit_status(tmp_path, capsys, monkeypatch):
+    from leakygrad.doctor import report_html
+
+    def broken(doctor, path):
+        raise ValueError("a bug in the page")
+
+    monkeypatch.setattr(report_html, "write", broken)
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN + "raise SystemExit(4)\n")
+    html, json_report = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["doctor", "--html", str(html), "--json", str(json_report), str(path)]) == 4
+    err = capsys.readouterr().err
+    assert f"could not write the report to {html}" in err and "ValueError: a bug in the page" in err
+    assert json_report.exists() and "leakygrad doctor: 3 steps" in err and f"full report: {json_report}" in err
+
+
+def test_a_folder_for_the_script_says_it_is_a_folder(tmp_path, capsys):
+    (tmp_path / "project").mkdir()
+    assert main(["doctor", str(tmp_path / "project")]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "no script at" not in err
+
+
+def test_an_unknown_doctor_option_is_named_by_the_doctor(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text("print('ran')\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["doctor", "-q", str(path)])
+    assert stop.value.code == 2
+    captured = capsys.readouterr()
+    assert "ran" not in captured.out
+    assert "usage: leakygrad doctor" in captured.err and "-q" in captured.err
+    assert "SCRIPT.py" in captured.err  # what to do: the doctor's options go before the script
+
+
+@pytest.mark.parametrize("option", ["--steps", "--lr"])
+def test_demo_says_what_a_value_that_is_no_number_should_be(option, capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", option, "abc"])
+    err = capsys.readouterr().err
+    assert "invalid _" not in err  # not the name of a function inside leakygrad
+    assert f"argument {option}" in err and "'abc'" in err
+
+
+def test_threads_the_caller_started_are_not_waited_for(tmp_path):
+    import time
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, args=(30,))  # the caller's thread, not one the script started
+    other.start()
+    try:
+        path = tmp_path / "plain.py"
+        path.write_text("x = 1\n")
+        start = time.perf_counter()
+        assert run_script(path, watch=False).exit_code == 0
+        assert time.perf_counter() - start < 10
+    finally:
+        release.set()
+        other.join()
+
+
+@pytest.mark.parametrize("flag", ["--json", "--html"])
+def test_a_report_path_that_is_the_script_itself_is_refused_before_the_run(tmp_path, flag, capsys):
+    script = tmp_path / "train.py"
+    source = "print('trained')\n"
+    script.write_text(source)
+    assert main(["doctor", flag, str(script), str(script)]) == 2
+    assert "is the script itself" in capsys.readouterr().err
+    assert script.read_text() == source  # not overwritten, and not run
+
+
+def test_one_path_for_both_reports_is_refused(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("print('trained')\n")
+    report = str(tmp_path / "report.out")
+    assert main(["doctor", "--json", report, "--html", report, str(script)]) == 2
+    captured = capsys.readouterr()
+    assert "same file" in captured.err and "trained" not in captured.out
