@@ -138,11 +138,11 @@ def write_atomically(path: str, write) -> None:
     """
     path = os.path.realpath(path)  # through a symbolic link: the file it points to is the one replaced
     directory = os.path.dirname(path)
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise NotADirectoryError(
-            f"save: cannot write {os.path.basename(path)} in {directory}: that is a file, not a folder"
-        )
     if not os.path.isdir(directory):
+        if os.path.exists(directory):
+            raise NotADirectoryError(
+                f"save: cannot write {os.path.basename(path)} in {directory}: that is a file, not a folder"
+            )
         raise FileNotFoundError(f"save: no folder {directory} to write {os.path.basename(path)} in; create it first")
     if os.path.isdir(path):
         raise IsADirectoryError(f"save: '{path}' is a folder; give the name of a file to write")

@@ -1,4 +1,4 @@
-"""Review s15: schedules set the lr as a Python number, and say why one cannot start at a SequentialLR milestone."""
+"""Schedules set the lr as a Python number, and say why one cannot start at a SequentialLR milestone."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Review s15: bad character ids and bad DataLoader inputs are named for what they are."""
+"""Bad character ids and bad DataLoader inputs are named for what they are."""
 
 import numpy as np
 import pytest

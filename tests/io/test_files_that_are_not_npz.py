@@ -1,4 +1,4 @@
-"""Review s15: files that are not .npz archives, and a folder that is a file, are named for what they are."""
+"""Files that are not .npz archives, and a folder that is a file, are named for what they are."""
 
 import zipfile
 

@@ -1,5 +1,4 @@
-"""Review of the layers (recurrent, attention, norms, basic layers, init): bugs found against PyTorch, each with
-the test that caught it."""
+"""Layer options and inputs at the edges (recurrent, attention, norms, basic layers, init), against PyTorch."""
 
 import warnings
 

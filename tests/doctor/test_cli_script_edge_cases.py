@@ -1,4 +1,4 @@
-"""Review of the doctor's command line and runner: each test is a bug found by running scripts under it."""
+"""The doctor's command line and runner on scripts that end, fail or use their streams and threads unusually."""
 
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""Review of the reductions, shape and matmul ops against PyTorch: one test per bug found."""
+"""Axes and shapes of reductions and shape ops at the edges: 0-d tensors, axes that are not whole numbers."""
 
 import numpy as np
 import pytest
