@@ -3,6 +3,7 @@
     python benchmarks/bench_doctor.py                 # tiny GPT, CNN, MLP on CPU (one thread), ~3 minutes
     python benchmarks/bench_doctor.py --quick         # fewer rounds, for a smoke test
     python benchmarks/bench_doctor.py --device cuda --clock wall --big-gpt   # where a GPU is available
+    python benchmarks/bench_doctor.py --device cuda --clock wall --large-gpt --models "tiny GPT" --rounds 10
 
 Method. Each model trains on a fixed batch, one run, in blocks of steps taken in turn: plain; under the doctor with
 default settings (statistics every 16th step); under the doctor with statistics on every step; and, for reference,
@@ -79,11 +80,20 @@ class TinyGPT(nn.Module):
         return self.head(self.ln(self.blocks(x)))
 
 
-def gpt_task(device, big=False):
-    size = dict(width=384, heads=6, blocks=6, context=128) if big else {}
-    model = TinyGPT(**size).to(device)
-    context = size.get("context", 64)
-    idx = torch.randint(0, 65, (16, context + 1), device=device)
+# name -> (TinyGPT's arguments, batch). "big" and "large" are for GPUs: on an H200 the big one's step is still
+# bound by the host's kernel launches, the large one's by the device's arithmetic.
+GPT_SIZES = {
+    "small": ({}, 16),
+    "big": (dict(width=384, heads=6, blocks=6, context=128), 16),
+    "large": (dict(width=768, heads=12, blocks=6, context=256), 32),
+}
+
+
+def gpt_task(device, size="small"):
+    arguments, batch = GPT_SIZES[size]
+    model = TinyGPT(**arguments).to(device)
+    context = arguments.get("context", 64)
+    idx = torch.randint(0, 65, (batch, context + 1), device=device)
     x, y = idx[:, :-1], idx[:, 1:]
     loss = lambda m: F.cross_entropy(m(x).reshape(-1, 65), y.reshape(-1))  # noqa: E731
     return model, lambda m: torch.optim.AdamW(m.parameters(), lr=3e-4), loss
@@ -140,14 +150,14 @@ def train_block(model, optimizer, loss_fn, steps, mode, sync):
 MODES = ["plain", "doctor", "doctor every step", "anomaly"]
 
 
-def bench_task(name, device, rounds, block, big=False):
+def bench_task(name, device, rounds, block, gpt_size="small"):
     """Median time per step of each mode, and the median over rounds of its ratio to the plain block of the round.
 
     Within a round the modes run back to back, in an order rotated from round to round, so each ratio compares
     blocks run moments apart: slow drifts in the machine's speed (other processes, clock changes) cancel.
     """
     make = TASKS[name]
-    model, make_optimizer, loss_fn = make(device, big) if name == "tiny GPT" else make(device)
+    model, make_optimizer, loss_fn = make(device, gpt_size) if name == "tiny GPT" else make(device)
     optimizer = make_optimizer(model)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     times = {mode: [] for mode in MODES}
@@ -191,6 +201,9 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=32, help="steps per timed block (a multiple of 16)")
     parser.add_argument("--models", default=",".join(TASKS), help="comma-separated: " + ", ".join(TASKS))
     parser.add_argument("--big-gpt", action="store_true", help="a larger tiny GPT (6 blocks, width 384) for GPUs")
+    parser.add_argument(
+        "--large-gpt", action="store_true", help="larger still (6 blocks, width 768, context 256, batch 32)"
+    )
     parser.add_argument("--memory-steps", type=int, default=20000)
     parser.add_argument("--quick", action="store_true", help="4 rounds, 2000 memory steps")
     parser.add_argument(
@@ -209,6 +222,7 @@ def main() -> None:
         parser.error("--block must be a multiple of 16 (the default sampling interval)")
     if args.quick:
         args.rounds, args.memory_steps = 4, 2000
+    gpt_size = "large" if args.large_gpt else "big" if args.big_gpt else "small"
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
@@ -221,12 +235,12 @@ def main() -> None:
     print("|" + "---|" * 8)
     for name in args.models.split(","):
         name = name.strip()
-        medians, ratios = bench_task(name, args.device, args.rounds, args.block, big=args.big_gpt)
+        medians, ratios = bench_task(name, args.device, args.rounds, args.block, gpt_size)
         cells = [f"{medians['plain'] * 1e3:.2f} ms"]
         for mode in MODES[1:]:
             middle, low, high = ratios[mode]
             cells += [f"{medians[mode] * 1e3:.2f} ms", f"{middle:.3f}x ({low:.2f}-{high:.2f})"]
-        label = name + (" (big)" if args.big_gpt and name == "tiny GPT" else "")
+        label = name + (f" ({gpt_size})" if gpt_size != "small" and name == "tiny GPT" else "")
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     checkpoints = sorted({args.memory_steps // 20, args.memory_steps // 4, args.memory_steps // 2, args.memory_steps})
     print(f"\nMemory: MLP, statistics on every step, {args.memory_steps} steps")

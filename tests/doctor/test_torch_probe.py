@@ -363,10 +363,19 @@ def test_a_watched_op_with_an_infinite_derivative_keeps_nothing_alive():
     assert watched() is None
 
 
-def test_deferred_statistics_read_the_same_in_place_and_joined():
-    """On the CPU numbers are read where they are; elsewhere they are joined and copied to the host at once. Both
-    give the same numbers, and the same flags: one byte per entry, 1 where it is > 0 (a NaN is no)."""
-    from leakygrad.doctor.probes.torch_stats import Deferred
+def test_deferred_statistics_read_the_same_in_place_joined_and_by_group():
+    """On the CPU numbers are read where they are; on a GPU they are joined and copied to the host in one transfer
+    (or one per device, for a model split across several). All three give the same numbers, and the same flags:
+    one byte per entry, 1 where it is > 0 (a NaN is no)."""
+    from leakygrad.doctor.probes.torch_stats import Deferred, Fetch, HostCopy
+
+    def joined(deferred):  # the GPU's path (on the CPU, a HostCopy copies at once)
+        fetch = Fetch(copy=HostCopy(deferred._joined()), split=deferred._split)
+        assert fetch.ready()
+        return fetch.result()
+
+    def by_group(deferred):
+        return deferred._fetch_by_group(deferred._vectors + deferred._flags)
 
     def filled():
         deferred = Deferred()
@@ -377,8 +386,7 @@ def test_deferred_statistics_read_the_same_in_place_and_joined():
         deferred.flags(torch.tensor([1.0, 0.0], dtype=torch.float16))
         return deferred
 
-    in_place, joined = filled().fetch(), filled()._transfer()
-    for scalars, vectors, flags in (in_place, joined):
+    for scalars, vectors, flags in (filled().fetch(), joined(filled()), by_group(filled())):
         assert scalars[:2] == [1.5, 2.0] and math.isnan(scalars[2])
         assert vectors[0].tolist() == [0.25, -1.0, 3.0]
         assert flags == [b"\x00\x01\x00\x00\x01", b"\x01\x00"]
@@ -640,12 +648,14 @@ def test_settings_that_cannot_work_are_refused_when_the_doctor_is_made():
 
 
 def test_losses_kept_on_the_device_are_read_together_and_unscaled():
-    """On a GPU the losses wait on the device and are read every few steps in one transfer (no GPU here: the same
-    path, fed CPU tensors)."""
+    """On a GPU the losses wait on the device and are sent every few steps in one transfer, read once it has landed
+    (no GPU here: the same path, fed CPU tensors)."""
     dr = doctor.watch(nn.Linear(2, 1))
     probe = dr.probe
     probe._pending_device_losses = [(0, torch.tensor(4.0), torch.tensor([2.0])), (1, torch.tensor([3.0]), None)]
     probe._flush_device_losses()
+    assert len(probe._unread_losses) == 1 and dr.history.loss.buckets == []  # one transfer, on its way
+    probe.catch_up()
     assert [bucket.mean for bucket in dr.history.loss.buckets] == [2.0, 3.0]
 
 
@@ -693,3 +703,90 @@ def test_a_new_optimiser_for_the_next_phase_is_followed_though_one_was_given():
                 nn.functional.mse_loss(model(x), y).backward()
                 optimizer.step()
     assert dr.steps == 20 + 40 - 2  # its first two steps, before it is taken for the next phase, are not counted
+
+
+class CopyThatLandsLate:
+    """What a GPU's statistics look like to the host: a copy that has not landed for the first `delay` times the
+    probe asks (`HostCopy` on the CPU copies at once, so the late path is made here)."""
+
+    def __init__(self, flat: torch.Tensor, delay: int):
+        self.flat, self.asks_left = flat, delay
+
+    def ready(self) -> bool:
+        self.asks_left -= 1
+        return self.asks_left < 0
+
+    def numpy(self) -> np.ndarray:
+        return self.flat.numpy().astype(np.float64)
+
+
+@pytest.mark.parametrize("delay", [1, 10])
+def test_statistics_that_land_late_make_the_same_records_in_step_order(monkeypatch, delay):
+    """On a GPU the host does not wait for a sampled step's statistics: its record is built once they land, a step
+    or more later (at most MAX_UNREAD steps behind: then the oldest is waited for), and every record left is read
+    when the run ends. The records and findings are those of a run that read every step's statistics at once."""
+    from leakygrad.doctor.probes.torch_stats import Deferred, Fetch
+
+    def run():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.Sigmoid(), nn.Linear(32, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        x, y = torch.randn(64, 8), torch.randn(64, 1)
+        built_by_step = []
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for _ in range(30):
+                loss = ((model(x) - y) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                built_by_step.append(dr.history.records_seen)
+        return dr, built_by_step
+
+    on_time, built_on_time = run()
+
+    def start_late_fetch(deferred):
+        return Fetch(copy=CopyThatLandsLate(deferred._joined(), delay), split=deferred._split)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Deferred, "start_fetch", start_late_fetch)
+        late, built_late = run()
+    assert built_on_time == list(range(1, 31))
+    lag = min(delay, torch_probe.MAX_UNREAD)  # records still on their way after each step
+    assert built_late == [max(0, step - lag) for step in range(1, 31)]
+    assert late.history.records_seen == 30  # the last ones read when the doctor detached
+    assert [r.to_dict() for r in late.history.records] == [r.to_dict() for r in on_time.history.records]
+    assert [f.one_line() for f in late.findings] == [f.one_line() for f in on_time.findings]
+    assert late.notes == []
+
+
+@pytest.mark.parametrize(("every", "where"), [(1, "log"), (4, "sequential.2")])
+def test_a_nan_loss_whose_reading_waits_like_a_gpus_is_found_at_the_next_sampled_step(monkeypatch, every, where):
+    """A GPU's losses are read a few steps late, without waiting for the device (no GPU here: the CPU's losses sent
+    the same way). A NaN born in the forward pass of a step without statistics is then found at the next sampled
+    step, in the weights the bad update broke, at the layer nearest the loss, dated from the step whose loss was
+    first non-finite, with the advice to rerun with --every 1; with statistics on every step the hooks of the
+    backward pass name the operation (log)."""
+
+    def record_as_on_a_gpu(probe, loss):
+        probe._pending_device_losses.append((probe.step, loss.detach(), None))
+
+    monkeypatch.setattr(torch_probe.TorchProbe, "_record_loss", record_as_on_a_gpu)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = torch.randn(64, 16) * 3, torch.randint(0, 10, (64,))
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for step in range(12):
+            sharpness = 400.0 if step >= 2 else 1.0  # from step 2 (not sampled at every=4) some underflow to 0
+            probabilities = torch.softmax(model(x) * sharpness, dim=1)  # and log(0) = -inf
+            loss = -(nn.functional.one_hot(y, 10).float() * torch.log(probabilities)).sum(dim=1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert [f.where for f in nonfinite] == [where], [f.one_line() for f in dr.findings]
+    assert nonfinite[0].first_step == 2  # the loss's step, though at every=4 the NaN is found at step 5
+    if every > 1:
+        assert nonfinite[0].evidence["found_at_step"] == 5  # (steps 0, 5, 10 are sampled)
+        assert "--every 1" in nonfinite[0].explanation + " ".join(nonfinite[0].remedies)
+    assert dr.notes == []

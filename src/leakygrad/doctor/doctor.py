@@ -105,9 +105,20 @@ class Doctor:
     @property
     def findings(self) -> list[Finding]:
         """The findings so far, most severe first."""
+        self._catch_up()
         if self._findings is None:
             self._findings = diagnose(self.history, self.thresholds)
         return self._findings
+
+    def _catch_up(self) -> None:
+        """Have the probe read the statistics still on their way from a device (a GPU's arrive a step or two
+        after their step, so that the training never waits for them)."""
+        probe = self.probe
+        if probe is not None and getattr(probe, "attached", False) and hasattr(probe, "catch_up"):
+            try:
+                probe.catch_up()
+            except Exception as error:  # the training goes on regardless: see internal_error
+                self.internal_error("reading the last statistics", error)
 
     @property
     def steps(self) -> int:

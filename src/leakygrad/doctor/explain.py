@@ -246,6 +246,14 @@ def explain_nonfinite(f: Finding):
                 "torch.where(cond, f(x), y) computes f(x) for every element, and its backward sends a gradient of 0 "
                 "through f for the masked elements, which f's infinite derivative turns into NaN."
             )
+    elif e.get("found_at_step") is not None:
+        text = (
+            f"The loss was first non-finite at step {f.first_step}, and at sampled step {e['found_at_step']} "
+            f"parameters were non-finite ({', '.join(e.get('parameters', [])[:4])}): an optimiser step applied "
+            "the non-finite gradient that flowed back from that loss. The loss was read after its step (as on a "
+            "GPU, where the doctor does not wait for the device), when the graph that would name the operation "
+            "that made it was already gone."
+        )
     else:
         text = (
             f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}): "

@@ -657,7 +657,14 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
     }
-    return [Finding("nonfinite", event.where, event.step, "error", evidence)]
+    first = event.step
+    loss_first = history.loss.first_nonfinite_step
+    if event.phase == "update" and loss_first is not None and loss_first < first:
+        # Broken weights found at a sampled step, after a loss already non-finite: a loss read late (a GPU's,
+        # read without waiting for the device) showed the NaN first; the run went wrong at that step.
+        first, evidence["found_at_step"] = loss_first, event.step
+        evidence["loss_before"] = _loss_before(history, loss_first)
+    return [Finding("nonfinite", event.where, first, "error", evidence)]
 
 
 # --- the loss: diverging or stalled -------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ What runs when (step = one optimiser step; without an optimiser, one backward ca
   gradient they block, and on operations with infinite derivatives (log, sqrt, div, ...) to catch the first
   NaN of the backward pass. At the optimiser step: gradient and weight norms per layer, and the update/weight
   ratio. Everything is reduced on the tensors' device and fetched in one transfer at the end of the step (read
-  in place on the CPU).
+  in place on the CPU). On a GPU that copy is not waited for: the step's record is built a step or two later,
+  once the copy has landed, so the host never stalls the device (see `Deferred.start_fetch`).
 - Between sampled steps no module hook is installed, so PyTorch takes its hook-free fast path.
 
 Nothing here changes a value the training computes: hooks return None, statistics are computed on detached
@@ -32,6 +33,7 @@ import math
 import sys
 import warnings
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 
 import torch
@@ -44,6 +46,8 @@ from leakygrad.doctor.probes.torch_graph import NodeTags, op_name
 from leakygrad.doctor.probes.torch_stats import (
     ActivationTally,
     Deferred,
+    Fetch,
+    HostCopy,
     ParameterSamples,
     Scratch,
     add_activation,
@@ -63,6 +67,7 @@ GATING_OPS = {
 }  # fmt: skip
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
+MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 
 
 # --- the one patched function: torch.autograd.backward ------------------------------------------------------------
@@ -225,6 +230,7 @@ _step_keys = itertools.count()
 class StepState:
     """What one sampled step has gathered so far (device tensors, fetched at its end)."""
 
+    step: int = 0  # the training step this state measures
     deferred: Deferred = field(default_factory=Deferred)
     order: dict = field(default_factory=dict)  # module name -> forward position
     # Written into the graph's nodes (see NodeTags), so that the state holds no node between forward and backward:
@@ -270,6 +276,16 @@ class StepState:
         graph and its tensors are freed as soon as the probe lets go of the state."""
         self.ticket.state = None
         self.output_memory.clear()
+
+
+@dataclass(slots=True)
+class UnreadStep:
+    """A sampled step whose statistics are on their way to the host, with what its record needs besides."""
+
+    state: StepState
+    fetch: Fetch
+    losses: list  # the step's losses read on the host (on the CPU; a GPU's come with the device losses)
+    backward_calls: int
 
 
 class GradientMarks:
@@ -332,6 +348,8 @@ class TorchProbe:
         self._depth = 0
         self._losses: list[float] = []
         self._pending_device_losses: list = []
+        self._unread: deque[UnreadStep] = deque()  # sampled steps whose statistics are on their way from a GPU
+        self._unread_losses: deque[tuple[list, HostCopy]] = deque()  # (steps, their losses on the way)
         self._backward_calls = 0
         # An optimiser stepped between two backward passes of one step: each optimiser steps on a loss of its own
         # (a GAN's two players), and the step's mean loss mixes competing losses (see History.competing_loss_steps)
@@ -397,6 +415,7 @@ class TorchProbe:
             # In optimiser mode a step ends at the optimiser step; backward calls after the last one (a GAN's
             # generator loss after the discriminator's step) belong to no complete step and are not counted.
             self._flush_device_losses()
+            self.catch_up()
         except Exception as error:
             self._fail("finishing the run", error)
         self._remove_module_hooks()
@@ -492,7 +511,7 @@ class TorchProbe:
         self._losses = []
         if self.state is not None:
             self.state.release()  # an unfinished sampled step (no optimiser step came)
-        self.state = StepState() if self.sampling else None
+        self.state = StepState(step=self.step) if self.sampling else None
         self._depth = 0
         self._hooks_paused = False
         self._in_step = False
@@ -511,6 +530,8 @@ class TorchProbe:
         self.doctor.set_steps(self.step)
         if len(self._pending_device_losses) >= self.every:
             self._flush_device_losses()
+        if self._unread or self._unread_losses:
+            self._read_arrived()
         self._start_step()
 
     def _install_module_hooks(self) -> None:
@@ -795,9 +816,26 @@ class TorchProbe:
             torch.stack([t.float().reshape(()), ones if f is None else f.float().reshape(()).to(t.device)])
             for _, t, f in pending
         ]
-        values = torch.stack(pairs).cpu().tolist()  # (one transfer for all of them)
-        for (step, _, _), (value, scale) in zip(pending, values):
-            self.doctor.add_loss(step, value / scale)  # (a scale of 1 where no gradient scaler was used)
+        # one transfer for all of them, not waited for: read once it has landed (`_read_arrived`)
+        self._unread_losses.append(([step for step, _, _ in pending], HostCopy(torch.stack(pairs))))
+
+    # --- reading what a GPU sent: records are built in step order, once their statistics have landed ------------------
+    def _read_arrived(self, wait: bool = False) -> None:
+        """Build the records of the sampled steps whose statistics have reached the host, oldest first (all of
+        them, waiting for the device, when `wait`); likewise for losses. More than MAX_UNREAD on their way: the
+        oldest is waited for, so a host far ahead of its device does not hold many steps' state."""
+        unread = self._unread
+        while unread and (wait or len(unread) > MAX_UNREAD or unread[0].fetch.ready()):
+            self._build_record(unread.popleft())
+        losses = self._unread_losses
+        while losses and (wait or len(losses) > MAX_UNREAD or losses[0][1].ready()):
+            steps, copy = losses.popleft()
+            for step, (value, scale) in zip(steps, copy.numpy().tolist()):
+                self.doctor.add_loss(step, value / scale)  # (a scale of 1 where no gradient scaler was used)
+
+    def catch_up(self) -> None:
+        """Read every statistic still on its way from the device (waits for it): before findings are read."""
+        self._read_arrived(wait=True)
 
     # --- the graph walk (sampled steps) -------------------------------------------------------------------------------
     def _walk_graph(self, roots) -> None:
@@ -1055,19 +1093,27 @@ class TorchProbe:
 
     # --- the end of a sampled step: fetch everything once, build the record -------------------------------------------
     def _finish_sampled_step(self, with_update: bool) -> None:
+        """The last measurements of a sampled step; its statistics start for the host, and its record is built when
+        they arrive (on the CPU, at once: `_end_step` comes next, and reads what has arrived)."""
         state = self.state
         if with_update:
             self._measure_update()
         elif not state.params:
             self._measure_parameters(self._model_parameters(), snapshot=False)
         self._defer_activation_tallies(state)
-        scalars, vectors, flags = state.deferred.fetch()
+        self._unread.append(UnreadStep(state, state.deferred.start_fetch(), list(self._losses), self._backward_calls))
+        state.release()  # the step is over for its hooks; what the record needs stays in the state
+        self.state = None
+
+    def _build_record(self, unread: UnreadStep) -> None:
+        state = unread.state
+        scalars, vectors, flags = unread.fetch.result()
         value = lambda i: None if i is None else scalars[i]  # noqa: E731
-        record = StepRecord(step=self.step)
-        if self._losses:
-            record.loss = sum(self._losses) / len(self._losses)
+        record = StepRecord(step=state.step)
+        if unread.losses:
+            record.loss = sum(unread.losses) / len(unread.losses)
         grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
-        self._add_parameter_stats(record, state, grads, updates)
+        self._add_parameter_stats(record, state, grads, updates, unread.backward_calls)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
         for key, (op, site, pairs, elements, floor) in state.gates.items():
@@ -1079,15 +1125,15 @@ class TorchProbe:
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
-        state.release()
-        self.state = None
 
-    def _add_parameter_stats(self, record: StepRecord, state: StepState, grads: list, updates: list) -> None:
+    def _add_parameter_stats(
+        self, record: StepRecord, state: StepState, grads: list, updates: list, backward_calls: int
+    ) -> None:
         params = state.params
         # a NaN norm counts as a gradient: it arrived
         # (a step with no backward and no gradient, an optimiser step before the first backward, checks nothing;
         # with a backward, none arriving is the finding: an optimiser given another model's parameters, say)
-        if self._backward_calls or any(g is not None for g in grads):
+        if backward_calls or any(g is not None for g in grads):
             record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
             record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
         record.param_module = {name: label for name, label, _ in params}
@@ -1193,7 +1239,7 @@ class TorchProbe:
             self._nonfinite_seen = True
             self.doctor.set_nonfinite(
                 NonfiniteEvent(
-                    step=self.step,
+                    step=state.step,
                     phase="backward",
                     where=op,
                     op=op,
@@ -1210,7 +1256,7 @@ class TorchProbe:
             self._nonfinite_seen = True
             self.doctor.set_nonfinite(
                 NonfiniteEvent(
-                    step=self.step,
+                    step=state.step,
                     phase="backward",
                     where=first_bad,
                     module=first_bad,
@@ -1221,7 +1267,7 @@ class TorchProbe:
             )
             return
         if not self._report_broken_weights(state, state.weights_after, before=False):
-            self._last_finite_step = self.step
+            self._last_finite_step = state.step
 
     def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
         """Parameters whose sampled entries hold NaN, made so by an update the loss did not reveal (a where, a
@@ -1240,15 +1286,15 @@ class TorchProbe:
         if before:
             detail = (
                 f"parameters were finite after sampled step {self._last_finite_step} and non-finite when step "
-                f"{self.step} began: an optimiser step in between applied a non-finite gradient (rerun with "
+                f"{state.step} began: an optimiser step in between applied a non-finite gradient (rerun with "
                 "--every 1 to name the operation)"
             )
         else:
             detail = (
-                f"the update of step {self.step} made the parameters non-finite, though no NaN was seen in its "
+                f"the update of step {state.step} made the parameters non-finite, though no NaN was seen in its "
                 "backward pass at the measured points (the layers' outputs and the ops with infinite derivatives)"
             )
-        self._report_nonfinite_parameters([entry for entry in bad if entry is not None], self.step, detail)
+        self._report_nonfinite_parameters([entry for entry in bad if entry is not None], state.step, detail)
         return True
 
     # --- locating a non-finite loss in the live graph -----------------------------------------------------------------

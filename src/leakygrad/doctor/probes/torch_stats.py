@@ -22,9 +22,9 @@ CHANNEL_FIRST_KINDS = ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d
 class Deferred:
     """Device tensors waiting to be fetched: scalars, vectors and flags, each read back by its index.
 
-    Nothing is converted or copied when a number is added; at `fetch` they are joined into one tensor and copied
-    to the host in one transfer (one per device and dtype in the rare run whose statistics live on several), or,
-    when they are on the CPU already, read one by one.
+    Nothing is converted or copied when a number is added; at `start_fetch` they are joined into one tensor and
+    copied to the host in one transfer (one per device and dtype in the rare run whose statistics live on
+    several), or, when they are on the CPU already, read one by one.
     """
 
     def __init__(self):
@@ -55,31 +55,38 @@ class Deferred:
         return len(self._flags) - 1
 
     def fetch(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
+        """Everything, on the host now (a GPU run waits here for the device to finish the step's work)."""
+        return self.start_fetch().result()
+
+    def start_fetch(self) -> Fetch:
+        """Begin moving everything to the host. On a CUDA device: one copy into pinned host memory, queued behind
+        the step's work, that the host does not wait for (a synchronisation would stall the host until the device
+        caught up, and the device would then sit idle while the host prepared the next step: about twice the
+        step's time, measured). Elsewhere the numbers are read at once."""
         if not self._scalars and not self._vectors and not self._flags:
-            return [], [], []
+            return Fetch(([], [], []))
         first = (self._scalars or self._vectors or self._flags)[0]
         if first.is_cpu and all(t.is_cpu for t in self._vectors) and all(t.is_cpu for t in self._flags):
-            return self._read_in_place()  # (float() reads a scalar on any device: only vectors must be on the CPU)
-        return self._transfer()
-
-    def _transfer(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
-        """Join everything into one tensor and copy it to the host at once (a GPU pays one synchronisation)."""
-        tensors = self._vectors + self._flags  # flags travel as vectors, and are turned into bytes on the host
+            return Fetch(self._read_in_place())  # (float() reads a scalar anywhere: only vectors must be on the CPU)
         try:  # the usual case: every statistic on one device, joined into one tensor (dtypes are promoted)
-            parts = ([torch.stack(self._scalars)] if self._scalars else []) + tensors
-            flat = torch.cat(parts)
-            if flat.requires_grad:  # a statistic made from a tensor that was not detached (none should be)
-                flat = flat.detach()
-            flat = flat.cpu().numpy().astype(np.float64)
-        except RuntimeError:  # statistics on several devices (a model split across them)
-            scalars, vectors = self._fetch_by_group(tensors)
-        else:
-            count = len(self._scalars)
-            scalars, vectors, start = flat[:count].tolist(), [], count
-            for t in tensors:
-                vectors.append(flat[start : start + t.numel()])
-                start += t.numel()
-        flags_from = len(self._vectors)  # the vectors come first, then the flags
+            flat = self._joined()
+        except RuntimeError:  # statistics on several devices (a model split across them): one copy per group
+            return Fetch(self._fetch_by_group(self._vectors + self._flags))
+        return Fetch(copy=HostCopy(flat), split=self._split)
+
+    def _joined(self) -> torch.Tensor:
+        parts = ([torch.stack(self._scalars)] if self._scalars else []) + self._vectors + self._flags
+        flat = torch.cat(parts)
+        return flat.detach() if flat.requires_grad else flat  # (a statistic of a tensor not detached: none should be)
+
+    def _split(self, flat: np.ndarray) -> tuple[list[float], list[np.ndarray], list[bytes]]:
+        """The joined numbers, back on the host as float64, cut into scalars, vectors and flags again."""
+        count = len(self._scalars)
+        scalars, vectors, start = flat[:count].tolist(), [], count
+        for t in self._vectors + self._flags:  # flags travel as vectors, and are turned into bytes here
+            vectors.append(flat[start : start + t.numel()])
+            start += t.numel()
+        flags_from = len(self._vectors)
         return scalars, vectors[:flags_from], [(v > 0).tobytes() for v in vectors[flags_from:]]  # a bool: one byte
 
     def _read_in_place(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
@@ -92,7 +99,8 @@ class Deferred:
         flags = [t.detach().gt(0).numpy().tobytes() for t in self._flags]  # a bool is one byte, 1 or 0
         return scalars, vectors, flags
 
-    def _fetch_by_group(self, tensors: list[torch.Tensor]) -> tuple[list[float], list[np.ndarray]]:
+    def _fetch_by_group(self, tensors: list[torch.Tensor]) -> tuple[list[float], list[np.ndarray], list[bytes]]:
+        """One synchronous transfer per (device, dtype): the rare run whose statistics live on several devices."""
         scalars = [0.0] * len(self._scalars)
         for indices, group in _groups(self._scalars):
             for i, value in zip(indices, torch.stack(group).tolist()):
@@ -104,7 +112,53 @@ class Deferred:
             for i, t in zip(indices, group):
                 vectors[i] = flat[start : start + t.numel()]
                 start += t.numel()
-        return scalars, vectors
+        flags_from = len(self._vectors)
+        return scalars, vectors[:flags_from], [(v > 0).tobytes() for v in vectors[flags_from:]]
+
+
+class HostCopy:
+    """A device tensor on its way to the host. On CUDA the copy goes into pinned memory without waiting for the
+    device, and an event recorded behind it says when it has landed; elsewhere it is copied at once."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.event = None
+        if tensor.device.type == "cuda":
+            self.host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+            self.host.copy_(tensor, non_blocking=True)
+            self.event = torch.cuda.Event()
+            self.event.record(torch.cuda.current_stream(tensor.device))
+        else:
+            self.host = tensor.cpu()
+
+    def ready(self) -> bool:
+        """Whether the copy has landed (asking does not wait)."""
+        if self.event is not None and self.event.query():
+            self.event = None  # landed: nothing to wait for from now on
+        return self.event is None
+
+    def numpy(self) -> np.ndarray:
+        """The numbers, as float64 (waits for the copy if it has not landed)."""
+        if self.event is not None:
+            self.event.synchronize()
+            self.event = None
+        return self.host.numpy().astype(np.float64)
+
+
+class Fetch:
+    """Statistics on their way to the host: `ready()` asks whether they have arrived, `result()` reads them as
+    (scalars, vectors, flags), waiting if need be."""
+
+    def __init__(self, done=None, copy: HostCopy | None = None, split=None):
+        self._done, self._copy, self._split = done, copy, split
+
+    def ready(self) -> bool:
+        return self._copy is None or self._copy.ready()
+
+    def result(self) -> tuple[list[float], list[np.ndarray], list[bytes]]:
+        if self._done is None:
+            self._done = self._split(self._copy.numpy())
+            self._copy = self._split = None
+        return self._done
 
 
 def _groups(tensors: list[torch.Tensor]):
