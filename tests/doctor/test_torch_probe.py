@@ -790,3 +790,94 @@ def test_a_nan_loss_whose_reading_waits_like_a_gpus_is_found_at_the_next_sampled
         assert nonfinite[0].evidence["found_at_step"] == 5  # (steps 0, 5, 10 are sampled)
         assert "--every 1" in nonfinite[0].explanation + " ".join(nonfinite[0].remedies)
     assert dr.notes == []
+
+
+def _late_fetches(delay):
+    """Deferred.start_fetch as on a GPU: the copy lands only after `delay` questions (see CopyThatLandsLate)."""
+    from leakygrad.doctor.probes.torch_stats import Fetch
+
+    return lambda deferred: Fetch(copy=CopyThatLandsLate(deferred._joined(), delay), split=deferred._split)
+
+
+@pytest.mark.parametrize("delay", [0, 1])
+def test_a_record_that_fails_to_build_is_noted_and_the_steps_after_it_are_kept(monkeypatch, delay):
+    """An error while building one sampled step's record (on a GPU, a step or more after that step) is kept as an
+    internal note; the step is counted once, and every other record and loss keeps its own step."""
+    from leakygrad.doctor.probes.torch_stats import Deferred
+
+    monkeypatch.setattr(Deferred, "start_fetch", _late_fetches(delay))
+    add_layer_stats = torch_probe.TorchProbe._add_layer_stats
+
+    def fails_at_step_3(probe, record, state, value, vectors):
+        if state.step == 3:
+            raise RuntimeError("boom")
+        return add_layer_stats(probe, record, state, value, vectors)
+
+    monkeypatch.setattr(torch_probe.TorchProbe, "_add_layer_stats", fails_at_step_3)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(8):
+            loss = ((model(x) - y) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.steps == 8
+    assert [r.step for r in dr.history.records] == [0, 1, 2, 4, 5, 6, 7]
+    assert [b.first_step for b in dr.history.loss.buckets] == list(range(8))
+    assert len(dr.notes) == 1 and "building a sampled step's record: RuntimeError: boom" in dr.notes[0]
+
+
+def test_a_nan_born_in_backward_is_named_at_its_op_when_the_statistics_arrive_late(monkeypatch):
+    """A loss read on the host (a CPU loss of a model on a GPU) turns NaN a step after a NaN born in the backward
+    pass: the statistics of the steps before, still on their way, are read first, and they name the op."""
+    from leakygrad.doctor.probes.torch_stats import Deferred
+
+    monkeypatch.setattr(Deferred, "start_fetch", _late_fetches(2))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for step in range(8):
+            out = model(x)
+            distance = out - y if step != 3 else out - out.detach()  # step 3: a distance of 0, sqrt'(0) = inf
+            loss = torch.sqrt((distance**2).mean())  # finite at step 3; NaN from step 4, on NaN weights
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert [(f.where, f.first_step, f.evidence["phase"]) for f in nonfinite] == [("sqrt", 3, "backward")]
+
+
+def test_broken_weights_are_not_dated_from_an_earlier_nan_loss_the_run_got_over(monkeypatch):
+    """A NaN loss whose step was skipped (as a gradient scaler skips it), healthy sampled steps after it, and much
+    later an update that breaks the weights: the finding is dated from that update, not from the old NaN loss."""
+
+    def record_as_on_a_gpu(probe, loss):
+        probe._pending_device_losses.append((probe.step, loss.detach(), None))
+
+    monkeypatch.setattr(torch_probe.TorchProbe, "_record_loss", record_as_on_a_gpu)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=4) as dr:  # sampled steps: 0, 5, 10
+        for step in range(12):
+            batch = x.clone()
+            if step == 2:
+                batch[0, 0] = float("nan")  # one bad batch: a NaN loss...
+            loss = ((model(batch) - y) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            if step == 2:
+                optimizer.zero_grad()  # ...whose step is skipped
+            if step == 10:
+                for p in model.parameters():
+                    p.grad.fill_(float("nan"))  # an unrelated breakage, long after
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert [(f.first_step, f.evidence["phase"]) for f in nonfinite] == [(10, "update")]
+    assert "found_at_step" not in nonfinite[0].evidence

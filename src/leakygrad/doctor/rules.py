@@ -659,9 +659,10 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first = event.step
     loss_first = history.loss.first_nonfinite_step
-    if event.phase == "update" and loss_first is not None and loss_first < first:
-        # Broken weights found at a sampled step, after a loss already non-finite: a loss read late (a GPU's,
-        # read without waiting for the device) showed the NaN first; the run went wrong at that step.
+    since = event.finite_until
+    if event.phase == "update" and since is not None and loss_first is not None and since < loss_first < first:
+        # Weights found broken as a sampled step began, finite at the sampled step before, and a loss non-finite
+        # in between (read late, as a GPU's are, without waiting for the device): the run went wrong at that step.
         first, evidence["found_at_step"] = loss_first, event.step
         evidence["loss_before"] = _loss_before(history, loss_first)
     return [Finding("nonfinite", event.where, first, "error", evidence)]

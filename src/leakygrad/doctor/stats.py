@@ -100,3 +100,4 @@ class NonfiniteEvent:
     candidates: list[str] = field(default_factory=list)  # ops between the last finite and first nonfinite value
     parameters: list[str] = field(default_factory=list)  # parameters that turned nonfinite
     detail: str = ""
+    finite_until: int | None = None  # (phase "update", found when a sampled step began) the last step seen finite

@@ -804,8 +804,10 @@ class TorchProbe:
         value = loss.item() if factor is None else loss.item() / factor.item()
         self._losses.append(value)
         if not math.isfinite(value) and not self._nonfinite_seen:
-            self._nonfinite_seen = True
-            self._locate_forward_nonfinite(loss)
+            self.catch_up()  # (statistics still on their way from a GPU: an earlier step may hold the first NaN)
+            if not self._nonfinite_seen:
+                self._nonfinite_seen = True
+                self._locate_forward_nonfinite(loss)
 
     def _flush_device_losses(self) -> None:
         if not self._pending_device_losses:
@@ -824,13 +826,22 @@ class TorchProbe:
         """Build the records of the sampled steps whose statistics have reached the host, oldest first (all of
         them, waiting for the device, when `wait`); likewise for losses. More than MAX_UNREAD on their way: the
         oldest is waited for, so a host far ahead of its device does not hold many steps' state."""
+        # (never raises: it runs at the end of a step, and a failure must not end that step twice, or lose the rest)
         unread = self._unread
         while unread and (wait or len(unread) > MAX_UNREAD or unread[0].fetch.ready()):
-            self._build_record(unread.popleft())
+            try:
+                self._build_record(unread.popleft())
+            except Exception as error:
+                self._fail("building a sampled step's record", error)
         losses = self._unread_losses
         while losses and (wait or len(losses) > MAX_UNREAD or losses[0][1].ready()):
             steps, copy = losses.popleft()
-            for step, (value, scale) in zip(steps, copy.numpy().tolist()):
+            try:
+                values = copy.numpy().tolist()
+            except Exception as error:
+                self._fail("reading the losses", error)
+                continue
+            for step, (value, scale) in zip(steps, values):
                 self.doctor.add_loss(step, value / scale)  # (a scale of 1 where no gradient scaler was used)
 
     def catch_up(self) -> None:
@@ -1294,7 +1305,10 @@ class TorchProbe:
                 f"the update of step {state.step} made the parameters non-finite, though no NaN was seen in its "
                 "backward pass at the measured points (the layers' outputs and the ops with infinite derivatives)"
             )
-        self._report_nonfinite_parameters([entry for entry in bad if entry is not None], state.step, detail)
+        finite_until = self._last_finite_step if before else None
+        self._report_nonfinite_parameters(
+            [entry for entry in bad if entry is not None], state.step, detail, finite_until
+        )
         return True
 
     # --- locating a non-finite loss in the live graph -----------------------------------------------------------------
@@ -1340,8 +1354,9 @@ class TorchProbe:
             )
         )
 
-    def _report_nonfinite_parameters(self, entries, step: int, detail: str) -> None:
-        """Parameters turned NaN/Inf by an update: name the layer nearest the loss (the gradient reached it first)."""
+    def _report_nonfinite_parameters(self, entries, step: int, detail: str, finite_until: int | None = None) -> None:
+        """Parameters turned NaN/Inf by an update: name the layer nearest the loss (the gradient reached it first).
+        `finite_until`: found as a sampled step began, the last sampled step whose parameters were finite."""
         modules = list(dict.fromkeys(label for _, _, label in entries))
         modules.sort(key=lambda m: self._layer_order.get(m, -1))
         where = modules[-1] if modules else "parameters"
@@ -1355,6 +1370,7 @@ class TorchProbe:
                 exact=False,
                 parameters=[name for _, name, _ in entries],
                 detail=detail,
+                finite_until=finite_until,
             )
         )
 
