@@ -183,3 +183,50 @@ def test_one_path_for_both_reports_is_refused(tmp_path, capsys):
     assert main(["doctor", "--json", report, "--html", report, str(script)]) == 2
     captured = capsys.readouterr()
     assert "same file" in captured.err and "trained" not in captured.out
+
+
+@pytest.mark.parametrize(
+    ("edit", "after"),
+    [
+        ("sys.path.insert(0, 'lib')", ["lib", "ENTRY"]),  # the script's own entry stays, before ours
+        ("sys.path.remove(sys.path[0])", ["ENTRY"]),  # the folder removed: ours comes back at the front
+        ("pass", ["ENTRY"]),
+    ],
+)
+def test_the_path_entry_the_scripts_folder_replaced_comes_back_whatever_the_script_did(tmp_path, edit, after):
+    saved = sys.path[:]
+    sys.path.insert(0, "ENTRY")
+    try:
+        path = tmp_path / "edits_path.py"
+        path.write_text(f"import sys\n{edit}\n")
+        assert run_script(path, watch=False).exit_code == 0
+        assert str(tmp_path) not in sys.path
+        assert sys.path[: len(after)] == after
+        assert sys.path[len(after) :] == saved
+    finally:
+        sys.path[:] = saved
+
+
+def test_ctrl_c_while_the_scripts_threads_run_on_still_writes_the_report(tmp_path):
+    """Python waits for a script's non-daemon threads at exit, and so does the doctor; Ctrl-C during that wait
+    used to end the doctor without a report. Now the report is written and the exit status is 130."""
+    import signal
+    import time
+
+    path = tmp_path / "worker.py"
+    path.write_text(TRAIN + "import threading, time\nthreading.Thread(target=time.sleep, args=(4,)).start()\n"
+                    "print('main done', flush=True)\n")  # fmt: skip
+    report = tmp_path / "r.json"
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    command = [sys.executable, "-m", "leakygrad", "doctor", "--quiet", "--json", str(report), str(path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stdout.readline().strip() == "main done"
+        time.sleep(0.5)  # the doctor is waiting for the thread now
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "interrupted while the script's threads were still running" in stderr
+    assert '"steps": 3' in report.read_text()

@@ -74,13 +74,31 @@ def run_script(
         doctor.script_error = _one_line(_describe(error))
         exit_code = 1
     finally:
-        _wait_for_threads(threads_before)
+        try:
+            _wait_for_threads(threads_before)
+        except KeyboardInterrupt:  # Ctrl-C while the script's threads ran on: stop waiting, keep the report
+            print("leakygrad doctor: interrupted while the script's threads were still running", file=sys.stderr)
+            doctor.script_error = doctor.script_error or "KeyboardInterrupt"
+            exit_code = exit_code or 130
         if doctor.probe is not None:
             doctor.probe.detach()
         sys.argv = saved_argv
-        if saved_path0 is not None:
-            sys.path[0] = saved_path0
+        _restore_path_entry(folder, saved_path0)
     return ScriptRun(exit_code, doctor, script_globals)
+
+
+def _restore_path_entry(folder: str, saved: str | None) -> None:
+    """Put back the `sys.path` entry that the script's folder stood in for, wherever the script moved the folder
+    (it may insert entries of its own before it, as `sys.path.insert(0, ...)` does), or at the front if the
+    script removed it; with no entry saved (sys.path was empty), take the folder out again."""
+    if folder in sys.path:
+        index = sys.path.index(folder)
+        if saved is None:
+            del sys.path[index]
+        else:
+            sys.path[index] = saved
+    elif saved is not None:
+        sys.path.insert(0, saved)
 
 
 def _run_as_main(path: Path) -> dict:
