@@ -24,6 +24,10 @@ def jvp(fn: Callable, inputs, tangents):
 
     `inputs` and `tangents` are a Tensor each, or sequences of the same length and shapes. The outputs come
     back detached; the Jacobian-vector product has the outputs' structure (a Tensor or a tuple).
+
+    Being built from two backward passes, J t goes through any gradient hook that `fn` puts on a tensor
+    (`register_hook`): a hook that changes the gradient changes J t too (torch.func.jvp, forward mode proper,
+    runs no hooks), and one that only looks is called twice, the first time with a gradient of zeros.
     """
     single = isinstance(inputs, Tensor)
     inputs = [inputs] if single else list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from leakygrad.engine import BackwardError, LeakygradError, Tensor, grad
+from leakygrad.engine import LeakygradError, NotTwiceDifferentiable, Tensor, enable_grad, grad
 
 BANDS = ((1e-7, "good"), (1e-4, "suspicious unless there are kinks"), (1e-2, "probably wrong"))
 
@@ -48,9 +48,13 @@ class InputCheck:
     passed: bool
     path: str = ""  # which backward computed `analytic`, when the op has two (see `gradcheck`)
     label: str = ""  # what the input is, when not one the caller passed (gradgradcheck's upstream gradients)
+    atol: float = 0.0  # the absolute tolerance the check allowed
 
     @property
     def verdict(self) -> str:
+        if self.passed and judge(self.relative_error) != "good" and abs(self.analytic - self.numerical) <= self.atol:
+            # values this small pass on the absolute tolerance, whatever their relative error says
+            return f"passed on atol={self.atol:g}: values this small are compared absolutely"
         return judge(self.relative_error)
 
     def describe(self) -> str:
@@ -117,18 +121,23 @@ def _check(name, fn, inputs, eps, atol, rtol, seed, raise_exception, labels) -> 
     """gradcheck itself; `name` and `labels` (position -> what that input is) only word the report."""
     if not eps > 0:
         raise LeakygradError(f"{name}: eps must be > 0, got {eps}")
+    with enable_grad():  # (inside no_grad() nothing would be recorded, and every gradient would read 0)
+        return _check_recording(name, fn, inputs, eps, atol, rtol, seed, raise_exception, labels)
+
+
+def _check_recording(name, fn, inputs, eps, atol, rtol, seed, raise_exception, labels) -> GradcheckReport:
     args = [_float64_copy(x) for x in inputs]
     checked = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
     if not checked:
         raise LeakygradError(f"{name}: no input requires grad, so there is no gradient to check")
 
-    outputs = _as_outputs(fn(*args))
+    outputs = _as_outputs(name, fn(*args))
     rng = np.random.default_rng(seed)
     weights = [rng.standard_normal(out.shape) for out in outputs]  # the upstream gradient v
 
     def scalar(*xs) -> float:
         """sum(v * f(x)). (fn may itself call backward, as in gradgradcheck: the graph stays on.)"""
-        outs = _as_outputs(fn(*xs))
+        outs = _as_outputs(name, fn(*xs))
         return float(sum(np.sum(w * o.data) for w, o in zip(weights, outs)))
 
     # Both backward passes an op may have: `backward_arrays` (on NumPy arrays: what a training step runs) and
@@ -137,7 +146,7 @@ def _check(name, fn, inputs, eps, atol, rtol, seed, raise_exception, labels) -> 
     on_arrays = _analytic(outputs, weights, xs)
     try:
         recorded = _analytic(outputs, weights, xs, create_graph=True)
-    except BackwardError:  # an op with no recorded backward (a fused layer without a composed version)
+    except NotTwiceDifferentiable:  # an op with no recorded backward (a fused layer without a composed version)
         recorded = on_arrays
     report = GradcheckReport(eps=eps)
     for i, a, r in zip(checked, on_arrays, recorded):
@@ -178,20 +187,26 @@ def gradgradcheck(
     The function checked is (x, v) -> d/dx sum(v * fn(x)), built with `create_graph=True`, so its gradient
     involves the derivative of every op's backward, with respect to both the inputs and the upstream v.
     """
+    with enable_grad():  # (inside no_grad() the first derivatives would all read 0, and so would their slopes)
+        return _gradgradcheck(fn, inputs, eps, atol, rtol, seed, raise_exception)
+
+
+def _gradgradcheck(fn, inputs, eps, atol, rtol, seed, raise_exception) -> GradcheckReport:
     args = [_float64_copy(x) for x in _unpacked(inputs)]
     checked = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
     if not checked:
         raise LeakygradError("gradgradcheck: no input requires grad, so there is no gradient to check")
     rng = np.random.default_rng(seed + 1)
     upstream = [
-        Tensor(rng.standard_normal(out.shape), requires_grad=True, dtype=np.float64) for out in _as_outputs(fn(*args))
+        Tensor(rng.standard_normal(out.shape), requires_grad=True, dtype=np.float64)
+        for out in _as_outputs("gradgradcheck", fn(*args))
     ]
     n_args = len(args)
     labels = {n_args + k: f"the upstream gradient of output {k}" for k in range(len(upstream))}
 
     def first_derivatives(*xs_and_vs):
         xs, vs = list(xs_and_vs[:n_args]), xs_and_vs[n_args:]
-        outs = _as_outputs(fn(*xs))
+        outs = _as_outputs("gradgradcheck", fn(*xs))
         grads = grad(list(outs), [xs[i] for i in checked], grad_outputs=list(vs), create_graph=True, allow_unused=True)
         return tuple(
             g if g is not None else Tensor(np.zeros(xs[i].shape), dtype=np.float64) for g, i in zip(grads, checked)
@@ -203,8 +218,9 @@ def gradgradcheck(
 
 
 def _unpacked(inputs: tuple) -> tuple:
-    """The inputs, given one by one (`gradcheck(fn, x, y)`) or as one tuple, PyTorch's way (`gradcheck(fn, (x, y))`)."""
-    if len(inputs) == 1 and isinstance(inputs[0], tuple) and any(isinstance(x, Tensor) for x in inputs[0]):
+    """The inputs, given one by one (`gradcheck(fn, x, y)`) or as one tuple or list, PyTorch's way
+    (`gradcheck(fn, (x, y))`)."""
+    if len(inputs) == 1 and isinstance(inputs[0], (tuple, list)) and any(isinstance(x, Tensor) for x in inputs[0]):
         return inputs[0]
     return inputs
 
@@ -215,11 +231,11 @@ def _float64_copy(x):
     return x
 
 
-def _as_outputs(result) -> list[Tensor]:
+def _as_outputs(name: str, result) -> list[Tensor]:
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     for out in outputs:
         if not isinstance(out, Tensor):
-            raise LeakygradError(f"gradcheck: fn must return a Tensor or a tuple of Tensors, got {type(out).__name__}")
+            raise LeakygradError(f"{name}: fn must return a Tensor or a tuple of Tensors, got {type(out).__name__}")
     return outputs
 
 
@@ -264,12 +280,14 @@ def _compare(position: int, analytic: np.ndarray, numerical: np.ndarray, atol: f
         relative = np.where(scale > 0, diff / scale, 0.0)
     relative = np.where(np.isfinite(diff), relative, np.inf)  # (an inf or NaN on either side: as far off as can be)
     if analytic.size == 0:
-        return InputCheck(position, analytic.shape, (), 0.0, 0.0, 0.0, 0.0, True)
+        return InputCheck(position, analytic.shape, (), 0.0, 0.0, 0.0, 0.0, True, atol=atol)
     excess = np.where(np.isfinite(diff), diff - (atol + rtol * np.abs(numerical)), np.inf)
     passed = bool(np.all(excess <= 0))
     # The element reported: on failure, the one furthest beyond tolerance; on success, the largest relative error
-    # among values above atol. (Near zero a relative error means nothing: 0 against 3e-11 is "100% off".)
-    worst_of = relative * (scale > atol) if passed else excess
+    # among values above atol (near zero a relative error means nothing: 0 against 3e-11 is "100% off"), or among
+    # all of them when every value is that small.
+    above = scale > atol
+    worst_of = (relative * above if above.any() else relative) if passed else excess
     worst = np.unravel_index(np.argmax(worst_of), analytic.shape)
     return InputCheck(
         position=position,
@@ -280,4 +298,5 @@ def _compare(position: int, analytic: np.ndarray, numerical: np.ndarray, atol: f
         relative_error=float(worst_of[worst]) if passed else float(relative[worst]),
         max_abs_error=float(np.nanmax(diff)) if not np.isnan(diff).all() else float("nan"),
         passed=passed,
+        atol=atol,
     )

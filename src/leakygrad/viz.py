@@ -91,7 +91,7 @@ def graph(root: Tensor, rankdir: str = "LR") -> Drawing:
             f'label="{_tensor_label(t, norms[id(t)])}"];'
         )
         if t.op is not None:
-            lines.append(f'  op{id(t)} [shape=ellipse, label="{t.op.name}"];')
+            lines.append(f'  op{id(t)} [shape=ellipse, label="{_quoted(str(t.op.name))}"];')
             lines.append(f"  op{id(t)} -> t{id(t)};")
             for parent in t.op.inputs:
                 lines.append(f"  t{id(parent)} -> op{id(t)};")
@@ -120,7 +120,7 @@ def _grad_norm(t: Tensor) -> float | None:
 def _tensor_label(t: Tensor, norm: float | None) -> str:
     title = t.name or (t.op.name if t.op is not None else ("param" if t.requires_grad else "const"))
     shape = "x".join(str(n) for n in t.shape) or "scalar"
-    parts = [_escape(title), shape]
+    parts = [_escape(str(title)), shape]
     if t.size == 1:
         parts.append(f"value {t.data.item():.4g}")
     if norm is not None:
@@ -143,4 +143,10 @@ def _shade(norm: float | None, largest: float) -> tuple[str, str]:
 
 
 def _escape(text: str) -> str:
+    """Text for a field of a record label: its structure characters, the quote and the backslash escaped."""
     return "".join("\\" + c if c in '{}|<>"\\' else c for c in text)
+
+
+def _quoted(text: str) -> str:
+    """Text for a plain (not record) label: only the quote and the backslash are special there."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -230,9 +230,92 @@ def test_an_infinite_analytic_gradient_is_the_worst_error():
     assert report.inputs[1].relative_error == math.inf and report.max_relative_error == math.inf
 
 
-def test_a_passing_check_on_a_zero_gradient_says_good():
+def test_a_zero_gradient_passes_on_the_absolute_tolerance():
     report = lg.gradcheck(lambda x: (x**3 - 3 * x).sum(), lg.Tensor([1.0], requires_grad=True))  # f'(1) = 0
-    assert report.passed and report.inputs[0].verdict == "good" and report.max_relative_error == 0.0
+    check = report.inputs[0]  # analytic 0 against a numerical ~1e-11: "100% off", which means nothing here
+    assert report.passed and check.verdict.startswith("passed on atol=1e-05") and check.max_abs_error < 1e-9
+
+
+class ScaledWithWrongSlope(Op):
+    """scale * x, whose backward says 1.5 * scale: wrong by half, at any scale."""
+
+    name = "wrongly_scaled"
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def forward(self, x):
+        return x * self.scale
+
+    def backward(self, grad):
+        return grad * (1.5 * self.scale)
+
+
+@pytest.mark.parametrize("scale", [3e-6, 1e-6])
+def test_a_wrong_gradient_too_small_for_atol_passes_as_in_pytorch_but_the_report_shows_how_far_off(scale):
+    """Values below atol pass on the absolute tolerance (PyTorch's rule too), and the report says so: it used to
+    print a relative error of 0.00e+00 "(good)", or 3.33e-01 "(wrong)" under "passed"."""
+    x = x64(4)
+    report = lg.gradcheck(lambda a: ScaledWithWrongSlope.apply(a, scale=scale), x)
+    check = report.inputs[0]
+    assert report.passed
+    assert check.relative_error == pytest.approx(1 / 3, rel=1e-4)  # |1.5s - s| / 1.5s
+    assert check.verdict == "passed on atol=1e-05: values this small are compared absolutely"
+    assert "passed on atol" in str(report)
+    with pytest.raises(GradcheckError):  # with a tighter atol the same gradient fails
+        lg.gradcheck(lambda a: ScaledWithWrongSlope.apply(a, scale=scale), x, atol=1e-8)
+
+
+class SquareWithWrongFirstDerivative(Op):
+    """x^2, whose backward says 5x."""
+
+    name = "wrong_square"
+
+    def forward(self, x):
+        return x * x
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad * x * 5
+
+
+def test_checks_run_the_same_inside_no_grad():
+    """Inside no_grad() nothing is recorded: gradgradcheck saw zero first derivatives, and a zero slope of them,
+    and passed a backward cut from the graph; gradcheck failed a correct function. Both turn recording on."""
+    x = x64(3)
+    with lg.no_grad():
+        assert lg.gradcheck(lambda a: a.tanh(), x).passed
+        assert lg.gradgradcheck(lambda a: a.tanh(), x).passed
+        with pytest.raises(GradcheckError):
+            lg.gradcheck(lambda a: SquareWithWrongFirstDerivative.apply(a), x)
+        with pytest.raises(GradcheckError):  # (a backward cut from the graph: its second derivative reads 0)
+            lg.gradgradcheck(lambda a: SquareWithNumPyBackward.apply(a), x)
+
+
+class CubeWhoseRecordedBackwardHasTheWrongShape(CubeWithTwoBackwards):
+    name = "cube_with_a_broken_recorded_backward"
+
+    def backward(self, grad):
+        return (grad * 3 * self.inputs[0] * self.inputs[0]).sum()
+
+
+def test_a_recorded_backward_that_breaks_is_an_error_not_a_pass():
+    """Only an op that has no recorded backward at all (a fused op without a composed version) is checked on its
+    NumPy backward alone; a recorded backward that fails is reported, not skipped."""
+    x = x64(3)
+    with pytest.raises(lg.BackwardError, match="returned a gradient of shape \\(\\) for input 0"):
+        lg.gradcheck(lambda a: CubeWhoseRecordedBackwardHasTheWrongShape.apply(a), x)
+
+
+def test_inputs_may_come_as_one_list_as_in_pytorch():
+    x, y = x64(2), x64(2, seed=1)
+    assert len(lg.gradcheck(lambda a, b: (a * b).sum(), [x, y]).inputs) == 2
+    assert lg.gradgradcheck(lambda a, b: (a * a * b).sum(), [x, y]).passed
+
+
+def test_gradgradcheck_names_itself_when_fn_returns_no_tensor():
+    with pytest.raises(lg.LeakygradError, match="gradgradcheck: fn must return a Tensor"):
+        lg.gradgradcheck(lambda a: 3.0, x64(2))
 
 
 def test_gradgradcheck_names_the_upstream_gradient_it_checks():

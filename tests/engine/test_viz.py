@@ -133,3 +133,28 @@ def test_backslashes_in_names_are_shown_as_written():
     x = lg.Tensor([1.0], requires_grad=True, name="back\\slash")
     dot = viz.graph((x * 2).sum()).dot
     assert "back\\\\slash" in dot  # escaped for DOT, so Graphviz shows one backslash
+
+
+def test_labels_with_quotes_backslashes_and_numbers_make_valid_dot(tmp_path):
+    """A custom op's name is written into the DOT source as it is: a quote or a backslash broke Graphviz's
+    parser; a tensor named with a number crashed the drawing."""
+    from leakygrad.engine.op import Op
+
+    class Quoted(Op):
+        name = 'my "quoted" op\\'
+
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, grad):
+            return grad * 2
+
+    x = lg.Tensor([1.0, 2.0], requires_grad=True, name=3)
+    dot = viz.graph(Quoted.apply(x).sum()).dot
+    assert 'label="my \\"quoted\\" op\\\\"' in dot
+    assert "3 | 2" in dot  # the number named the tensor, then its shape
+    if shutil.which("dot") is not None:  # and Graphviz reads it (it said "syntax error in line 9")
+        texts = [
+            html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", viz.graph(Quoted.apply(x).sum()).svg())
+        ]
+        assert 'my "quoted" op\\' in texts and "3" in texts

@@ -21,7 +21,7 @@ from leakygrad.engine.creation import (
     zeros,
     zeros_like,
 )
-from leakygrad.engine.errors import BackwardError, LeakygradError, OpError, what_is
+from leakygrad.engine.errors import BackwardError, LeakygradError, NotTwiceDifferentiable, OpError, what_is
 from leakygrad.engine.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from leakygrad.engine.op import Op
 
@@ -52,4 +52,5 @@ __all__ = [
     "OpError",
     "what_is",
     "BackwardError",
+    "NotTwiceDifferentiable",
 ]

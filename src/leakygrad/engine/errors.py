@@ -13,6 +13,11 @@ class BackwardError(LeakygradError, RuntimeError):
     """Backpropagation cannot proceed (nothing to differentiate, a backward that returned the wrong shape)."""
 
 
+class NotTwiceDifferentiable(BackwardError):
+    """A fused op's backward runs in NumPy, and no Tensor-op version of it was given: its backward cannot be
+    recorded (create_graph=True), so it has no second derivative."""
+
+
 def describe(array_like) -> str:
     """`(32, 784) float32`: how errors name a tensor."""
     shape = getattr(array_like, "shape", ())

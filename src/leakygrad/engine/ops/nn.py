@@ -51,7 +51,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from leakygrad.engine.autograd import grad as autograd_grad
-from leakygrad.engine.errors import BackwardError, OpError
+from leakygrad.engine.errors import NotTwiceDifferentiable, OpError
 from leakygrad.engine.op import Op
 from leakygrad.engine.ops.elementwise import keep_bits
 from leakygrad.engine.ops.linalg import as_rows
@@ -660,7 +660,7 @@ class FusedRecurrence(Op):
 
     def backward(self, grad):
         if self.composed is None:
-            raise BackwardError(
+            raise NotTwiceDifferentiable(
                 f"{self.name}: this fused op computes its backward in NumPy, so it cannot be differentiated "
                 "twice, and no composed (Tensor-op) version was given to fall back on. Use the layer with "
                 "fused=False for second derivatives."
