@@ -56,3 +56,48 @@ def test_records_are_thinned_but_the_onset_survives():
     assert recent == list(range(4984, 5000))  # the recent half is whole
     [finding] = [f for f in doctor.findings if f.symptom == "vanishing_gradient"]
     assert finding.first_step == 100  # though the records around step 100 are long gone
+
+
+def test_thinned_records_stay_spread_over_the_whole_run():
+    """Old records used to be halved again at every round of thinning: after 20,000 steps the history held step 0
+    and the last ~250 steps, and the heat map "over the steps" showed nothing between."""
+    doctor = Doctor(every=1)
+    for step in range(20000):
+        doctor.record(StepRecord(step=step))
+    steps = [r.step for r in doctor.history.records]
+    assert len(steps) <= doctor.history.max_records and steps[0] == 0
+    older = steps[: -doctor.history.max_records // 2]
+    assert len(older) >= 8 and max(b - a for a, b in zip(older, older[1:])) < 20000 / 4
+    assert any(5000 < s < 15000 for s in steps)  # the middle of the run is there
+
+
+def test_a_nan_the_run_got_over_does_not_blind_the_rules_for_the_rest_of_it():
+    """One bad batch at step 10, its step skipped (as a gradient scaler does), and every ReLU killed at step 30:
+    the dead ReLUs are found beside the NaN. The records after a NaN count again once the loss is finite again;
+    a run whose loss stays NaN is judged on the records before it, as before."""
+    import torch
+    from torch import nn
+
+    import leakygrad.doctor as doctor
+
+    def run(bad_batch_at):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for step in range(300):
+                if step == 30:
+                    with torch.no_grad():
+                        model[0].bias.fill_(-100.0)  # every ReLU unit dies
+                x = torch.randn(32, 4)
+                if step == bad_batch_at:
+                    x[0, 0] = float("nan")
+                loss = (model(x) - x.sum(1, keepdim=True)).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                if all(torch.isfinite(p.grad).all() for p in model.parameters()):
+                    optimizer.step()
+        return {f.symptom for f in dr.findings}
+
+    assert run(bad_batch_at=None) == {"dead_relu"}
+    assert run(bad_batch_at=10) == {"dead_relu", "nonfinite"}

@@ -217,3 +217,56 @@ def test_bars_start_at_their_origin_zero_is_written_and_long_names_are_cut_in_th
     assert 'fill="#999">0</text>' in chart  # (a gain of exactly 0 read "n/a")
     texts = re.findall(r">([^<]+)</text>", chart)
     assert name not in texts and any(t.startswith("encoder.blocks.") and "…" in t for t in texts)
+
+
+@pytest.mark.parametrize("value", [4e15, 1e17, 1e30, -3e20])
+def test_a_constant_loss_of_any_size_is_drawn(value):
+    """A loss that never moves gives the chart a range of one value, widened to draw it: by 0.5 either side it was
+    no range at 1e17 (a division by zero), and between 2.3e15 and 9e15 the ticks stepped by nothing forever."""
+    from leakygrad.doctor import svg
+
+    scale = svg.Scale(value, value, 0, 100)
+    assert scale.low < value < scale.high and scale(value) == pytest.approx(50)
+    assert 2 <= len(scale.ticks()) <= svg.MAX_TICKS
+    doctor = Doctor(every=4)
+    for step in range(5):
+        doctor.add_loss(step, value)
+    doctor.set_steps(5)
+    assert "<svg" in report_html.render(doctor)[report_html.render(doctor).index("<h2>Loss") :]
+
+
+def test_no_name_can_break_out_of_the_pages_data_block():
+    """The findings go into the page as JSON inside a script element. A name holding `<!--<script>` put the
+    browser's parser in a state where the page's own `</script>` no longer closed it (found in Chromium): now no
+    `<`, `>` or `&` is written there as itself."""
+    doctor = Doctor(every=4)
+    for step in range(40):
+        doctor.add_loss(step, 1.0)
+    doctor.set_steps(40)
+    doctor.set_nonfinite(NonfiniteEvent(step=3, phase="update", where="<!--<script>&", module="<!--<script>&"))
+    page = report_html.render(doctor)
+    block = page[page.index('id="doctor-data">') + len('id="doctor-data">') : page.rindex("</script>")]
+    assert not set("<>&") & set(block)
+    assert json.loads(block)["findings"][0]["where"] == "<!--<script>&"
+
+
+def test_a_nan_loss_the_run_got_over_is_marked_not_shaded_to_the_end():
+    doctor = Doctor(every=4)
+    for step in range(100):
+        doctor.add_loss(step, float("nan") if step == 20 else 1.0 / (1 + step))
+    doctor.set_steps(100)
+    html = report_html.render(doctor)
+    loss_section = html[html.index("<h2>Loss") : html.index("<h2>Gradient norm per layer")]
+    assert "loss not finite on 1 step, the first here" in loss_section
+    assert "from here" not in loss_section.replace("the first here", "")  # (no shaded stretch to the end)
+
+
+@pytest.mark.parametrize(("value", "fill"), [(0.0, "#000"), (float("nan"), "NONFINITE")])
+def test_a_heat_map_of_only_zeros_or_only_nans_is_drawn_in_their_colours(value, fill):
+    from leakygrad.doctor import svg
+
+    chart = svg.heatmap(["net.0", "net.2"], [0, 4], [[value, value], [value, None]], "gradient norm", "")
+    assert "No data" not in chart
+    expected = svg.NONFINITE_FILL if fill == "NONFINITE" else fill
+    assert len(re.findall(f'fill="{expected}"[^>]*data-tip', chart)) == 3
+    assert "No data for gradient norm" in svg.heatmap(["net.0"], [0], [[None]], "gradient norm", "")

@@ -160,10 +160,19 @@ class History:
         return len(self.records) >= self.max_records
 
     def thin(self) -> None:
-        """Drop every other record of the older half (the first record always stays)."""
+        """Keep the recent half whole, and of the older records about a quarter of max_records, spread evenly over
+        the steps they cover (the first record always stays). Dropping every other older record by position,
+        as this once did, halved the records already thinned again at every round: a long run kept step 0 and
+        its last few hundred steps, nothing between."""
         keep_recent = self.max_records // 2
         older, recent = self.records[:-keep_recent], self.records[-keep_recent:]
-        self.records = older[:1] + older[1:][1::2] + recent
+        wanted = max(1, self.max_records // 4)
+        spacing = (older[-1].step - older[0].step) / wanted if len(older) > 1 else 0
+        kept = older[:1]
+        for record in older[1:]:
+            if record.step - kept[-1].step >= spacing:
+                kept.append(record)
+        self.records = kept + recent
 
     def note(self, message: str) -> None:
         """An internal note: something inside the doctor failed; the training went on."""
@@ -228,10 +237,16 @@ class History:
         return records[-count:]
 
     def healthy_records(self) -> list[StepRecord]:
-        """The records before the first NaN/Inf (after it, every statistic is poisoned and says nothing new)."""
+        """The records whose statistics mean something. After the first NaN/Inf they are poisoned, and say
+        nothing new: the records before it. Unless the run got over it (finite losses came after it: a gradient
+        scaler skipped the step whose gradients overflowed, a bad batch was skipped): then every record whose
+        own numbers are finite."""
         if self.nonfinite is None:
             return self.records
-        return [r for r in self.records if r.step < self.nonfinite.step]
+        first = self.nonfinite.step
+        if not any(bucket.last_step > first for bucket in self.loss.buckets):
+            return [r for r in self.records if r.step < first]
+        return [r for r in self.records if r.step != first and _all_finite(r)]
 
     def layer_names(self) -> list[str]:
         """Every layer seen, in depth order (as of the latest record that saw it)."""
@@ -250,3 +265,13 @@ class History:
                 for b in self.loss.buckets
             ],
         }
+
+
+def _all_finite(record: StepRecord) -> bool:
+    """No NaN or Inf in a record's loss and gradient norms."""
+    numbers = [record.loss, record.grad_norm]
+    for layer in record.layers.values():
+        if layer.nonfinite_grad:
+            return False
+        numbers += [layer.out_grad_norm, layer.param_grad_norm]
+    return all(n is None or math.isfinite(n) for n in numbers)

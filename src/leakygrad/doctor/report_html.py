@@ -116,7 +116,10 @@ def render(doctor) -> str:
         _notes(doctor.notes),
         '<pre id="js-errors" style="display:none"></pre><div id="tip"></div>',
     ]
-    data = json.dumps(_sanitize(doctor.to_dict())).replace("</", "<\\/")
+    # (< > & as JSON escapes: no name can end the script element, or open a comment inside it)
+    data = (
+        json.dumps(_sanitize(doctor.to_dict())).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -214,8 +217,14 @@ def _loss_chart(history, findings) -> str:
         for f in findings
     ]
     shade = None
-    if loss.first_nonfinite_step is not None:
-        shade = (loss.first_nonfinite_step, f"loss not finite on {loss.nonfinite_steps} steps from here")
+    first_bad = loss.first_nonfinite_step
+    if first_bad is not None:
+        count = report_text.plural(loss.nonfinite_steps, "step")
+        if any(b.first_step > first_bad for b in buckets):  # the loss was finite again after it: mark, not shade
+            markers.append({"x": first_bad, "label": f"loss not finite on {count}, the first here", "short": "NaN",
+                            "color": svg.NONFINITE_FILL})  # fmt: skip
+        else:
+            shade = (first_bad, f"loss not finite on {count} from here")
     last_step = max([history.steps - 1] + [f.first_step for f in findings])
     return svg.line_chart(
         series, "training step", "loss" + (" (log)" if log else ""), log, markers, label="loss", x_max=last_step,

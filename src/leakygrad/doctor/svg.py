@@ -12,6 +12,7 @@ from html import escape
 
 WIDTH = 760
 FONT = 11
+MAX_TICKS = 50  # (a range too narrow for its magnitude, 4e15 +- 0.5, would otherwise step by nothing forever)
 # A perceptually ordered ramp (dark blue -> teal -> yellow), the look of viridis, from 6 anchor colours.
 RAMP = [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (189, 223, 38), (253, 231, 37)]
 SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00"}
@@ -46,8 +47,9 @@ class Scale:
     def __init__(self, low: float, high: float, start: float, end: float, log: bool = False):
         if log:
             low, high = math.log10(low), math.log10(high)
-        if high == low:
-            low, high = low - 0.5, high + 0.5
+        if high == low:  # one value: a range around it (relative, so that it is a range for 1e17 too)
+            pad = max(abs(low) * 1e-3, 0.5)
+            low, high = low - pad, high + pad
         self.low, self.high, self.start, self.end, self.log = low, high, start, end, log
 
     def __call__(self, value: float) -> float:
@@ -69,11 +71,8 @@ class Scale:
         if whole:
             step = max(1, round(step))
         first = math.ceil(self.low / step) * step
-        out, v = [], first
-        while v <= self.high + step * 1e-9:
-            out.append(round(v, 12))
-            v += step
-        return out
+        fitting = math.floor((self.high - first) / step + 1e-9) + 1  # (counted, not stepped to: see MAX_TICKS)
+        return [round(first + i * step, 12) for i in range(max(0, min(fitting, MAX_TICKS)))]
 
 
 def _positive(values):
@@ -250,8 +249,10 @@ NONFINITE_FILL = "#e0007a"  # a NaN or infinite value: no colour of the log scal
 def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]], label: str, unit: str) -> str:
     """rows x columns grid, colour = log10(value); missing values grey."""
     flat = _positive([v for row in values for v in row])
-    if not rows or not columns or not flat:
+    if not rows or not columns or all(v is None for row in values for v in row):
         return f'<p class="empty">No data for {escape(label)}.</p>'
+    if not flat:  # only zeros, NaN or Inf: drawn in their own colours, on a scale around 1
+        flat = [1.0]
     low, high = math.log10(min(flat)), math.log10(max(flat))
     if high - low < HEATMAP_MIN_DECADES:  # a 2% change must not span the whole ramp: it is no fade
         middle = (low + high) / 2
@@ -261,7 +262,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     legend_width = 90
     grid_width = max(2.0 * len(columns), WIDTH - left - legend_width - 10)
     # Each column is as wide as the steps up to the next record, at most four times the closest spacing: older
-    # records are thinned out (every other one kept, again and again), and the stretches they stand for show
+    # records are thinned out (a few kept, spread over the steps they cover), and the stretches they stand for show
     # wider, while a long gap cannot squeeze the rest of the run into a sliver. The step axis is labelled by the
     # records' own steps.
     gaps = [b - a for a, b in zip(columns, columns[1:])]
