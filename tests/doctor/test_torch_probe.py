@@ -881,3 +881,42 @@ def test_broken_weights_are_not_dated_from_an_earlier_nan_loss_the_run_got_over(
     nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
     assert [(f.first_step, f.evidence["phase"]) for f in nonfinite] == [(10, "update")]
     assert "found_at_step" not in nonfinite[0].evidence
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU, nn.RNN])
+def test_a_recurrent_layer_run_for_one_time_step_has_no_gradient_finding(kind):
+    """Run for one step from a zero initial state, W_hh multiplies zeros: its gradient is exactly zero by design
+    (it was reported as no_gradient, with remedies about cancelling biases and dead units)."""
+    torch.manual_seed(0)
+    layer, head = kind(4, 8, batch_first=True), nn.Linear(8, 1)
+    model = nn.ModuleDict({"rnn": layer, "head": head})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(40):
+            out, _ = layer(torch.randn(16, 1, 4))
+            loss = (head(out[:, -1]) - 1).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.param_zero_grad["rnn.weight_hh_l0"] == 40  # (the zeros are there: not reported)
+    assert [f.one_line() for f in dr.findings] == []
+
+
+def test_a_model_with_nothing_trained_is_not_called_healthy():
+    """Every layer frozen, the loss trained through a scale outside the model: nothing about the model's gradients
+    was measured, and the report said "No finding: gradients flow, units are alive"."""
+    from leakygrad.doctor import report_html
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)).requires_grad_(False)
+    scale = nn.Parameter(torch.ones(1))
+    optimizer = torch.optim.SGD([scale], lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(40):
+            loss = (model(torch.randn(16, 4)) * scale - 1).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.findings == []
+    assert "nothing measured: no watched layer has parameters that are trained" in dr.summary()
+    assert "gradients flow" not in report_html.render(dr)

@@ -27,6 +27,11 @@ def no_finding(doctor) -> str:
             f"no leaks found, but only {plural(history.records_seen, 'sampled step')}: most rules need {needed} "
             "(run longer, or with --every 1)"
         )
+    if not history.param_checks and not any(r.layers for r in history.records):
+        return (
+            "nothing measured: no watched layer has parameters that are trained (frozen with requires_grad=False, "
+            "or stepped by no optimiser), so no gradient could be judged"
+        )
     return "no leaks found"
 
 

@@ -515,7 +515,11 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- parameters that never receive a gradient ---------------------------------------------------------------------
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
-    unreached = sorted(name for name in checked if history.param_with_grad.get(name, 0) == 0)
+    unreached = sorted(
+        name
+        for name in checked
+        if history.param_with_grad.get(name, 0) == 0 and not _recurrent_weight_with_nothing_to_carry(name, history)
+    )
     if not unreached:
         return []
     reached = [name for name in checked if history.param_with_grad.get(name, 0) > 0]
@@ -589,6 +593,19 @@ def _gradient_at_output(history: History, layers: set[str]) -> tuple[str, float]
             if norm is not None and math.isfinite(norm) and norm > 0:
                 return name, norm
     return None
+
+
+def _recurrent_weight_with_nothing_to_carry(param: str, history: History) -> bool:
+    """A recurrent layer's hidden-to-hidden weight, its gradient exactly zero, in a layer only ever run for one
+    time step: W_hh multiplies the previous hidden state, which at the first step is the initial state, zero
+    unless one is given, so d loss / d W_hh = (d loss / d gates) h_0^T = 0 by design, not a cut."""
+    if not param.rpartition(".")[2].startswith("weight_hh"):
+        return False
+    if history.param_zero_grad.get(param, 0) != history.param_checks.get(param, 0):
+        return False
+    module = _module_of(param, history.param_module)
+    lengths = [len(r.layers[module].time_grad_norms or ()) for r in history.records if module in r.layers]
+    return bool(lengths) and max(lengths) == 1
 
 
 def _module_of(param: str, param_module: dict[str, str]) -> str:
