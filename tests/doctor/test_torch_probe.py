@@ -920,3 +920,71 @@ def test_a_model_with_nothing_trained_is_not_called_healthy():
     assert dr.findings == []
     assert "nothing measured: no watched layer has parameters that are trained" in dr.summary()
     assert "gradients flow" not in report_html.render(dr)
+
+
+def _digits_batches(steps, size=64):
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    x = torch.tensor(data.data, dtype=torch.float32)
+    x, y = (x - x.mean(0)) / (x.std(0) + 1e-6), torch.tensor(data.target)
+    generator = torch.Generator().manual_seed(0)
+    order = torch.cat([torch.randperm(len(x), generator=generator) for _ in range(steps * size // len(x) + 1)])
+    return [(x[order[i * size : (i + 1) * size]], y[order[i * size : (i + 1) * size]]) for i in range(steps)]
+
+
+def test_gradients_zeroed_through_data_are_a_reset():
+    """`p.grad.data.zero_()`, older tutorials' way to reset gradients, moves no version counter: the doctor read
+    every step as accumulating and reported accumulating_gradient as an error. A real missing zero_grad still is."""
+
+    def run(reset):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for x, y in _digits_batches(60):
+                loss = nn.functional.cross_entropy(model(x), y)
+                reset(model)
+                loss.backward()
+                optimizer.step()
+        return [f.symptom for f in dr.findings]
+
+    def through_data(model):
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.data.zero_()
+
+    assert run(through_data) == []
+    assert "accumulating_gradient" in run(lambda model: None)
+
+
+@pytest.mark.parametrize("init_scale", [2.0**24, 2.0**30])
+def test_a_gradient_scalers_first_overflows_are_not_a_nan_of_the_run(init_scale):
+    """A high initial loss scale overflows float16 gradients for the first steps; the scaler skips them and lowers
+    its scale, by design. That was reported as an error (nonfinite in the backward pass); now only a NaN that
+    keeps coming, whatever the scale, is."""
+
+    def run(nan_every_other_step):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+        optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+        scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for step, (x, y) in enumerate(_digits_batches(60)):
+                with torch.autocast("cpu", dtype=torch.float16):
+                    logits = model(x)
+                    if nan_every_other_step and step % 2:  # sqrt'(0) = inf: no scale makes it finite
+                        logits = logits + torch.sqrt(logits - logits.detach())
+                    loss = nn.functional.cross_entropy(logits.float(), y)
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        return dr, scaler
+
+    dr, scaler = run(nan_every_other_step=False)
+    assert scaler.get_scale() < init_scale  # it did overflow, and lowered its scale
+    assert [f.one_line() for f in dr.findings] == [] and dr.notes == []
+    dr, _ = run(nan_every_other_step=True)  # (a step whose every backward overflows never reaches the optimiser)
+    [nonfinite] = [f for f in dr.findings if f.severity == "error"]
+    assert (nonfinite.symptom, nonfinite.where, nonfinite.evidence["phase"]) == ("nonfinite", "sqrt", "backward")

@@ -54,6 +54,7 @@ from leakygrad.doctor.probes.torch_stats import (
     blocked_fraction,
     norm,
     packed_time_step_norms,
+    spread,
     time_step_norms,
     total,
     unit_axis,
@@ -68,6 +69,8 @@ GATING_OPS = {
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
+ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
+SCALER_OVERFLOWS_TOLERATED = 8  # sampled steps in a row whose scaled backward overflowed before it is reported
 
 
 # --- the one patched function: torch.autograd.backward ------------------------------------------------------------
@@ -231,6 +234,7 @@ class StepState:
     """What one sampled step has gathered so far (device tensors, fetched at its end)."""
 
     step: int = 0  # the training step this state measures
+    loss_scaled: bool = False  # its loss came from a gradient scaler (torch.amp.GradScaler.scale)
     deferred: Deferred = field(default_factory=Deferred)
     order: dict = field(default_factory=dict)  # module name -> forward position
     # Written into the graph's nodes (see NodeTags), so that the state holds no node between forward and backward:
@@ -305,6 +309,23 @@ class GradientMarks:
         self.moved = [False] * len(self.params)
         self.reset = [False] * len(self.params)
 
+    def look_before_backward(self) -> None:
+        """Before a backward: a gradient zeroed through `.data` (`p.grad.data.zero_()`, older code's way) moves no
+        version counter, but reads all zeros now. Only gradients that look untouched since the last look are
+        read (after the usual zero_grad() there is none: None, or a new version), some entries spread through
+        each, in one call."""
+        idle = [
+            i
+            for i, (p, grad) in enumerate(zip(self.params, self.grads))
+            if not self.reset[i] and p.grad is not None and p.grad is grad() and p.grad._version == self.versions[i]
+        ]
+        if not idle:
+            return
+        samples = [spread(self.params[i].grad.detach(), ZERO_CHECK_SAMPLE) for i in idle]
+        for i, size in zip(idle, torch._foreach_norm(samples)):
+            if size.item() == 0:
+                self.reset[i] = True
+
     def follow(self) -> None:
         """After a backward: note which gradients moved, and which were reset first."""
         for i, (p, grad) in enumerate(zip(self.params, self.grads)):
@@ -359,6 +380,7 @@ class TorchProbe:
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
         self._reset_marks: GradientMarks | None = None  # from a sampled optimiser step to the next optimiser step
         self._nonfinite_seen = False
+        self._scaler_overflows = 0  # sampled steps in a row whose scaled backward overflowed (see SCALER_...)
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
         self._layer_order: dict[str, int] = {}  # module name -> forward position, as of the last sampled step
         self._module_handles = []
@@ -749,6 +771,10 @@ class TorchProbe:
             self._stepped_since_backward = False
             self._backward_calls += 1
             loss = roots[0] if roots else None
+            if self._reset_marks is not None:
+                self._reset_marks.look_before_backward()
+            if self.state is not None and loss is not None and _scale_of(loss) is not None:
+                self.state.loss_scaled = True
             # (inside the optimiser step, the loss of its first closure call only: LBFGS returns that one, and
             # evaluates more in its line search)
             first = not (self._in_step and self._losses)
@@ -1243,6 +1269,18 @@ class TorchProbe:
         if self._report_broken_weights(state, state.weights_before, before=True):
             return  # the step ran on weights an earlier update had broken: what follows is a consequence
         born = next((entry for entry in state.nan_checks if value(entry[0]) > 0), None)
+        first_bad = next(
+            (name for name, _ in state.out_grad_norms if name in record.layers and record.layers[name].nonfinite_grad),
+            None,
+        )
+        if state.loss_scaled:  # a gradient scaler's loss (mixed precision)
+            overflowed = born is not None or first_bad is not None
+            self._scaler_overflows = self._scaler_overflows + 1 if overflowed else 0
+            if overflowed and self._scaler_overflows < SCALER_OVERFLOWS_TOLERATED:
+                # Its scaled gradients overflowed: the scaler skips this step and lowers its scale, by design (a
+                # high initial scale overflows for a few steps). Reported once it keeps happening: then no scale
+                # helps, and the NaN is the run's own.
+                born = first_bad = None
         if born is not None:
             _, node, label = born
             parents = graph_tools.walk(state.roots, with_parents=True).parents  # walked again only now
@@ -1259,10 +1297,6 @@ class TorchProbe:
                 )
             )
             return
-        first_bad = next(
-            (name for name, _ in state.out_grad_norms if name in record.layers and record.layers[name].nonfinite_grad),
-            None,
-        )
         if first_bad is not None:
             self._nonfinite_seen = True
             self.doctor.set_nonfinite(
