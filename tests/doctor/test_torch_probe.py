@@ -988,3 +988,35 @@ def test_a_gradient_scalers_first_overflows_are_not_a_nan_of_the_run(init_scale)
     dr, _ = run(nan_every_other_step=True)  # (a step whose every backward overflows never reaches the optimiser)
     [nonfinite] = [f for f in dr.findings if f.severity == "error"]
     assert (nonfinite.symptom, nonfinite.where, nonfinite.evidence["phase"]) == ("nonfinite", "sqrt", "backward")
+
+
+def test_gradient_norms_under_a_gradient_scaler_are_recorded_unscaled():
+    """`scaler.scale(loss).backward()` sends loss x scale backward, so every layer's output gradient is scale times
+    the true one (65536 by default, doubling as training goes): the heat map and the evidence showed those. They
+    are divided by the step's scale, as the loss is: the same run with and without a scaler records the same."""
+
+    def run(scaled: bool):
+        torch.manual_seed(0)
+        model = nn.ModuleDict({"rnn": nn.RNN(3, 8, batch_first=True), "head": nn.Linear(8, 1)})
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=3, enabled=scaled)
+        x, y = torch.randn(16, 5, 3), torch.randn(16, 1)
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for _ in range(8):  # the scale doubles every 3 steps
+                optimizer.zero_grad()
+                out, _ = model["rnn"](x)
+                loss = ((model["head"](out[:, -1]) - y) ** 2).mean()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        return dr.history.records, scaler.get_scale()
+
+    plain, _ = run(scaled=False)
+    scaled, final_scale = run(scaled=True)
+    assert final_scale == 2.0**18
+    assert len(plain) == len(scaled) == 8
+    for a, b in zip(plain, scaled):
+        for name in ("rnn", "head"):
+            assert b.layers[name].out_grad_norm == pytest.approx(a.layers[name].out_grad_norm, rel=1e-5)
+            assert b.layers[name].param_grad_norm == pytest.approx(a.layers[name].param_grad_norm, rel=1e-5)
+        assert b.layers["rnn"].time_grad_norms == pytest.approx(a.layers["rnn"].time_grad_norms, rel=1e-5)

@@ -235,6 +235,7 @@ class StepState:
 
     step: int = 0  # the training step this state measures
     loss_scaled: bool = False  # its loss came from a gradient scaler (torch.amp.GradScaler.scale)
+    loss_scale_at: int | None = None  # deferred index of that scaler's factor (gradients in the graph carry it)
     deferred: Deferred = field(default_factory=Deferred)
     order: dict = field(default_factory=dict)  # module name -> forward position
     # Written into the graph's nodes (see NodeTags), so that the state holds no node between forward and backward:
@@ -773,8 +774,11 @@ class TorchProbe:
             loss = roots[0] if roots else None
             if self._reset_marks is not None:
                 self._reset_marks.look_before_backward()
-            if self.state is not None and loss is not None and _scale_of(loss) is not None:
+            factor = None if loss is None else _scale_of(loss)
+            if self.state is not None and factor is not None:
                 self.state.loss_scaled = True
+                if self.state.loss_scale_at is None:  # (the scale changes only at scaler.update(), after the step)
+                    self.state.loss_scale_at = self.state.deferred.scalar(factor.detach().reshape(()))
             # (inside the optimiser step, the loss of its first closure call only: LBFGS returns that one, and
             # evaluates more in its line search)
             first = not (self._in_step and self._losses)
@@ -1194,13 +1198,16 @@ class TorchProbe:
     def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
         infos = self.info_by_name
         sums = state.module_sums
+        # The gradients in the graph of a scaled loss carry the scaler's factor (the parameters' were unscaled before
+        # the optimiser stepped): divided out, as the loss's is, so that the records measure the training.
+        scale = 1.0 if state.loss_scale_at is None else value(state.loss_scale_at)
         out_grad_norms: dict[str, list] = {}
         for name, index in state.out_grad_norms:  # one per call of the layer
             norms = out_grad_norms.get(name)
             if norms is None:
-                out_grad_norms[name] = [value(index)]
+                out_grad_norms[name] = [value(index) / scale]
             else:
-                norms.append(value(index))
+                norms.append(value(index) / scale)
         for name, depth in state.order.items():
             info = infos.get(name)
             if info is None or not (info.has_weights or info.recurrent):
@@ -1221,17 +1228,17 @@ class TorchProbe:
                 recurrent=bool(info.recurrent), bidirectional=info.bidirectional,
             )  # fmt: skip
             if info.recurrent:
-                self._add_time_norms(layer, state, value, vectors)
+                self._add_time_norms(layer, state, value, vectors, scale)
 
-    def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors) -> None:
+    def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors, scale: float) -> None:
         """A recurrent layer's gradient at each time step: of its input (RNN/LSTM/GRU) or of each call (cells)."""
         name = layer.name
         if name in state.time_norms:
-            layer.time_grad_norms = list(vectors[state.time_norms[name]])
+            layer.time_grad_norms = (vectors[state.time_norms[name]] / scale).tolist()
         elif name in state.cell_calls:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):
-                layer.time_grad_norms = norms
+                layer.time_grad_norms = [n / scale for n in norms]
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, flags) -> None:
         for site, tally in state.activations.items():
