@@ -270,3 +270,15 @@ def test_a_heat_map_of_only_zeros_or_only_nans_is_drawn_in_their_colours(value, 
     expected = svg.NONFINITE_FILL if fill == "NONFINITE" else fill
     assert len(re.findall(f'fill="{expected}"[^>]*data-tip', chart)) == 3
     assert "No data for gradient norm" in svg.heatmap(["net.0"], [0], [[None]], "gradient norm", "")
+
+
+def test_a_report_asked_for_in_a_missing_folder_or_as_a_folder_says_so_and_writes_nothing(tmp_path):
+    doctor = sick_doctor()
+    with pytest.raises(FileNotFoundError, match=r"report: the folder .*nowhere does not exist; create it first"):
+        doctor.report(tmp_path / "nowhere" / "report.html")
+    with pytest.raises(IsADirectoryError, match=r"is a folder; give a file name, such as .*report.html"):
+        doctor.report(tmp_path)
+    with pytest.raises(ValueError, match="format must be 'json', 'text' or 'html', got 'pdf'"):
+        doctor.report(tmp_path / "report.pdf", format="pdf")
+    assert list(tmp_path.iterdir()) == []
+    assert doctor.report(tmp_path / "r.txt").read_text().startswith(doctor.summary()[:20])

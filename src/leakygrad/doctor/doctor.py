@@ -144,14 +144,18 @@ class Doctor:
         path = Path(path)
         if format is None:
             format = {".json": "json", ".txt": "text"}.get(path.suffix.lower(), "html")  # noqa: A001
+        if format not in ("json", "text", "html"):
+            raise ValueError(f"report: format must be 'json', 'text' or 'html', got {format!r}")
+        if path.is_dir():
+            raise IsADirectoryError(f"report: {path} is a folder; give a file name, such as {path / 'report.html'}")
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"report: the folder {path.parent} does not exist; create it first")
         if format == "json":
             report_json.write(self, path)
         elif format == "text":
             path.write_text(report_text.render(self, color=False))
-        elif format == "html":
-            report_html.write(self, path)
         else:
-            raise ValueError(f"report: format must be 'json', 'text' or 'html', got {format!r}")
+            report_html.write(self, path)
         return path
 
     def summary(self) -> str:
