@@ -214,7 +214,10 @@ def load(path):
         raise CorruptFileError(f"load: the manifest of '{path}' is damaged ({error})") from error
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME or "tree" not in manifest:
         raise CorruptFileError(f"load: '{path}' has a '{MANIFEST_KEY}' entry that is not a leakygrad manifest")
-    if manifest.get("version", 0) > FORMAT_VERSION:
+    version = manifest.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CorruptFileError(f"load: the manifest of '{path}' gives the format version as {version!r}, not a number")
+    if version > FORMAT_VERSION:
         raise CorruptFileError(
             f"load: '{path}' was written in leakygrad format version {manifest['version']}, newer than this "
             f"leakygrad reads ({FORMAT_VERSION}); upgrade leakygrad"
@@ -269,19 +272,45 @@ def _read_npz(path: str) -> dict[str, np.ndarray]:
 
 
 def _decode(node, arrays: dict[str, np.ndarray], path: str):
+    """The value a manifest node describes. The manifest passed the archive's checksum, but it may still have been
+    written by something else than leakygrad's `save`: every form is checked, and one that is not as `save` writes
+    it is a CorruptFileError naming the file and the node (never a bare TypeError from deep inside)."""
     if isinstance(node, list):
         return [_decode(item, arrays, path) for item in node]
     if not isinstance(node, dict):
         return node  # a string, number, boolean or None
-    if "array" in node:
-        name = node["array"]
-        if name not in arrays:
-            raise CorruptFileError(f"load: '{path}' lists an array '{name}' that the archive does not contain")
-        return arrays[name]
-    if "dict" in node:
-        return {key: _decode(value, arrays, path) for key, value in node["dict"]}
-    if "tuple" in node:
-        return tuple(_decode(item, arrays, path) for item in node["tuple"])
-    if "float" in node:
-        return float(node["float"])
-    raise CorruptFileError(f"load: '{path}' has a manifest entry leakygrad does not know: {node!r}")
+    if len(node) != 1:
+        raise _bad_node(path, node, "a tagged form has exactly one key")
+    tag, content = next(iter(node.items()))
+    if tag == "array":
+        if not isinstance(content, str):
+            raise _bad_node(path, node, "an array is named by a string")
+        if content not in arrays:
+            raise CorruptFileError(f"load: '{path}' lists an array '{content}' that the archive does not contain")
+        return arrays[content]
+    if tag == "dict":
+        if not isinstance(content, list) or not all(
+            isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int)) for item in content
+        ):
+            raise _bad_node(path, node, "a dict is a list of [key, value] pairs with string or integer keys")
+        return {key: _decode(value, arrays, path) for key, value in content}
+    if tag == "tuple":
+        if not isinstance(content, list):
+            raise _bad_node(path, node, "a tuple is a list of values")
+        return tuple(_decode(item, arrays, path) for item in content)
+    if tag == "float":
+        if content not in ("nan", "inf", "-inf"):
+            raise _bad_node(path, node, "a tagged float is 'nan', 'inf' or '-inf'")
+        return float(content)
+    raise CorruptFileError(f"load: '{path}' has a manifest entry leakygrad does not know: {_short(node)}")
+
+
+def _bad_node(path: str, node: dict, rule: str) -> CorruptFileError:
+    return CorruptFileError(
+        f"load: the manifest of '{path}' is damaged or was not written by leakygrad: {rule}, but it has {_short(node)}"
+    )
+
+
+def _short(node) -> str:
+    text = json.dumps(node)
+    return text if len(text) <= 80 else text[:77] + "..."

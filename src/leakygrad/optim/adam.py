@@ -86,6 +86,8 @@ class Adam(Optimizer):
                 v += (1 - beta2) * g * g
 
                 if group["amsgrad"]:
+                    if "max_exp_avg_sq" not in state:  # amsgrad switched on mid-run: v_max starts now, from 0
+                        state["max_exp_avg_sq"] = np.zeros_like(p.data)  # (PyTorch raises a KeyError)
                     np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
                     v = state["max_exp_avg_sq"]
                 # lr * m_hat / (sqrt(v_hat) + eps), with the bias corrections folded in as torch does:

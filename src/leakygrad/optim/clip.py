@@ -56,10 +56,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 
     `norm_type` may be `float("inf")` (the largest |gradient| element). When the norm is inf or nan, the
     gradients are scaled anyway (as PyTorch does: they become nan or 0) unless `error_if_nonfinite=True`,
-    which raises instead and leaves them untouched.
+    which raises instead and leaves them untouched. A negative or nan `max_norm` is refused (PyTorch would
+    scale by a negative number, reversing the gradients).
     """
     parameters = _parameters_list(parameters)
     max_norm = float(max_norm)  # (a NumPy float32 would round the coefficient to float32)
+    if not max_norm >= 0:  # (a NaN fails the comparison too)
+        # PyTorch accepts it, and a negative coefficient then turns every gradient around: descent becomes ascent.
+        raise ValueError(f"clip_grad_norm_: max_norm must be >= 0 (the largest norm allowed), got {max_norm}")
     total = total_grad_norm(parameters, norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(

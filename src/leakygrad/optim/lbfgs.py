@@ -211,11 +211,14 @@ class LBFGS(Optimizer):
             p.data[...] = value
 
     def _evaluate_along(self, closure, start: list[np.ndarray], d: np.ndarray, t: float):
-        """Loss and flat gradient at start + t * d; the parameters are put back afterwards."""
+        """Loss and flat gradient at start + t * d; the parameters are put back afterwards (also when the
+        closure raises, so that an interrupted line search does not leave them at a trial point)."""
         self._add_to_params(t, d)
-        loss = loss_value(closure())
-        flat_grad = self._flat_grad()
-        self._set_params(start)
+        try:
+            loss = loss_value(closure())
+            flat_grad = self._flat_grad()
+        finally:
+            self._set_params(start)
         return loss, flat_grad
 
     def load_state_dict(self, state_dict: dict) -> None:

@@ -186,18 +186,31 @@ class Optimizer:
                     f"{name}.load_state_dict: parameter group {i} has {len(saved['params'])} parameters in the "
                     f"saved state but {len(group['params'])} here"
                 )
+        saved_indices = [_as_int_key(index) for saved in saved_groups for index in saved["params"]]
+        repeated = list(dict.fromkeys(index for index in saved_indices if saved_indices.count(index) > 1))
+        if repeated:
+            raise ValueError(
+                f"{name}.load_state_dict: the saved parameter groups list parameter(s) {_first_few(repeated)} more "
+                "than once, but each parameter has one position: was the state dict edited by hand?"
+            )
         param_of = {
             index: p
             for saved, group in zip(saved_groups, self.param_groups)
-            for index, p in zip(saved["params"], group["params"])
+            for index, p in zip(map(_as_int_key, saved["params"]), group["params"])
         }
+        # Every state entry must belong to a parameter of the saved groups. (PyTorch keeps a stray one under its
+        # bare key, where no step ever reads it: the parameter it was meant for would silently start afresh.)
+        stray = [key for key in state_dict["state"] if _as_int_key(key) not in param_of]
+        if stray:
+            raise ValueError(
+                f"{name}.load_state_dict: the saved state has entries for parameter(s) {_first_few(stray)}, which "
+                f"no saved parameter group lists (they list {len(param_of)} parameters): the state dict is "
+                "inconsistent (edited by hand, or its parts come from different optimisers)"
+            )
 
         state: defaultdict[Tensor, dict] = defaultdict(dict)
         for key, entry in state_dict["state"].items():
-            param = param_of.get(_as_int_key(key))
-            if param is None:
-                state[key] = copy.deepcopy(entry)
-                continue
+            param = param_of[_as_int_key(key)]
             for k in self.per_parameter_state:
                 value = entry.get(k)
                 if isinstance(value, np.ndarray) and value.shape != param.shape:
@@ -251,6 +264,12 @@ def _as_int_key(key):
     if isinstance(key, str) and key.isdigit():
         return int(key)
     return key
+
+
+def _first_few(items: list, shown: int = 8) -> str:
+    """`[0, 1, 2]`, or `[0, 1, ..., 7] and 5 more` for a long list: how errors list parameter indices."""
+    head = ", ".join(repr(item) for item in items[:shown])
+    return f"[{head}]" + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def _cast_like(param: Tensor, value, key):

@@ -58,10 +58,12 @@ class RMSprop(Optimizer):
                 if not state:
                     state["step"] = 0
                     state["square_avg"] = np.zeros_like(p.data)
-                    if momentum > 0:
-                        state["momentum_buffer"] = np.zeros_like(p.data)
-                    if group["centered"]:
-                        state["grad_avg"] = np.zeros_like(p.data)
+                # The momentum buffer and the gradient average start at zero when their option is first on, which
+                # may be mid-run (a user or a schedule setting momentum > 0 later; PyTorch raises a KeyError then).
+                if momentum > 0 and "momentum_buffer" not in state:
+                    state["momentum_buffer"] = np.zeros_like(p.data)
+                if group["centered"] and "grad_avg" not in state:
+                    state["grad_avg"] = np.zeros_like(p.data)
                 state["step"] += 1
 
                 if group["weight_decay"] != 0:

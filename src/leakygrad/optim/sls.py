@@ -16,6 +16,9 @@ earlier cuts (the paper's "reset", option 1):
 (so over one epoch it may at most double, with gamma = 2). The defaults are the paper's: c = 0.1,
 beta = 0.9, gamma = 2, eta_max = 10, initial step size 1. If 100 cuts find no acceptable step, a tiny
 step of 1e-6 is taken, as in the authors' implementation; with a gradient of norm below 1e-8 nothing moves.
+A loss or gradient that is inf or nan at the current weights raises FloatingPointError and leaves the
+weights and the state as they were (there is no decrease to measure from it); an inf or nan at a trial
+point only cuts the step. If the closure raises at a trial point, the weights are put back first.
 
 The closure recomputes the loss on the current minibatch and returns it, *without* calling backward
 (the optimiser calls backward itself, once per step, and evaluates the trial points without a graph):
@@ -103,14 +106,6 @@ class SLS(Optimizer):
                 "optimizer.step(lambda: loss_fn(model(xb), yb))"
             )
         group = self.param_groups[0]
-        # All the line search's memory lives in the first parameter's state, so state_dict() saves it.
-        state = self.state[self._params[0]]
-        state.setdefault("step", 0)
-        state.setdefault("step_size", group["init_step_size"])
-        state.setdefault("n_forwards", 0)
-        state.setdefault("n_backwards", 0)
-        step_size = self._reset(state["step_size"], group)
-
         rng_state = generator().bit_generator.state
 
         def same_minibatch_loss(with_graph: bool):
@@ -122,25 +117,49 @@ class SLS(Optimizer):
             p.grad = None
         loss = same_minibatch_loss(with_graph=True)
         loss.backward()
-        state["n_forwards"] += 1
-        state["n_backwards"] += 1
         rng_after_first_call = generator().bit_generator.state
 
         start = [p.data.copy() for p in self._params]
         grads = [np.zeros_like(p.data) if p.grad is None else p.grad.data.astype(p.dtype) for p in self._params]
         grad_norm = math.sqrt(sum(float(np.sum(g.astype(np.float64) ** 2)) for g in grads))
         f0 = loss_value(loss)
+        if not (math.isfinite(f0) and math.isfinite(grad_norm)):
+            # f(w) - c * eta * |g|^2 is then inf or nan: every trial would fail the Armijo test (or an inf
+            # gradient would send the weights to inf), so there is no step to search for. Stop before changing
+            # anything: the weights, the step size and the counters stay as they were.
+            what = f"the loss is {f0}" if not math.isfinite(f0) else f"the gradient's norm is {grad_norm}"
+            raise FloatingPointError(
+                f"SLS.step: at the current weights {what}, so the Armijo line search cannot compare against it; "
+                "the weights and the optimiser's state were left as they were. Look for what produced the inf "
+                "or nan in the closure (a log of 0, an overflow, bad data in this minibatch), or skip this minibatch."
+            )
+
+        # All the line search's memory lives in the first parameter's state, so state_dict() saves it.
+        state = self.state[self._params[0]]
+        state.setdefault("step", 0)
+        state.setdefault("step_size", group["init_step_size"])
+        state.setdefault("n_forwards", 0)
+        state.setdefault("n_backwards", 0)
+        state["n_forwards"] += 1
+        state["n_backwards"] += 1
+        step_size = self._reset(state["step_size"], group)
 
         if grad_norm >= 1e-8:
             found = False
-            for _ in range(group["max_backtracks"]):
-                self._move_to(start, grads, step_size)  # w = w0 - eta * g
-                trial = loss_value(same_minibatch_loss(with_graph=False))
-                state["n_forwards"] += 1
-                if trial <= f0 - group["c"] * step_size * grad_norm**2:  # Armijo: enough decrease
-                    found = True
-                    break
-                step_size *= group["beta"]
+            try:
+                for _ in range(group["max_backtracks"]):
+                    self._move_to(start, grads, step_size)  # w = w0 - eta * g
+                    # (a trial loss that is inf or nan fails the test below, so the step is cut: as it should be)
+                    trial = loss_value(same_minibatch_loss(with_graph=False))
+                    state["n_forwards"] += 1
+                    if trial <= f0 - group["c"] * step_size * grad_norm**2:  # Armijo: enough decrease
+                        found = True
+                        break
+                    step_size *= group["beta"]
+            except BaseException:
+                for p, w0 in zip(self._params, start):  # the closure failed at a trial point: put the weights back
+                    p.data[...] = w0
+                raise
             if not found:
                 self._move_to(start, grads, 1e-6)
 
