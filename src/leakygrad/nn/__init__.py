@@ -1,7 +1,7 @@
 """Layers and losses built on the engine: every layer's forward is plain Tensor code, its gradients come from
 the engine. Names, shapes, parameter layouts and defaults follow PyTorch, so knowledge (and weights) carry over.
 
-- `Module`, `Parameter`, `Sequential`, `ModuleList`: the containers (`module.py`)
+- `Module`, `Parameter`, `Sequential`, `ModuleList`, `ModuleDict`: the containers (`module.py`)
 - layers: `Linear`, `Embedding`, `Flatten`, `Dropout`, `Identity` (`layers.py`); `Conv2d`, `MaxPool2d`,
   `AvgPool2d` (`conv.py`); `BatchNorm1d`, `BatchNorm2d`, `LayerNorm` (`norm.py`); `RNN`, `LSTM`, `GRU` and
   their cells (`recurrent.py`); `CausalSelfAttention`, `Block` (`attention.py`); activations (`activation.py`)
@@ -37,6 +37,14 @@ from leakygrad.nn.loss import (  # noqa: F401
     NLLLoss,
     SmoothL1Loss,
 )
-from leakygrad.nn.module import IncompatibleKeys, Module, ModuleList, Parameter, Sequential, StateDictError  # noqa: F401
+from leakygrad.nn.module import (  # noqa: F401
+    IncompatibleKeys,
+    Module,
+    ModuleDict,
+    ModuleList,
+    Parameter,
+    Sequential,
+    StateDictError,
+)
 from leakygrad.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
 from leakygrad.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401

@@ -2,6 +2,12 @@
 
 The math (forward and backward) is in `leakygrad.engine.ops.activations` (softmax and log_softmax:
 `leakygrad.engine.ops.reductions`); these only hold the arguments.
+
+`inplace`: the modules that take it in PyTorch (ReLU, ReLU6, LeakyReLU, ELU, SiLU, Hardtanh, and Dropout in
+`layers.py`) take it here too, in the same position, so code ported from PyTorch runs. leakygrad computes
+out of place either way: its tensors have no version counters, so overwriting an input that the graph may
+read again in backward could not be caught. The values and gradients are PyTorch's; the difference is that the
+input tensor is left unchanged (PyTorch overwrites it and returns it).
 """
 
 from __future__ import annotations
@@ -12,11 +18,28 @@ from leakygrad.nn import functional as F
 from leakygrad.nn.module import Module
 
 
+def _inplace_repr(inplace: bool, before: str = "") -> str:
+    """PyTorch's way of showing `inplace`: only when it is True, after the other settings."""
+    if not inplace:
+        return before
+    return f"{before}, inplace=True" if before else "inplace=True"
+
+
 class ReLU(Module):
-    """max(x, 0). Its gradient is 0 wherever x < 0: a unit whose input stays negative never learns again."""
+    """max(x, 0). Its gradient is 0 wherever x < 0: a unit whose input stays negative never learns again.
+
+    `inplace=True` is accepted for PyTorch's sake and computes out of place: the same values and gradients, but
+    the input is not overwritten (see the module docstring)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.relu(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
 
 
 class Sigmoid(Module):
@@ -34,29 +57,35 @@ class Tanh(Module):
 
 
 class LeakyReLU(Module):
-    """x where x > 0, else negative_slope * x: a ReLU that keeps a small gradient for negative inputs."""
+    """x where x > 0, else negative_slope * x: a ReLU that keeps a small gradient for negative inputs.
 
-    def __init__(self, negative_slope: float = 0.01):
+    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return _inplace_repr(self.inplace, f"negative_slope={self.negative_slope}")
 
 
 class ELU(Module):
-    def __init__(self, alpha: float = 1.0):
+    """x where x > 0, else alpha (e^x - 1).
+
+    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = alpha
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.elu(x, self.alpha)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return _inplace_repr(self.inplace, f"alpha={self.alpha}")
 
 
 class GELU(Module):
@@ -74,10 +103,19 @@ class GELU(Module):
 
 
 class SiLU(Module):
-    """x * sigmoid(x) (swish)."""
+    """x * sigmoid(x) (swish).
+
+    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.silu(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
 
 
 class Softplus(Module):
@@ -93,26 +131,33 @@ class Softplus(Module):
 
 
 class Hardtanh(Module):
-    """clip(x, min_val, max_val), with zero gradient outside (and at) the bounds."""
+    """clip(x, min_val, max_val), with zero gradient outside (and at) the bounds.
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         if max_val < min_val:
             raise OpError(f"Hardtanh: max_val {max_val} is below min_val {min_val}")
         super().__init__()
-        self.min_val, self.max_val = min_val, max_val
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.hardtanh(x, self.min_val, self.max_val)
 
     def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return _inplace_repr(self.inplace, f"min_val={self.min_val}, max_val={self.max_val}")
 
 
 class ReLU6(Hardtanh):
-    """min(max(x, 0), 6)."""
+    """min(max(x, 0), 6).
 
-    def __init__(self):
-        super().__init__(0.0, 6.0)
+    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)  # PyTorch's: the bounds are the layer's name
 
 
 class Softmax(Module):

@@ -68,7 +68,8 @@ class MaxPool2d(Module):
             "MaxPool2d", dilation=(dilation, 1), return_indices=(return_indices, False), ceil_mode=(ceil_mode, False)
         )
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = kernel_size if stride is None else stride  # (PyTorch's attribute: the stride used)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
@@ -86,7 +87,8 @@ class AvgPool2d(Module):
     ):  # fmt: skip
         F._refuse_unsupported("AvgPool2d", ceil_mode=(ceil_mode, False), divisor_override=(divisor_override, None))
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = kernel_size if stride is None else stride  # (PyTorch's attribute: the stride used)
         self.count_include_pad = count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:

@@ -11,6 +11,8 @@ variance equal to its input's; the activation then changes it by a factor, which
   the second moment; gain sqrt(2) restores it. For ReLU nets.
 - Orthogonal (Saxe et al. 2014): all singular values 1, so repeated multiplication (as in a recurrent net)
   neither shrinks nor grows a vector.
+- Truncated normal (`trunc_normal_`): a normal distribution cut to [a, b], so no weight starts far out in the
+  tails (the ViT and GPT-style initialisation, `trunc_normal_(w, std=0.02)`).
 
 Fans, as in PyTorch: a weight of shape (out, in, *kernel) has fan_in = in * prod(kernel) and
 fan_out = out * prod(kernel). (A Linear weight is (out_features, in_features).)
@@ -155,6 +157,99 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     if rows < cols:
         q = q.T
     return _fill(tensor, gain * q.reshape(tensor.shape))
+
+
+def trunc_normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None
+) -> Tensor:
+    """Values from N(mean, std^2) truncated to [a, b]: drawn from the normal distribution, conditioned on landing
+    in [a, b] (a and b are values, not numbers of standard deviations, as in PyTorch). `generator` is a NumPy
+    `np.random.Generator`; by default the draws come from `lg.engine.generator()`, like every other init.
+
+    The draws are exact for any interval, including one far in a tail (PyTorch's inverse-CDF method warns there
+    that its values may be wrong): each value is drawn by rejection from whichever of three proposals fits the
+    interval (Robert 1995), and every proposal accepts at least about a third of what it draws.
+    """
+    name = "trunc_normal_"
+    if not isinstance(tensor, Tensor):
+        _fill(tensor, 0.0)  # (raises the error every init function gives for something that is not a Tensor)
+    for what, value in (("mean", mean), ("std", std), ("a", a), ("b", b)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise OpError(f"{name}: {what} must be a number, got {what_is(value)}")
+    if not math.isfinite(mean):
+        raise OpError(f"{name}: mean must be finite, got {mean}")
+    if not (std > 0 and math.isfinite(std)):
+        raise OpError(f"{name}: std must be positive and finite, got {std}")
+    if not a < b:  # (NaN fails this too)
+        raise OpError(f"{name}: the interval [a, b] must have a < b, got a={a}, b={b}")
+    rng = _generator(name, generator)
+    if tensor.size == 0:
+        return tensor
+    z = _truncated_standard_normal(rng, tensor.size, (a - mean) / std, (b - mean) / std)
+    values = np.clip(mean + std * z, a, b)  # (mean + std z can round a hair past a bound)
+    low, high = _bounds_in(tensor.dtype, a, b)  # ... and so can the conversion to the tensor's precision
+    return _fill(tensor, np.clip(values.astype(tensor.dtype), low, high).reshape(tensor.shape))
+
+
+def _generator(name: str, given) -> np.random.Generator:
+    """The generator to draw from: the one given, or leakygrad's (seeded by `lg.manual_seed`)."""
+    if given is None:
+        return generator()
+    if not isinstance(given, np.random.Generator):
+        raise OpError(f"{name}: generator must be a np.random.Generator (or None), got {what_is(given)}")
+    return given
+
+
+def _truncated_standard_normal(rng: np.random.Generator, count: int, low: float, high: float) -> np.ndarray:
+    """`count` draws of a standard normal z conditioned on low <= z <= high, by rejection (Robert 1995):
+
+    - an interval that holds 0 and is wide (over sqrt(2 pi)): draw z ~ N(0, 1), keep those inside;
+    - a narrow interval: draw z uniform in it, keep it with probability exp((m^2 - z^2) / 2), m the point of
+      the interval nearest 0 (the normal density relative to its highest value on the interval);
+    - an interval in the right tail, low > 0 (the left tail is its mirror image): z = low + e / rate with e
+      ~ Exp(1), rate = (low + sqrt(low^2 + 4)) / 2, kept with probability exp(-(z - rate)^2 / 2) if z <= high.
+    """
+    if high <= 0:  # the left tail: draw from the mirror image [-high, -low] and flip the sign
+        return -_truncated_standard_normal(rng, count, -high, -low)
+    if low <= 0:
+        wide = high - low > math.sqrt(2 * math.pi)
+        nearest = 0.0
+    else:
+        root = math.sqrt(low * low + 4)
+        rate = (low + root) / 2
+        # Robert's rule: the uniform proposal accepts more than the exponential one on intervals narrower than this
+        wide = high - low > math.exp((low * low - low * root) / 4 + 0.5) / rate
+        nearest = low
+    out = np.empty(count)
+    filled = 0
+    while filled < count:
+        size = count - filled
+        if low <= 0 and wide:
+            z = rng.standard_normal(size)
+            keep = (z >= low) & (z <= high)
+        elif not wide:
+            z = rng.uniform(low, high, size)
+            keep = rng.random(size) < np.exp((nearest * nearest - z * z) / 2)
+        else:
+            z = low + rng.standard_exponential(size) / rate
+            keep = (z <= high) & (rng.random(size) < np.exp(-((z - rate) ** 2) / 2))
+        accepted = z[keep]
+        out[filled : filled + accepted.size] = accepted
+        filled += accepted.size
+    return out
+
+
+def _bounds_in(dtype, a: float, b: float) -> tuple:
+    """The lowest and highest values of `dtype` inside [a, b] (float32(0.1) is above 0.1, say)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        return a, b
+    low, high = dtype.type(a), dtype.type(b)
+    if low < a:
+        low = np.nextafter(low, dtype.type(np.inf))
+    if high > b:
+        high = np.nextafter(high, dtype.type(-np.inf))
+    return low, high
 
 
 # The other names these go by.

@@ -85,19 +85,23 @@ class Flatten(Module):
 
 
 class Dropout(Module):
-    """In training, zero each element with probability p and scale the rest by 1/(1-p); in eval, pass through."""
+    """In training, zero each element with probability p and scale the rest by 1/(1-p); in eval, pass through.
 
-    def __init__(self, p: float = 0.5):
+    `inplace=True` is accepted, for code ported from PyTorch, and computes out of place: the same values and
+    gradients, but the input tensor is not overwritten as PyTorch's is. (leakygrad's tensors have no version
+    counters, so overwriting an input that a graph still reads could not be caught.)"""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0 <= p <= 1:
             raise OpError(f"Dropout: p must be between 0 and 1, got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"  # (PyTorch shows inplace here even when it is False)
 
 
 class Identity(Module):

@@ -163,6 +163,25 @@ class Module:
         object.__setattr__(self, name, tensor)
         _structure_changed()
 
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add `module` as the child `name` (what `self.name = module` does, for a name made at run time)."""
+        _check_child_name(self, name, "add_module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module or None, got {type(module).__name__}")
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add `param` as the parameter `name` (what `self.name = param` does, for a name made at run time)."""
+        _check_child_name(self, name, "register_parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"register_parameter: {name!r} must be a Parameter or None, got {type(param).__name__} "
+                "(wrap a tensor: Parameter(tensor))"
+            )
+        setattr(self, name, param)
+
     def _child_slots(self) -> list[tuple[str, Module]]:
         """(name, child) for every attribute holding a module, a module held twice under both names (a container
         that keeps its modules elsewhere overrides this, as Sequential, or named_children, which is then used)."""
@@ -238,15 +257,17 @@ class Module:
                     parameters.append(value)
         return parameters
 
-    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        for module_name, module in self.named_modules(prefix):
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """("bn.running_mean", buffer) pairs, persistent or not; only this module's with `recurse=False`."""
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for module_name, module in modules:
             for name in module._buffer_names:
                 buffer = getattr(module, name)
                 if buffer is not None:
                     yield (module_name + "." + name if module_name else name), buffer
 
-    def buffers(self) -> Iterator[Tensor]:
-        for _, buffer in self.named_buffers():
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
             yield buffer
 
     def num_parameters(self) -> int:
@@ -266,6 +287,12 @@ class Module:
     def eval(self) -> Module:
         """Evaluation mode: dropout passes everything, batch norm uses its running statistics."""
         return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Switch gradients on or off for every parameter (off: freeze the module, e.g. for fine-tuning)."""
+        for parameter in self.parameters():
+            parameter.requires_grad = requires_grad
+        return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients of the last backward (they accumulate otherwise, as in PyTorch)."""
@@ -366,11 +393,25 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._child_slots()]
-        if not lines:
-            return f"{type(self).__name__}({self.extra_repr()})"
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + "\n  " + "\n  ".join(lines) + "\n)"
+        """PyTorch's layout: `Name(extra)` alone; with children, or an extra_repr of several lines, one line each."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._child_slots()]
+        if not child_lines and len(extra_lines) <= 1:
+            return f"{type(self).__name__}({extra})"
+        return f"{type(self).__name__}(\n  " + "\n  ".join(extra_lines + child_lines) + "\n)"
+
+
+def _check_child_name(module: Module, name, what: str) -> None:
+    """A name for a child or a parameter: a string without "." (state_dict joins names with dots), not empty, not
+    an attribute of another kind (`training`, `forward`, ...)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: the name must be a string, got {type(name).__name__}")
+    if not name or "." in name:
+        raise NameTakenError(f"{what}: the name must be a non-empty string without '.', got {name!r}")
+    current = getattr(module, name, None)
+    if hasattr(module, name) and not isinstance(current, (Module, Parameter)) and current is not None:
+        raise NameTakenError(f"{what}: {type(module).__name__} already has an attribute {name!r}: choose another name")
 
 
 def _as_array(value, dtype) -> np.ndarray:
@@ -393,16 +434,33 @@ def _check_replacement(module: Module, name: str, current, value) -> None:
         raise TypeError(f"{kind}.{name} is a buffer: assign a Tensor or None, not {type(value).__name__}")
 
 
+def _position(owner: str, index, length: int, inserting: bool = False) -> int:
+    """A list position given as an int (negative counts from the end), checked. Inserting may also use `length`."""
+    if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        raise TypeError(f"{owner}: indices must be integers or slices, got {type(index).__name__}")
+    last = length if inserting else length - 1
+    if not -length <= index <= last:
+        raise IndexError(f"{owner}: index {index} is out of range for {length} modules")
+    return int(index) % length if index < 0 else int(index)
+
+
 class Sequential(Module):
     """Modules applied one after another: `Sequential(Linear(2, 8), ReLU(), Linear(8, 1))`.
 
-    The children are named "0", "1", ..., so parameters are "0.weight", "0.bias", ... as in PyTorch.
+    The children are named "0", "1", ..., so parameters are "0.weight", "0.bias", ... as in PyTorch; or named by
+    the keys of a dict: `Sequential(OrderedDict(fc=Linear(2, 8), act=ReLU()))`. As in PyTorch, `insert`, `del`
+    and `pop` renumber the children "0", "1", ... by position afterwards.
     """
 
     def __init__(self, *modules: Module):
         super().__init__()
         self._items: list[Module] = []
         self._names: list[str] = []
+        if len(modules) == 1 and isinstance(modules[0], dict):  # named children, in the dict's order
+            for name, module in modules[0].items():
+                _check_child_name(self, name, "Sequential")
+                self.append(module, name)
+            return
         for module in modules:
             self.append(module)
 
@@ -422,6 +480,29 @@ class Sequential(Module):
         _structure_changed()
         return self
 
+    def extend(self, modules) -> Sequential:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Put `module` before position `index` (len(self) for the end); the children are renumbered."""
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        self._items.insert(_position("Sequential.insert", index, len(self), inserting=True), module)
+        self._renumber()
+        return self
+
+    def pop(self, index: int = -1) -> Module:
+        """Remove and return the module at `index`; the children are renumbered."""
+        module = self._items.pop(_position("Sequential.pop", index, len(self)))
+        self._renumber()
+        return module
+
+    def _renumber(self) -> None:
+        self._names = [str(i) for i in range(len(self._items))]
+        _structure_changed()
+
     def _child_slots(self) -> list[tuple[str, Module]]:
         return list(zip(self._names, self._items))
 
@@ -436,7 +517,21 @@ class Sequential(Module):
             for name, module in zip(self._names[index], self._items[index]):
                 part.append(module, name)
             return part
-        return self._items[index]
+        return self._items[_position("Sequential", index, len(self))]
+
+    def __setitem__(self, index: int, module: Module) -> None:
+        """Replace the module at `index`; it keeps the name of the one it replaces."""
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        self._items[_position("Sequential", index, len(self))] = module
+        _structure_changed()
+
+    def __delitem__(self, index) -> None:
+        if isinstance(index, slice):
+            del self._items[index]
+        else:
+            del self._items[_position("Sequential", index, len(self))]
+        self._renumber()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -447,7 +542,9 @@ class Sequential(Module):
 
 class ModuleList(Module):
     """A list of modules whose parameters belong to the owner (a plain Python list would hide them:
-    `self.layers = [Linear(...), ...]` registers nothing, so nothing would be trained or saved)."""
+    `self.layers = [Linear(...), ...]` registers nothing, so nothing would be trained or saved).
+
+    The children are named by position, "0", "1", ..., and renamed when modules are inserted or removed."""
 
     def __init__(self, modules=()):
         super().__init__()
@@ -456,8 +553,7 @@ class ModuleList(Module):
             self.append(module)
 
     def append(self, module: Module) -> ModuleList:
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleList holds modules, got {type(module).__name__}")
+        self._check(module)
         self._items.append(module)
         _structure_changed()
         return self
@@ -467,13 +563,47 @@ class ModuleList(Module):
             self.append(module)
         return self
 
+    def insert(self, index: int, module: Module) -> None:
+        """Put `module` before position `index` (len(self) for the end)."""
+        self._check(module)
+        self._items.insert(_position("ModuleList.insert", index, len(self), inserting=True), module)
+        _structure_changed()
+
+    def pop(self, index: int = -1) -> Module:
+        module = self._items.pop(_position("ModuleList.pop", index, len(self)))
+        _structure_changed()
+        return module
+
+    @staticmethod
+    def _check(module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleList holds modules, got {type(module).__name__}")
+
     def _child_slots(self) -> list[tuple[str, Module]]:
         return [(str(i), module) for i, module in enumerate(self._items)]
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             return ModuleList(self._items[index])
-        return self._items[index]
+        return self._items[_position("ModuleList", index, len(self))]
+
+    def __setitem__(self, index: int, module: Module) -> None:
+        self._check(module)
+        self._items[_position("ModuleList", index, len(self))] = module
+        _structure_changed()
+
+    def __delitem__(self, index) -> None:
+        if isinstance(index, slice):
+            del self._items[index]
+        else:
+            del self._items[_position("ModuleList", index, len(self))]
+        _structure_changed()
+
+    def __iadd__(self, modules) -> ModuleList:
+        return self.extend(modules)
+
+    def __add__(self, other) -> ModuleList:
+        return ModuleList(list(self) + list(other))
 
     def __len__(self) -> int:
         return len(self._items)
@@ -483,3 +613,78 @@ class ModuleList(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over it in your module's forward")
+
+
+class ModuleDict(Module):
+    """A dict of modules whose parameters belong to the owner (a plain dict would hide them, as a plain list
+    does). The children are named by their keys ("encoder.weight"), in insertion order, as in PyTorch.
+
+    Keys are strings without "." (state_dict joins names with dots). Unlike PyTorch's, a key may be any such
+    string, `keys` or `training` too: the modules are kept apart from the attributes."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        self._entries: dict[str, Module] = {}
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        if key not in self._entries:
+            raise KeyError(f"ModuleDict has no module {key!r} (keys: {list(self._entries)})")
+        return self._entries[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"ModuleDict: keys must be strings, got {type(key).__name__}")
+        if not key or "." in key:
+            raise NameTakenError(f"ModuleDict: a key must be a non-empty string without '.', got {key!r}")
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict holds modules, got {type(module).__name__} for key {key!r}")
+        self._entries[key] = module
+        _structure_changed()
+
+    def __delitem__(self, key: str) -> None:
+        self[key]  # (the KeyError that names the keys)
+        del self._entries[key]
+        _structure_changed()
+
+    def pop(self, key: str) -> Module:
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self) -> None:
+        self._entries.clear()
+        _structure_changed()
+
+    def update(self, modules) -> None:
+        """Add (or replace) modules from a dict or from (key, module) pairs."""
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"ModuleDict.update: expects a dict or (key, module) pairs, got {pair!r}")
+            self[pair[0]] = pair[1]
+
+    def keys(self):
+        return self._entries.keys()
+
+    def values(self):
+        return self._entries.values()
+
+    def items(self):
+        return self._entries.items()
+
+    def _child_slots(self) -> list[tuple[str, Module]]:
+        return list(self._entries.items())
+
+    def __contains__(self, key) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward: pick modules by key in your module's forward")
