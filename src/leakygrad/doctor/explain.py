@@ -130,12 +130,14 @@ def _explain_time(f: Finding, vanishing: bool):
         text += " So the loss cannot teach the layer anything that depends on the early inputs" + (
             ", and the loss is not improving." if e.get("loss_stalled") else "."
         )
-        remedies = [
-            "Use a gated layer, `nn.LSTM` or `nn.GRU`: its additive cell state carries the gradient with a factor "
-            "near 1 (the forget gate).",
-            "Initialise W_hh orthogonally (`nn.init.orthogonal_`) so its singular values are 1.",
-            "Shorten the dependency: truncated backprop through time, attention, or feeding the early input later.",
-        ]
+        if not e.get("loss_stalled"):
+            # (a warning only: a model that learns may rightly need only its recent inputs)
+            text += (
+                " The loss is improving, so this may be fine: a task that needs only the recent inputs (a forecast "
+                "from the last few values) makes a healthy model forget the early ones. It matters if the target "
+                "depends on the early inputs."
+            )
+        remedies = _vanishing_time_remedies(e.get("kind") or "")
     else:
         text += (
             " The factor is above 1, so it compounds: the earliest steps get gradients large enough to wreck the "
@@ -149,6 +151,30 @@ def _explain_time(f: Finding, vanishing: bool):
     return text, remedies
 
 
+GATED = ("LSTM", "GRU")
+
+
+def _vanishing_time_remedies(kind: str) -> list[str]:
+    """What to try when the gradient vanishes over time; a layer that is already gated is not told to be gated."""
+    if kind.startswith(GATED):
+        remedies = [
+            "If the target depends on the early inputs, let attention (or a skip from the early steps) carry them to "
+            "the output: a gated layer already runs this memory as long as its gates allow.",
+            "Shorten the dependency: truncated backprop through time, or feeding the early input later.",
+        ]
+        if kind.startswith("LSTM"):
+            remedies.insert(
+                1, "Initialise the forget-gate bias to 1 (or more) so that the cell keeps its state by default."
+            )
+        return remedies
+    return [
+        "Use a gated layer, `nn.LSTM` or `nn.GRU`: its additive cell state carries the gradient with a factor "
+        "near 1 (the forget gate).",
+        "Initialise W_hh orthogonally (`nn.init.orthogonal_`) so its singular values are 1.",
+        "Shorten the dependency: truncated backprop through time, attention, or feeding the early input later.",
+    ]
+
+
 # --- dead and saturated units ------------------------------------------------------------------------------------
 def explain_dead_relu(f: Finding):
     e = f.evidence
@@ -157,8 +183,9 @@ def explain_dead_relu(f: Finding):
         f"{pct(e['dead_fraction'])} of the units at `{f.where}` ({e['dead_units']} of {e['units']}) output zero for "
         f"every one of the {e['window_examples']} examples of the last sampled steps. relu'(z) = 0 wherever z < 0, "
         f"so a unit whose input is negative for every example passes no gradient{feeder}: its incoming weights and "
-        "bias never change again, and nothing revives it. This is not sparsity: a healthy ReLU layer is about half "
-        f"zeros per batch (this one: {pct(e['zero_fraction'])}) but has almost no unit that is zero for every example."
+        "bias get none from the loss, and only a change in the layers before it can bring it back. This is not "
+        "sparsity: a healthy ReLU layer is about half zeros per batch "
+        f"(this one: {pct(e['zero_fraction'])}) but has almost no unit that is zero for every example."
     )
     if e.get("zero_gradient_modules"):
         modules = ", ".join(f"`{m}`" for m in e["zero_gradient_modules"])
@@ -352,6 +379,17 @@ def explain_blocked_gradient(f: Finding):
             "`F.huber_loss(q, target, delta=1.0)`."
         )
         remedies.append("If you want bounded updates, clip the gradient norm instead of the error.")
+        # The other clamp on a loss: a probability kept off 0 and 1 before its log (a hand-written cross-entropy).
+        # There the blocked examples are the ones the model is sure of: right (no loss) or wrong (all of it).
+        text += (
+            " A clamp on a probability before its log (clamp(p, eps, 1 - eps) in a hand-written cross-entropy) does "
+            "the same to every example the model is sure of: harmless while it is right, and no gradient at all to "
+            "correct it when it is wrong."
+        )
+        remedies.append(
+            "If it clamps a probability, compute the loss from the logits instead: "
+            "`F.binary_cross_entropy_with_logits(logits, y)`, `F.cross_entropy(logits, y)` or `F.logsigmoid`."
+        )
     elif op in ("round", "floor", "ceil", "trunc", "sign"):
         remedies.append(
             f"Use a straight-through estimator: `x + ({op}(x) - x).detach()` passes the gradient through as if "

@@ -1,0 +1,617 @@
+"""A false-alarm hunt: small, realistic, healthy training runs that are not in the labelled suite, each watched
+with `watch(model, optimizer, every=...)`. None may yield an error; the few warnings that are right (a forecast
+that rightly forgets its early inputs, a hand-written cross-entropy that clamps its probabilities) must say so
+and suggest what fits the model.
+
+Each run is seeded, trains on the CPU for a few hundred steps at most, and learns (checked, so that a run that
+does not learn cannot pass for a healthy one)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils.rnn import pad_sequence
+
+import leakygrad.doctor
+
+pytestmark = pytest.mark.slow
+
+
+# --- data and the usual loop -----------------------------------------------------------------------------------------
+def digits(standardise=True):
+    """scikit-learn's bundled 8x8 digits: X (N, 64) float32 (standardised, or scaled to [0, 1]), y (N,)."""
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    x = torch.from_numpy(data.data.astype(np.float32))
+    x = (x - x.mean(0)) / (x.std(0) + 1e-6) if standardise else x / 16.0
+    return x, torch.from_numpy(data.target.astype(np.int64))
+
+
+def batches(x, y, size, seed):
+    """Shuffled minibatches, epoch after epoch, without end."""
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x) - size + 1, size):
+            index = order[start : start + size]
+            yield x[index], y[index]
+
+
+def train(model, optimizer, every, steps, next_batch, loss_of, clip=None, schedule=None):
+    """The plain loop under the doctor: zero_grad, backward, (clip), step, (schedule). Returns (doctor, losses)."""
+    losses = []
+    with leakygrad.doctor.watch(model, optimizer, every=every) as doctor:
+        for step in range(steps):
+            loss = loss_of(*next_batch(step))
+            optimizer.zero_grad()
+            loss.backward()
+            if clip is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            if schedule is not None:
+                schedule.step()
+            losses.append(loss.item())
+    return doctor, losses
+
+
+# --- the healthy runs ------------------------------------------------------------------------------------------------
+def lstm_padded_last_step(every):
+    """LSTM over padded sequences of 5 to 30 steps (not packed), reading the output at each one's last real step;
+    the label is the sign of the sum of the first feature."""
+    g = torch.Generator().manual_seed(0)
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(2, 32, batch_first=True)
+            self.head = nn.Linear(32, 2)
+
+        def forward(self, x, lengths):
+            out, _ = self.lstm(x)
+            return self.head(out[torch.arange(len(x)), lengths - 1])
+
+    def batch(_):
+        lengths = torch.randint(5, 31, (32,), generator=g)
+        seqs = [torch.randn(int(n), 2, generator=g) for n in lengths]
+        labels = torch.tensor([int(s[:, 0].sum() > 0) for s in seqs])
+        return pad_sequence(seqs, batch_first=True), lengths, labels
+
+    model = Classifier()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    return train(model, optimizer, every, 200, batch, lambda x, n, y: F.cross_entropy(model(x, n), y))
+
+
+def gru_seq2seq_reverse(every):
+    """GRU encoder-decoder with teacher forcing, reversing sequences of 8 digits; clipped at max_norm=1.0."""
+    g = torch.Generator().manual_seed(0)
+    vocab, length, begin = 10, 8, 10
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_emb = nn.Embedding(vocab, 32)
+            self.tgt_emb = nn.Embedding(vocab + 1, 32)
+            self.encoder = nn.GRU(32, 64, batch_first=True)
+            self.decoder = nn.GRU(32, 64, batch_first=True)
+            self.out = nn.Linear(64, vocab)
+
+        def forward(self, src, tgt_in):
+            _, h = self.encoder(self.src_emb(src))
+            dec, _ = self.decoder(self.tgt_emb(tgt_in), h)
+            return self.out(dec)
+
+    def batch(_):
+        src = torch.randint(0, vocab, (64, length), generator=g)
+        tgt = src.flip(1)
+        return src, torch.cat([torch.full((64, 1), begin), tgt[:, :-1]], 1), tgt
+
+    model = Seq2Seq()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+
+    def loss_of(src, tgt_in, tgt):
+        return F.cross_entropy(model(src, tgt_in).reshape(-1, vocab), tgt.reshape(-1))
+
+    return train(model, optimizer, every, 250, batch, loss_of, clip=1.0)
+
+
+def tied_embedding_lm(every):
+    """Word-level LSTM language model on a Zipf-like Markov chain (rare tokens appear rarely): an embedding with
+    padding_idx=0, its weight shared with the output layer, dropout, AdamW, sequences padded at the end."""
+    g = torch.Generator().manual_seed(0)
+    vocab, width, pad = 50, 48, 0
+    probs = 1.0 / torch.arange(1, vocab) ** 1.1
+    transitions = torch.softmax(torch.randn(vocab - 1, vocab - 1, generator=g) * 2 + probs.log(), dim=1)
+
+    def batch(_):
+        tokens = torch.empty(32, 21, dtype=torch.long)
+        tokens[:, 0] = torch.multinomial(probs / probs.sum(), 32, replacement=True, generator=g)
+        for t in range(1, 21):
+            tokens[:, t] = torch.multinomial(transitions[tokens[:, t - 1]], 1, generator=g).squeeze(1)
+        tokens = tokens + 1  # (0 is the padding)
+        lengths = torch.randint(10, 22, (32,), generator=g)
+        tokens[torch.arange(21)[None, :] >= lengths[:, None]] = pad
+        return (tokens,)
+
+    class LanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, width, padding_idx=pad)
+            self.lstm = nn.LSTM(width, width, batch_first=True)
+            self.drop = nn.Dropout(0.1)
+            self.out = nn.Linear(width, vocab)
+            self.out.weight = self.emb.weight  # weight tying
+
+        def forward(self, x):
+            h, _ = self.lstm(self.drop(self.emb(x)))
+            return self.out(self.drop(h))
+
+    model = LanguageModel()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+
+    def loss_of(tokens):
+        logits = model(tokens[:, :-1])
+        return F.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1), ignore_index=pad)
+
+    return train(model, optimizer, every, 200, batch, loss_of)
+
+
+def tiny_vit(every):
+    """ViT-like: 2x2 patches of the digits, a class token, two pre-norm blocks with dropout, AdamW with linear
+    warm-up then cosine decay to 0, label smoothing."""
+    x, y = digits(standardise=False)
+    x = x.view(-1, 1, 8, 8)
+    width, steps, warm = 48, 200, 20
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(width)
+            self.attn = nn.MultiheadAttention(width, 4, dropout=0.1, batch_first=True)
+            self.norm2 = nn.LayerNorm(width)
+            self.mlp = nn.Sequential(
+                nn.Linear(width, 4 * width), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * width, width)
+            )
+
+        def forward(self, h):
+            a = self.norm1(h)
+            h = h + self.attn(a, a, a, need_weights=False)[0]
+            return h + self.mlp(self.norm2(h))
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(1, width, 2, stride=2)
+            self.cls = nn.Parameter(torch.zeros(1, 1, width))
+            self.pos = nn.Parameter(torch.randn(1, 17, width) * 0.02)
+            self.drop = nn.Dropout(0.1)
+            self.blocks = nn.Sequential(Block(), Block())
+            self.norm = nn.LayerNorm(width)
+            self.head = nn.Linear(width, 10)
+
+        def forward(self, images):
+            h = self.patch(images).flatten(2).transpose(1, 2)
+            h = torch.cat([self.cls.expand(len(h), -1, -1), h], 1) + self.pos
+            return self.head(self.norm(self.blocks(self.drop(h))[:, 0]))
+
+    model = ViT()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.05)
+
+    def factor(s):
+        return (s + 1) / warm if s < warm else 0.5 * (1 + math.cos(math.pi * (s - warm) / (steps - warm)))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    stream = batches(x, y, 64, 0)
+
+    def loss_of(images, labels):
+        return F.cross_entropy(model(images), labels, label_smoothing=0.1)
+
+    return train(model, optimizer, every, steps, lambda _: next(stream), loss_of, schedule=schedule)
+
+
+def resnet_frozen_stem(every):
+    """ResNet-style CNN with batch norm; its stem frozen with requires_grad_(False) but still handed to the
+    optimiser (model.parameters()); SGD with momentum and weight decay."""
+    x, y = digits(standardise=False)
+    x = x.view(-1, 1, 8, 8)
+
+    class ResBlock(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(channels)
+            self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(channels)
+
+        def forward(self, h):
+            return F.relu(h + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(h))))))
+
+    stem = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+    model = nn.Sequential(stem, ResBlock(16), ResBlock(16), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    stem.requires_grad_(False)  # "pretrained"
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    stream = batches(x, y, 64, 0)
+    return train(model, optimizer, every, 150, lambda _: next(stream), lambda a, b: F.cross_entropy(model(a), b))
+
+
+def no_grad_encoder(every):
+    """A frozen encoder run under torch.no_grad() in forward, a trained head; only the head in the optimiser."""
+    x, y = digits()
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU())
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, images):
+            with torch.no_grad():
+                features = self.encoder(images)
+            return self.head(features)
+
+    model = Classifier()
+    optimizer = torch.optim.Adam(model.head.parameters(), lr=1e-2)
+    stream = batches(x, y, 64, 0)
+    return train(model, optimizer, every, 150, lambda _: next(stream), lambda a, b: F.cross_entropy(model(a), b))
+
+
+def autoencoder_sigmoid_bce(every):
+    """Autoencoder of the digits (pixels in [0, 1]): ReLU encoder and decoder around a linear 8-unit bottleneck,
+    a sigmoid output and binary cross-entropy."""
+    x, y = digits(standardise=False)
+    model = nn.Sequential(
+        nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8), nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 64), nn.Sigmoid()
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    stream = batches(x, y, 64, 0)
+    return train(model, optimizer, every, 200, lambda _: next(stream), lambda a, _: F.binary_cross_entropy(model(a), a))
+
+
+def wide_mlp_sgd(every):
+    """Wide MLP with LeakyReLU, SiLU and Mish; SGD with Nesterov momentum and weight decay; label smoothing."""
+    x, y = digits()
+    model = nn.Sequential(
+        nn.Linear(64, 512), nn.LeakyReLU(0.1), nn.Linear(512, 512), nn.SiLU(), nn.Linear(512, 256), nn.Mish(),
+        nn.Linear(256, 10),
+    )  # fmt: skip
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4, nesterov=True)
+    stream = batches(x, y, 64, 0)
+
+    def loss_of(images, labels):
+        return F.cross_entropy(model(images), labels, label_smoothing=0.1)
+
+    return train(model, optimizer, every, 200, lambda _: next(stream), loss_of)
+
+
+def regression_to_near_zero(every):
+    """A tanh MLP fitting sin(x . w) with MSE, converging towards zero loss (not stalled once it has learned)."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(8, 1, generator=g)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def batch(_):
+        inputs = torch.randn(64, 8, generator=g)
+        return inputs, torch.sin(inputs @ w)
+
+    return train(model, optimizer, every, 400, batch, lambda a, b: F.mse_loss(model(a), b))
+
+
+def accumulation_with_clipping(every):
+    """Gradient accumulation over 4 micro-batches (loss / 4), zero_grad(set_to_none=True) first, the gradient
+    clipped at max_norm=1.0 before each AdamW step."""
+    x, y = digits()
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    stream = batches(x, y, 16, 0)
+    losses = []
+    with leakygrad.doctor.watch(model, optimizer, every=every) as doctor:
+        for _ in range(100):
+            optimizer.zero_grad(set_to_none=True)
+            total = 0.0
+            for _ in range(4):
+                images, labels = next(stream)
+                loss = F.cross_entropy(model(images), labels) / 4
+                loss.backward()
+                total += loss.item()
+            nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            optimizer.step()
+            losses.append(total)
+    return doctor, losses
+
+
+def masked_gaussian_nll(every):
+    """Heteroscedastic regression with missing targets: a Gaussian NLL (it goes negative), its log-variance kept in
+    [-6, 6] by a clamp, the missing entries masked out with torch.where."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(16, 4, generator=g)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+
+    def batch(_):
+        inputs = torch.randn(64, 16, generator=g)
+        targets = inputs @ w + 0.1 * torch.randn(64, 4, generator=g)
+        return inputs, targets, torch.rand(64, 4, generator=g) > 0.3
+
+    def loss_of(inputs, targets, observed):
+        out = model(inputs)
+        mean, log_var = out[:, :4], out[:, 4:].clamp(-6, 6)
+        nll = 0.5 * (log_var + (targets - mean) ** 2 / log_var.exp())
+        return torch.where(observed, nll, torch.zeros_like(nll)).sum() / observed.sum()
+
+    return train(model, optimizer, every, 200, batch, loss_of)
+
+
+def zipf_embedding_bag(every):
+    """EmbeddingBag over 2000 tokens drawn from a Zipf law (rare rows get a gradient rarely), then an MLP."""
+    g = torch.Generator().manual_seed(0)
+    vocab = 2000
+    probs = 1.0 / torch.arange(1, vocab + 1) ** 1.2
+    probs /= probs.sum()
+    score = torch.randn(vocab, generator=g)
+
+    class BagModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.EmbeddingBag(vocab, 32, mode="mean")
+            self.mlp = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
+
+        def forward(self, tokens):
+            return self.mlp(self.emb(tokens))
+
+    def batch(_):
+        tokens = torch.multinomial(probs, 64 * 12, replacement=True, generator=g).view(64, 12)
+        return tokens, (score[tokens].mean(1) > 0).long()
+
+    model = BagModel()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return train(model, optimizer, every, 200, batch, lambda t, lab: F.cross_entropy(model(t), lab))
+
+
+def mixture_of_experts(every):
+    """Top-1 routed mixture of 4 experts with a load-balancing loss (each expert runs on the rows routed to it)."""
+    x, y = digits()
+    experts = 4
+
+    class MoE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Linear(64, 64)
+            self.router = nn.Linear(64, experts)
+            self.experts = nn.ModuleList(
+                nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64)) for _ in range(experts)
+            )
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, images):
+            h = F.gelu(self.inp(images))
+            probs = torch.softmax(self.router(h), 1)
+            top = probs.argmax(1)
+            out = torch.zeros_like(h)
+            for e in range(experts):
+                rows = top == e
+                if rows.any():
+                    out[rows] = self.experts[e](h[rows]) * probs[rows, e : e + 1]
+            self.balance = experts * (F.one_hot(top, experts).float().mean(0) * probs.mean(0)).sum()
+            return self.head(h + out)
+
+    model = MoE()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    stream = batches(x, y, 64, 0)
+
+    def loss_of(images, labels):
+        return F.cross_entropy(model(images), labels) + 0.1 * model.balance
+
+    return train(model, optimizer, every, 200, lambda _: next(stream), loss_of)
+
+
+def rezero_residual_mlp(every):
+    """Residual MLP whose branches are scaled by a learned alpha initialised at 0 (ReZero), with a zero-initialised
+    head: the gradient starts small and grows as the branches open."""
+    x, y = digits()
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(64, 128)
+            self.fc2 = nn.Linear(128, 64)
+            self.alpha = nn.Parameter(torch.zeros(()))
+
+        def forward(self, h):
+            return h + self.alpha * self.fc2(F.gelu(self.fc1(h)))
+
+    model = nn.Sequential(nn.Linear(64, 64), *[Block() for _ in range(4)], nn.Linear(64, 10))
+    nn.init.zeros_(model[-1].weight)
+    nn.init.zeros_(model[-1].bias)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    stream = batches(x, y, 64, 0)
+    return train(model, optimizer, every, 200, lambda _: next(stream), lambda a, b: F.cross_entropy(model(a), b))
+
+
+def handwritten_lstm_cell(every):
+    """An LSTM cell written out (sigmoid gates, tanh candidate and cell output), run over 20 steps to recall the
+    sign of the first input; forget-gate bias +1, clipped at max_norm=1.0."""
+    g = torch.Generator().manual_seed(0)
+
+    class Cell(nn.Module):
+        def __init__(self, n_in, n_hidden):
+            super().__init__()
+            self.x2h = nn.Linear(n_in, 4 * n_hidden)
+            self.h2h = nn.Linear(n_hidden, 4 * n_hidden, bias=False)
+
+        def forward(self, x, h, c):
+            i, f, candidate, o = (self.x2h(x) + self.h2h(h)).chunk(4, 1)
+            c = torch.sigmoid(f + 1.0) * c + torch.sigmoid(i) * torch.tanh(candidate)
+            return torch.sigmoid(o) * torch.tanh(c), c
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = Cell(1, 32)
+            self.head = nn.Linear(32, 2)
+
+        def forward(self, xs):
+            h = c = torch.zeros(len(xs), 32)
+            for t in range(xs.shape[1]):
+                h, c = self.cell(xs[:, t], h, c)
+            return self.head(h)
+
+    def batch(_):
+        xs = torch.randn(64, 20, 1, generator=g)
+        return xs, (xs[:, 0, 0] > 0).long()
+
+    model = Net()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return train(model, optimizer, every, 300, batch, lambda a, b: F.cross_entropy(model(a), b), clip=1.0)
+
+
+def gru_forecast(every):
+    """GRU forecasting the next value of an AR(2) series from its last 100 values: only the last two matter, so a
+    healthy model forgets the early ones (the gradient reaching them vanishes, rightly)."""
+    g = torch.Generator().manual_seed(0)
+
+    class Forecaster(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(1, 32, batch_first=True)
+            self.head = nn.Linear(32, 1)
+
+        def forward(self, xs):
+            out, _ = self.gru(xs)
+            return self.head(out[:, -1]).squeeze(1)
+
+    def batch(_):
+        series = torch.zeros(64, 101)
+        noise = torch.randn(64, 101, generator=g) * 0.3
+        for t in range(2, 101):
+            series[:, t] = 1.2 * series[:, t - 1] - 0.5 * series[:, t - 2] + noise[:, t]
+        return series[:, :100, None], series[:, 100]
+
+    model = Forecaster()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    return train(model, optimizer, every, 200, batch, lambda a, b: F.mse_loss(model(a), b))
+
+
+def clamped_probability_bce(every):
+    """Binary classification with a hand-written cross-entropy that clamps its probabilities to [1e-7, 1 - 1e-7]
+    before the log; the task is easy, so the model soon becomes sure of most examples."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(10, generator=g)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def batch(_):
+        inputs = torch.randn(128, 10, generator=g)
+        return inputs, (inputs @ w > 0).float()
+
+    def loss_of(inputs, labels):
+        p = torch.sigmoid(model(inputs).squeeze(1)).clamp(1e-7, 1 - 1e-7)
+        return -(labels * p.log() + (1 - labels) * (1 - p).log()).mean()
+
+    return train(model, optimizer, every, 300, batch, loss_of)
+
+
+# --- the checks ------------------------------------------------------------------------------------------------------
+CLEAN = {  # run -> the sampling intervals it is watched at
+    lstm_padded_last_step: (1, 16),
+    gru_seq2seq_reverse: (16,),
+    tied_embedding_lm: (1,),
+    tiny_vit: (16,),
+    resnet_frozen_stem: (1,),
+    no_grad_encoder: (1, 16),
+    autoencoder_sigmoid_bce: (1, 16),
+    wide_mlp_sgd: (16,),
+    regression_to_near_zero: (1,),
+    accumulation_with_clipping: (1, 16),
+    masked_gaussian_nll: (1,),
+    zipf_embedding_bag: (16,),
+    mixture_of_experts: (1, 16),
+    rezero_residual_mlp: (1,),
+    handwritten_lstm_cell: (16,),
+}
+
+
+def learned(losses) -> bool:
+    """The mean loss of the last tenth is clearly below that of the first (the run is not healthy otherwise)."""
+    tenth = max(1, len(losses) // 10)
+    first, last = sum(losses[:tenth]) / tenth, sum(losses[-tenth:]) / tenth
+    return last < first - 0.2 * abs(first)
+
+
+@pytest.mark.parametrize(
+    "run, every",
+    [(run, every) for run, everys in CLEAN.items() for every in everys],
+    ids=lambda v: getattr(v, "__name__", f"every{v}"),
+)
+def test_healthy_run_yields_no_finding(run, every):
+    torch.manual_seed(0)
+    doctor, losses = run(every)
+    assert learned(losses), f"{run.__name__} did not learn: {losses[0]:.3f} -> {losses[-1]:.3f}"
+    assert [f.one_line() for f in doctor.findings] == []
+    assert doctor.notes == []
+
+
+def test_a_forecast_that_forgets_its_early_inputs_is_a_warning_that_says_it_may_be_fine():
+    # Only the last two values matter: the gradient reaching the first ten of 100 steps is ~1e-12 of the last
+    # ten's, and rightly so. A warning (the loss improves), which must not tell a GRU to become a GRU.
+    torch.manual_seed(0)
+    doctor, losses = gru_forecast(16)
+    assert learned(losses)
+    assert [f.one_line() for f in doctor.findings] == [
+        "warning vanishing_gradient at gru (time steps 0-9 of 100) from step 0"
+    ]
+    finding = doctor.findings[0]
+    assert "may be fine" in finding.explanation and "recent inputs" in finding.explanation
+    assert not any("Use a gated layer" in r for r in finding.remedies), finding.remedies
+    assert any("attention" in r for r in finding.remedies)
+
+
+def test_a_plain_rnn_is_still_told_to_use_a_gated_layer():
+    from leakygrad.doctor.explain import explain
+    from leakygrad.doctor.findings import Finding
+
+    evidence = {
+        "across": "time", "ratio": 1e-12, "time_steps": 60, "early_steps": [0, 5], "late_steps": [54, 59],
+        "mean_factor_per_time_step": 0.6, "zero_before_step": None, "kind": "RNN", "loss_stalled": True,
+    }  # fmt: skip
+    finding = explain(Finding("vanishing_gradient", "rnn (time steps 0-5 of 60)", 0, "error", evidence))
+    assert "Use a gated layer" in finding.remedies[0]
+    assert "may be fine" not in finding.explanation  # (the loss is stalled: nothing to excuse)
+    lstm = explain(
+        Finding("vanishing_gradient", "lstm (time steps 0-5 of 60)", 0, "warning", {**evidence, "kind": "LSTM"})
+    )
+    assert not any("Use a gated layer" in r for r in lstm.remedies)
+    assert any("forget-gate bias" in r for r in lstm.remedies)
+
+
+def test_a_clamped_probability_before_its_log_is_told_to_use_the_logits():
+    # The clamp blocks the gradient of every example the model is sure of (a warning, right: a confidently wrong
+    # example could never be corrected). The explanation used to tell only the DQN story (clip the TD error,
+    # use the Huber loss), which does not fit a cross-entropy.
+    torch.manual_seed(0)
+    doctor, losses = clamped_probability_bce(16)
+    assert learned(losses)
+    assert [f.one_line()[:34] for f in doctor.findings] == ["warning blocked_gradient at clamp "]
+    finding = doctor.findings[0]
+    assert "probability" in finding.explanation
+    assert any("binary_cross_entropy_with_logits" in r for r in finding.remedies), finding.remedies
+    assert "huber" in finding.remedies[0].lower()  # (the clipped TD error stays the first suspect)
+
+
+def test_the_dead_relu_explanation_does_not_say_nothing_revives_a_unit():
+    # A unit dead for every example can come back when the layers before it move (seen here: a squeeze-excitation
+    # block's squeeze units, dead for 120 steps, came back), and the all-dead case's own text says its readers
+    # "learn again once this layer does": "nothing revives it" contradicted both.
+    from leakygrad.doctor.explain import explain
+    from leakygrad.doctor.findings import Finding
+
+    evidence = {
+        "dead_fraction": 1.0, "dead_units": 8, "units": 8, "window_examples": 512, "zero_fraction": 1.0,
+        "feeds_from": "net.0", "function": "relu", "zero_gradient_modules": ["net.0"],
+    }  # fmt: skip
+    finding = explain(Finding("dead_relu", "net.1", 0, "error", evidence))
+    assert "nothing revives" not in finding.explanation
+    assert "layers before it" in finding.explanation
