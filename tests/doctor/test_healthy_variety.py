@@ -371,7 +371,7 @@ def zipf_embedding_bag(every):
     return train(model, optimizer, every, 200, batch, lambda t, lab: F.cross_entropy(model(t), lab))
 
 
-def mixture_of_experts(every):
+def mixture_of_experts(every, balance=0.1):
     """Top-1 routed mixture of 4 experts with a load-balancing loss (each expert runs on the rows routed to it)."""
     x, y = digits()
     experts = 4
@@ -403,7 +403,7 @@ def mixture_of_experts(every):
     stream = batches(x, y, 64, 0)
 
     def loss_of(images, labels):
-        return F.cross_entropy(model(images), labels) + 0.1 * model.balance
+        return F.cross_entropy(model(images), labels) + balance * model.balance
 
     return train(model, optimizer, every, 200, lambda _: next(stream), loss_of)
 
@@ -615,3 +615,34 @@ def test_the_dead_relu_explanation_does_not_say_nothing_revives_a_unit():
     finding = explain(Finding("dead_relu", "net.1", 0, "error", evidence))
     assert "nothing revives" not in finding.explanation
     assert "layers before it" in finding.explanation
+
+
+def test_an_expert_no_token_is_routed_to_is_a_warning_that_says_it_never_ran_not_a_graph_cut():
+    # With a weak balancing loss the routing collapses: expert 3 gets rows on 1 step of 200, none of them sampled
+    # at every=16. Its parameters get no gradient because it never runs: that was an error saying "something cuts
+    # the graph". It is a warning naming the collapse; the graph is fine.
+    torch.manual_seed(0)
+    doctor, _ = mixture_of_experts(16, balance=0.01)
+    [finding] = [f for f in doctor.findings if f.symptom == "no_gradient"]
+    assert (finding.where, finding.severity, finding.evidence["forward_ran"]) == ("experts.3", "warning", "never")
+    assert "its forward did not run" in finding.explanation and "cuts the graph" not in finding.explanation
+    assert "load-balancing loss" in finding.remedies[0]
+    assert not [f for f in doctor.findings if f.severity == "error"]
+
+
+def test_an_encoder_run_under_no_grad_with_its_parameters_in_the_optimiser_is_still_an_error():
+    """It ran (under no_grad), so its parameters are cut off, not unused: the error stays, and says no_grad."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"encoder": nn.Sequential(nn.Linear(8, 16), nn.ReLU()), "head": nn.Linear(16, 1)})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)  # the encoder's parameters too: a mistake
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    with leakygrad.doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(20):
+            with torch.no_grad():
+                features = model["encoder"](x)
+            optimizer.zero_grad()
+            F.mse_loss(model["head"](features), y).backward()
+            optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (finding.where, finding.severity) == ("encoder", "error")
+    assert "forward_ran" not in finding.evidence and "no_grad" in finding.explanation

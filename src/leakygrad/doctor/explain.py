@@ -428,6 +428,22 @@ def explain_no_gradient(f: Finding):
             "Otherwise look for dead units or a zero factor between them and the loss (see the other findings).",
         ]
         return text, remedies
+    if e.get("forward_ran") == "never" and not cuts:
+        text = (
+            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a "
+            f"gradient in {e['sampled_steps_checked']} sampled steps, and its forward did not run on any of them: the "
+            "module is not used, so backprop has nothing to send it. By design for a branch that is rarely taken; "
+            "a sign of collapse for a mixture-of-experts expert that no token is routed to."
+        )
+        remedies = [
+            "If it is an expert of a mixture, balance the routing: a load-balancing loss (or a larger weight on it), "
+            "noise in the router's logits, or a capacity limit per expert.",
+            "If it is unused on purpose (an old head, a branch for another task), leave its parameters out of the "
+            "optimiser, or freeze it with `module.requires_grad_(False)`.",
+            "If its parameters are used directly rather than by calling it (F.linear(x, m.weight)), something "
+            "between them and the loss cuts the graph: look for `.detach()`, `no_grad` or a round trip through NumPy.",
+        ]
+        return text, remedies
     at_output = e.get("gradient_at_output")
     if at_output and not cuts:
         text = (

@@ -134,6 +134,7 @@ class History:
         self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
         self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
         self.param_module: dict[str, str] = {}
+        self.not_called: dict[str, int] = {}  # module -> sampled steps on which its forward did not run
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
         self.first_not_reset: int | None = None
@@ -226,7 +227,11 @@ class History:
             self.param_zero_grad[name] = self.param_zero_grad.get(name, 0) + int(
                 record.param_zero_grad.get(name, False)
             )
+        if record.param_has_grad:  # (counted on the same steps as the parameters' checks)
+            for name in record.modules_not_called:
+                self.not_called[name] = self.not_called.get(name, 0) + 1
         record.param_has_grad = record.param_zero_grad = {}
+        record.modules_not_called = []
 
     # --- reading ------------------------------------------------------------------------------------------------
     def recent(self, share: float | None = None) -> list[StepRecord]:

@@ -558,8 +558,16 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
+        # Not cut off but not used: their modules' forward never ran on a checked step while the rest of the model
+        # learned (an expert no token was routed to, a branch never taken). Worth a look (a collapsed mixture of
+        # experts), not an error of the graph. (Nothing reached at all: an optimiser given a model that never runs.)
+        never_ran = bool(reached) and all(
+            history.not_called.get(_module_of(p, history.param_module), 0) >= checked[p] for p in params
+        )
+        if never_ran:
+            evidence["forward_ran"] = "never"
         first_step = history.records[0].step if history.records else 0
-        severity = "warning" if always_zero and not cuts and not blocking else "error"
+        severity = "warning" if (always_zero or never_ran) and not cuts and not blocking else "error"
         if module == "(model)":  # the whole model: named by its name when its parameters all carry it
             roots = {_module_of(p, history.param_module).split(".")[0] for p in params}
             if len(roots) == 1 and roots <= set(history.watched):

@@ -76,6 +76,7 @@ class StepRecord:
     param_zero_grad: dict[str, bool] = field(default_factory=dict)  # ... a gradient, but exactly zero (not None)?
     param_module: dict[str, str] = field(default_factory=dict)  # parameter name -> its module path
     graph_cuts: list[tuple[str, str]] = field(default_factory=list)  # (producer, consumer) joined by a detach
+    modules_not_called: list[str] = field(default_factory=list)  # modules with parameters whose forward did not run
 
     def to_dict(self) -> dict:
         record = asdict(self)

@@ -149,6 +149,7 @@ class ModuleInfo:
     gated: bool  # LSTM/GRU: internal sigmoid/tanh gates are not reported as saturated
     leaf: bool  # no submodules: an op producing its output is *in* it (else the op sits in its forward, after ...)
     bidirectional: bool = False  # a recurrent layer run in both directions (its time profile sums the two)
+    runs: bool = True  # has a forward of its own (a ModuleList or ParameterList is never called: it only holds)
 
 
 def _module_info(name: str, module: nn.Module) -> ModuleInfo:
@@ -156,7 +157,8 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     recurrent = "sequence" if isinstance(module, nn.RNNBase) else "cell" if isinstance(module, nn.RNNCellBase) else None
     leaf = next(module.children(), None) is None
     gated, bidirectional = isinstance(module, GATED_RECURRENT), bool(getattr(module, "bidirectional", False))
-    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional)
+    runs = type(module).forward is not nn.Module.forward
+    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs)
 
 
 def _first_tensor(value):
@@ -243,6 +245,7 @@ class StepState:
     recurrent_outputs: NodeTags = field(init=False)  # node -> name of the recurrent module whose output it made
     enters: NodeTags = field(init=False)  # node -> names of the recurrent modules its output is an input of
     recurrent: set = field(default_factory=set)  # names of the recurrent modules that ran (with their outputs)
+    ran_without_grad: set = field(default_factory=set)  # names of the modules that ran under no_grad (or inference)
     output_memory: OutputMemory = field(default_factory=OutputMemory)  # where the outputs with grad live
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
@@ -357,6 +360,7 @@ class TorchProbe:
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
         self.info_by_name: dict[str, ModuleInfo] = {}
+        self._callable_cache: tuple[int, list[str]] | None = None  # (modules known, those with weights that run)
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
         self.primary = None  # weakref to the optimiser whose steps count as training steps
         self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
@@ -592,7 +596,10 @@ class TorchProbe:
             if info is None and self.discover and depth == 0 and grad_enabled:
                 info = self._discover(module)
             state = self.state
-            if info is None or not grad_enabled or state is None:
+            if info is None or state is None:
+                return None
+            if not grad_enabled:  # it ran (a frozen encoder under no_grad): its parameters are not merely unused
+                state.ran_without_grad.add(info.name)
                 return None
             state.order.setdefault(info.name, len(state.order))
             if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
@@ -1163,9 +1170,19 @@ class TorchProbe:
                 blocked = sum(value(b) for b, _ in pairs)
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor)
         record.graph_cuts = sorted(state.cuts)
+        record.modules_not_called = self._not_called(state)
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
+
+    def _not_called(self, state: StepState) -> list[str]:
+        """The modules with parameters of their own whose forward did not run on this step (an expert no token was
+        routed to, a branch not taken): a parameter without a gradient there was not cut off, it was not used."""
+        if self._callable_cache is None or self._callable_cache[0] != len(self.info_by_name):
+            names = [info.name for info in self.info_by_name.values() if info.has_weights and info.runs]
+            self._callable_cache = (len(self.info_by_name), names)
+        order, without_grad = state.order, state.ran_without_grad
+        return [name for name in self._callable_cache[1] if name not in order and name not in without_grad]
 
     def _add_parameter_stats(
         self, record: StepRecord, state: StepState, grads: list, updates: list, backward_calls: int
