@@ -4,6 +4,7 @@ float64 (outputs and every gradient) with the Twin of conftest.py."""
 
 from collections import OrderedDict
 
+import numpy as np
 import pytest
 import torch
 
@@ -322,3 +323,19 @@ def test_causal_self_attention_with_one_head_one_position_or_no_bias(twin, embed
         return module(x) if isinstance(module, nn.Module) else module(x, x, x, attn_mask=mask, need_weights=False)[0]
 
     twin.compare(ours, theirs, [twin.normal(2, length, embed_dim)], call=call, name_map=names)
+
+
+def test_load_state_dict_copies_into_the_parameters_own_arrays(tmp_path):
+    """As PyTorch's copy_: an array shared with the parameter (made with from_numpy, held by a user or an optimiser)
+    sees the loaded values; it was replaced, and the old array kept the old values."""
+    from leakygrad import io
+
+    source, model = nn.Linear(3, 2), nn.Linear(3, 2)
+    held = [p.data for p in model.parameters()]
+    model.load_state_dict(source.state_dict())
+    assert all(p.data is array for p, array in zip(model.parameters(), held))
+    assert np.array_equal(held[0], source.weight.data) and np.array_equal(held[1], source.bias.data)
+    io.save_model(source, tmp_path / "m.npz")
+    model.weight.data[...] = 0
+    io.load_model(model, tmp_path / "m.npz")
+    assert model.weight.data is held[0] and np.array_equal(held[0], source.weight.data)

@@ -368,7 +368,11 @@ class Module:
                 + "\nNothing was loaded. Check that the model is built with the same sizes as the one saved."
             )
         for key, value in values.items():
-            own[key].data = value
+            target = own[key]
+            if target.data.flags.writeable:
+                target.data[...] = value  # into the same array, as PyTorch does: whoever holds it sees the new values
+            else:
+                target.data = value
         return IncompatibleKeys(missing, unexpected)
 
     def _own_state(self) -> dict[str, Tensor]:
