@@ -270,3 +270,20 @@ def test_clip_grad_norm_with_a_zero_limit_zeroes_the_gradients_as_pytorch():
     t.grad = torch.tensor([3.0, 4.0], dtype=torch.float64)
     assert optim.clip_grad_norm_([p], 0.0).item() == torch.nn.utils.clip_grad_norm_([t], 0.0).item() == 5.0
     np.testing.assert_array_equal(p.grad.data, t.grad.numpy())
+
+
+def test_a_pytorch_optimisers_state_dict_is_refused_by_name_and_nothing_changes(problem):
+    """It has the same outline ('state', 'param_groups', Adam's settings), so it loaded silently, with torch tensors in
+    the state, and the first step failed far from the cause."""
+    target = _trained_adam(problem)
+    torch_params = problem.torch_params()
+    torch_opt = torch.optim.Adam(torch_params, lr=0.01)
+    for _ in range(2):
+        _torch_step(problem, torch_opt, torch_params)
+    before = _snapshot(target)
+    with pytest.raises(TypeError, match=r"Adam\.load_state_dict: the saved 'step' of parameter 0 is a torch\.Tensor"):
+        target.load_state_dict(torch_opt.state_dict())
+    after = _snapshot(target)
+    assert after["param_groups"] == before["param_groups"]
+    for index, entry in before["state"].items():
+        np.testing.assert_array_equal(after["state"][index]["exp_avg"], entry["exp_avg"])

@@ -211,6 +211,14 @@ class Optimizer:
         state: defaultdict[Tensor, dict] = defaultdict(dict)
         for key, entry in state_dict["state"].items():
             param = param_of[_as_int_key(key)]
+            for k, value in entry.items():
+                if _from_torch(value):
+                    raise TypeError(
+                        f"{name}.load_state_dict: the saved '{k}' of parameter {key} is a {type(value).__module__}."
+                        f"{type(value).__name__}: this looks like a PyTorch optimiser's state_dict, which a leakygrad "
+                        "optimiser cannot take (its state holds NumPy arrays, under names of its own). Nothing was "
+                        "loaded. Save and load leakygrad optimisers with leakygrad.io."
+                    )
             for k in self.per_parameter_state:
                 value = entry.get(k)
                 if isinstance(value, np.ndarray) and value.shape != param.shape:
@@ -270,6 +278,15 @@ def _first_few(items: list, shown: int = 8) -> str:
     """`[0, 1, 2]`, or `[0, 1, ..., 7] and 5 more` for a long list: how errors list parameter indices."""
     head = ", ".join(repr(item) for item in items[:shown])
     return f"[{head}]" + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
+def _from_torch(value) -> bool:
+    """Whether a state value is (or holds) a PyTorch object, such as a torch.Tensor."""
+    if isinstance(value, dict):
+        return any(_from_torch(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_from_torch(v) for v in value)
+    return type(value).__module__.split(".")[0] == "torch"
 
 
 def _cast_like(param: Tensor, value, key):
