@@ -2,6 +2,11 @@
 `F.concatenate([a, b], axis=1)`, `F.where(c, a, b)`.
 
 These are thin: most call one op's `apply`. Use whichever reads better, `x.relu()` or `F.relu(x)`.
+
+`inplace`: the activations that take it in PyTorch (`relu`, `leaky_relu`, `elu`, `hardtanh`, `silu`) take it here
+too, in the same position, so code ported from PyTorch runs. They compute out of place either way, as the nn
+modules do: the values and gradients are PyTorch's, but the input is left unchanged and a new tensor is returned
+(tensors have no version counters, so overwriting an input that backward may still read could not be caught).
 """
 
 from __future__ import annotations
@@ -62,15 +67,18 @@ def tanh(x):
     return activations.Tanh.apply(x)
 
 
-def relu(x):
+def relu(x, inplace=False):
+    """max(x, 0). `inplace=True` is accepted for PyTorch's sake and computes out of place (x is not changed)."""
     return activations.ReLU.apply(x)
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x. `inplace=True` computes out of place (x is not changed)."""
     return activations.LeakyReLU.apply(x, negative_slope=negative_slope)
 
 
-def elu(x, alpha=1.0):
+def elu(x, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha (e^x - 1). `inplace=True` computes out of place (x is not changed)."""
     return activations.ELU.apply(x, alpha=alpha)
 
 
@@ -78,7 +86,8 @@ def gelu(x, approximate="none"):
     return activations.GELU.apply(x, approximate=approximate)
 
 
-def silu(x):
+def silu(x, inplace=False):
+    """x sigmoid(x). `inplace=True` computes out of place (x is not changed)."""
     return activations.SiLU.apply(x)
 
 
@@ -86,7 +95,9 @@ def softplus(x, beta=1.0, threshold=20.0):
     return activations.Softplus.apply(x, beta=beta, threshold=threshold)
 
 
-def hardtanh(x, min_val=-1.0, max_val=1.0):
+def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
+    """clip(x, min_val, max_val), with no gradient at the bounds. `inplace=True` computes out of place (x is not
+    changed)."""
     return activations.Hardtanh.apply(x, min_val=min_val, max_val=max_val)
 
 

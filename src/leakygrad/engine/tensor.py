@@ -633,15 +633,30 @@ def _is_array_bound(bound) -> bool:
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
     """Turn a constant (a Python number, a NumPy array) into a tensor that requires no grad.
 
-    A Python number takes the dtype of `like`, so that `x * 2.0` stays float32 when x is float32.
+    A Python number takes the dtype of `like`, so that `x * 2.0` stays float32 when x is float32, and `i + 1` stays
+    int32 when i is int32 (as in NumPy and PyTorch). An integer that does not fit there, and a float with an
+    integer `like`, take NumPy's own dtype (int64, float64).
     """
     if isinstance(value, Tensor):
         return value
     if like is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Tensor._wrap(np.asarray(value, dtype=like.dtype if like.dtype.kind == "f" else None))
+        kind = like.dtype.kind
+        if kind == "f":
+            return Tensor._wrap(np.asarray(value, dtype=like.dtype))
+        if kind in "iu" and isinstance(value, int) and _fits(value, like.dtype):
+            return Tensor._wrap(np.asarray(value, dtype=like.dtype))
+        if isinstance(value, float):
+            return Tensor._wrap(np.asarray(value))
+        if not -(2**63) <= value < 2**64:  # (NumPy would hold it as a Python object)
+            raise OpError(f"Tensor: the integer {value} is too large for a tensor (integers hold at most 64 bits)")
     if isinstance(value, np.ndarray):
         return Tensor._wrap(value)
     return Tensor(value)
+
+
+def _fits(value: int, dtype: np.dtype) -> bool:
+    limits = np.iinfo(dtype)
+    return limits.min <= value <= limits.max
 
 
 # The ops need `Tensor` to build their outputs, so they are imported after it is defined.

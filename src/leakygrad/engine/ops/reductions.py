@@ -92,6 +92,9 @@ class Mean(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
+        if x.size == 0:  # a mean over no element is 0 / 0 = nan, as in PyTorch (np.mean would warn)
+            with np.errstate(invalid="ignore"):
+                return np.sum(x, axis=self.axes, keepdims=self.keepdims) / _count(x.shape, self.axes)
         return np.mean(x, axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, grad):
@@ -110,7 +113,9 @@ class Var(Op):
 
     def forward(self, x):
         self.axes = _axes(self.axis, x.ndim)
-        return np.var(x, axis=self.axes, keepdims=self.keepdims, ddof=self.ddof)
+        # inf - inf = nan in the centring: a result, not a warning (n <= ddof still warns, as PyTorch does)
+        with np.errstate(invalid="ignore"):
+            return np.var(x, axis=self.axes, keepdims=self.keepdims, ddof=self.ddof)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -204,7 +209,9 @@ class Softmax(Op):
     def forward(self, x):
         if x.size == 0:
             return x.copy()  # nothing to normalise (PyTorch gives the empty tensor back)
-        shifted = x - np.max(x, axis=self.axis, keepdims=True)  # same result, no overflow
+        # a slice holding +inf, or only -inf, is nan (inf - inf): a result, as in PyTorch, not a warning
+        with np.errstate(invalid="ignore"):
+            shifted = x - np.max(x, axis=self.axis, keepdims=True)  # same result, no overflow
         e = np.exp(shifted)
         return e / np.sum(e, axis=self.axis, keepdims=True)
 
@@ -223,8 +230,9 @@ class LogSoftmax(Op):
     def forward(self, x):
         if x.size == 0:
             return x.copy()
-        shifted = x - np.max(x, axis=self.axis, keepdims=True)
-        return shifted - np.log(np.sum(np.exp(shifted), axis=self.axis, keepdims=True))
+        with np.errstate(invalid="ignore"):  # (inf - inf = nan, as in Softmax)
+            shifted = x - np.max(x, axis=self.axis, keepdims=True)
+            return shifted - np.log(np.sum(np.exp(shifted), axis=self.axis, keepdims=True))
 
     def backward(self, grad):
         y = self.output
