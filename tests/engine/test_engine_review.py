@@ -217,15 +217,38 @@ def test_an_in_place_operator_while_recording_rebinds_and_keeps_the_old_graph_ri
     np.testing.assert_array_equal(c.data, [4.0, 5.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known trap: no version counters, so a tensor changed in place inside no_grad() between forward and "
-    "backward is not detected (docs/optim.md, docs/gradients.md). PyTorch raises 'modified by an inplace operation'.",
-)
 def test_changing_a_tensor_in_place_between_forward_and_backward_is_caught():
+    """Its backward would read values the forward never used: a wrong gradient, silently. PyTorch raises "modified by
+    an inplace operation"; so does leakygrad, naming the op and what was changed."""
     x = _leaf([1.0, 2.0])
     y = x.exp()
     with lg.no_grad():
         y *= 2  # exp's backward reads its output, now doubled
-    with pytest.raises(lg.LeakygradError):
+    with pytest.raises(lg.LeakygradError, match=r"the output of `exp` .* was changed in place .*after `exp` used it"):
         y.sum().backward()
+    assert x.grad is None
+
+    w, c = _leaf([[1.0, 2.0], [3.0, 4.0]]), lg.Tensor([[1.0], [1.0]], dtype="float64")
+    out = (w @ c).sum()
+    with lg.no_grad():
+        w -= 0.1  # a parameter stepped before the backward of the loss that used it
+    with pytest.raises(lg.LeakygradError, match=r"input 0 of `matmul`"):
+        out.backward()
+
+
+def test_changes_in_place_outside_a_forward_and_its_backward_are_fine():
+    """The training loop's own update, after backward and before the next forward, is what no_grad() is for."""
+    w = _leaf([0.5, -0.5])
+    for _ in range(3):
+        loss = (w * w).sum()
+        loss.backward()
+        with lg.no_grad():
+            w -= 0.1 * w.grad
+        w.grad = None
+    np.testing.assert_allclose(w.data, [0.5 * 0.8**3, -0.5 * 0.8**3])
+    z = w.exp()
+    with lg.no_grad():
+        unrelated = lg.Tensor([1.0])
+        unrelated += 1  # changes nothing the graph holds
+    z.sum().backward()
+    np.testing.assert_allclose(w.grad.data, np.exp(w.data))

@@ -19,7 +19,7 @@ import numpy as np
 
 from leakygrad.engine.errors import BackwardError, describe, what_is
 from leakygrad.engine.grad_mode import enable_grad, no_grad
-from leakygrad.engine.tensor import Tensor, as_tensor
+from leakygrad.engine.tensor import InPlaceClock, Tensor, as_tensor
 
 
 def topological_order(roots: Sequence[Tensor]) -> list[Tensor]:
@@ -156,8 +156,23 @@ def _walk(roots, seeds, create_graph: bool, wanted) -> dict[int, Tensor]:
                 tensor.grad = retained if tensor.grad is None else tensor.grad + retained
                 given_to_leaves.add(id(g.data))
             if op is not None:
+                if InPlaceClock.now > op.recorded_at:  # something was changed in place since the forward pass
+                    _refuse_if_changed(op, tensor)
                 _backward_through(op, g, pending, on_arrays=not create_graph)
     return found
+
+
+def _refuse_if_changed(op, output: Tensor) -> None:
+    """An op's backward reads its inputs (x for x * y) or its output (exp's, sigmoid's): if one of them was changed
+    in place after the op was recorded, the derivative would be taken at values the forward never used."""
+    for role, tensor in [("the output", output)] + [(f"input {i}", x) for i, x in enumerate(op.inputs)]:
+        if getattr(tensor, "_changed_at", 0) > op.recorded_at:
+            raise BackwardError(
+                f"backward: {role} of `{op.name}` ({describe(tensor)}) was changed in place (x += ..., x *= ... inside "
+                f"no_grad()) after `{op.name}` used it, so its backward would read values the forward never saw and "
+                "give a wrong gradient. Change a copy (x = x * 2, or x.clone()), or make the change before the "
+                "forward pass or after backward()."
+            )
 
 
 def _only_paths_to(order: list[Tensor], target_ids: set[int]) -> list[Tensor]:

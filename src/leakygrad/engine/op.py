@@ -25,13 +25,14 @@ import numpy as np
 
 from leakygrad.engine.errors import LeakygradError, OpError, describe
 from leakygrad.engine.grad_mode import is_grad_enabled
-from leakygrad.engine.tensor import Tensor, as_tensor
+from leakygrad.engine.tensor import InPlaceClock, Tensor, as_tensor
 
 
 class Op:
     name = "op"  # how errors, the graph drawing and the doctor call it
 
     inputs: tuple[Tensor, ...] = ()
+    recorded_at = 0  # InPlaceClock.now when the op was recorded: its inputs and output must not change after
     # needs_input_grad[i] is True when input i wants a gradient: a backward may skip the others' work. Empty
     # when the op is not recorded (no input wants a gradient, or inside no_grad): no backward will run.
     needs_input_grad: tuple[bool, ...] = ()
@@ -74,6 +75,7 @@ class Op:
             return Tensor._wrap(result)
         output = Tensor._wrap(result, True)
         op.inputs = tensors
+        op.recorded_at = InPlaceClock.now
         op._output = weakref.ref(output)
         output.op = op
         return output

@@ -60,10 +60,30 @@ def check_numeric_dtype(name: str, dtype) -> np.dtype:
     return dtype
 
 
+class InPlaceClock:
+    """Dates in-place changes (`x *= 2` inside no_grad()), so that backward can refuse to read changed values.
+
+    Each change ticks the clock and stamps the tensor with the time (`Tensor._changed_at`); each op notes the time
+    it was recorded (`Op.recorded_at`). A backward whose op's input or output was changed after that would read
+    values the forward never used: a wrong gradient, silently. PyTorch keeps a version counter per tensor for
+    this; one clock does the same job here and costs nothing while nothing is changed in place.
+    """
+
+    now = 0
+
+    @classmethod
+    def tick(cls) -> int:
+        cls.now += 1
+        return cls.now
+
+
 class Tensor:
     """A multi-dimensional array that remembers how it was computed, so that it can be differentiated."""
 
-    __slots__ = ("data", "grad", "_requires_grad", "op", "_hooks", "_retains_grad", "name", "__weakref__")
+    # (`_changed_at` is set only by an in-place change: read it with getattr(t, "_changed_at", 0))
+    __slots__ = (
+        "data", "grad", "_requires_grad", "op", "_hooks", "_retains_grad", "name", "_changed_at", "__weakref__"
+    )  # fmt: skip
     # Make `ndarray * Tensor` call Tensor.__rmul__ instead of NumPy trying to take the tensor apart.
     __array_priority__ = 1000
 
@@ -336,9 +356,9 @@ class Tensor:
         return elementwise.compare(np.bitwise_xor, other, self)
 
     # x += y and friends. Inside no_grad() the values change in place, as in PyTorch: `p -= lr * p.grad` updates
-    # the parameter itself. While the graph records, a leaf that requires grad (a parameter) is refused, and any
-    # other tensor is replaced by a new one: a graph may still read the old values in backward, and without
-    # PyTorch's version counters that could not be caught.
+    # the parameter itself, and the change is dated (InPlaceClock), so that a backward that would read the changed
+    # values refuses. While the graph records, a leaf that requires grad (a parameter) is refused, and any other
+    # tensor is replaced by a new one: a graph may still read the old values in backward.
     def __iadd__(self, other):
         return self._in_place(np.add, other, "+=", Tensor.__add__)
 
@@ -367,6 +387,7 @@ class Tensor:
             raise OpError(
                 f"{symbol}: cannot change {describe(self)} in place with {describe(value)}: {error}"
             ) from None
+        self._changed_at = InPlaceClock.tick()  # a graph recorded before now must not read these values
         return self
 
     def exp(self):
