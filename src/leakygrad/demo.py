@@ -13,18 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 import leakygrad as lg
-
-
-def spirals(n_per_class: int = 100, classes: int = 3, noise: float = 0.2, seed: int = 0):
-    """The CS231n spiral data set: `classes` arms winding around the origin."""
-    rng = np.random.default_rng(seed)
-    xs, ys = [], []
-    for c in range(classes):
-        r = np.linspace(0.0, 1.0, n_per_class)
-        theta = np.linspace(c * 4.0, (c + 1) * 4.0, n_per_class) + rng.standard_normal(n_per_class) * noise
-        xs.append(np.stack([r * np.sin(theta), r * np.cos(theta)], axis=1))
-        ys.append(np.full(n_per_class, c))
-    return np.concatenate(xs).astype(np.float32), np.concatenate(ys)
+from leakygrad.data import spirals  # CS231n's three interleaved spirals: 300 points, 2 features
 
 
 def init_mlp(sizes, seed: int = 0, dtype=np.float32):
@@ -53,7 +42,7 @@ def run_engine(steps: int = 600, learning_rate: float = 0.5, print_every: int = 
     from rich.table import Table
 
     console = console or Console()
-    x_np, y = spirals()
+    x_np, y = spirals(seed=0)
     x = lg.Tensor(x_np)
     params = init_mlp([2, 64, 64, 3])
     console.print(
@@ -61,16 +50,16 @@ def run_engine(steps: int = 600, learning_rate: float = 0.5, print_every: int = 
         "with plain gradient descent on the bare engine"
     )
 
-    table = Table("step", "loss", "accuracy")
+    table = Table("step", "loss", "training accuracy")
     losses = []
     for step in range(steps + 1):
         loss, logits = mlp_loss(params, x, y)
         for p in params:
             p.grad = None
         loss.backward()
-        with lg.no_grad():
+        with lg.no_grad():  # the update itself is not part of the graph
             for p in params:
-                p.data -= learning_rate * p.grad.data
+                p -= learning_rate * p.grad
         losses.append(loss.item())
         if step % print_every == 0 or step == steps:
             accuracy = float((logits.data.argmax(axis=1) == y).mean())
