@@ -80,7 +80,7 @@ def run(args) -> int:
         print("leakygrad doctor: --html and --json name the same file; give each report its own", file=sys.stderr)
         return 2
     terminal = sys.stderr  # the summary goes here, even if the script redirects sys.stderr
-    result = run_script(script, script_args, every=args.every)
+    result = run_script(command[0], script_args, every=args.every)  # (as typed: `./train.py` stays so in argv)
     doctor = result.doctor
     written = []
     for path, absolute, format in reports:  # (the option says the format, whatever the name)

@@ -226,9 +226,10 @@ def _loss_chart(history, findings) -> str:
         else:
             shade = (first_bad, f"loss not finite on {count} from here")
     last_step = max([history.steps - 1] + [f.first_step for f in findings])
+    first_step = min([buckets[0].first_step] + [f.first_step for f in findings])
     return svg.line_chart(
         series, "training step", "loss" + (" (log)" if log else ""), log, markers, label="loss", x_max=last_step,
-        shade_from=shade,
+        x_min=first_step, shade_from=shade,
     )  # fmt: skip
 
 
@@ -257,11 +258,14 @@ def _flow(history) -> str:
         return _nothing_measured(history, "No layer with weights was measured.")
     norms = [median([r.layers[n].out_grad_norm for r in recent if n in r.layers]) for n in names]
     norms = [None if math.isnan(v) else v for v in norms]
-    gains, gain_names = [], []
+    gains, gain_names, gain_pairs = [], [], []
     for lower, upper, a, b in zip(names, names[1:], norms, norms[1:]):
         if a is not None and b:
             gains.append(a / b)
-            gain_names.append(f"{lower} (from {upper})")
+            gain_names.append(lower)
+            gain_pairs.append(f"{lower} (from {upper})")
+    if all(len(pair) <= svg.LABEL_LIMIT for pair in gain_pairs):  # (else each bar names its layer; the tip the pair)
+        gain_names = gain_pairs
     depth_chart = svg.line_chart(
         [{"name": "||grad||", "x": list(range(len(names))), "y": norms, "color": "#6a1b9a"}],
         "layer, from the input (left) to the output (right)",
@@ -281,6 +285,7 @@ def _flow(history) -> str:
         reference=[(1.0, "1 (no change)", "#333")],
         colors=colors,
         origin=1.0,
+        tips=gain_pairs,
     )
     return depth_chart + gain_chart
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from leakygrad.doctor.explain import fmt
 
 STYLE = {"error": "bold red", "warning": "yellow"}
+WHERE_WIDTH = 32  # the "where" column is padded to the longest, up to this
 
 
 def first_sentence(text: str, limit: int = 110) -> str:
@@ -51,8 +52,9 @@ def lines(doctor) -> list[tuple[str, str]]:
     if not findings:
         out.append(("green", f"  {no_finding(doctor)}"))
     width = max((len(f.symptom) for f in findings), default=0)
+    where_width = min(max((len(f.where) for f in findings), default=0), WHERE_WIDTH)  # (one long name: no gulf)
     for f in findings:
-        text = f"  {f.severity.upper():7s} {f.symptom:{width}s}  {f.where}  (from step {f.first_step}): "
+        text = f"  {f.severity.upper():7s} {f.symptom:{width}s}  {f.where:{where_width}s}  (from step {f.first_step}): "
         text += first_sentence(f.explanation)
         out.append((STYLE[f.severity], text))
     for note in doctor.notes:

@@ -1,11 +1,11 @@
 """Run an unmodified training script under the doctor, the way `python SCRIPT.py ARGS...` would.
 
 Same `sys.argv` (the script's path as typed, then its arguments), `sys.path[0]` (the script's folder), a fresh
-`__main__` module with `__file__` the script's absolute path, the script's own stdout, stderr and `sys.excepthook`,
-its exit status, and the wait for the threads it started (non-daemon ones) before the end. The doctor attaches to
-every model the script calls with gradients on and every optimiser that steps their parameters (global module and
-optimiser hooks, and `torch.autograd.backward`), so the script needs no change. If the script fails, the report
-is still written: a crash is often when it is needed most.
+`__main__` module with `__file__` the script's path made absolute as Python makes it (`<cwd>/../train.py`), the
+script's own stdout, stderr and `sys.excepthook`, its exit status, and the wait for the threads it started
+(non-daemon ones) before the end. The doctor attaches to every model the script calls with gradients on and every
+optimiser that steps their parameters (global module and optimiser hooks, and `torch.autograd.backward`), so the
+script needs no change. If the script fails, the report is still written: a crash is often when it is needed most.
 
 Not the same: PyTorch and NumPy are imported before the script runs (the doctor needs them to attach), so thread
 settings the script makes in `os.environ` before its own imports have no effect: set them in the environment of
@@ -38,8 +38,10 @@ class ScriptRun:
 def run_script(
     path, args=(), *, every: int = DEFAULT_EVERY, thresholds: Thresholds = DEFAULT_THRESHOLDS, watch: bool = True
 ) -> ScriptRun:
-    """Run the script at `path` with `args` under the doctor (or, with watch=False, plainly, for comparison)."""
-    path = Path(path)
+    """Run the script at `path` with `args` under the doctor (or, with watch=False, plainly, for comparison).
+    Give `path` as a string, as typed: a `Path` drops a leading `./`, which `sys.argv[0]` keeps."""
+    typed = os.fspath(path)
+    path = Path(typed)
     if not path.is_file():
         raise FileNotFoundError(f"leakygrad doctor: no script at {path} (expected a Python file to run)")
     doctor = Doctor(every=every, thresholds=thresholds)
@@ -51,7 +53,8 @@ def run_script(
         except ImportError:
             doctor.note("PyTorch is not installed: the script ran without being watched")
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
-    sys.argv = [str(path), *args]
+    sys.argv = [typed, *args]
+    filename = _main_file(typed)  # (now: the script may change the working folder before it fails)
     folder = str(path.resolve().parent)
     if sys.path:
         sys.path[0] = folder
@@ -62,15 +65,15 @@ def run_script(
     if doctor.probe is not None:
         doctor.probe.attach()
     try:
-        script_globals = _run_as_main(path)
+        script_globals = _run_as_main(filename)
     except SystemExit as stop:
         exit_code = _exit_code(stop.code)
     except KeyboardInterrupt as interrupt:
-        _print_script_traceback(interrupt, path)
+        _print_script_traceback(interrupt, filename)
         doctor.script_error = "KeyboardInterrupt"
         exit_code = 130
     except BaseException as error:  # the script's own error: print it as Python would, keep going to the report
-        _print_script_traceback(error, path)
+        _print_script_traceback(error, filename)
         doctor.script_error = _one_line(_describe(error))
         exit_code = 1
     finally:
@@ -101,10 +104,16 @@ def _restore_path_entry(folder: str, saved: str | None) -> None:
         sys.path.insert(0, saved)
 
 
-def _run_as_main(path: Path) -> dict:
+def _main_file(typed: str) -> str:
+    """The script's `__file__` (and its code's file name, in tracebacks) as Python gives them: the path as typed,
+    made absolute by putting the working folder in front, not normalised (`python ../train.py` run from /w/run
+    has `/w/run/../train.py`)."""
+    return typed if os.path.isabs(typed) else os.path.join(os.getcwd(), typed)
+
+
+def _run_as_main(filename: str) -> dict:
     """Run the file as `python path` does: as a new `__main__` module (so that its classes pickle as `__main__.X`),
-    with `__file__` its absolute path. Returns the module's globals."""
-    filename = os.path.abspath(path)
+    with `__file__` the absolute `filename`. Returns the module's globals."""
     with io.open_code(filename) as file:
         code = compile(file.read(), filename, "exec")  # (compile reads the source's encoding declaration itself)
     module = types.ModuleType("__main__")
@@ -178,11 +187,10 @@ def _exit_code(code) -> int:
     return 1
 
 
-def _print_script_traceback(error: BaseException, path: Path) -> None:
-    """The traceback from the script's first frame on, without the runner's own frames, through the script's
-    `sys.excepthook` if it set one (as Python would)."""
+def _print_script_traceback(error: BaseException, script: str) -> None:
+    """The traceback from the script's first frame on (`script`: its code's file name), without the runner's own
+    frames, through the script's `sys.excepthook` if it set one (as Python would)."""
     tb = error.__traceback__
-    script = os.path.abspath(path)
     while tb is not None and tb.tb_frame.f_code.co_filename != script:
         tb = tb.tb_next
     if tb is None and not isinstance(error, SyntaxError):  # raised before the script ran: show where

@@ -12,6 +12,7 @@ from html import escape
 
 WIDTH = 760
 FONT = 11
+CHAR_WIDTH = 6.5  # about the widest average character width of a sans-serif font at 11 px
 MAX_TICKS = 50  # (a range too narrow for its magnitude, 4e15 +- 0.5, would otherwise step by nothing forever)
 # A perceptually ordered ramp (dark blue -> teal -> yellow), the look of viridis, from 6 anchor colours.
 RAMP = [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (189, 223, 38), (253, 231, 37)]
@@ -28,17 +29,27 @@ def ramp(t: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def fmt(x: float) -> str:
-    """A value for a label or tooltip: 3 significant digits; powers of ten as 1e-4."""
+def fmt(x: float, digits: int = 3) -> str:
+    """A value for a label or tooltip: `digits` significant digits; powers of ten as 1e-4."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "n/a"
     if x == 0:
         return "0"
     if abs(x) >= 1e4 or abs(x) < 1e-2:
-        mantissa, exponent = f"{x:.2e}".split("e")
+        mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
         mantissa = mantissa.rstrip("0").rstrip(".")
         return f"{mantissa}e{int(exponent)}"
-    return f"{x:.3g}"
+    return f"{x:.{digits}g}"
+
+
+def tick_labels(values: list[float]) -> list[str]:
+    """The ticks' values as labels, with as many significant digits as it takes for no two to read the same (a
+    loss between 8.5512 and 8.5519 is labelled 8.5512, 8.5514, ..., not 8.55 at every tick)."""
+    for digits in range(3, 16):
+        labels = [fmt(v, digits) for v in values]
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
 
 
 class Scale:
@@ -107,14 +118,22 @@ def _axes(
     parts = [
         f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" fill="#fafafa" stroke="#ccc"/>'
     ]
-    for value in y.ticks():
+    y_ticks = y.ticks()
+    for value, text in zip(y_ticks, tick_labels(y_ticks)):
         py = y(value)
         parts.append(f'<line x1="{left}" x2="{right}" y1="{py:.1f}" y2="{py:.1f}" stroke="#e6e6e6"/>')
-        parts.append(f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" fill="#555">{fmt(value)}</text>')
+        parts.append(f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" fill="#555">{escape(text)}</text>')
+    taken = -math.inf  # the right end of the last label written
     for value in x_ticks if x_ticks is not None else x.ticks(6, whole=True):  # (x: steps, counted)
-        px = x(value)
         label = _x_label(value, x_names)
-        parts.append(_text(px, bottom + 14, label, "middle", "#555"))
+        width = CHAR_WIDTH * len(label)
+        # Centred under its tick; one that would run past an edge of the chart (and be cut off) ends at the edge,
+        # unless it then runs into the label before it.
+        start = min(max(x(value) - width / 2, 2), WIDTH - 2 - width)
+        if start < taken + 4:
+            continue
+        parts.append(_text(start + width / 2, bottom + 14, label, "middle", "#555"))
+        taken = start + width
     parts.append(_text((left + right) / 2, bottom + 30, x_label, "middle"))
     parts.append(
         f'<text transform="translate(12,{(top + bottom) / 2:.0f}) rotate(-90)" text-anchor="middle" fill="#333">'
@@ -123,18 +142,45 @@ def _axes(
     return parts
 
 
-def shortened(name: str, limit: int = 32) -> str:
-    """A name that fits a chart's label: cut in the middle, where paths differ least (the full name is in the tip)."""
+LABEL_LIMIT = 32  # characters of a name on a chart
+
+
+def shortened(name: str, limit: int = LABEL_LIMIT) -> str:
+    """A name that fits a chart's label (the full name is in the tip). A module path is cut part by part, in the
+    middle of each: first the longest of the parts before the last, then the last; numbers are kept whole. So the
+    rows of a deep model stay apart: `transformer_encoder_blocks.12.feedforward_expansion` becomes
+    `tra…cks.12.feedforward_expansion`, not `transformer_enc…rward_expansion`, which every block's row read.
+    A name that would keep too little of its parts is cut in the middle as a whole."""
     if len(name) <= limit:
         return name
-    keep = (limit - 1) // 2
-    return name[:keep] + "…" + name[-keep:]
+    parts = name.split(".")
+    order = sorted(range(len(parts) - 1), key=lambda i: -len(parts[i])) + [len(parts) - 1]
+    for i in order:
+        excess = len(".".join(parts)) - limit
+        if excess <= 0:
+            break
+        if parts[i].isdigit():
+            continue
+        keep = max(MIN_KEPT, len(parts[i]) - excess - 1)  # characters kept, around the "…"
+        if keep < len(parts[i]) - 1:
+            parts[i] = _cut_middle(parts[i], keep)
+    short = ".".join(parts)
+    return short if len(short) <= limit else _cut_middle(name, limit - 1)
+
+
+MIN_KEPT = 5  # a part of a name cut to fewer characters than this says nothing
+
+
+def _cut_middle(text: str, keep: int) -> str:
+    """`keep` characters of `text`, the start and the end, with "…" between them."""
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
 def _x_label(value, x_names=None) -> str:
     """An x value as its axis names it: a category's name, or a step (a whole number) as one."""
     if x_names:
-        return shortened(x_names[int(value)], 24)
+        return shortened(x_names[int(value)])
     return str(int(value)) if value == int(value) else fmt(value)
 
 
@@ -148,15 +194,17 @@ def line_chart(
     label: str = "line chart",
     x_names: list[str] | None = None,
     x_max: float | None = None,
+    x_min: float | None = None,
     shade_from: tuple[float, str] | None = None,
 ) -> str:
     """series: [{"name", "x": [...], "y": [...], "low": [...]?, "high": [...]?, "color"}];
     markers: [{"x", "label", "short", "color"}] drawn as vertical lines (those at one x share a label);
-    x_names: categorical x (x = 0, 1, ...); x_max: extend the x axis to at least this; shade_from: (x, text), a
-    shaded band from x to the right edge (where the series has no values: the loss was not finite, say).
+    x_names: categorical x (x = 0, 1, ...); x_min, x_max: extend the x axis to these (a loss drawn at the middles
+    of its stretches of steps starts after step 0, where findings may begin); shade_from: (x, text), a shaded band
+    from x to the right edge (where the series has no values: the loss was not finite, say).
     On a log scale, values of exactly 0 are drawn as a red cross on the bottom edge."""
     xs = [x for s in series for x in s["x"]]
-    xs += [x_max] if x_max is not None and xs else []
+    xs += [bound for bound in (x_min, x_max) if bound is not None and xs]
     ys = [y for s in series for key in ("y", "low", "high") for y in s.get(key) or []]
     ys = _positive(ys) if log_y else _finite(ys)
     if not xs or not ys:
@@ -169,8 +217,8 @@ def line_chart(
     y = Scale(min(ys), max(ys), bottom, top, log=log_y)
     x_ticks = None
     if x_names:
-        longest = max(len(shortened(n, 24)) for n in x_names)  # (labels about 6 px a character: no overlaps)
-        every = max(1, math.ceil(len(x_names) / 10), math.ceil(len(x_names) * 6.5 * longest / (right - left)))
+        longest = max(len(shortened(n)) for n in x_names)  # (labels about 6 px a character: no overlaps)
+        every = max(1, math.ceil(len(x_names) / 10), math.ceil(len(x_names) * CHAR_WIDTH * longest / (right - left)))
         x_ticks = list(range(0, len(x_names), every))
     parts = [_open(height, label)] + _axes(x, y, left, top, right, bottom, x_label, y_label, x_ticks, x_names)
     for s in series:
@@ -243,6 +291,7 @@ def _ok(value, log):
 
 
 HEATMAP_MIN_DECADES = 2.0  # the colour scale spans at least this many powers of ten
+HEATMAP_MIN_KEY = 60  # px: the colour key's height, however few the rows
 NONFINITE_FILL = "#e0007a"  # a NaN or infinite value: no colour of the log scale, and not black (zero)
 
 
@@ -273,7 +322,8 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
     ends = [start + span * scale for start, span in zip(starts, spans)]
     cell_h = 16 if len(rows) <= 30 else max(6, 480 // len(rows))
     label_every = 1 if cell_h >= 9 else math.ceil(9 / cell_h)  # (too thin for every name: every k-th)
-    height = max(top + cell_h * len(rows) + 40, top + min(160, cell_h * len(rows)) + 56)
+    legend_h = min(160, max(HEATMAP_MIN_KEY, cell_h * len(rows)))  # (its two values must not overlap for one row)
+    height = max(top + cell_h * len(rows) + 40, top + legend_h + 56)
     parts = [_open(height, label)]
     for r, name in enumerate(rows):
         y = top + r * cell_h
@@ -303,7 +353,7 @@ def heatmap(rows: list[str], columns: list[int], values: list[list[float | None]
             f'fill="#555">{columns[c]}</text>'
         )
     parts.append(_text((left + grid_right) / 2, height - 6, "training step", "middle"))
-    legend_x, legend_h = grid_right + 18, min(160, cell_h * len(rows))
+    legend_x = grid_right + 18
     for i in range(20):
         t = 1 - i / 19
         parts.append(
@@ -341,10 +391,12 @@ def bar_chart(
     low: float | None = None,
     high: float | None = None,
     origin: float | None = None,
+    tips: list[str] | None = None,
 ) -> str:
-    """Horizontal bars, one per label; reference: [(value, text, color)] vertical lines; origin: where the bars
-    start (a gain's 1, say: a bar then shows how far from no change it is, shrinking to the left, growing to the
-    right). A value of exactly 0 on a log scale is written as 0."""
+    """Horizontal bars, one per label; tips: what each bar's tip calls it (its label by default); reference:
+    [(value, text, color)] vertical lines; origin: where the bars start (a gain's 1, say: a bar then shows how far
+    from no change it is, shrinking to the left, growing to the right). A value of exactly 0 on a log scale is
+    written as 0."""
     usable = _positive(values) if log else _finite(values)
     if not labels or not usable:
         return f'<p class="empty">No data for {escape(label)}.</p>'
@@ -359,17 +411,19 @@ def bar_chart(
     height = bottom + 36
     x = Scale(lo, hi, left, right, log=log)
     parts = [_open(height, label)]
-    for tick in x.ticks(5):
+    ticks = x.ticks(5)
+    for tick, text in zip(ticks, tick_labels(ticks)):
         px = x(tick)
         parts.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{bottom}" stroke="#eee"/>')
-        parts.append(f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" fill="#555">{fmt(tick)}</text>')
+        parts.append(f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" fill="#555">{escape(text)}</text>')
     base = x(lo) if log else x(max(lo, 0.0))
     if origin is not None:
         base = x(min(max(origin, lo), hi))
     for i, (name, value) in enumerate(zip(labels, values)):
         y = top + i * bar_h
+        tip = tips[i] if tips else name
         parts.append(
-            f'<text x="{left - 4}" y="{y + 12}" text-anchor="end" fill="#333"{_tip(name)}>'
+            f'<text x="{left - 4}" y="{y + 12}" text-anchor="end" fill="#333"{_tip(tip)}>'
             f"{escape(shortened(name))}</text>"
         )
         if not _ok(value, log):
@@ -380,7 +434,7 @@ def bar_chart(
         color = colors[i] if colors else "#1565c0"
         parts.append(
             f'<rect x="{min(base, px):.1f}" y="{y + 2}" width="{max(abs(px - base), 1):.1f}" height="{bar_h - 4}" '
-            f'fill="{color}"{_tip(f"{name}: {fmt(value)} {unit}")}><title>{fmt(value)}</title></rect>'
+            f'fill="{color}"{_tip(f"{tip}: {fmt(value)} {unit}")}><title>{fmt(value)}</title></rect>'
         )
         parts.append(f'<text x="{max(base, px) + 4:.1f}" y="{y + 12}" fill="#333">{fmt(value)}</text>')
     for value, text, color in reference or []:
