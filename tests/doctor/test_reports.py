@@ -282,3 +282,17 @@ def test_a_report_asked_for_in_a_missing_folder_or_as_a_folder_says_so_and_write
         doctor.report(tmp_path / "report.pdf", format="pdf")
     assert list(tmp_path.iterdir()) == []
     assert doctor.report(tmp_path / "r.txt").read_text().startswith(doctor.summary()[:20])
+
+
+def test_a_long_first_sentence_is_shortened_at_a_clause_or_a_word_never_mid_word():
+    stalled = (
+        "The mean loss over the last third of the run (2.31) is within 2% of the mean over the first third (2.31): "
+        "the training is not making progress. More text."
+    )
+    assert report_text.first_sentence(stalled) == (
+        "The mean loss over the last third of the run (2.31) is within 2% of the mean over the first third (2.31)..."
+    )
+    words = "word " * 40
+    shortened = report_text.first_sentence(words)
+    assert shortened.endswith("word...") and len(shortened) <= 110
+    assert report_text.first_sentence("Short and whole. Then more.") == "Short and whole"

@@ -9,8 +9,16 @@ WHERE_WIDTH = 32  # the "where" column is padded to the longest, up to this
 
 
 def first_sentence(text: str, limit: int = 110) -> str:
+    """The explanation's first sentence for a one-line summary; if it is longer than `limit`, up to its last clause
+    (a colon or semicolon) that fits, else its last whole word that fits, then "...": never cut mid-word."""
     sentence = text.split(". ")[0].rstrip(".")
-    return sentence if len(sentence) <= limit else sentence[: limit - 3] + "..."
+    if len(sentence) <= limit:
+        return sentence
+    head = sentence[: limit - 3]
+    clause = max(head.rfind(": "), head.rfind("; "))
+    if clause >= limit // 2:
+        return head[:clause] + "..."
+    return head[: head.rfind(" ")].rstrip(",;:") + "..." if " " in head else head + "..."
 
 
 def plural(count: int, noun: str) -> str:
