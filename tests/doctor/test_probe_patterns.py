@@ -566,3 +566,33 @@ def test_an_optimiser_given_another_models_parameters_is_still_a_missing_gradien
     )
     run = doctor.run_script(script, every=1)
     assert ("no_gradient", "error") in {(f.symptom, f.severity) for f in run.doctor.findings}
+
+
+def test_a_second_model_trained_after_the_first_has_its_loss_judged_on_its_own(tmp_path):
+    """Model A trains to 0.05, then a new model B starts at 0.69: the loss rules read one curve and called it
+    diverging_loss ("lower the learning rate"). B's loss is another training's, judged alone: B, ten sigmoid layers,
+    does not learn, and that is what is reported."""
+    script = tmp_path / "two_models.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "def fit(model, steps):\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n"
+        "    X = torch.randn(128, 8); y = (X[:, :1] > 0).float()\n"
+        "    for _ in range(steps):\n"
+        "        loss = nn.functional.binary_cross_entropy_with_logits(model(X), y)\n"
+        "        opt.zero_grad(); loss.backward(); opt.step()\n"
+        "torch.manual_seed(0)\n"
+        "a = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))\n"
+        "fit(a, 150)\n"
+        "deep = [nn.Linear(8, 32), nn.Sigmoid()]\n"
+        "for _ in range(8): deep += [nn.Linear(32, 32), nn.Sigmoid()]\n"
+        "b = nn.Sequential(*deep, nn.Linear(32, 1))\n"
+        "fit(b, 150)\n"
+    )
+    run = doctor.run_script(script)
+    found = {f.symptom: f for f in run.doctor.findings}
+    assert "diverging_loss" not in found
+    assert found["stalled_loss"].evidence["training_began"] in (150, 151)
+    assert "the training begun at step 15" in found["stalled_loss"].explanation
+    assert found["vanishing_gradient"].where == "b.0"

@@ -547,8 +547,9 @@ def explain_diverging_loss(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    run = "the run" if e.get("training_began") is None else f"the training begun at step {e['training_began']}"
     text = (
-        f"The mean loss over the last third of the run ({fmt(e['loss_last_third'])}) is within 2% of the mean over "
+        f"The mean loss over the last third of {run} ({fmt(e['loss_last_third'])}) is within 2% of the mean over "
         f"the first third ({fmt(e['loss_first_third'])}): training is not making progress."
     )
     advice, remedies = _learning_rate_advice(e)

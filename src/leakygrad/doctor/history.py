@@ -84,6 +84,14 @@ class LossSeries:
     def __len__(self) -> int:
         return self.count
 
+    def since(self, step: int) -> LossSeries:
+        """A copy holding only the buckets that begin at `step` or later (a bucket straddling it is left out)."""
+        part = LossSeries(self.max_buckets)
+        part.steps_per_bucket = self.steps_per_bucket
+        part.buckets = [b for b in self.buckets if b.first_step >= step]
+        part.count = sum(b.count for b in part.buckets)
+        return part
+
     def smoothed(self, points: int = 20) -> list[tuple[int, float]]:
         """The loss averaged over `points` equal stretches of the recorded steps: (last step, mean) pairs.
 
@@ -125,6 +133,7 @@ class History:
         self.max_records = max_records
         self.records: list[StepRecord] = []
         self.loss = LossSeries(max_loss_buckets)
+        self.loss_restarts: list[int] = []  # steps at which another model's training began (see restart_loss)
         self.steps = 0  # training steps seen (sampled or not)
         # steps whose loss is the mean of several optimisers' own losses (a GAN: two players, competing)
         self.competing_loss_steps = 0
@@ -148,6 +157,17 @@ class History:
     # --- adding ---------------------------------------------------------------------------------------------
     def add_loss(self, step: int, value: float) -> None:
         self.loss.add(step, value)
+
+    def restart_loss(self, step: int) -> None:
+        """From `step` on, the losses are another training's (a second model, trained after the first): the loss
+        rules judge them on their own. The curve in the report keeps both."""
+        self.loss_restarts.append(step)
+
+    def current_loss(self) -> LossSeries:
+        """The losses since the last restart (all of them, usually), as a series of their own."""
+        if not self.loss_restarts:
+            return self.loss
+        return self.loss.since(self.loss_restarts[-1])
 
     def add_record(self, record: StepRecord) -> None:
         self._fold_unit_masks(record)

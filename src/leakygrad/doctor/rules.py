@@ -696,7 +696,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- the loss: diverging or stalled -------------------------------------------------------------------------------
 def _loss_thirds(history: History) -> tuple[float, float] | None:
     """Mean loss over the first and the last third of the recorded steps."""
-    thirds = history.loss.smoothed(points=3)
+    thirds = history.current_loss().smoothed(points=3)
     if len(thirds) < 3:
         return None
     return thirds[0][1], thirds[-1][1]
@@ -704,7 +704,7 @@ def _loss_thirds(history: History) -> tuple[float, float] | None:
 
 def _loss_is_stalled(history: History, t: Thresholds) -> bool:
     thirds = _loss_thirds(history)
-    if len(history.loss) < t.loss_min_steps or thirds is None:
+    if len(history.current_loss()) < t.loss_min_steps or thirds is None:
         return False
     first, last = thirds
     return abs(first - last) / max(abs(first), 1e-12) < t.stalled_change
@@ -722,8 +722,9 @@ def update_ratios(history: History) -> dict[str, float]:
 
 
 def loss_rule(history: History, t: Thresholds) -> list[Finding]:
-    smoothed = history.loss.smoothed()
-    if len(history.loss) < t.loss_min_steps or len(smoothed) < 3:
+    loss = history.current_loss()  # (a second model trained after the first: its own curve)
+    smoothed = loss.smoothed()
+    if len(loss) < t.loss_min_steps or len(smoothed) < 3:
         return []
     start, end = smoothed[0][1], smoothed[-1][1]
     low_step, lowest = min(smoothed, key=lambda sv: sv[1])
@@ -748,6 +749,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         "update_ratio_by_layer": {k: _sci(v) for k, v in ratios.items()},
         "learning_rate": verdict,
     }
+    if history.loss_restarts:  # another model's training began then: this one is judged on its own
+        evidence["training_began"] = history.loss_restarts[-1]
     diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0
     if diverging or (lowest < 0 and end > start + abs(start) * t.diverging_factor):
         first = next((step for step, value in smoothed if step > low_step and value > 1.5 * lowest), low_step)
@@ -759,7 +762,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         first, last = _loss_thirds(history)
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
-        first_step = history.loss.buckets[0].first_step
+        first_step = loss.buckets[0].first_step
         return [Finding("stalled_loss", "loss", first_step, "warning", evidence)]
     return []
 

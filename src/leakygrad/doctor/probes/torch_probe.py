@@ -364,6 +364,7 @@ class TorchProbe:
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
         self.primary = None  # weakref to the optimiser whose steps count as training steps
         self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
+        self._primary_params: frozenset = frozenset()  # ids of the parameters the primary optimiser steps
         self._others_in_a_row = 0  # (with an optimiser given to watch) another's steps since the primary's last
         self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
         self._primary_stepped = False
@@ -424,6 +425,7 @@ class TorchProbe:
             self.mode = "optimizer"
             self.optimizers[id(self._given_optimizer)] = True
             self.primary = weakref.ref(self._given_optimizer)
+            self._primary_params = frozenset(map(id, _stepped_parameters(self._given_optimizer)))
             self.doctor.history.watched.append(type(self._given_optimizer).__name__)
         self._global_handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._on_optimizer_pre),
@@ -1013,9 +1015,19 @@ class TorchProbe:
         primary = self.primary() if self.primary is not None else None
         stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
         if primary is None or (primary is not optimizer and stepped_alone is optimizer):
-            self.primary, primary = weakref.ref(optimizer), optimizer
+            self._adopt(optimizer)
+            primary = optimizer
         self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
         return primary is optimizer
+
+    def _adopt(self, optimizer) -> None:
+        """Take `optimizer`'s steps for the training steps from now on. When it trains other parameters than the one
+        before (a second model trained after the first), its loss is another training's: the loss rules judge it on
+        its own, not as the continuation of the first model's curve."""
+        params = frozenset(map(id, _stepped_parameters(optimizer)))
+        if self._primary_params and params.isdisjoint(self._primary_params):
+            self.doctor.history.restart_loss(self.step)
+        self.primary, self._primary_params = weakref.ref(optimizer), params
 
     def _given_is_primary(self, optimizer) -> bool:
         """With an optimiser given to `watch`, its steps are the training steps, whatever another does between them
@@ -1033,7 +1045,8 @@ class TorchProbe:
         self._stepped_alone = weakref.ref(optimizer)
         if not self._primary_stepped or self._others_in_a_row <= max(2 * self._longest_gap, 2):
             return False
-        self.primary, self._stepped_alone = weakref.ref(optimizer), None
+        self._adopt(optimizer)
+        self._stepped_alone = None
         self._others_in_a_row = self._longest_gap = 0
         return True
 
