@@ -3,6 +3,7 @@ models whose layer names differ only in the middle, long runs, narrow loss range
 """
 
 import html
+import json
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from leakygrad.cli import main
 from leakygrad.doctor import Doctor, report_html, report_text, svg
 from leakygrad.doctor.findings import Finding
 
@@ -225,3 +227,27 @@ def test_no_label_of_the_report_is_cut_off_or_written_over_another_in_chromium(t
     assert done.returncode == 0, done.stderr[-2000:]
     layout = re.search(r'data-layout="([^"]*)"', done.stdout).group(1)
     assert layout == "ok", html.unescape(layout)
+
+
+def test_a_run_with_no_training_step_leaves_an_earlier_report_as_it_was(tmp_path, capsys, monkeypatch):
+    """`leakygrad doctor train.py --help` runs the script, which prints its help and exits: a report of nothing
+    replaced the last real one. It is left as it was, and the terminal says so; with no earlier report, one is
+    written (it says that nothing was measured)."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, torch\n"
+        "if '--help' in sys.argv:\n    print('usage: train.py'); sys.exit(0)\n"
+        "m = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for _ in range(5):\n    l = m(torch.ones(4, 2)).pow(2).mean()\n"
+        "    o.zero_grad()\n    l.backward()\n    o.step()\n"
+    )
+    assert main(["doctor", "--json", "r.json", str(script)]) == 0
+    real = (tmp_path / "r.json").read_text()
+    assert json.loads(real)["steps"] == 5
+    capsys.readouterr()
+    assert main(["doctor", "--json", "r.json", str(script), "--help"]) == 0
+    assert (tmp_path / "r.json").read_text() == real
+    assert "no training step ran, so r.json was left as it was" in capsys.readouterr().err
+    assert main(["doctor", "--json", "fresh.json", str(script), "--help"]) == 0
+    assert json.loads((tmp_path / "fresh.json").read_text())["steps"] == 0

@@ -84,6 +84,10 @@ def run(args) -> int:
     doctor = result.doctor
     written = []
     for path, absolute, format in reports:  # (the option says the format, whatever the name)
+        if doctor.steps == 0 and os.path.exists(absolute):
+            # Nothing trained (`train.py --help`, an early exit): a report of nothing would replace a real one.
+            _say(f"leakygrad doctor: no training step ran, so {path} was left as it was", terminal)
+            continue
         try:
             doctor.report(absolute, format)
             written.append(path)
