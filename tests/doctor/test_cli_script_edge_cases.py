@@ -214,7 +214,13 @@ def test_ctrl_c_while_the_scripts_threads_run_on_still_writes_the_report(tmp_pat
     import time
 
     path = tmp_path / "worker.py"
-    path.write_text(TRAIN + "import threading, time\nthreading.Thread(target=time.sleep, args=(4,)).start()\n"
+    stop = tmp_path / "stop"  # the thread runs until the test says so (a fixed sleep could end first on a busy machine)
+    path.write_text(TRAIN + "import os, threading, time\n"
+                    "def work():\n"
+                    "    deadline = time.monotonic() + 120\n"
+                    f"    while not os.path.exists({str(stop)!r}) and time.monotonic() < deadline:\n"
+                    "        time.sleep(0.02)\n"
+                    "threading.Thread(target=work).start()\n"
                     "print('main done', flush=True)\n")  # fmt: skip
     report = tmp_path / "r.json"
     env = dict(os.environ, PYTHONPATH=str(SRC))
@@ -224,7 +230,9 @@ def test_ctrl_c_while_the_scripts_threads_run_on_still_writes_the_report(tmp_pat
         assert process.stdout.readline().strip() == "main done"
         time.sleep(0.5)  # the doctor is waiting for the thread now
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        time.sleep(1.0)
+        stop.touch()  # (Python's own exit waits for the thread too)
+        _, stderr = process.communicate(timeout=120)
     finally:
         process.kill()
     assert process.returncode == 130, stderr
