@@ -236,6 +236,23 @@ def test_changing_a_tensor_in_place_between_forward_and_backward_is_caught():
         out.backward()
 
 
+def test_a_change_through_a_detached_alias_or_a_view_of_the_same_memory_is_caught_too():
+    x = _leaf([1.0, 2.0, 3.0, 4.0])
+    y = x.exp()
+    alias = y.detach()  # the same memory, cut from the graph
+    with lg.no_grad():
+        alias *= 0
+    with pytest.raises(lg.LeakygradError, match=r"the output of `exp`"):
+        y.sum().backward()
+    w = _leaf([[1.0, 2.0], [3.0, 4.0]])
+    out = (w * w).sum()
+    view = lg.Tensor._wrap(w.data.reshape(4))  # a view of w's memory
+    with lg.no_grad():
+        view += 1
+    with pytest.raises(lg.LeakygradError, match=r"input 0 of `mul`"):
+        out.backward()
+
+
 def test_changes_in_place_outside_a_forward_and_its_backward_are_fine():
     """The training loop's own update, after backward and before the next forward, is what no_grad() is for."""
     w = _leaf([0.5, -0.5])

@@ -166,7 +166,7 @@ def _refuse_if_changed(op, output: Tensor) -> None:
     """An op's backward reads its inputs (x for x * y) or its output (exp's, sigmoid's): if one of them was changed
     in place after the op was recorded, the derivative would be taken at values the forward never used."""
     for role, tensor in [("the output", output)] + [(f"input {i}", x) for i, x in enumerate(op.inputs)]:
-        if getattr(tensor, "_changed_at", 0) > op.recorded_at:
+        if InPlaceClock.changed_at(tensor.data) > op.recorded_at:
             raise BackwardError(
                 f"backward: {role} of `{op.name}` ({describe(tensor)}) was changed in place (x += ..., x *= ... inside "
                 f"no_grad()) after `{op.name}` used it, so its backward would read values the forward never saw and "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -63,27 +64,42 @@ def check_numeric_dtype(name: str, dtype) -> np.dtype:
 class InPlaceClock:
     """Dates in-place changes (`x *= 2` inside no_grad()), so that backward can refuse to read changed values.
 
-    Each change ticks the clock and stamps the tensor with the time (`Tensor._changed_at`); each op notes the time
-    it was recorded (`Op.recorded_at`). A backward whose op's input or output was changed after that would read
-    values the forward never used: a wrong gradient, silently. PyTorch keeps a version counter per tensor for
-    this; one clock does the same job here and costs nothing while nothing is changed in place.
+    Each change ticks the clock and notes the time against the memory it wrote to (so a `detach()`ed alias or a
+    view of the same memory counts too); each op notes the time it was recorded (`Op.recorded_at`). A backward
+    whose op's input or output memory was changed after that would read values the forward never used: a wrong
+    gradient, silently. PyTorch keeps a version counter per tensor for this; one clock does the same job here
+    and costs nothing while nothing is changed in place.
     """
 
     now = 0
+    _changes: dict[int, tuple[weakref.ref, int]] = {}  # id(memory) -> (the memory, weakly; when it last changed)
 
     @classmethod
-    def tick(cls) -> int:
+    def record_change(cls, array: np.ndarray) -> None:
         cls.now += 1
-        return cls.now
+        memory, key = _memory_of(array), id(_memory_of(array))
+        forget = lambda _, key=key: cls._changes.pop(key, None)  # noqa: E731  (the memory was freed)
+        cls._changes[key] = (weakref.ref(memory, forget), cls.now)
+
+    @classmethod
+    def changed_at(cls, array: np.ndarray) -> int:
+        """When `array`'s memory was last changed in place (0: never)."""
+        memory = _memory_of(array)
+        entry = cls._changes.get(id(memory))
+        return entry[1] if entry is not None and entry[0]() is memory else 0
+
+
+def _memory_of(array: np.ndarray) -> np.ndarray:
+    """The array that owns the memory `array` looks at (itself, or the base of its view)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 class Tensor:
     """A multi-dimensional array that remembers how it was computed, so that it can be differentiated."""
 
-    # (`_changed_at` is set only by an in-place change: read it with getattr(t, "_changed_at", 0))
-    __slots__ = (
-        "data", "grad", "_requires_grad", "op", "_hooks", "_retains_grad", "name", "_changed_at", "__weakref__"
-    )  # fmt: skip
+    __slots__ = ("data", "grad", "_requires_grad", "op", "_hooks", "_retains_grad", "name", "__weakref__")
     # Make `ndarray * Tensor` call Tensor.__rmul__ instead of NumPy trying to take the tensor apart.
     __array_priority__ = 1000
 
@@ -387,7 +403,7 @@ class Tensor:
             raise OpError(
                 f"{symbol}: cannot change {describe(self)} in place with {describe(value)}: {error}"
             ) from None
-        self._changed_at = InPlaceClock.tick()  # a graph recorded before now must not read these values
+        InPlaceClock.record_change(self.data)  # a graph recorded before now must not read these values
         return self
 
     def exp(self):
