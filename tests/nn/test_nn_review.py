@@ -339,3 +339,36 @@ def test_load_state_dict_copies_into_the_parameters_own_arrays(tmp_path):
     model.weight.data[...] = 0
     io.load_model(model, tmp_path / "m.npz")
     assert model.weight.data is held[0] and np.array_equal(held[0], source.weight.data)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # (PyTorch's note on its own copy)
+@pytest.mark.parametrize("kernel", [(3, 3), (2, 2), (4, 3), (1, 5)])
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_conv2d_padding_by_name_matches_pytorch(kernel, padding):
+    """padding="same" (stride 1: an even kernel pads one more zero after, as PyTorch) and "valid" (none)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 6))
+    ours = nn.Conv2d(3, 4, kernel, padding=padding).double()
+    theirs = torch.nn.Conv2d(3, 4, kernel, padding=padding).double()
+    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    x_lg, x_t = lg.Tensor(x, requires_grad=True, dtype="float64"), torch.tensor(x, requires_grad=True)
+    y_lg, y_t = ours(x_lg), theirs(x_t)
+    assert y_lg.shape == tuple(y_t.shape)
+    if padding == "same":
+        assert y_lg.shape[2:] == x.shape[2:]
+    np.testing.assert_allclose(y_lg.data, y_t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    g = rng.standard_normal(y_lg.shape)
+    (y_lg * lg.Tensor(g, dtype="float64")).sum().backward()
+    (y_t * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(x_lg.grad.data, x_t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.data, theirs.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert repr(ours).count(f"padding={padding}") == 1
+
+
+def test_conv2d_padding_names_that_cannot_work_are_refused_by_name():
+    with pytest.raises(lg.LeakygradError, match="padding='same' needs stride 1"):
+        nn.Conv2d(3, 4, 3, stride=2, padding="same")
+    with pytest.raises(lg.LeakygradError, match="padding must be a number, a pair, 'same' or 'valid', got 'full'"):
+        nn.Conv2d(3, 4, 3, padding="full")
+    with pytest.raises(lg.LeakygradError, match="conv2d: padding='same' needs stride 1"):
+        nn.functional.conv2d(lg.randn(1, 3, 5, 5), lg.randn(4, 3, 3, 3), stride=2, padding="same")

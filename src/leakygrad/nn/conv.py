@@ -33,7 +33,11 @@ class Conv2d(Module):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = F._pair(kernel_size, "Conv2d kernel_size")
         self.stride = F._pair(stride, "Conv2d stride")
-        self.padding = F._pair(padding, "Conv2d padding")
+        if isinstance(padding, str):  # "same" or "valid", kept by name (as in PyTorch)
+            F.check_padding_name("Conv2d", padding, self.stride)
+            self.padding = padding
+        else:
+            self.padding = F._pair(padding, "Conv2d padding")
         self.weight = Parameter(np.empty((out_channels, in_channels) + self.kernel_size, dtype=np.float32))
         self.bias = Parameter(np.empty(out_channels, dtype=np.float32)) if bias else None
         self.reset_parameters()

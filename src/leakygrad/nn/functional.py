@@ -80,18 +80,45 @@ def _pair(value, name: str) -> tuple[int, int]:
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """2-D convolution (cross-correlation, as in every deep learning library) of x (N, C, H, W) with weight
     (O, C, kh, kw): out[n, o, i, j] = b[o] + sum over c, di, dj of w[o, c, di, dj] x[n, c, i s + di - p, j s + dj - p]
-    (x is 0 outside the image: zero padding p).
+    (x is 0 outside the image: zero padding p). `padding` may also be "valid" (none) or, with stride 1, "same"
+    (the output as large as the input: k - 1 zeros in all per axis, the extra one after when k is even, as in
+    PyTorch).
 
     One op (`leakygrad.engine.ops.nn.Conv2d`): every window of the image becomes a row, and one matrix product
     with the weight computes every output. Its gradients are convolutions too (see that module).
     """
     if type(dilation) is not int or dilation != 1 or groups != 1:  # (the full check only then: this runs each step)
         _refuse_unsupported("conv2d", dilation=(dilation, 1), groups=(groups, 1))
+    if isinstance(padding, str):
+        x, padding = _pad_by_name(x, padding, _pair(stride, "conv2d stride"), weight.shape[2:])
     # (the shapes are checked by the op)
     options = dict(stride=_pair(stride, "conv2d stride"), padding=_pair(padding, "conv2d padding"))
     if bias is None:
         return nn_ops.Conv2d.apply(x, weight, **options)
     return nn_ops.Conv2d.apply(x, weight, bias, **options)
+
+
+def check_padding_name(name: str, padding: str, stride: tuple[int, int]) -> None:
+    if padding not in ("same", "valid"):
+        raise OpError(f"{name}: padding must be a number, a pair, 'same' or 'valid', got {padding!r}")
+    if padding == "same" and stride != (1, 1):
+        raise OpError(
+            f"{name}: padding='same' needs stride 1 (got stride {stride}): with a larger stride the output cannot be "
+            "as large as the input. Give the padding as a number."
+        )
+
+
+def _pad_by_name(x: Tensor, padding: str, stride: tuple[int, int], kernel_size) -> tuple[Tensor, tuple[int, int]]:
+    """The input and the symmetric padding for conv2d with padding "valid" or "same". An even kernel needs one more
+    zero after than before on its axis (PyTorch's choice): the input is padded for that, and the op pads nothing."""
+    check_padding_name("conv2d", padding, stride)
+    if padding == "valid":
+        return x, (0, 0)
+    before = [(k - 1) // 2 for k in kernel_size]
+    after = [k - 1 - b for k, b in zip(kernel_size, before)]
+    if before == after:
+        return x, (before[0], before[1])
+    return x.pad(((0, 0), (0, 0), (before[0], after[0]), (before[1], after[1]))), (0, 0)
 
 
 def _pool_options(name: str, x: Tensor, kernel_size, stride, padding) -> dict:
