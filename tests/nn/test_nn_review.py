@@ -372,3 +372,16 @@ def test_conv2d_padding_names_that_cannot_work_are_refused_by_name():
         nn.Conv2d(3, 4, 3, padding="full")
     with pytest.raises(lg.LeakygradError, match="conv2d: padding='same' needs stride 1"):
         nn.functional.conv2d(lg.randn(1, 3, 5, 5), lg.randn(4, 3, 3, 3), stride=2, padding="same")
+
+
+def test_get_submodule_and_get_parameter_as_pytorch():
+    model = nn.Sequential(OrderedDict(encoder=nn.Sequential(nn.Linear(2, 3), nn.ReLU()), head=nn.Linear(3, 1)))
+    assert model.get_submodule("") is model
+    assert model.encoder is model[0] and model.head is model[1]  # a dict's keys as attributes, as in PyTorch
+    assert model.get_submodule("encoder.0") is model.encoder[0]
+    assert model.get_parameter("encoder.0.weight") is model.encoder[0].weight
+    assert model.get_parameter("head.bias") is model.head.bias
+    with pytest.raises(AttributeError, match=r"get_submodule: encoder has no submodule '5' \(it has: 0, 1\)"):
+        model.get_submodule("encoder.5")
+    with pytest.raises(AttributeError, match=r"get_parameter: head has no parameter 'gain'"):
+        model.get_parameter("head.gain")

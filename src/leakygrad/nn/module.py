@@ -288,6 +288,29 @@ class Module:
         """Evaluation mode: dropout passes everything, batch norm uses its running statistics."""
         return self.train(False)
 
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path `target` ("encoder.0"; "" is this module), as in PyTorch."""
+        module = self
+        for depth, name in enumerate(target.split(".") if target else []):
+            child = dict(module._child_slots()).get(name)
+            if child is None:
+                where = ".".join(target.split(".")[:depth]) or type(self).__name__
+                raise AttributeError(
+                    f"get_submodule: {where} has no submodule {name!r} (it has: "
+                    f"{', '.join(n for n, _ in module._child_slots()) or 'none'})"
+                )
+            module = child
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path `target` ("encoder.0.weight"), as in PyTorch."""
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        value = vars(module).get(name)
+        if not isinstance(value, Parameter):
+            raise AttributeError(f"get_parameter: {path or type(self).__name__} has no parameter {name!r}")
+        return value
+
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Switch gradients on or off for every parameter (off: freeze the module, e.g. for fine-tuning)."""
         for parameter in self.parameters():
@@ -467,6 +490,14 @@ class Sequential(Module):
             return
         for module in modules:
             self.append(module)
+
+    def __getattr__(self, name: str):
+        """A child named by a dict's key, as an attribute: `model.encoder` (only called when nothing else has the
+        name)."""
+        names = self.__dict__.get("_names", ())
+        if name in names:
+            return self.__dict__["_items"][names.index(name)]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
     def append(self, module: Module, name: str | None = None) -> Sequential:
         """Add `module` at the end, named by its position ("3") unless `name` is given."""
