@@ -269,3 +269,36 @@ def test_changes_in_place_outside_a_forward_and_its_backward_are_fine():
         unrelated += 1  # changes nothing the graph holds
     z.sum().backward()
     np.testing.assert_allclose(w.grad.data, np.exp(w.data))
+
+
+@pytest.mark.parametrize(
+    "how, axis", [(2, 0), (3, 1), ([1, 4, 0, 2], 1), ([3, 2], -3), ("chunk 3", 0), ("chunk 4", 1), ("chunk 9", 1)]
+)
+def test_split_and_chunk_match_pytorch_with_their_gradients(how, axis):
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((5, 7, 2))
+    x, xt = _leaf(values), torch.tensor(values, requires_grad=True)
+    if isinstance(how, str):
+        n = int(how.split()[1])
+        ours, theirs = x.chunk(n, axis), torch.chunk(xt, n, axis)
+    else:
+        ours, theirs = x.split(how, axis), torch.split(xt, how, axis)
+    assert [p.shape for p in ours] == [tuple(p.shape) for p in theirs]
+    weights = [rng.standard_normal(p.shape) for p in ours]
+    sum((p * lg.Tensor(w, dtype="float64")).sum() for p, w in zip(ours, weights)).backward()
+    sum((p * torch.from_numpy(w)).sum() for p, w in zip(theirs, weights)).backward()
+    for p, q in zip(ours, theirs):
+        np.testing.assert_array_equal(p.data, q.detach().numpy())
+    np.testing.assert_allclose(x.grad.data, xt.grad.numpy(), rtol=1e-12)
+
+
+def test_split_and_chunk_refuse_what_cannot_be_cut():
+    x = lg.Tensor(np.zeros((4, 3)))
+    with pytest.raises(lg.LeakygradError, match=r"split: sizes \[1, 2\] must be non-negative and add up to 4"):
+        x.split([1, 2])
+    with pytest.raises(lg.LeakygradError, match="split: the size of each piece must be at least 1, got 0"):
+        x.split(0)
+    with pytest.raises(lg.LeakygradError, match=r"split: axis 2 is out of range for a tensor of shape \(4, 3\)"):
+        x.split(1, 2)
+    with pytest.raises(lg.LeakygradError, match="chunk: the number of chunks must be a whole number of at least 1"):
+        x.chunk(0)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from leakygrad.engine.errors import OpError
 from leakygrad.engine.ops import activations, elementwise, reductions
 from leakygrad.engine.ops import shape as shape_ops
@@ -144,6 +146,43 @@ cat = concatenate
 def stack(tensors: Sequence, axis: int = 0) -> Tensor:
     tensors = _as_tensors("stack", tensors)
     return shape_ops.Stack.apply(*tensors, axis=axis)
+
+
+def split(x: Tensor, split_size_or_sections, axis: int = 0) -> tuple[Tensor, ...]:
+    """Cut x along `axis` into pieces of `split_size_or_sections` (an int: that size, the last piece smaller if need
+    be) or of the sizes listed, as PyTorch's split. Each piece is a slice of x: its gradient goes back in its place.
+    (In this module `sum`, `min` and `max` are ops: plain Python numbers are added with NumPy here.)"""
+    x = as_tensor(x)
+    if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
+        raise OpError(f"split: axis {axis} is out of range for a tensor of shape {x.shape}")
+    length = x.shape[axis]
+    if isinstance(split_size_or_sections, (int, np.integer)) and not isinstance(split_size_or_sections, bool):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise OpError(f"split: the size of each piece must be at least 1, got {size}")
+        sizes = [size] * (length // size) + ([length % size] if length % size else []) or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if int(np.sum(sizes)) != length or any(s < 0 for s in sizes):
+            raise OpError(
+                f"split: sizes {sizes} must be non-negative and add up to {length}, the length of axis {axis}"
+            )
+    pieces, start = [], 0
+    before = (slice(None),) * (axis % x.ndim)
+    for size in sizes:
+        pieces.append(x[before + (slice(start, start + size),)])
+        start += size
+    return tuple(pieces)
+
+
+def chunk(x: Tensor, chunks: int, axis: int = 0) -> tuple[Tensor, ...]:
+    """Cut x along `axis` into `chunks` pieces of ceil(length / chunks) (fewer if the length runs out), as PyTorch's
+    chunk."""
+    if not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool) or chunks < 1:
+        raise OpError(f"chunk: the number of chunks must be a whole number of at least 1, got {chunks!r}")
+    x = as_tensor(x)
+    length = x.shape[axis] if x.ndim else 0
+    return split(x, -(-length // int(chunks)) or 1, axis)  # ceil(length / chunks), at least 1
 
 
 def pad(x, pad_width, value: float = 0.0) -> Tensor:

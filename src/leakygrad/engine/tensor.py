@@ -601,6 +601,16 @@ class Tensor:
     def pad(self, pad_width, value: float = 0.0):
         return shape_ops.Pad.apply(self, pad_width=pad_width, value=value)
 
+    def split(self, split_size_or_sections, axis: int = 0):
+        from leakygrad.engine.functional import split
+
+        return split(self, split_size_or_sections, axis)
+
+    def chunk(self, chunks: int, axis: int = 0):
+        from leakygrad.engine.functional import chunk
+
+        return chunk(self, chunks, axis)
+
     # ------------------------------------------------------------------ types
 
     def astype(self, dtype):
