@@ -251,3 +251,17 @@ def test_a_run_with_no_training_step_leaves_an_earlier_report_as_it_was(tmp_path
     assert "no training step ran, so r.json was left as it was" in capsys.readouterr().err
     assert main(["doctor", "--json", "fresh.json", str(script), "--help"]) == 0
     assert json.loads((tmp_path / "fresh.json").read_text())["steps"] == 0
+
+
+def test_running_a_module_with_dash_m_is_refused_with_what_to_do(capsys):
+    assert main(["doctor", "-m", "mypkg.train", "--epochs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "-m (running a module, as python -m does) is not supported" in err
+    assert "leakygrad doctor path/to/mypkg/train.py [ARGS...]" in err
+
+
+def test_a_scripts_own_dash_m_option_is_its_own(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "argv.py").write_text("import sys\nprint(sys.argv)\n")
+    assert main(["doctor", "--quiet", "argv.py", "-m", "foo"]) == 0
+    assert "['argv.py', '-m', 'foo']" in capsys.readouterr().out

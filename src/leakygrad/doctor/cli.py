@@ -32,6 +32,8 @@ def add_arguments(parser) -> None:
         choices=("error", "warning"),
         help="exit with status 3 when the script succeeded but findings of this severity (or worse) were found",
     )
+    # (-m MODULE [ARGS...] is taken whole, to be refused in run with what to do instead)
+    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument(
         "command", nargs=argparse.REMAINDER, metavar="SCRIPT.py [SCRIPT ARGS...]", help="the script and its arguments"
     )
@@ -41,6 +43,14 @@ def run(args) -> int:
     from leakygrad.doctor.report_text import print_summary
     from leakygrad.doctor.runner import run_script
 
+    if args.module is not None:
+        module = args.module[0] if args.module else "MODULE"
+        print(
+            f"leakygrad doctor: -m (running a module, as python -m does) is not supported; give the module's file "
+            f"instead: leakygrad doctor path/to/{module.replace('.', '/')}.py [ARGS...]",
+            file=sys.stderr,
+        )
+        return 2
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
