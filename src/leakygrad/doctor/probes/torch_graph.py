@@ -202,11 +202,11 @@ def beneath_reshapes(node):
 
 
 def floors_at_zero(node) -> bool:
-    """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0) or (ReLU6) hardtanh(0, 6),
-    or, on a loss, the hinge of a margin loss. Below it no gradient passes, by design. (A clamp to a range, such
-    as [0, 1], is no floor: it blocks above too.)"""
+    """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
+    or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by
+    design. (A clamp to a range, such as [0, 1], is no floor: it blocks above too.)"""
     op = op_name(node)
-    if op == "relu":
+    if op in ("relu", "threshold"):  # (threshold: a ReLU whose knee may sit at t, not 0; it blocks only below t)
         return True
     try:
         if op == "hardtanh":

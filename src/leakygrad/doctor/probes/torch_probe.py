@@ -173,6 +173,27 @@ def _first_tensor(value):
     return None
 
 
+def _dense(tensor: torch.Tensor) -> bool:
+    """A plain strided tensor: not sparse (COO, CSR, ...) and not nested (strided or jagged). Only such a tensor
+    has one block of memory (`untyped_storage`), a shape per axis and the reductions the statistics use."""
+    return tensor.layout is torch.strided and not tensor.is_nested
+
+
+def _not_dense(*values) -> bool:
+    """Whether any tensor in `values` (tensors, tuples or lists of them) is sparse or nested. The statistics read
+    dense tensors only; on another layout they raise, which is no error of the doctor's: such a tensor goes
+    unmeasured. (Asked only once something has raised, so that the usual dense tensors cost nothing more.)"""
+    return any(not _dense(t) for value in values for t in _tensors(value))
+
+
+def _saved_result(node):
+    """The output an activation's node saved for its backward, or None when it is no longer held."""
+    try:
+        return node._saved_result
+    except RuntimeError:
+        return None
+
+
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         return [value]
@@ -609,7 +630,9 @@ class TorchProbe:
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
                 for arg in inputs:
-                    if not arg.requires_grad and arg.is_floating_point():
+                    # (only a dense tensor has one block of memory to look up: a sparse adjacency matrix passed to
+                    # each layer of a graph network, or a nested tensor, has none, and is no module's output anyway)
+                    if not arg.requires_grad and arg.is_floating_point() and _dense(arg):
                         producer = state.output_memory.producer(arg)
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
@@ -690,7 +713,8 @@ class TorchProbe:
                 # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
                 node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
         except Exception as error:
-            self._fail("forward hook", error)
+            if not _not_dense(output):  # (a sparse or nested output, a layer of a graph network say: unmeasured)
+                self._fail("forward hook", error)
         return None
 
     def _note_output_nodes(self, state: StepState, info: ModuleInfo, output) -> None:
@@ -713,7 +737,8 @@ class TorchProbe:
             if grad is not None:
                 state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
         except Exception as error:
-            self._fail("output gradient hook", error)
+            if not _not_dense(grad_outputs):  # (the gradient of a sparse or nested output: unmeasured)
+                self._fail("output gradient hook", error)
 
     def _on_cell_grad(self, ticket: Ticket, name: str, call: int, grad):
         state = ticket.state
@@ -722,7 +747,8 @@ class TorchProbe:
         try:
             state.cell_calls[name][call] = state.deferred.scalar(torch.linalg.vector_norm(grad.detach().float()))
         except Exception as error:
-            self._fail("recurrent cell gradient hook", error)
+            if not _not_dense(grad):
+                self._fail("recurrent cell gradient hook", error)
 
     def _on_time_grad(self, ticket: Ticket, name: str, norms_by_step, grad):
         state = ticket.state
@@ -731,7 +757,8 @@ class TorchProbe:
         try:
             state.time_norms[name] = state.deferred.vector(norms_by_step(grad))
         except Exception as error:
-            self._fail("time-step gradient hook", error)
+            if not _not_dense(grad):
+                self._fail("time-step gradient hook", error)
 
     def _on_gate_grad(self, ticket: Ticket, key: str, grad_inputs, grad_outputs):
         state = ticket.state
@@ -747,7 +774,8 @@ class TorchProbe:
             entry[2].append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
             entry[3] += grad_out.numel()
         except Exception as error:
-            self._fail("gating-op gradient hook", error)
+            if not _not_dense(grad_inputs, grad_outputs):
+                self._fail("gating-op gradient hook", error)
 
     def _on_nan_prone_grad(self, ticket: Ticket, site: int, grad_inputs, grad_outputs):
         # The node is looked up in the state, not held by the hook: a hook on a node that held the node itself
@@ -768,7 +796,8 @@ class TorchProbe:
             born_here = finite_out & ~finite_in  # finite gradient in, non-finite gradient out: NaN born here
             state.nan_checks.append((state.deferred.scalar(born_here), node, label))
         except Exception as error:
-            self._fail("NaN check hook", error)
+            if not _not_dense(grad_inputs, grad_outputs):
+                self._fail("NaN check hook", error)
 
     # --- backward (every step) ----------------------------------------------------------------------------------------
     def before_backward(self, tensors) -> None:
@@ -896,7 +925,10 @@ class TorchProbe:
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
         names = state.names
-        loss_nodes = graph_tools.loss_side(root_nodes, names)
+        # The loss is what lies between the roots and the modules' outputs. When no watched module's forward was
+        # seen (a compiled model: the hooks do nothing inside it), no output bounds it, and every op of the model
+        # would pass for the loss's (its ReLUs for the hinge of a margin loss): none is taken for the loss's then.
+        loss_nodes = graph_tools.loss_side(root_nodes, names) if state.order else set()
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -913,7 +945,11 @@ class TorchProbe:
                 owner = inside.get(node)
                 if owner in gated or (op == "sigmoid" and node in multiplied):
                     continue  # gates (LSTM/GRU, squeeze-excitation, GLU) sit saturated by design: open or shut
-                self._tally_activation(state, node, op, owner, saturation)
+                try:
+                    self._tally_activation(state, node, op, owner, saturation)
+                except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
+                    if not _not_dense(_saved_result(node)):  # (an activation of a sparse or nested tensor: unmeasured)
+                        self._fail("summarising an activation", error)
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
                 gate = GATING_OPS.get(op, op)
                 if node in loss_nodes:
@@ -963,7 +999,11 @@ class TorchProbe:
             elif feeds_from in state.order:
                 tally.depth = state.order[feeds_from] + 0.5
             state.activations[site] = tally
-        add_activation(tally, y, axis, saturation, self._scratch)
+        try:
+            add_activation(tally, y, axis, saturation, self._scratch)
+        except Exception:
+            del state.activations[site]  # (counted in part, its record could not be built: the site goes unmeasured)
+            raise
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
     def _is_watched_optimizer(self, optimizer) -> bool:
