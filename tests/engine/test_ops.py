@@ -365,6 +365,28 @@ SPECS = [
     spec("gelu", F.gelu, torch.nn.functional.gelu, unary(), ANY),
     spec("gelu_tanh", F.gelu, torch.nn.functional.gelu, unary(approximate=st.just("tanh")), ANY),
     spec("silu", F.silu, torch.nn.functional.silu, unary(), ANY),
+    spec("selu", F.selu, torch.nn.functional.selu, unary(), NONZERO),
+    spec("celu", F.celu, torch.nn.functional.celu, unary(alpha=st.sampled_from([1.0, 0.5, 2.0])), NONZERO),
+    spec("mish", F.mish, torch.nn.functional.mish, unary(), ANY),
+    # (torch has no double backward for hardsigmoid: compared with its formula; the module test compares
+    # torch.nn.Hardsigmoid itself, values and gradients)
+    spec(
+        "hardsigmoid",
+        F.hardsigmoid,
+        lambda x: torch.clamp(x / 6 + 0.5, 0.0, 1.0),
+        unary(),
+        away_from(-3.0, 3.0),
+        curved=False,
+    ),
+    spec("hardswish", F.hardswish, torch.nn.functional.hardswish, unary(), away_from(-3.0, 3.0)),
+    spec(
+        "threshold",
+        F.threshold,
+        torch.nn.functional.threshold,
+        unary(threshold=st.sampled_from([0.0, 0.5]), value=st.sampled_from([0.0, -2.0])),
+        away_from(0.0, 0.5),
+        curved=False,
+    ),
     spec("softplus", F.softplus, torch.nn.functional.softplus, unary(beta=st.sampled_from([1.0, 2.0])), ANY),
     spec(
         "hardtanh",

@@ -93,6 +93,37 @@ def silu(x, inplace=False):
     return activations.SiLU.apply(x)
 
 
+def selu(x, inplace=False):
+    """scale (x where x > 0, else alpha (e^x - 1)), the self-normalising constants. `inplace=True` computes out of
+    place (x is not changed)."""
+    return activations.SELU.apply(x)
+
+
+def celu(x, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha (e^(x / alpha) - 1). `inplace=True` computes out of place (x is not changed)."""
+    return activations.CELU.apply(x, alpha=alpha)
+
+
+def mish(x, inplace=False):
+    """x tanh(softplus(x)). `inplace=True` computes out of place (x is not changed)."""
+    return activations.Mish.apply(x)
+
+
+def hardsigmoid(x, inplace=False):
+    """clip(x / 6 + 1/2, 0, 1). `inplace=True` computes out of place (x is not changed)."""
+    return activations.Hardsigmoid.apply(x)
+
+
+def hardswish(x, inplace=False):
+    """x hardsigmoid(x). `inplace=True` computes out of place (x is not changed)."""
+    return activations.Hardswish.apply(x)
+
+
+def threshold(x, threshold, value, inplace=False):
+    """x where x > threshold, else value. `inplace=True` computes out of place (x is not changed)."""
+    return activations.Threshold.apply(x, threshold=threshold, value=value)
+
+
 def softplus(x, beta=1.0, threshold=20.0):
     return activations.Softplus.apply(x, beta=beta, threshold=threshold)
 

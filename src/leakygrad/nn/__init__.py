@@ -11,11 +11,16 @@ the engine. Names, shapes, parameter layouts and defaults follow PyTorch, so kno
 
 from leakygrad.nn import functional, init  # noqa: F401
 from leakygrad.nn.activation import (  # noqa: F401
+    CELU,
     ELU,
     GELU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
     LogSoftmax,
+    Mish,
     ReLU,
     ReLU6,
     Sigmoid,
@@ -23,6 +28,7 @@ from leakygrad.nn.activation import (  # noqa: F401
     Softmax,
     Softplus,
     Tanh,
+    Threshold,
 )
 from leakygrad.nn.attention import Block, CausalSelfAttention  # noqa: F401
 from leakygrad.nn.conv import AvgPool2d, Conv2d, MaxPool2d  # noqa: F401

@@ -3,11 +3,11 @@
 The math (forward and backward) is in `leakygrad.engine.ops.activations` (softmax and log_softmax:
 `leakygrad.engine.ops.reductions`); these only hold the arguments.
 
-`inplace`: the modules that take it in PyTorch (ReLU, ReLU6, LeakyReLU, ELU, SiLU, Hardtanh, and Dropout in
-`layers.py`) take it here too, in the same position, so code ported from PyTorch runs. leakygrad computes
-out of place either way: its tensors have no version counters, so overwriting an input that the graph may
-read again in backward could not be caught. The values and gradients are PyTorch's; the difference is that the
-input tensor is left unchanged (PyTorch overwrites it and returns it).
+`inplace`: the modules that take it in PyTorch (ReLU, ReLU6, LeakyReLU, ELU, SELU, CELU, SiLU, Mish, Hardtanh,
+Hardsigmoid, Hardswish, Threshold, and Dropout in `layers.py`) take it here too, in the same position, so code
+ported from PyTorch runs. leakygrad computes out of place either way (an input the graph may still read in
+backward is never overwritten). The values and gradients are PyTorch's; the difference is that the input tensor
+is left unchanged (PyTorch overwrites it and returns it).
 """
 
 from __future__ import annotations
@@ -158,6 +158,92 @@ class ReLU6(Hardtanh):
 
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)  # PyTorch's: the bounds are the layer's name
+
+
+class SELU(Module):
+    """scale (x where x > 0, else alpha (e^x - 1)): with LeCun-normal weights, activations keep mean 0 and variance 1
+    through depth (the "self-normalising" constants of Klambauer et al. 2017). `inplace=True` computes out of place."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.selu(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class CELU(Module):
+    """x where x > 0, else alpha (e^(x / alpha) - 1). `inplace=True` computes out of place."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.celu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace, f"alpha={self.alpha}")
+
+
+class Mish(Module):
+    """x tanh(softplus(x)). `inplace=True` computes out of place."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.mish(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class Hardsigmoid(Module):
+    """clip(x / 6 + 1/2, 0, 1): zero gradient outside (-3, 3). `inplace=True` computes out of place."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardsigmoid(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class Hardswish(Module):
+    """x hardsigmoid(x) (MobileNetV3): zero gradient below -3. `inplace=True` computes out of place."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardswish(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class Threshold(Module):
+    """x where x > threshold, else value: zero gradient at and below the threshold. `inplace=True` computes out of
+    place."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.threshold(x, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace, f"threshold={self.threshold}, value={self.value}")
 
 
 class Softmax(Module):

@@ -15,18 +15,24 @@ from leakygrad.engine import Tensor, no_grad
 from leakygrad.engine.creation import generator
 from leakygrad.engine.errors import OpError, describe
 from leakygrad.engine.functional import (  # noqa: F401  (activations are part of this module's surface)
+    celu,
     elu,
     gelu,
+    hardsigmoid,
+    hardswish,
     hardtanh,
     leaky_relu,
     log_softmax,
+    mish,
     relu,
+    selu,
     sigmoid,
     silu,
     softmax,
     softplus,
     stack,
     tanh,
+    threshold,
     where,
 )
 from leakygrad.engine.ops import nn as nn_ops

@@ -181,3 +181,106 @@ class Hardtanh(Op):
         (x,) = self.inputs
         # Open interval, unlike clip: PyTorch's hardtanh passes no gradient at the bounds themselves.
         return where((x <= self.min_val) | (x >= self.max_val), 0.0, grad)
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+class SELU(Op):
+    """scale (x where x > 0, else alpha (e^x - 1)), with the constants that keep activations at mean 0 and
+    variance 1 through a deep net of LeCun-initialised layers (Klambauer et al. 2017, "self-normalising")."""
+
+    name = "selu"
+
+    def forward(self, x):
+        with np.errstate(over="ignore"):
+            return SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0)))
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        # d selu/dx = scale alpha e^x below 0, scale above (and at 0, as PyTorch)
+        slope = where(x.data <= 0, (SELU_SCALE * SELU_ALPHA) * x.minimum(0.0).exp(), SELU_SCALE)
+        return grad * slope
+
+
+class CELU(Op):
+    """x where x > 0, else alpha (e^(x / alpha) - 1): an ELU whose slope is continuous at 0 for every alpha."""
+
+    name = "celu"
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = plain_number(alpha)
+        if self.alpha == 0:
+            raise OpError("celu: alpha must not be 0 (it divides x)")
+
+    def forward(self, x):
+        with np.errstate(over="ignore"):
+            return np.where(x > 0, x, self.alpha * np.expm1(np.minimum(x, 0) / self.alpha))
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        # d celu/dx = e^(x / alpha) below 0, 1 above (and at 0, as PyTorch)
+        return grad * where(x.data <= 0, (x.minimum(0.0) / self.alpha).exp(), 1.0)
+
+
+class Mish(Op):
+    """x tanh(softplus(x)) (Misra 2019): smooth, non-monotonic, close to x for large x and to 0 for very negative x."""
+
+    name = "mish"
+
+    def forward(self, x):
+        with np.errstate(invalid="ignore"):  # -inf * 0 = nan at x = -inf: a result (PyTorch's too)
+            return x * np.tanh(np.logaddexp(0, x))
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        t = Softplus.apply(x).tanh()
+        # d/dx x t(x) = t + x t', and t' = (1 - t^2) softplus'(x) = (1 - t^2) sigmoid(x)
+        return grad * (t + x * x.sigmoid() * (1 - t * t))
+
+
+class Hardsigmoid(Op):
+    """A piecewise-linear sigmoid: 0 below -3, 1 above 3, x / 6 + 1/2 between."""
+
+    name = "hardsigmoid"
+
+    def forward(self, x):
+        return np.clip(x / 6 + 0.5, 0.0, 1.0)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        # slope 1/6 strictly inside (-3, 3), 0 elsewhere (at the corners too, as PyTorch)
+        return where((x.data > -3) & (x.data < 3), grad / 6, 0.0)
+
+
+class Hardswish(Op):
+    """x hardsigmoid(x) (MobileNetV3): 0 below -3, x above 3, x (x + 3) / 6 between."""
+
+    name = "hardswish"
+
+    def forward(self, x):
+        return x * np.clip(x / 6 + 0.5, 0.0, 1.0)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        # slope 0 below -3, (2x + 3) / 6 = x / 3 + 1/2 from -3 to 3 (both included, as PyTorch), 1 above 3
+        middle = (x.data >= -3) & (x.data <= 3)
+        return where(middle, grad * (x / 3 + 0.5), where(x.data > 3, grad, 0.0))
+
+
+class Threshold(Op):
+    """x where x > threshold, else `value`. Its gradient is 1 above the threshold and 0 at or below it: with a
+    threshold of 0 and a value of 0, a ReLU."""
+
+    name = "threshold"
+
+    def __init__(self, threshold: float, value: float):
+        self.threshold, self.value = plain_number(threshold), plain_number(value)
+
+    def forward(self, x):  # (x <= threshold: a NaN is not, and stays NaN, as in PyTorch)
+        return np.where(x <= self.threshold, np.asarray(self.value, dtype=x.dtype), x)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return where(x.data <= self.threshold, 0.0, grad)
