@@ -296,3 +296,17 @@ def test_a_long_first_sentence_is_shortened_at_a_clause_or_a_word_never_mid_word
     shortened = report_text.first_sentence(words)
     assert shortened.endswith("word...") and len(shortened) <= 110
     assert report_text.first_sentence("Short and whole. Then more.") == "Short and whole"
+
+
+def test_an_internal_note_is_one_short_line_even_for_an_error_whose_message_is_huge_or_unreadable():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    doctor = Doctor()
+    doctor.internal_error("forward hook", RuntimeError("backend list:\n" + "CPU, CUDA, Meta, " * 400))
+    doctor.internal_error("output gradient hook", Unprintable())
+    long_note, odd_note = doctor.notes
+    assert "\n" not in long_note and long_note.endswith("...") and len(long_note) < 360
+    assert long_note.startswith("forward hook: RuntimeError: backend list: CPU, CUDA, Meta,")
+    assert odd_note == "output gradient hook: Unprintable: (its message could not be read)"

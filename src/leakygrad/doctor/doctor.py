@@ -20,6 +20,7 @@ from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 REPORT_VERSION = 1
 DEFAULT_EVERY = 16
+NOTE_LENGTH = 300  # characters of an error message kept in an internal note
 """Costly statistics are taken on one step in 16 by default (see docs/benchmarks.md for what that costs)."""
 
 
@@ -93,9 +94,20 @@ class Doctor:
         self.history.note(message)
 
     def internal_error(self, where: str, error: BaseException) -> None:
-        frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
-        at = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
-        self.note(f"{where}: {type(error).__name__}: {error}{at}")
+        """Note an error inside the doctor, in one line of at most NOTE_LENGTH characters (PyTorch's messages can
+        run to kilobytes); never raises, since it is called from inside the training's hooks."""
+        try:
+            frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+            at = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
+            try:
+                message = " ".join(str(error).split())
+            except Exception:  # (an exception whose str() itself fails)
+                message = "(its message could not be read)"
+            if len(message) > NOTE_LENGTH:
+                message = message[: NOTE_LENGTH - 3] + "..."
+            self.note(f"{where}: {type(error).__name__}: {message}{at}")
+        except Exception:  # noting must not fail the training it watches
+            pass
 
     def _remember_onsets(self) -> None:
         for finding in diagnose(self.history, self.thresholds):
