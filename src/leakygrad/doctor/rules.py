@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Callable
 
 from leakygrad.doctor.findings import Finding
-from leakygrad.doctor.history import History
+from leakygrad.doctor.history import History, LossSeries
 from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
 
@@ -255,7 +255,7 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
     recurrent = sorted(
         {name for r in recent for name, layer in r.layers.items() if layer.recurrent and not layer.bidirectional}
     )
-    loss_stalled = _loss_is_stalled(history, t)
+    loss_stalled = _loss_is_stalled(history.current_loss(), t)
     for name in recurrent:
 
         def ratio_of(record, name=name):
@@ -694,17 +694,17 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 # --- the loss: diverging or stalled -------------------------------------------------------------------------------
-def _loss_thirds(history: History) -> tuple[float, float] | None:
+def _loss_thirds(loss: LossSeries) -> tuple[float, float] | None:
     """Mean loss over the first and the last third of the recorded steps."""
-    thirds = history.current_loss().smoothed(points=3)
+    thirds = loss.smoothed(points=3)
     if len(thirds) < 3:
         return None
     return thirds[0][1], thirds[-1][1]
 
 
-def _loss_is_stalled(history: History, t: Thresholds) -> bool:
-    thirds = _loss_thirds(history)
-    if len(history.current_loss()) < t.loss_min_steps or thirds is None:
+def _loss_is_stalled(loss: LossSeries, t: Thresholds) -> bool:
+    thirds = _loss_thirds(loss)
+    if len(loss) < t.loss_min_steps or thirds is None:
         return False
     first, last = thirds
     return abs(first - last) / max(abs(first), 1e-12) < t.stalled_change
@@ -758,8 +758,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     # Competing losses (a GAN's discriminator and generator, each stepping its own optimiser on its own loss) hover
     # by design: their mean is no measure of progress, and stalls only when the weights do not move either.
     competing = history.competing_loss_steps > history.steps / 2
-    if _loss_is_stalled(history, t) and (not competing or verdict in ("zero", "far too low")):
-        first, last = _loss_thirds(history)
+    if _loss_is_stalled(loss, t) and (not competing or verdict in ("zero", "far too low")):
+        first, last = _loss_thirds(loss)
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
         first_step = loss.buckets[0].first_step

@@ -143,6 +143,7 @@ def _axes(
 
 
 LABEL_LIMIT = 32  # characters of a name on a chart
+MIN_KEPT = 5  # a part of a name cut to fewer characters than this says nothing
 
 
 def shortened(name: str, limit: int = LABEL_LIMIT) -> str:
@@ -166,9 +167,6 @@ def shortened(name: str, limit: int = LABEL_LIMIT) -> str:
             parts[i] = _cut_middle(parts[i], keep)
     short = ".".join(parts)
     return short if len(short) <= limit else _cut_middle(name, limit - 1)
-
-
-MIN_KEPT = 5  # a part of a name cut to fewer characters than this says nothing
 
 
 def _cut_middle(text: str, keep: int) -> str:

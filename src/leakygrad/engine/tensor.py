@@ -602,14 +602,10 @@ class Tensor:
         return shape_ops.Pad.apply(self, pad_width=pad_width, value=value)
 
     def split(self, split_size_or_sections, axis: int = 0):
-        from leakygrad.engine.functional import split
-
-        return split(self, split_size_or_sections, axis)
+        return functional.split(self, split_size_or_sections, axis)
 
     def chunk(self, chunks: int, axis: int = 0):
-        from leakygrad.engine.functional import chunk
-
-        return chunk(self, chunks, axis)
+        return functional.chunk(self, chunks, axis)
 
     # ------------------------------------------------------------------ types
 
@@ -707,6 +703,6 @@ def _fits(value: int, dtype: np.dtype) -> bool:
 
 
 # The ops need `Tensor` to build their outputs, so they are imported after it is defined.
-from leakygrad.engine import autograd  # noqa: E402
+from leakygrad.engine import autograd, functional  # noqa: E402  (functional: split and chunk, written from slices)
 from leakygrad.engine.ops import activations, elementwise, linalg, reductions  # noqa: E402
 from leakygrad.engine.ops import shape as shape_ops  # noqa: E402

@@ -18,28 +18,30 @@ from leakygrad.nn import functional as F
 from leakygrad.nn.module import Module
 
 
-def _inplace_repr(inplace: bool, before: str = "") -> str:
-    """PyTorch's way of showing `inplace`: only when it is True, after the other settings."""
-    if not inplace:
-        return before
-    return f"{before}, inplace=True" if before else "inplace=True"
-
-
-class ReLU(Module):
-    """max(x, 0). Its gradient is 0 wherever x < 0: a unit whose input stays negative never learns again.
-
-    `inplace=True` is accepted for PyTorch's sake and computes out of place: the same values and gradients, but
-    the input is not overwritten (see the module docstring)."""
+class TakesInplace(Module):
+    """An activation that takes PyTorch's `inplace` argument: kept, shown in the repr as PyTorch does (only when
+    True, after the other settings), and computed out of place (see the module docstring). A subclass lists its
+    other settings in `settings()`."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+    def settings(self) -> str:
+        return ""
 
     def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
+        settings = self.settings()
+        if not self.inplace:
+            return settings
+        return f"{settings}, inplace=True" if settings else "inplace=True"
+
+
+class ReLU(TakesInplace):
+    """max(x, 0). Its gradient is 0 wherever x < 0: a unit whose input stays negative never learns again."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
 
 
 class Sigmoid(Module):
@@ -56,36 +58,32 @@ class Tanh(Module):
         return F.tanh(x)
 
 
-class LeakyReLU(Module):
-    """x where x > 0, else negative_slope * x: a ReLU that keeps a small gradient for negative inputs.
-
-    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+class LeakyReLU(TakesInplace):
+    """x where x > 0, else negative_slope * x: a ReLU that keeps a small gradient for negative inputs."""
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
-        super().__init__()
-        self.negative_slope, self.inplace = negative_slope, inplace
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
 
     def forward(self, x: Tensor) -> Tensor:
         return F.leaky_relu(x, self.negative_slope)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace, f"negative_slope={self.negative_slope}")
+    def settings(self) -> str:
+        return f"negative_slope={self.negative_slope}"
 
 
-class ELU(Module):
-    """x where x > 0, else alpha (e^x - 1).
-
-    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+class ELU(TakesInplace):
+    """x where x > 0, else alpha (e^x - 1)."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
+        super().__init__(inplace)
+        self.alpha = alpha
 
     def forward(self, x: Tensor) -> Tensor:
         return F.elu(x, self.alpha)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace, f"alpha={self.alpha}")
+    def settings(self) -> str:
+        return f"alpha={self.alpha}"
 
 
 class GELU(Module):
@@ -102,20 +100,11 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
-    """x * sigmoid(x) (swish).
-
-    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
+class SiLU(TakesInplace):
+    """x * sigmoid(x) (swish)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return F.silu(x)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
 
 class Softplus(Module):
@@ -130,120 +119,87 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Hardtanh(Module):
-    """clip(x, min_val, max_val), with zero gradient outside (and at) the bounds.
-
-    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+class Hardtanh(TakesInplace):
+    """clip(x, min_val, max_val), with zero gradient outside (and at) the bounds."""
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         if max_val < min_val:
             raise OpError(f"Hardtanh: max_val {max_val} is below min_val {min_val}")
-        super().__init__()
-        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        super().__init__(inplace)
+        self.min_val, self.max_val = min_val, max_val
 
     def forward(self, x: Tensor) -> Tensor:
         return F.hardtanh(x, self.min_val, self.max_val)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace, f"min_val={self.min_val}, max_val={self.max_val}")
+    def settings(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
 
 
 class ReLU6(Hardtanh):
-    """min(max(x, 0), 6).
-
-    `inplace=True` is accepted and computes out of place (the input is not overwritten; see the module docstring)."""
+    """min(max(x, 0), 6)."""
 
     def __init__(self, inplace: bool = False):
         super().__init__(0.0, 6.0, inplace)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)  # PyTorch's: the bounds are the layer's name
+    def settings(self) -> str:
+        return ""  # PyTorch's: the bounds are the layer's name
 
 
-class SELU(Module):
+class SELU(TakesInplace):
     """scale (x where x > 0, else alpha (e^x - 1)): with LeCun-normal weights, activations keep mean 0 and variance 1
-    through depth (the "self-normalising" constants of Klambauer et al. 2017). `inplace=True` computes out of place."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
+    through depth (the "self-normalising" constants of Klambauer et al. 2017)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return F.selu(x)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
-
-class CELU(Module):
-    """x where x > 0, else alpha (e^(x / alpha) - 1). `inplace=True` computes out of place."""
+class CELU(TakesInplace):
+    """x where x > 0, else alpha (e^(x / alpha) - 1)."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
+        super().__init__(inplace)
+        self.alpha = alpha
 
     def forward(self, x: Tensor) -> Tensor:
         return F.celu(x, self.alpha)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace, f"alpha={self.alpha}")
+    def settings(self) -> str:
+        return f"alpha={self.alpha}"
 
 
-class Mish(Module):
-    """x tanh(softplus(x)). `inplace=True` computes out of place."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
+class Mish(TakesInplace):
+    """x tanh(softplus(x))."""
 
     def forward(self, x: Tensor) -> Tensor:
         return F.mish(x)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
-
-class Hardsigmoid(Module):
-    """clip(x / 6 + 1/2, 0, 1): zero gradient outside (-3, 3). `inplace=True` computes out of place."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
+class Hardsigmoid(TakesInplace):
+    """clip(x / 6 + 1/2, 0, 1): zero gradient outside (-3, 3)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return F.hardsigmoid(x)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
-
-class Hardswish(Module):
-    """x hardsigmoid(x) (MobileNetV3): zero gradient below -3. `inplace=True` computes out of place."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
+class Hardswish(TakesInplace):
+    """x hardsigmoid(x) (MobileNetV3): zero gradient below -3."""
 
     def forward(self, x: Tensor) -> Tensor:
         return F.hardswish(x)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
-
-class Threshold(Module):
-    """x where x > threshold, else value: zero gradient at and below the threshold. `inplace=True` computes out of
-    place."""
+class Threshold(TakesInplace):
+    """x where x > threshold, else value: zero gradient at and below the threshold."""
 
     def __init__(self, threshold: float, value: float, inplace: bool = False):
-        super().__init__()
-        self.threshold, self.value, self.inplace = threshold, value, inplace
+        super().__init__(inplace)
+        self.threshold, self.value = threshold, value
 
     def forward(self, x: Tensor) -> Tensor:
         return F.threshold(x, self.threshold, self.value)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace, f"threshold={self.threshold}, value={self.value}")
+    def settings(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
 
 
 class Softmax(Module):

@@ -471,6 +471,11 @@ def _position(owner: str, index, length: int, inserting: bool = False) -> int:
     return int(index) % length if index < 0 else int(index)
 
 
+def _refuse_non_module(container: str, value) -> None:
+    if not isinstance(value, Module):
+        raise TypeError(f"{container} holds modules, got {type(value).__name__}")
+
+
 class Sequential(Module):
     """Modules applied one after another: `Sequential(Linear(2, 8), ReLU(), Linear(8, 1))`.
 
@@ -501,8 +506,7 @@ class Sequential(Module):
 
     def append(self, module: Module, name: str | None = None) -> Sequential:
         """Add `module` at the end, named by its position ("3") unless `name` is given."""
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        _refuse_non_module("Sequential", module)
         if name is None:  # its position, or the next number free (a slice keeps its modules' names: "1", "2")
             number = len(self._names)
             while str(number) in self._names:
@@ -522,8 +526,7 @@ class Sequential(Module):
 
     def insert(self, index: int, module: Module) -> Sequential:
         """Put `module` before position `index` (len(self) for the end); the children are renumbered."""
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        _refuse_non_module("Sequential", module)
         self._items.insert(_position("Sequential.insert", index, len(self), inserting=True), module)
         self._renumber()
         return self
@@ -556,8 +559,7 @@ class Sequential(Module):
 
     def __setitem__(self, index: int, module: Module) -> None:
         """Replace the module at `index`; it keeps the name of the one it replaces."""
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential holds modules, got {type(module).__name__}")
+        _refuse_non_module("Sequential", module)
         self._items[_position("Sequential", index, len(self))] = module
         _structure_changed()
 
@@ -588,7 +590,7 @@ class ModuleList(Module):
             self.append(module)
 
     def append(self, module: Module) -> ModuleList:
-        self._check(module)
+        _refuse_non_module("ModuleList", module)
         self._items.append(module)
         _structure_changed()
         return self
@@ -600,7 +602,7 @@ class ModuleList(Module):
 
     def insert(self, index: int, module: Module) -> None:
         """Put `module` before position `index` (len(self) for the end)."""
-        self._check(module)
+        _refuse_non_module("ModuleList", module)
         self._items.insert(_position("ModuleList.insert", index, len(self), inserting=True), module)
         _structure_changed()
 
@@ -608,11 +610,6 @@ class ModuleList(Module):
         module = self._items.pop(_position("ModuleList.pop", index, len(self)))
         _structure_changed()
         return module
-
-    @staticmethod
-    def _check(module) -> None:
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleList holds modules, got {type(module).__name__}")
 
     def _child_slots(self) -> list[tuple[str, Module]]:
         return [(str(i), module) for i, module in enumerate(self._items)]
@@ -623,7 +620,7 @@ class ModuleList(Module):
         return self._items[_position("ModuleList", index, len(self))]
 
     def __setitem__(self, index: int, module: Module) -> None:
-        self._check(module)
+        _refuse_non_module("ModuleList", module)
         self._items[_position("ModuleList", index, len(self))] = module
         _structure_changed()
 
