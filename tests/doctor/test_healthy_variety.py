@@ -645,4 +645,5 @@ def test_an_encoder_run_under_no_grad_with_its_parameters_in_the_optimiser_is_st
             optimizer.step()
     [finding] = [f for f in dr.findings if f.symptom == "no_gradient"]
     assert (finding.where, finding.severity) == ("encoder", "error")
-    assert "forward_ran" not in finding.evidence and "no_grad" in finding.explanation
+    assert finding.evidence["forward_ran"] == "without grad" and "reentrant_checkpoint" not in finding.evidence
+    assert "`torch.no_grad()`" in finding.explanation and "cuts the graph" not in finding.explanation

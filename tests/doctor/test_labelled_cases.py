@@ -19,6 +19,8 @@ FAULTY = {
     "dqn_clipped_td": [("blocked_gradient", "clamp", "error")],
     "quantize_round": [("blocked_gradient", "round", "error"), ("no_gradient", "fc1", "error")],
     "detach_encoder": [("no_gradient", "encoder", "error")],
+    "checkpoint_reentrant": [("no_gradient", "encoder", "error")],
+    "replaced_head": [("unapplied_gradient", "model.2", "warning")],
     "missing_zero_grad": [("accumulating_gradient", "optimizer", "error")],
     "zero_grad_after_backward": [("no_gradient", "model", "error")],
     "diverging_lr": [
@@ -133,6 +135,21 @@ def test_detached_encoder_names_the_cut(run_case):
     assert f.evidence["parameter_count"] == 4
     assert {"from": "encoder", "to": "head", "first_step": 0} in f.evidence["graph_cuts"]
     assert "detach" in f.explanation
+
+
+def test_a_reentrant_checkpoint_on_data_is_named_with_its_fix(run_case):
+    f = find(run_case("checkpoint_reentrant").doctor.findings, "no_gradient", "encoder")
+    assert f.evidence["parameter_count"] == 4 and f.evidence["graph_cuts"] == []
+    assert f.evidence["forward_ran"] == "without grad" and f.evidence["reentrant_checkpoint"] is True
+    assert "use_reentrant=True" in f.explanation
+    assert any("use_reentrant=False" in r for r in f.remedies)
+
+
+def test_a_head_made_after_the_optimiser_is_found_with_the_parameters_it_replaced(run_case):
+    f = find(run_case("replaced_head").doctor.findings, "unapplied_gradient", "model.2")
+    assert f.evidence["parameters"] == ["model.2.bias", "model.2.weight"]
+    assert f.evidence["stepped_outside_model"] == 2  # the old head's weight and bias
+    assert "no optimiser steps them" in f.explanation and any("add_param_group" in r for r in f.remedies)
 
 
 def test_accumulated_micro_batches_are_not_taken_for_graph_cuts(run_case):

@@ -20,6 +20,7 @@ from leakygrad.doctor.rules import (
     onset,
     saturation_rule,
     time_rule,
+    unapplied_rule,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
@@ -231,6 +232,47 @@ def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its
     assert unnamed.where == "(model)"  # parameters not all under one watched model's name
     [explained] = diagnose(history_of([record(0), record(16)]), T)
     assert "`optimizer.zero_grad()`" in explained.explanation and "cuts the graph" not in explained.explanation
+
+
+def test_a_module_run_without_grad_is_named_as_such_and_a_reentrant_checkpoint_with_its_fix():
+    def record(step, without_grad, in_checkpoint=()):
+        return StepRecord(
+            step=step,
+            param_has_grad={"enc.0.weight": False, "head.weight": True},
+            param_module={"enc.0.weight": "enc.0", "head.weight": "head"},
+            modules_without_grad=list(without_grad),
+            modules_in_reentrant_checkpoint=list(in_checkpoint),
+        )
+
+    [f] = no_gradient_rule(history_of([record(0, ["enc", "enc.0"]), record(16, ["enc", "enc.0"])]), T)
+    assert (f.where, f.severity, f.evidence["forward_ran"]) == ("enc", "error", "without grad")
+    assert "reentrant_checkpoint" not in f.evidence
+    [explained] = diagnose(history_of([record(0, ["enc.0"]), record(16, ["enc.0"])]), T)
+    assert "torch.no_grad()" in explained.explanation and "cuts the graph" not in explained.explanation
+    checkpointed = history_of([record(s, ["enc", "enc.0"], ["enc", "enc.0"]) for s in (0, 16)])
+    [f] = no_gradient_rule(checkpointed, T)
+    assert f.evidence["reentrant_checkpoint"] is True
+    [explained] = diagnose(checkpointed, T)
+    assert "use_reentrant=True" in explained.explanation
+    assert any("use_reentrant=False" in r for r in explained.remedies)
+    # with grad on one of the checked steps, the module's forward is not what cut it off
+    [f] = no_gradient_rule(history_of([record(0, ["enc.0"]), record(16, [])]), T)
+    assert "forward_ran" not in f.evidence
+
+
+def test_gradients_no_optimiser_applies_on_every_check_are_reported_per_module():
+    def record(step, not_applied):
+        return StepRecord(step=step, optimizer_checked=True, grads_not_applied=dict(not_applied))
+
+    head = {"net.2.weight": "net.2", "net.2.bias": "net.2"}
+    [f] = unapplied_rule(history_of([record(s, head) for s in (0, 16, 32)]), T)
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "net.2", "warning")
+    assert f.evidence["parameters"] == ["net.2.bias", "net.2.weight"] and f.evidence["sampled_steps_checked"] == 3
+    # applied on one of the checks (a second optimiser that steps them now and then): not reported
+    assert unapplied_rule(history_of([record(0, head), record(16, {}), record(32, head)]), T) == []
+    assert unapplied_rule(history_of([record(s, head) for s in (0, 16)]), T) == []  # too few checks to judge
+    unchecked = [StepRecord(step=s, grads_not_applied=dict(head)) for s in (0, 16, 32)]  # no optimiser step came
+    assert unapplied_rule(history_of(unchecked), T) == []
 
 
 def test_an_unused_parameter_in_a_used_layer_is_not_said_to_be_cleared():

@@ -404,6 +404,42 @@ def explain_blocked_gradient(f: Finding):
 
 
 # --- parameters without gradient and gradients never reset ------------------------------------------------------------
+def _explain_run_without_grad(f: Finding):
+    """no_gradient for a module whose forward ran with gradient recording off: by a reentrant checkpoint whose inputs
+    do not require grad, or inside torch.no_grad()."""
+    e = f.evidence
+    unreached = (
+        f"the backward pass never reaches the {e['parameter_count']} parameter(s) inside, and none received a "
+        f"gradient in {e['sampled_steps_checked']} sampled steps, although the optimiser updates them."
+    )
+    if e.get("reentrant_checkpoint"):
+        text = (
+            f"`{f.where}` runs inside `torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`, and none of the "
+            "checkpoint's inputs requires grad (they are data, not outputs of layers that learn). The reentrant "
+            "checkpoint runs its function under no_grad and records the graph again during backward only when an "
+            "input requires grad; here none does, so its output carries no history back to the parameters: "
+            + unreached
+            + " (PyTorch warns of this once: 'None of the inputs have requires_grad=True'.)"
+        )
+        remedies = [
+            "Pass `use_reentrant=False` (PyTorch's recommended setting): the non-reentrant checkpoint records the "
+            "path to the parameters whether or not its inputs require grad.",
+            "Or make an input require grad before the checkpoint: `x.requires_grad_()`.",
+        ]
+        return text, remedies
+    text = (
+        f"`{f.where}`'s forward ran with gradient recording off (inside `torch.no_grad()` or "
+        "`torch.inference_mode()`, or after `torch.set_grad_enabled(False)`) on every sampled step, so no graph "
+        "joins its parameters to the loss: " + unreached
+    )
+    remedies = [
+        "If it should learn, call it outside the no_grad block.",
+        "If it is frozen on purpose, leave its parameters out of the optimiser (or call "
+        "`module.requires_grad_(False)`), so the optimiser neither carries them nor decays them.",
+    ]
+    return text, remedies
+
+
 def explain_no_gradient(f: Finding):
     e = f.evidence
     cuts = e.get("graph_cuts") or []
@@ -444,6 +480,8 @@ def explain_no_gradient(f: Finding):
             "between them and the loss cuts the graph: look for `.detach()`, `no_grad` or a round trip through NumPy.",
         ]
         return text, remedies
+    if e.get("forward_ran") == "without grad" and not cuts:
+        return _explain_run_without_grad(f)
     at_output = e.get("gradient_at_output")
     if at_output and not cuts:
         text = (
@@ -496,6 +534,30 @@ def explain_accumulating_gradient(f: Finding):
     remedies = [
         "Call `optimizer.zero_grad()` once per step, before `loss.backward()`.",
         "If you accumulate over micro-batches on purpose, zero after each `optimizer.step()`.",
+    ]
+    return text, remedies
+
+
+def explain_unapplied_gradient(f: Finding):
+    e = f.evidence
+    text = (
+        f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
+        f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "
+        "computes their gradient, and it is thrown away, so they keep their initial values (or whatever changes "
+        "them by hand). The usual cause: the module was made or replaced after the optimiser (a new head for "
+        "fine-tuning), or the optimiser was given only some of the model's parameters."
+    )
+    outside = e.get("stepped_outside_model", 0)
+    if outside:
+        text += (
+            f" Meanwhile the optimiser steps {outside} parameter(s) that belong to no watched model: most likely those "
+            "of the module this one replaced."
+        )
+    remedies = [
+        "Make the optimiser after the model is final (after replacing its head), or add this module's parameters "
+        f"to it: `optimizer.add_param_group({{'params': module.parameters()}})`, with `module` the `{f.where}`.",
+        "If they are meant to stay fixed, freeze them with `requires_grad_(False)`: the backward pass then skips "
+        "their gradients (less work), and the doctor does not report them.",
     ]
     return text, remedies
 
@@ -602,6 +664,7 @@ EXPLAINERS = {
     "blocked_gradient": explain_blocked_gradient,
     "no_gradient": explain_no_gradient,
     "accumulating_gradient": explain_accumulating_gradient,
+    "unapplied_gradient": explain_unapplied_gradient,
     "diverging_loss": explain_diverging_loss,
     "stalled_loss": explain_stalled_loss,
 }

@@ -14,6 +14,7 @@ SYMPTOMS = (
     "blocked_gradient",
     "no_gradient",
     "accumulating_gradient",
+    "unapplied_gradient",
     "diverging_loss",
     "stalled_loss",
 )

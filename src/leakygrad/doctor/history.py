@@ -144,6 +144,12 @@ class History:
         self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
         self.param_module: dict[str, str] = {}
         self.not_called: dict[str, int] = {}  # module -> sampled steps on which its forward did not run
+        self.without_grad: dict[str, int] = {}  # module -> sampled steps on which it ran with grad recording off
+        self.in_reentrant_checkpoint: dict[str, int] = {}  # ... of them, inside checkpoint(use_reentrant=True)
+        self.apply_checks = 0  # sampled optimiser steps on which we checked which gradients were applied
+        self.not_applied: dict[str, int] = {}  # parameter -> those steps on which it had a gradient no optimiser steps
+        self.not_applied_module: dict[str, str] = {}  # ... its module
+        self.stepped_outside_model = 0  # (as of the last check) parameters the optimisers step outside the model
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
         self.first_not_reset: int | None = None
@@ -248,10 +254,21 @@ class History:
                 record.param_zero_grad.get(name, False)
             )
         if record.param_has_grad:  # (counted on the same steps as the parameters' checks)
-            for name in record.modules_not_called:
-                self.not_called[name] = self.not_called.get(name, 0) + 1
-        record.param_has_grad = record.param_zero_grad = {}
-        record.modules_not_called = []
+            for counts, names in (
+                (self.not_called, record.modules_not_called),
+                (self.without_grad, record.modules_without_grad),
+                (self.in_reentrant_checkpoint, record.modules_in_reentrant_checkpoint),
+            ):
+                for name in names:
+                    counts[name] = counts.get(name, 0) + 1
+        if record.optimizer_checked:
+            self.apply_checks += 1
+            for name, module in record.grads_not_applied.items():
+                self.not_applied[name] = self.not_applied.get(name, 0) + 1
+                self.not_applied_module[name] = module
+            self.stepped_outside_model = record.stepped_outside_model
+        record.param_has_grad = record.param_zero_grad = record.grads_not_applied = {}
+        record.modules_not_called, record.modules_without_grad, record.modules_in_reentrant_checkpoint = [], [], []
 
     # --- reading ------------------------------------------------------------------------------------------------
     def recent(self, share: float | None = None) -> list[StepRecord]:

@@ -561,11 +561,15 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         # Not cut off but not used: their modules' forward never ran on a checked step while the rest of the model
         # learned (an expert no token was routed to, a branch never taken). Worth a look (a collapsed mixture of
         # experts), not an error of the graph. (Nothing reached at all: an optimiser given a model that never runs.)
-        never_ran = bool(reached) and all(
-            history.not_called.get(_module_of(p, history.param_module), 0) >= checked[p] for p in params
-        )
+        never_ran = bool(reached) and _on_every_check(history.not_called, params, checked, history.param_module)
         if never_ran:
             evidence["forward_ran"] = "never"
+        # Run, but with gradient recording off on every checked step (inside torch.no_grad(), or by a reentrant
+        # checkpoint whose inputs do not require grad): no graph joins them to the loss. The cause, named.
+        elif not always_zero and _on_every_check(history.without_grad, params, checked, history.param_module):
+            evidence["forward_ran"] = "without grad"
+            if _on_every_check(history.in_reentrant_checkpoint, params, checked, history.param_module):
+                evidence["reentrant_checkpoint"] = True
         first_step = history.records[0].step if history.records else 0
         severity = "warning" if (always_zero or never_ran) and not cuts and not blocking else "error"
         if module == "(model)":  # the whole model: named by its name when its parameters all carry it
@@ -574,6 +578,11 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 module = roots.pop()
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
+
+
+def _on_every_check(steps_by_module: dict[str, int], params: list[str], checked: dict, param_module: dict) -> bool:
+    """Whether the module of each parameter was counted in `steps_by_module` on every step its parameter was checked."""
+    return all(steps_by_module.get(_module_of(p, param_module), 0) >= checked[p] for p in params)
 
 
 def _next_weighted_layer(records: list[StepRecord], depth: float | None) -> str | None:
@@ -648,6 +657,30 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
         "optimizers": history.watched,
     }
     return [Finding("accumulating_gradient", "optimizer", history.first_not_reset or 0, "error", evidence)]
+
+
+# --- gradients no optimiser applies ----------------------------------------------------------------------------------
+def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Parameters that had a gradient at every checked optimiser step, yet no optimiser steps them: the backward pass
+    computes their gradient, and it is thrown away. One finding per module."""
+    checks = history.apply_checks
+    if checks < t.min_records:
+        return []
+    by_module: dict[str, list[str]] = {}
+    for name, count in history.not_applied.items():
+        if count >= checks:
+            by_module.setdefault(history.not_applied_module.get(name, "(model)"), []).append(name)
+    findings = []
+    for module, params in sorted(by_module.items()):
+        evidence = {
+            "parameters": sorted(params),
+            "parameter_count": len(params),
+            "sampled_steps_checked": checks,
+            "stepped_outside_model": history.stepped_outside_model,
+        }
+        first_step = history.records[0].step if history.records else 0
+        findings.append(Finding("unapplied_gradient", module, first_step, "warning", evidence))
+    return findings
 
 
 # --- non-finite values -----------------------------------------------------------------------------------------------
@@ -777,6 +810,7 @@ RULES = (
     blocked_rule,
     no_gradient_rule,
     accumulating_rule,
+    unapplied_rule,
     loss_rule,
 )
 """Every rule, in the order the report lists symptoms of equal severity."""

@@ -77,6 +77,11 @@ class StepRecord:
     param_module: dict[str, str] = field(default_factory=dict)  # parameter name -> its module path
     graph_cuts: list[tuple[str, str]] = field(default_factory=list)  # (producer, consumer) joined by a detach
     modules_not_called: list[str] = field(default_factory=list)  # modules with parameters whose forward did not run
+    modules_without_grad: list[str] = field(default_factory=list)  # modules whose forward ran with grad recording off
+    modules_in_reentrant_checkpoint: list[str] = field(default_factory=list)  # ... by checkpoint(use_reentrant=True)
+    optimizer_checked: bool = False  # an optimiser step came: were the gradients applied?
+    grads_not_applied: dict[str, str] = field(default_factory=dict)  # parameter whose gradient none steps -> module
+    stepped_outside_model: int = 0  # parameters the optimisers step that belong to no watched model
 
     def to_dict(self) -> dict:
         record = asdict(self)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.optim.optimizer as optimizer_hooks
+import torch.utils.checkpoint
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
@@ -89,6 +90,23 @@ def _patched_backward(tensors, *args, **kwargs):
     for probe in probes:
         probe.after_backward()
     return result
+
+
+def _inside_reentrant_checkpoint() -> bool:
+    """Whether this call comes from inside `torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`, whose
+    forward runs the checkpointed function under no_grad (read from the call stack: asked only of a module that
+    runs without grad, on a sampled step)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _REENTRANT_CHECKPOINT_FORWARD:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_REENTRANT_CHECKPOINT_FORWARD = getattr(
+    getattr(getattr(torch.utils.checkpoint, "CheckpointFunction", None), "forward", None), "__code__", None
+)
 
 
 def _inside_backward() -> bool:
@@ -267,6 +285,7 @@ class StepState:
     enters: NodeTags = field(init=False)  # node -> names of the recurrent modules its output is an input of
     recurrent: set = field(default_factory=set)  # names of the recurrent modules that ran (with their outputs)
     ran_without_grad: set = field(default_factory=set)  # names of the modules that ran under no_grad (or inference)
+    in_reentrant_checkpoint: set = field(default_factory=set)  # ... of them, those run by a reentrant checkpoint
     output_memory: OutputMemory = field(default_factory=OutputMemory)  # where the outputs with grad live
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
@@ -281,6 +300,8 @@ class StepState:
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
+    not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
+    stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -383,6 +404,7 @@ class TorchProbe:
         self.info_by_name: dict[str, ModuleInfo] = {}
         self._callable_cache: tuple[int, list[str]] | None = None  # (modules known, those with weights that run)
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
+        self._watched_optimizers: weakref.WeakSet = weakref.WeakSet()  # those watched, while they live
         self.primary = None  # weakref to the optimiser whose steps count as training steps
         self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
         self._primary_params: frozenset = frozenset()  # ids of the parameters the primary optimiser steps
@@ -445,6 +467,7 @@ class TorchProbe:
         if self._given_optimizer is not None:
             self.mode = "optimizer"
             self.optimizers[id(self._given_optimizer)] = True
+            self._watched_optimizers.add(self._given_optimizer)
             self.primary = weakref.ref(self._given_optimizer)
             self._primary_params = frozenset(map(id, _stepped_parameters(self._given_optimizer)))
             self.doctor.history.watched.append(type(self._given_optimizer).__name__)
@@ -623,6 +646,8 @@ class TorchProbe:
                 return None
             if not grad_enabled:  # it ran (a frozen encoder under no_grad): its parameters are not merely unused
                 state.ran_without_grad.add(info.name)
+                if _inside_reentrant_checkpoint():
+                    state.in_reentrant_checkpoint.add(info.name)
                 return None
             state.order.setdefault(info.name, len(state.order))
             if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
@@ -1017,6 +1042,7 @@ class TorchProbe:
             self.optimizers[id(optimizer)] = known
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
+                self._watched_optimizers.add(optimizer)
         return known
 
     def _on_optimizer_pre(self, optimizer, args, kwargs):
@@ -1146,6 +1172,7 @@ class TorchProbe:
         if snapshot:  # the update is measured after the optimiser step, and the weights recorded are those after it
             norms = samples.snapshot_with_norms(with_grad)  # the samples' norms here only tell whether they are finite
             state.snapshot_taken = True
+            state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies()
         else:  # no update follows: the weights recorded are these
             norms = samples.norms_with(with_grad)
         first = state.deferred.scalars(norms)  # the gradients', then the samples'
@@ -1155,6 +1182,21 @@ class TorchProbe:
             slots = iter(range(first, first + len(with_grad)))
             state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
         state.weights_at = first + len(with_grad)
+
+    def _gradients_no_optimizer_applies(self) -> tuple[dict[str, str], int]:
+        """At an optimiser step: the model's parameters holding a gradient that no watched optimiser steps (name ->
+        module label), and how many parameters the optimisers step that belong to no watched model (a module
+        replaced after the optimiser was made leaves its old parameters there)."""
+        stepped = {id(p) for optimizer in list(self._watched_optimizers) for p in _stepped_parameters(optimizer)}
+        in_model, not_applied = set(), {}
+        for key, (ref, name, label) in self.param_labels.items():
+            p = ref()
+            if p is None:
+                continue
+            in_model.add(key)
+            if p.requires_grad and p.grad is not None and key not in stepped:
+                not_applied[name] = label
+        return not_applied, len(stepped - in_model)
 
     def _parameter_plan(self, candidates) -> tuple[list, list, ParameterSamples]:
         """The candidates the probe knows, [(name, module label, parameter)] and their samples: made once and
@@ -1224,6 +1266,11 @@ class TorchProbe:
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor)
         record.graph_cuts = sorted(state.cuts)
         record.modules_not_called = self._not_called(state)
+        record.modules_without_grad = sorted(state.ran_without_grad)
+        if state.not_applied is not None:
+            record.optimizer_checked = True
+            record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
+        record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
