@@ -555,7 +555,7 @@ def explain_unapplied_gradient(f: Finding):
         )
     remedies = [
         "Make the optimiser after the model is final (after replacing its head), or add this module's parameters "
-        f"to it: `optimizer.add_param_group({{'params': module.parameters()}})`, with `module` the `{f.where}`.",
+        f"to it: `optimizer.add_param_group({{'params': module.parameters()}})`, where `module` is `{f.where}`.",
         "If they are meant to stay fixed, freeze them with `requires_grad_(False)`: the backward pass then skips "
         "their gradients (less work), and the doctor does not report them.",
     ]

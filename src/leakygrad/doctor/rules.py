@@ -670,6 +670,7 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     for name, count in history.not_applied.items():
         if count >= checks:
             by_module.setdefault(history.not_applied_module.get(name, "(model)"), []).append(name)
+    first_step = history.records[0].step if history.records else 0
     findings = []
     for module, params in sorted(by_module.items()):
         evidence = {
@@ -678,7 +679,6 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             "sampled_steps_checked": checks,
             "stepped_outside_model": history.stepped_outside_model,
         }
-        first_step = history.records[0].step if history.records else 0
         findings.append(Finding("unapplied_gradient", module, first_step, "warning", evidence))
     return findings
 

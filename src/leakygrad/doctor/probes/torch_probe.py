@@ -92,6 +92,11 @@ def _patched_backward(tensors, *args, **kwargs):
     return result
 
 
+_REENTRANT_CHECKPOINT_FORWARD = getattr(
+    getattr(getattr(torch.utils.checkpoint, "CheckpointFunction", None), "forward", None), "__code__", None
+)
+
+
 def _inside_reentrant_checkpoint() -> bool:
     """Whether this call comes from inside `torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`, whose
     forward runs the checkpointed function under no_grad (read from the call stack: asked only of a module that
@@ -102,11 +107,6 @@ def _inside_reentrant_checkpoint() -> bool:
             return True
         frame = frame.f_back
     return False
-
-
-_REENTRANT_CHECKPOINT_FORWARD = getattr(
-    getattr(getattr(torch.utils.checkpoint, "CheckpointFunction", None), "forward", None), "__code__", None
-)
 
 
 def _inside_backward() -> bool:
@@ -1267,10 +1267,10 @@ class TorchProbe:
         record.graph_cuts = sorted(state.cuts)
         record.modules_not_called = self._not_called(state)
         record.modules_without_grad = sorted(state.ran_without_grad)
-        if state.not_applied is not None:
+        record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
+        if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
-        record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
