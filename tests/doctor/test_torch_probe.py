@@ -1020,3 +1020,21 @@ def test_gradient_norms_under_a_gradient_scaler_are_recorded_unscaled():
             assert b.layers[name].out_grad_norm == pytest.approx(a.layers[name].out_grad_norm, rel=1e-5)
             assert b.layers[name].param_grad_norm == pytest.approx(a.layers[name].param_grad_norm, rel=1e-5)
         assert b.layers["rnn"].time_grad_norms == pytest.approx(a.layers["rnn"].time_grad_norms, rel=1e-5)
+
+
+def test_a_head_the_optimiser_leaves_out_is_counted_until_it_is_added_to_the_optimiser():
+    """Which parameters no optimiser steps is found once per set of stepped parameters: after add_param_group the
+    new set is read, and the head's gradient counts as applied from then on."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 5))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(16, 3)  # made after the optimiser: left out of it
+    x, y = data()
+    with doctor.watch(model, optimizer, every=1) as dr:
+        train(model, optimizer, 4, x, y)
+        optimizer.add_param_group({"params": model[2].parameters()})
+        train(model, optimizer, 3, x, y)
+    history = dr.history
+    assert history.apply_checks == 7
+    assert history.not_applied == {"sequential.2.weight": 4, "sequential.2.bias": 4}
+    assert history.stepped_outside_model == 2  # the old head's weight and bias, still in the optimiser

@@ -329,6 +329,20 @@ class StepState:
 
 
 @dataclass(slots=True)
+class ParameterPlan:
+    """What an optimiser step's measurements need to know of the parameters it steps, found once and reused while
+    `key` (those parameters, their storage, and how many parameters the probe knows) stays the same."""
+
+    key: tuple
+    params: list  # the stepped parameters the probe knows
+    entries: list  # [(name, module label, parameter)] of those
+    samples: ParameterSamples
+    # with one watched optimiser: the model's parameters it does not step, and how many it steps outside the
+    # model (`TorchProbe._left_out`), found when first asked
+    unstepped: tuple[list, int] | None = None
+
+
+@dataclass(slots=True)
 class UnreadStep:
     """A sampled step whose statistics are on their way to the host, with what its record needs besides."""
 
@@ -439,7 +453,7 @@ class TorchProbe:
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._failures: dict[str, int] = {}
-        self._plan: tuple | None = None  # (key, parameters, [(name, label, parameter)], ParameterSamples): reused
+        self._plan: ParameterPlan | None = None
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
@@ -1160,8 +1174,8 @@ class TorchProbe:
         tensor (`ParameterSamples`: views made once, copied into buffers made once).
         """
         state = self.state
-        params, entries, samples = self._parameter_plan(candidates)
-        state.params, state.samples = entries, samples  # the cached plan's: read, never changed
+        plan = self._parameter_plan(candidates)
+        params, state.params, state.samples = plan.params, plan.entries, plan.samples  # the plan's: read, never changed
         if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
             return
         grads = [p.grad for p in params]
@@ -1170,11 +1184,11 @@ class TorchProbe:
         if True in [g.is_sparse for g in with_grad]:  # nn.Embedding(sparse=True): the norm of its (summed) values
             with_grad = [g.coalesce().values() if g.is_sparse else g for g in with_grad]
         if snapshot:  # the update is measured after the optimiser step, and the weights recorded are those after it
-            norms = samples.snapshot_with_norms(with_grad)  # the samples' norms here only tell whether they are finite
+            norms = plan.samples.snapshot_with_norms(with_grad)  # (the samples' norms: only whether they are finite)
             state.snapshot_taken = True
-            state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies()
+            state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies(plan)
         else:  # no update follows: the weights recorded are these
-            norms = samples.norms_with(with_grad)
+            norms = plan.samples.norms_with(with_grad)
         first = state.deferred.scalars(norms)  # the gradients', then the samples'
         if len(with_grad) == len(grads):  # the usual case: every parameter has a gradient
             state.grad_norm_idx = range(first, first + len(grads))
@@ -1183,31 +1197,51 @@ class TorchProbe:
             state.grad_norm_idx = [None if g is None else next(slots) for g in grads]
         state.weights_at = first + len(with_grad)
 
-    def _gradients_no_optimizer_applies(self) -> tuple[dict[str, str], int]:
-        """At an optimiser step: the model's parameters holding a gradient that no watched optimiser steps (name ->
-        module label), and how many parameters the optimisers step that belong to no watched model (a module
-        replaced after the optimiser was made leaves its old parameters there)."""
-        stepped = {id(p) for optimizer in list(self._watched_optimizers) for p in _stepped_parameters(optimizer)}
-        in_model, not_applied = set(), {}
-        for key, (ref, name, label) in self.param_labels.items():
+    def _gradients_no_optimizer_applies(self, plan: ParameterPlan) -> tuple[dict[str, str], int]:
+        """At an optimiser step (whose parameters `plan` holds): the model's parameters holding a gradient that no
+        watched optimiser steps (name -> module label), and how many parameters the optimisers step that belong to
+        no watched model (a module replaced after the optimiser was made leaves its old parameters there).
+
+        Which parameters are left out depends only on what the optimisers step and what the probe knows: with one
+        watched optimiser (the usual case) that is found once per plan, and each step only reads whether the
+        left-out ones hold a gradient (usually there are none)."""
+        if len(self._watched_optimizers) == 1:  # the one that steps now: it steps the plan's candidates
+            if plan.unstepped is None:
+                plan.unstepped = self._left_out({key[0] for key in plan.key[0]})  # (the candidates' ids)
+            unstepped, stepped_outside = plan.unstepped
+        else:  # several (a GAN's two): what they step together, found anew
+            optimizers = list(self._watched_optimizers)
+            stepped = {id(p) for optimizer in optimizers for p in _stepped_parameters(optimizer)}
+            unstepped, stepped_outside = self._left_out(stepped)
+        not_applied = {}
+        for ref, name, label in unstepped:
             p = ref()
-            if p is None:
+            if p is not None and p.requires_grad and p.grad is not None:
+                not_applied[name] = label
+        return not_applied, stepped_outside
+
+    def _left_out(self, stepped: set[int]) -> tuple[list, int]:
+        """[(weak reference, name, module label)] of the model's parameters not among `stepped` (ids), and how
+        many of `stepped` belong to no watched model."""
+        in_model, unstepped = set(), []
+        for key, (ref, name, label) in self.param_labels.items():
+            if ref() is None:
                 continue
             in_model.add(key)
-            if p.requires_grad and p.grad is not None and key not in stepped:
-                not_applied[name] = label
-        return not_applied, len(stepped - in_model)
+            if key not in stepped:
+                unstepped.append((ref, name, label))
+        return unstepped, len(stepped - in_model)
 
-    def _parameter_plan(self, candidates) -> tuple[list, list, ParameterSamples]:
+    def _parameter_plan(self, candidates) -> ParameterPlan:
         """The candidates the probe knows, [(name, module label, parameter)] and their samples: made once and
         reused while the candidates (and their storage) and the parameters the probe knows stay the same."""
         # (labels are only ever added; a parameter frozen since the last step leaves the plan)
         key = ([(id(p), p.data_ptr(), p.requires_grad) for p in candidates], len(self.param_labels))
-        if self._plan is None or self._plan[0] != key:
+        if self._plan is None or self._plan.key != key:
             params = [p for p in candidates if p.requires_grad and self._param_label(p)]
             entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
-            self._plan = (key, params, entries, ParameterSamples(params))
-        return self._plan[1], self._plan[2], self._plan[3]
+            self._plan = ParameterPlan(key, params, entries, ParameterSamples(params))
+        return self._plan
 
     def _measure_update(self) -> None:
         """||change|| and ||entries after|| of each parameter's sample (detached views and plain buffers: no graph
