@@ -596,3 +596,60 @@ def test_a_second_model_trained_after_the_first_has_its_loss_judged_on_its_own(t
     assert found["stalled_loss"].evidence["training_began"] in (150, 151)
     assert "the training begun at step 15" in found["stalled_loss"].explanation
     assert found["vanishing_gradient"].where == "b.0"
+
+
+SIZED_BY_A_DUMMY_FORWARD = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
+        with torch.no_grad() if NO_GRAD else torch.enable_grad():
+            width = self.features(torch.zeros(1, 1, 8, 8)).shape[1]  # sizes the head: the features run alone
+        self.fc = nn.Linear(width, 2)
+        with torch.no_grad():
+            self.features[0].bias.fill_(-100.0)  # every unit at features.1 dead
+
+    def forward(self, x):
+        return self.fc(self.features(x))
+
+model = Net()
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(64, 1, 8, 8), torch.randint(0, 2, (64,))
+for _ in range(20):
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+@pytest.mark.parametrize("no_grad", [False, True])
+def test_a_part_run_alone_while_its_model_is_built_is_named_as_part_of_that_model(tmp_path, no_grad):
+    """A dummy forward in __init__ (to size a head) called the features at top level before the model existed: they
+    were taken for a model of their own, and kept its names ('sequential.1') after the real model ran."""
+    script = tmp_path / "sized.py"
+    script.write_text(f"NO_GRAD = {no_grad}\n" + SIZED_BY_A_DUMMY_FORWARD)
+    run = doctor.run_script(script, every=1)
+    assert run.doctor.history.watched == ["model", "Adam"]
+    assert [(f.symptom, f.where) for f in run.doctor.findings if f.severity == "error"] == [("dead_relu", "features.1")]
+    assert set(run.doctor.history.records[-1].layers) == {"features.0", "fc"}
+
+
+def test_a_spectral_norm_layer_is_named_as_part_of_its_model(tmp_path):
+    """spectral_norm() runs its parametrization once, at top level, to check it: that made it a watched model."""
+    script = tmp_path / "spectral.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\nfrom torch.nn.utils.parametrizations import spectral_norm\n"
+        "torch.manual_seed(0)\n"
+        "model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), spectral_norm(nn.Linear(16, 1)))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x, y = torch.randn(64, 8), torch.randn(64, 1)\n"
+        "for _ in range(10):\n"
+        "    loss = nn.functional.mse_loss(model(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=1)
+    assert run.doctor.history.watched == ["model", "SGD"]
+    assert all(name.startswith("model.") for name in run.doctor.history.records[-1].layers)

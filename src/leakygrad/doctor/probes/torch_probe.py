@@ -415,6 +415,9 @@ class TorchProbe:
         self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
+        # roots discovered since the last sampled step ended: one called alone while its model was being built (a
+        # dummy forward that sizes a head, spectral_norm's check of its layer) gives way to that model when it runs
+        self._fresh_roots: dict[str, weakref.ref] = {}
         self.info_by_name: dict[str, ModuleInfo] = {}
         self._callable_cache: tuple[int, list[str]] | None = None  # (modules known, those with weights that run)
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
@@ -582,10 +585,35 @@ class TorchProbe:
         if not any(p.requires_grad for p in module.parameters()):
             self.rejected.add(module)
             return None
+        inside = {id(sub) for sub in module.modules()}
+        for earlier, ref in list(self._fresh_roots.items()):
+            if id(ref()) in inside:  # called alone while `module` was being built: named as part of it instead
+                self._forget_root(earlier)
         while name in self.root_names:
             name += "_"
         self.add_root(module, name, prefixed=bool(self.root_names))
+        self._fresh_roots[name] = weakref.ref(module)
         return self.infos.get(module)
+
+    def _forget_root(self, name: str) -> None:
+        """Drop a root discovered in this sampled step, its modules' and parameters' names with it (nothing has been
+        recorded under them yet), so that the model it is part of names them."""
+        root = self._fresh_roots.pop(name)()
+        labels = set()
+        for sub in root.modules() if root is not None else ():
+            info = self.infos.pop(sub, None)
+            if info is not None:
+                labels.add(info.name)
+                self.info_by_name.pop(info.name, None)
+        for param in root.parameters() if root is not None else ():
+            self.param_labels.pop(id(param), None)
+        self._gated_names -= labels
+        self.root_names.remove(name)
+        self.doctor.history.watched.remove(name)
+        if self.state is not None:
+            for label in labels:
+                self.state.order.pop(label, None)
+        self._plan = self._callable_cache = None
 
     # --- step boundaries ------------------------------------------------------------------------------------------
     def _start_step(self) -> None:
@@ -1279,6 +1307,7 @@ class TorchProbe:
             self._measure_parameters(self._model_parameters(), snapshot=False)
         self._defer_activation_tallies(state)
         self._unread.append(UnreadStep(state, state.deferred.start_fetch(), list(self._losses), self._backward_calls))
+        self._fresh_roots.clear()  # (their names may now be in a record)
         state.release()  # the step is over for its hooks; what the record needs stays in the state
         self.state = None
 
