@@ -112,6 +112,23 @@ def test_the_optimizer_is_found_when_not_given():
     assert dr.history.records[-1].layers["fc2"].update_ratio > 0
 
 
+def test_micro_batches_before_the_first_optimizer_step_are_one_step():
+    """Gradients accumulated over 4 backward calls per optimiser step, the optimiser not given: it is met only when
+    it first steps, and the 4 backward calls before that had counted as steps of their own (14 steps for 10)."""
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    with doctor.watch(model, every=1) as dr:
+        for _ in range(10):
+            optimizer.zero_grad()
+            for k in range(4):
+                (nn.functional.cross_entropy(model(x[k::4]), y[k::4]) / 4).backward()
+            optimizer.step()
+    assert dr.steps == 10 and [record.step for record in dr.history.records] == list(range(10))
+    assert dr.history.records[0].layers["fc1"].update_ratio > 0  # step 0 too ended at the optimiser step
+    assert len(dr.history.loss) == 10
+
+
 def test_an_error_inside_the_doctor_is_a_note_and_training_goes_on(monkeypatch):
     x, y = data()
     torch.manual_seed(1)

@@ -28,6 +28,7 @@ when the input has no gradient of its own), computes the same forward values and
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import math
 import sys
@@ -72,6 +73,8 @@ GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates satu
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
 SCALER_OVERFLOWS_TOLERATED = 8  # sampled steps in a row whose scaled backward overflowed before it is reported
+# backward passes an optimiser that has not stepped yet is waited for (accumulation over micro-batches), at most
+MAX_BACKWARDS_BEFORE_FIRST_STEP = 256
 
 
 # --- the one patched function: torch.autograd.backward ------------------------------------------------------------
@@ -443,6 +446,7 @@ class TorchProbe:
         self._stepped_since_backward = False
         self._losses_between_steps = False
         self.mode = "unknown"  # "optimizer": steps end at optimiser steps; "backward": at each backward
+        self._optimizer_exists: bool | None = None  # while the mode is unknown: see _optimizer_yet_to_step
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
         self._reset_marks: GradientMarks | None = None  # from a sampled optimiser step to the next optimiser step
         self._nonfinite_seen = False
@@ -927,9 +931,30 @@ class TorchProbe:
         self._end_step()
 
     def _resolve_backward_mode(self) -> None:
-        """A new forward or backward began after a backward with no optimiser step between: no optimiser."""
+        """A new forward or backward began after a backward with no optimiser step between. Either there is no
+        optimiser, and each backward ends a step; or one has yet to take its first step, after several backward
+        passes (gradients accumulated over micro-batches, or a loss per task): then the step goes on."""
+        if self._optimizer_yet_to_step():
+            self._awaiting = False  # (until the next backward ends)
+            return
         self.mode = "backward"
         self._close_backward_step()
+
+    def _optimizer_yet_to_step(self) -> bool:
+        """Whether an optimiser exists that steps a watched parameter (none has stepped yet: the mode is unknown).
+        Optimisers are only met when they step; this one is looked for once among every live object, at the first
+        backward pass that follows another in one step before any optimiser step."""
+        if self._backward_calls >= MAX_BACKWARDS_BEFORE_FIRST_STEP:  # it never steps: the backward passes are steps
+            return False
+        if self._optimizer_exists is None:
+            self._optimizer_exists = any(
+                id(p) in self.param_labels
+                for candidate in gc.get_objects()
+                # (its type, not isinstance: that reads __class__, which some objects answer with a warning)
+                if issubclass(type(candidate), torch.optim.Optimizer)
+                for p in _stepped_parameters(candidate)
+            )
+        return self._optimizer_exists
 
     def _record_loss(self, loss: torch.Tensor) -> None:
         factor = _scale_of(loss)
