@@ -653,3 +653,22 @@ def test_a_spectral_norm_layer_is_named_as_part_of_its_model(tmp_path):
     run = doctor.run_script(script, every=1)
     assert run.doctor.history.watched == ["model", "SGD"]
     assert all(name.startswith("model.") for name in run.doctor.history.records[-1].layers)
+
+
+def test_a_parametrized_weight_belongs_to_its_layer():
+    """spectral_norm and weight_norm move a layer's weight into `original` parameters held by a ParametrizationList:
+    those counted as that list's, a layer of its own (split findings), and the layer without a bias had none."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.utils.parametrizations.weight_norm(nn.Linear(8, 32)),
+        nn.ReLU(),
+        nn.utils.parametrizations.spectral_norm(nn.Linear(32, 1, bias=False)),
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, x, y, 5)
+    layers = dr.history.records[-1].layers
+    assert set(layers) == {"sequential.0", "sequential.2"}
+    assert all(layers[name].param_grad_norm > 0 and layers[name].update_ratio > 0 for name in layers)
+    assert dr.history.param_module["sequential.2.parametrizations.weight.original"] == "sequential.2"

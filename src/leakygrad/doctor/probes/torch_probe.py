@@ -41,6 +41,7 @@ import torch
 import torch.optim.optimizer as optimizer_hooks
 import torch.utils.checkpoint
 from torch import nn
+from torch.nn.utils import parametrize
 from torch.nn.utils.rnn import PackedSequence
 
 from leakygrad.doctor.probes import torch_graph as graph_tools
@@ -174,12 +175,34 @@ class ModuleInfo:
 
 
 def _module_info(name: str, module: nn.Module) -> ModuleInfo:
-    has_weights = any(p.requires_grad for p in module.parameters(recurse=False))
+    has_weights = any(p.requires_grad for p in _own_parameters(module))
     recurrent = "sequence" if isinstance(module, nn.RNNBase) else "cell" if isinstance(module, nn.RNNCellBase) else None
     leaf = next(module.children(), None) is None
     gated, bidirectional = isinstance(module, GATED_RECURRENT), bool(getattr(module, "bidirectional", False))
     runs = type(module).forward is not nn.Module.forward
     return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs)
+
+
+def _own_parameters(module: nn.Module) -> list:
+    """The parameters a module computes with: its own, and those behind its parametrized weights (spectral_norm,
+    weight_norm: the `original` parameters, held by a ParametrizationList that serves only to compute the weight)."""
+    if isinstance(module, parametrize.ParametrizationList):
+        return []  # (its parameters are the parametrized module's)
+    own = list(module.parameters(recurse=False))
+    if parametrize.is_parametrized(module):
+        own += list(module.parametrizations.parameters())
+    return own
+
+
+def _weight_owner(root: nn.Module, owner: str) -> str:
+    """The path of the module that computes with a parameter held at `owner` (a path under `root`): the
+    parametrized module for the `original` of a parametrized weight ('2.parametrizations.weight' -> '2')."""
+    holder = owner.rpartition(".")[0]  # ('2.parametrizations')
+    if holder.rpartition(".")[2] == "parametrizations" and isinstance(
+        root.get_submodule(owner), parametrize.ParametrizationList
+    ):
+        return holder.rpartition(".")[0]
+    return owner
 
 
 def _first_tensor(value):
@@ -539,7 +562,7 @@ class TorchProbe:
                 self._gated_names.add(label)
         for path, param in module.named_parameters():
             if id(param) not in self.param_labels:
-                owner = path.rpartition(".")[0]
+                owner = _weight_owner(module, path.rpartition(".")[0])
                 label = f"{prefix}{owner}" if owner else name
                 self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
         self.doctor.history.watched.append(name)
