@@ -351,6 +351,26 @@ def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     assert loss_rule(history_of([with_ratio(0, 1e-3)], losses=learning), T) == []
 
 
+def test_weights_that_never_move_are_a_stall_though_the_loss_wanders_with_the_batches():
+    """A learning rate of 0 on small, noisy batches: the thirds' means differ by 5%, more than a stall's 2%, and no
+    finding came, though no weight moved at any sampled step."""
+    noisy = [5.4 + 0.6 * math.sin(1.7 * k) ** 3 + (0.3 if k > 66 else 0) for k in range(100)]
+    still = [StepRecord(step=s, grad_norm=1.0, layers=with_ratio(s, 0.0).layers) for s in range(0, 100, 10)]
+    [f] = diagnose(history_of(still, losses=noisy), T)
+    assert (f.symptom, f.evidence["learning_rate"], f.evidence["loss_flat"]) == ("stalled_loss", "zero", False)
+    assert "moves only with the batches" in f.explanation and "learning rate is zero" in f.explanation
+    moving = [StepRecord(step=s, grad_norm=1.0, layers=with_ratio(s, 1e-3).layers) for s in range(0, 100, 10)]
+    assert diagnose(history_of(moving, losses=noisy), T) == []  # the same loss with weights moving: not judged
+
+
+def test_a_stall_with_no_update_measured_does_not_call_the_updates_normal():
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    unmeasured = [StepRecord(step=s, layers={"l0": LayerStats("l0", "Linear", 0, True)}) for s in range(0, 100, 10)]
+    [f] = diagnose(history_of(unmeasured, losses=flat), T)
+    assert f.symptom == "stalled_loss" and f.evidence["update_ratio_median"] is None
+    assert "No update of the model's weights was measured" in f.explanation and "normal size" not in f.explanation
+
+
 def test_competing_losses_of_a_gan_are_not_a_stall_unless_the_weights_stand_still():
     flat = [1.04 + 0.01 * math.sin(k) for k in range(100)]  # a GAN's discriminator and generator losses, averaged
     moving = [with_ratio(s, 1e-3) for s in range(0, 100, 10)]

@@ -610,10 +610,17 @@ def explain_diverging_loss(f: Finding):
 def explain_stalled_loss(f: Finding):
     e = f.evidence
     run = "the run" if e.get("training_began") is None else f"the training begun at step {e['training_began']}"
-    text = (
-        f"The mean loss over the last third of {run} ({fmt(e['loss_last_third'])}) is within 2% of the mean over "
-        f"the first third ({fmt(e['loss_first_third'])}): training is not making progress."
-    )
+    first, last = e["loss_first_third"], e["loss_last_third"]
+    if e.get("loss_flat", True):
+        text = (
+            f"The mean loss over the last third of {run} ({fmt(last)}) is within 2% of the mean over the first third "
+            f"({fmt(first)}): training is not making progress."
+        )
+    else:  # (judged stalled because the weights do not move: the loss only wanders with the batches)
+        text = (
+            f"The weights did not change at the sampled steps, so the loss of {run} (mean {fmt(first)} over its first "
+            f"third, {fmt(last)} over its last) moves only with the batches: training is not making progress."
+        )
     advice, remedies = _learning_rate_advice(e)
     text += advice
     if not e.get("learning_rate"):
@@ -628,7 +635,12 @@ def explain_stalled_loss(f: Finding):
                 " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply."
                 + _see_other_findings(e)
             )
-        elif median_ratio is not None and largest is not None and median_ratio < 1e-4 <= largest:
+        elif median_ratio is None:
+            text += (
+                " No update of the model's weights was measured: the optimiser steps none of them (was it made over "
+                "another model's parameters, or a copy?)." + _see_other_findings(e)
+            )
+        elif largest is not None and median_ratio < 1e-4 <= largest:
             text += (
                 f" Most layers barely move, while the layer that moves most changes by {fmt(largest)} of its size per "
                 "step: a learning rate too low would hold back every layer alike, so the gradient is not reaching "

@@ -791,9 +791,15 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     # Competing losses (a GAN's discriminator and generator, each stepping its own optimiser on its own loss) hover
     # by design: their mean is no measure of progress, and stalls only when the weights do not move either.
     competing = history.competing_loss_steps > history.steps / 2
-    if _loss_is_stalled(loss, t) and (not competing or verdict in ("zero", "far too low")):
+    # Weights that do not move while gradients arrive (a learning rate of 0) leave a loss that only wanders with the
+    # batches, by more than the stall's 2% when they are small or noisy: stalled, whatever the thirds say.
+    flat = _loss_is_stalled(loss, t)
+    if (flat or (verdict == "zero" and _loss_thirds(loss) is not None)) and (
+        not competing or verdict in ("zero", "far too low")
+    ):
         first, last = _loss_thirds(loss)
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
+        evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
         first_step = loss.buckets[0].first_step
         return [Finding("stalled_loss", "loss", first_step, "warning", evidence)]
