@@ -604,3 +604,13 @@ def test_a_softmax_that_overflowed_is_not_said_to_be_masked():
     explained = explain(finding)
     assert "from finite inputs" in explained.explanation
     assert "masked" not in explained.explanation + " ".join(explained.remedies)
+
+
+def test_weights_moved_only_when_a_gradient_came_through_are_no_learning_rate_of_zero():
+    """Most steps had no gradient (a clamp blocked it) and so no update; the few that had one moved the weights. The
+    verdict was 'the learning rate is zero', from the per-layer medians of 0 and a gradient at some step."""
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    records = [StepRecord(step=s, grad_norm=0.0, layers=with_ratio(s, 0.0).layers) for s in range(0, 100, 10)]
+    records[8] = StepRecord(step=80, grad_norm=0.5, layers=with_ratio(80, 1e-3).layers)
+    [f] = loss_rule(history_of(records, losses=flat), T)
+    assert f.symptom == "stalled_loss" and f.evidence["learning_rate"] is None

@@ -765,10 +765,12 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     overall = median(list(ratios.values()))
     verdict = None
     if not math.isnan(overall):
-        gradient = any(r.grad_norm for r in history.recent() if r.grad_norm is not None)
-        if max(ratios.values()) == 0:
-            # not one weight changed: with a gradient, a learning rate of 0 or steps skipped; without, the gradient
-            verdict = "zero" if gradient else None
+        if max(ratios.values()) == 0:  # (medians: most steps moved no weight)
+            # Not one weight changed at a step that had a gradient: a learning rate of 0, or steps skipped. (Weights
+            # that moved only at the few steps a gradient came through are the gradient's doing.)
+            with_gradient = [r for r in history.recent() if r.grad_norm]
+            moved = any(layer.update_ratio for r in with_gradient for layer in r.layers.values())
+            verdict = "zero" if with_gradient and not moved else None
         elif overall > t.update_ratio_high:
             verdict = "far too high"
         elif max(ratios.values()) < t.update_ratio_low:
