@@ -266,6 +266,30 @@ def test_a_nan_from_outside_the_graph_is_not_blamed_on_a_square_and_a_fractional
     assert finding.where == "pow"
 
 
+@pytest.mark.parametrize("every", [1, 100])
+def test_a_nan_in_the_data_is_named_where_it_entered_not_at_the_layer_that_read_it(every):
+    """One missing value in a batch: the first layer's matmul read it. The finding said `addmm` made NaN (or one of
+    t, addmm, relu), and pointed to --every 1 and detect_anomaly, which name the same addmm."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 8), torch.randn(32, 1)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for step in range(3):
+            batch = x.clone()
+            if step == 1:
+                batch[3, 2] = float("nan")  # a missing value in a CSV column, say
+            loss = nn.functional.mse_loss(model(batch), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("input of sequential.0", 1, "input")
+    assert "No operation of the model made it" in finding.explanation
+    assert any("torch.isfinite(x).all()" in r for r in finding.remedies)
+    assert not any("--every 1" in r for r in finding.remedies)
+
+
 class CellLoop(nn.Module):
     def __init__(self):
         super().__init__()

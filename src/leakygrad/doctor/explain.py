@@ -261,6 +261,14 @@ def explain_nonfinite(f: Finding):
                 " A row whose entries are all -inf (every position masked, as for a padded sequence with no real "
                 "token) has no largest finite value: its softmax is 0/0 = NaN."
             )
+    elif phase == "input":
+        reader = f"`{module}`" if module else f"`{op}`"
+        text = (
+            f"At step {f.first_step} the forward pass was given {e['value']}: the values {reader} read were already "
+            "non-finite, in a tensor from outside the graph (the data, or something computed without gradient, such "
+            "as a normalisation by a standard deviation of 0). No operation of the model made it; from there it "
+            "spreads to the loss, the gradients and the weights they update."
+        )
     elif phase == "backward":
         text = (
             f"At step {f.first_step} the loss was finite but the backward pass produced {e['value']} at {at}. "
@@ -303,6 +311,11 @@ def explain_nonfinite(f: Finding):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
     if op in ("div", "reciprocal"):
         remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
+    if phase == "input":
+        remedies.append(
+            "Check the batch before the model: `torch.isfinite(x).all()`; look for missing values in the data set and "
+            "for preprocessing that divides by 0 or takes the log of 0 (`(x - mean) / std` with a constant feature)."
+        )
     if phase == "forward" and masked:
         remedies.append(
             "Leave no row fully masked: drop empty sequences, or leave one position unmasked and zero its output "
@@ -315,11 +328,12 @@ def explain_nonfinite(f: Finding):
             "until a value overflowed, the mark of a learning rate too high for this model."
         )
         remedies.insert(0, "Lower the learning rate (try 10x lower), or clip the gradient norm.")
-    remedies += [
-        "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate.",
-        f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "
-        "`torch.autograd.detect_anomaly()`.",
-    ]
+    if phase != "input":  # (the data's NaN is named where it entered: no growth before it, no line to find)
+        remedies += [
+            "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate.",
+            f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "
+            "`torch.autograd.detect_anomaly()`.",
+        ]
     return text, remedies
 
 

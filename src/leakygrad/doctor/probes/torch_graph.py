@@ -293,6 +293,7 @@ class ForwardCulprit:
     value: str
     parameters: list  # non-finite parameter tensors (phase "update")
     data: bool  # the input data itself held NaN/Inf
+    data_fed: bool = False  # the first non-finite operation read it: the NaN/Inf came in with the data
 
 
 def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
@@ -304,7 +305,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     """
     graph = walk([loss.grad_fn])
     finite: dict = {loss.grad_fn: False}
-    bad_params, data_bad = [], False
+    bad_params, data_bad, data_fed = [], False, set()  # data_fed: the nodes that saved non-finite data
     for node in graph.nodes:
         if op_name(node) == ACCUMULATE:
             variable = node.variable
@@ -319,6 +320,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
                 finite[producer] = finite.get(producer, True) and ok
             elif not tensor.requires_grad and not ok:
                 data_bad = True
+                data_fed.add(node)
     order = forward_order(graph)
     if bad_params:
         return ForwardCulprit("update", None, None, [], False, "nan", bad_params, data_bad)
@@ -333,6 +335,9 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
                 queue.append(child)
     position = {node: i for i, node in enumerate(order)}
     candidates.sort(key=lambda node: position.get(node, 0))
+    fed = next((node for node in candidates if node in data_fed), None)
+    if fed is not None:  # it read a non-finite tensor from outside the graph: the NaN/Inf came in with the data
+        return ForwardCulprit("forward", op_name(fed), fed, [op_name(fed)], True, "nan", [], True, True)
     # an operation recomputed from its saved, finite inputs to a finite value is not the culprit (x ** 2 of finite x)
     candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
     culprit = next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])

@@ -1598,10 +1598,13 @@ class TorchProbe:
                 "to name the operation)",
             )
             return
-        if culprit.data and culprit.op is None:
-            self.doctor.set_nonfinite(NonfiniteEvent(self.step, "forward", "input data", exact=True))
-            return
         labels = self._node_labels(graph_tools.walk([loss.grad_fn]))
+        if culprit.data_fed:  # already non-finite in a tensor that needs no gradient: the data, not the model
+            module = labels.get(culprit.node)  # (the layer that read it, or the operation outside any layer)
+            where = f"input of {module or culprit.op}"
+            value = "inf" if math.isinf(float(loss.detach())) else "nan"
+            self.doctor.set_nonfinite(NonfiniteEvent(self.step, "input", where, culprit.op, module, value=value))
+            return
         owner = self.info_by_name.get(labels.get(culprit.node))
         inside = owner is not None and owner.leaf  # the op is the layer's own computation (a matmul that overflowed)
         if inside:
