@@ -63,6 +63,17 @@ def test_exploding_across_depth_and_the_band_between_is_quiet():
     assert depth_rule(healthy, T) == []
 
 
+def test_depth_is_not_judged_on_the_few_steps_a_trickle_reaches_the_input_end():
+    """Dead units above l0 give it an exactly-zero gradient on most steps (then the chain is too short to measure) and
+    a trickle on a few: the ratio came from those few, the names from the last step, and a vanishing warning
+    contradicted itself ('2 layers'). Measured on most steps, the same trickle is still judged."""
+    trickle_steps = (310, 340, 370)  # 3 of the 10 recent records (the last quarter of 40)
+    records = [chain(s, [1e-6 if s in trickle_steps else 0.0, 0.05, 0.1]) for s in range(0, 400, 10)]
+    assert depth_rule(history_of(records), T) == []
+    [f] = depth_rule(history_of([chain(s, [1e-6, 0.05, 0.1]) for s in range(0, 400, 10)]), T)
+    assert (f.symptom, f.evidence["layers"]) == ("vanishing_gradient", 3)
+
+
 def test_depth_needs_enough_layers_and_records():
     assert depth_rule(history_of([chain(s, [1e-9, 1.0]) for s in range(5)]), T) == []  # two layers: no trend
     assert depth_rule(history_of([chain(0, [1e-9, 1e-5, 1.0])]), T) == []  # one sampled step: no diagnosis

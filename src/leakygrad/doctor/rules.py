@@ -85,11 +85,12 @@ def depth_ratio(record: StepRecord, t: Thresholds) -> float | None:
 
 def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     recent = history.recent()
-    ratios = [depth_ratio(r, t) for r in recent]
-    ratios = [x for x in ratios if x is not None]
-    if len(ratios) < t.min_records:
+    measured = [(r, x) for r, x in zip(recent, [depth_ratio(r, t) for r in recent]) if x is not None]
+    # Judged on most steps, or not at all: a chain long enough on a few steps only (a layer reached by a trickle of
+    # gradient through units that are dead on most steps) measures those few steps, not the network.
+    if len(measured) < t.min_records or 2 * len(measured) < len(recent):
         return []
-    ratio = median(ratios)
+    ratio = median([x for _, x in measured])
     vanishing = _grade(ratio, t.depth_vanishing_warning, t.depth_vanishing_error, below=True)
     exploding = _grade(ratio, t.depth_exploding_warning, t.depth_exploding_error, below=False)
     severity = vanishing or exploding
@@ -102,7 +103,7 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
         x = depth_ratio(record, t)
         return None if x is None else (x < threshold if vanishing else x > threshold)
 
-    last = recent[-1]
+    last = measured[-1][0]  # (the chain the ratio was measured on: the last step with one)
     chain = weighted_chain(last)
     names = [layer.name for layer in chain]
     # Vanished completely: layers nearer the input whose gradient arrived as exactly zero (float32 underflows
