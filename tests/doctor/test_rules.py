@@ -382,6 +382,24 @@ def test_a_stall_with_no_update_measured_does_not_call_the_updates_normal():
     assert "No update of the model's weights was measured" in f.explanation and "normal size" not in f.explanation
 
 
+def test_a_loss_that_blew_up_and_never_got_below_its_first_step_is_diverging():
+    """Adam at lr=1: the loss jumped from 2.31 to thousands at step 1, then fell back to 2.33 (a dead network at
+    chance level). Its smoothed start held the jump, so it looked like a loss that fell: no finding."""
+    blown = [2.31] + [8000.0, 3000.0, 200.0, 40.0, 6.0] + [2.33 + 0.01 * math.sin(k) for k in range(194)]
+    small = [with_ratio(s, 1e-7) for s in range(0, 200, 16)]  # (a broken network's tiny updates: no verdict)
+    [f] = diagnose(history_of(small, losses=blown), T)
+    assert (f.symptom, f.first_step, f.evidence["blew_up_at_step"], f.evidence["loss_initial"]) == (
+        "diverging_loss",
+        1,
+        1,
+        2.31,
+    )
+    assert f.evidence["learning_rate"] is None and "jumped from 2.31" in f.explanation
+    assert not any("Scale the learning rate" in r for r in f.remedies)
+    recovered = blown[:6] + [2.3 * 0.99**k for k in range(194)]  # the same jump, then it learns: not judged
+    assert loss_rule(history_of(small, losses=recovered), T) == []
+
+
 def test_competing_losses_of_a_gan_are_not_a_stall_unless_the_weights_stand_still():
     flat = [1.04 + 0.01 * math.sin(k) for k in range(100)]  # a GAN's discriminator and generator losses, averaged
     moving = [with_ratio(s, 1e-3) for s in range(0, 100, 10)]

@@ -609,11 +609,21 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
 
 def explain_diverging_loss(f: Finding):
     e = f.evidence
-    text = (
-        f"The loss fell to {fmt(e['loss_lowest'])} (around step {e['lowest_at_step']}) and then rose to "
-        f"{fmt(e['loss_end'])}, above where it started ({fmt(e['loss_start'])})."
-    )
-    advice, remedies = _learning_rate_advice(e)
+    if e.get("loss_highest") is not None:  # it blew up and never recovered
+        text = (
+            f"The loss jumped from {fmt(e['loss_initial'])} at the first step to a mean of {fmt(e['loss_highest'])} "
+            f"(from step {e['blew_up_at_step']}), and came back only to {fmt(e['loss_end'])}, no better than where it "
+            "started: an update far too large threw the weights off, and the run never got over it (units that died "
+            "in the jump stay dead). The mark of a learning rate far too high for this model."
+        )
+        advice, remedies = _learning_rate_advice(e) if e.get("learning_rate") == "far too high" else ("", [])
+        # (the update ratios measured after the jump are those of a broken network: no verdict from them)
+    else:
+        text = (
+            f"The loss fell to {fmt(e['loss_lowest'])} (around step {e['lowest_at_step']}) and then rose to "
+            f"{fmt(e['loss_end'])}, above where it started ({fmt(e['loss_start'])})."
+        )
+        advice, remedies = _learning_rate_advice(e)
     text += advice
     remedies += [
         "Lower the learning rate (10x is a good first try), add warm-up, and clip the gradient norm.",

@@ -755,6 +755,17 @@ def update_ratios(history: History) -> dict[str, float]:
     return out
 
 
+def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
+    """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
+    already holds the jump when it came in the first steps: the first step's own loss is the reference.)"""
+    initial = loss.buckets[0].low  # (the first step's loss: a bucket holds one step until the run is long)
+    highest_step, highest = max(smoothed, key=lambda sv: sv[1])
+    if initial <= 0 or highest <= t.loss_blowup_factor * initial or smoothed[-1][1] < initial * (1 - t.stalled_change):
+        return None
+    jump = next(b for b in loss.buckets if b.high > t.loss_blowup_factor * initial)
+    return {"loss_initial": _sci(initial), "loss_highest": _sci(highest), "blew_up_at_step": jump.first_step}
+
+
 def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     loss = history.current_loss()  # (a second model trained after the first: its own curve)
     smoothed = loss.smoothed()
@@ -791,6 +802,12 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     if diverging or (lowest < 0 and end > start + abs(start) * t.diverging_factor):
         first = next((step for step, value in smoothed if step > low_step and value > 1.5 * lowest), low_step)
         return [Finding("diverging_loss", "loss", first, "error", evidence)]
+    blowup = _blowup(loss, smoothed, t)
+    if blowup is not None:
+        evidence.update(blowup)
+        if verdict != "far too high":  # (ratios measured after the jump are a broken network's: no verdict)
+            evidence["learning_rate"] = None
+        return [Finding("diverging_loss", "loss", blowup["blew_up_at_step"], "error", evidence)]
     # Competing losses (a GAN's discriminator and generator, each stepping its own optimiser on its own loss) hover
     # by design: their mean is no measure of progress, and stalls only when the weights do not move either.
     competing = history.competing_loss_steps > history.steps / 2

@@ -95,6 +95,10 @@ class Thresholds:
     """Steps with a recorded loss needed before the loss trend is judged."""
     diverging_factor: float = 3.0
     """Loss (smoothed) at the end over its lowest value above this, and above where it started: diverging."""
+    loss_blowup_factor: float = 10.0
+    """Loss (smoothed) at some point above this times the first step's, and at the end no lower than the first step's
+    (less `stalled_change`): it blew up and never recovered, diverging too (an update too large that the run did not
+    get over: units killed in the jump stay dead)."""
     stalled_change: float = 0.02
     """Mean loss over the last third of the run within this share of the mean over the first third: stalled.
     (Thirds, not single points: a minibatch loss is noisy; the mean of a third varies by well under 1%.)"""
