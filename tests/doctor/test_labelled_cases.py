@@ -29,6 +29,8 @@ FAULTY = {
         ("exploding_gradient", "model.2", "warning"),
     ],
     "stalled_lr": [("stalled_loss", "loss", "warning")],
+    "adam_lr_blowup": [("diverging_loss", "loss", "error"), ("dead_relu", "model.3", "error")],
+    "nan_in_data": [("nonfinite", "input of model.0", "error")],
 }
 
 HEALTHY = [
