@@ -672,3 +672,28 @@ def test_a_parametrized_weight_belongs_to_its_layer():
     assert set(layers) == {"sequential.0", "sequential.2"}
     assert all(layers[name].param_grad_norm > 0 and layers[name].update_ratio > 0 for name in layers)
     assert dr.history.param_module["sequential.2.parametrizations.weight.original"] == "sequential.2"
+
+
+def test_an_optimiser_made_over_the_model_before_it_was_made_anew_is_an_error_at_the_model(tmp_path):
+    """`model = make()` again after the optimiser (a notebook cell run twice): the optimiser steps none of the
+    trained model's parameters. The probe skipped the check when the optimiser stepped nothing it knew, and only a
+    stalled loss was reported."""
+    script = tmp_path / "anew.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+        "make = lambda: nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))\n"
+        "model = make()\noptimizer = torch.optim.Adam(model.parameters(), lr=1e-2)\nmodel = make()\n"
+        "x = torch.randn(256, 8)\ny = 2 * x[:, :1] + 1\n"
+        "for _ in range(60):\n"
+        "    loss = nn.functional.mse_loss(model(x), y)\n"
+        "    optimizer.zero_grad(); loss.backward(); optimizer.step()\n"
+    )
+    run = doctor.run_script(script, every=4)
+    [f] = [f for f in run.doctor.findings if f.symptom == "unapplied_gradient"]
+    assert (f.where, f.severity, f.evidence["whole_model"], f.evidence["stepped_outside_model"]) == (
+        "model",
+        "error",
+        True,
+        4,
+    )
+    assert f.evidence["parameter_count"] == 4 and "made over another model's parameters" in f.explanation

@@ -272,12 +272,20 @@ def test_a_module_run_without_grad_is_named_as_such_and_a_reentrant_checkpoint_w
 
 
 def test_gradients_no_optimiser_applies_on_every_check_are_reported_per_module():
-    def record(step, not_applied):
-        return StepRecord(step=step, optimizer_checked=True, grads_not_applied=dict(not_applied))
+    stepped = {"net.0.weight": "net.0", "net.0.bias": "net.0"}
+
+    def record(step, not_applied, param_module=stepped):
+        return StepRecord(
+            step=step, optimizer_checked=True, grads_not_applied=dict(not_applied), param_module=dict(param_module)
+        )
 
     head = {"net.2.weight": "net.2", "net.2.bias": "net.2"}
     [f] = unapplied_rule(history_of([record(s, head) for s in (0, 16, 32)]), T)
     assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "net.2", "warning")
+    # not one of the model's parameters stepped (the optimiser made over another model's): the model, an error
+    everything = {**head, **stepped}
+    [whole] = unapplied_rule(history_of([record(s, everything, {}) for s in (0, 16, 32)], watched=["net", "SGD"]), T)
+    assert (whole.where, whole.severity, whole.evidence["whole_model"]) == ("net", "error", True)
     assert f.evidence["parameters"] == ["net.2.bias", "net.2.weight"] and f.evidence["sampled_steps_checked"] == 3
     # applied on one of the checks (a second optimiser that steps them now and then): not reported
     assert unapplied_rule(history_of([record(0, head), record(16, {}), record(32, head)]), T) == []

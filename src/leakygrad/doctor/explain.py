@@ -558,10 +558,25 @@ def explain_unapplied_gradient(f: Finding):
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "
         "computes their gradient, and it is thrown away, so they keep their initial values (or whatever changes "
-        "them by hand). The usual cause: the module was made or replaced after the optimiser (a new head for "
-        "fine-tuning), or the optimiser was given only some of the model's parameters."
+        "them by hand)."
     )
     outside = e.get("stepped_outside_model", 0)
+    if e.get("whole_model"):
+        text += (
+            " Not one parameter of the model is stepped, so its training changes nothing"
+            + (f", while the optimiser steps {outside} parameter(s) that belong to no watched model" if outside else "")
+            + ": the optimiser was made over another model's parameters (the model made anew after the optimiser, "
+            "a notebook cell run again, or a copy of it)."
+        )
+        remedies = [
+            f"Make the optimiser from the model that is trained, once it is final: from `{f.where}.parameters()`, "
+            "right before the loop."
+        ]
+        return text, remedies
+    text += (
+        " The usual cause: the module was made or replaced after the optimiser (a new head for fine-tuning), or the "
+        "optimiser was given only some of the model's parameters."
+    )
     if outside:
         text += (
             f" Meanwhile the optimiser steps {outside} parameter(s) that belong to no watched model: most likely those "

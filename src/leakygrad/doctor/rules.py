@@ -663,24 +663,32 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- gradients no optimiser applies ----------------------------------------------------------------------------------
 def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     """Parameters that had a gradient at every checked optimiser step, yet no optimiser steps them: the backward pass
-    computes their gradient, and it is thrown away. One finding per module."""
+    computes their gradient, and it is thrown away. One finding per widest module none of whose parameters is
+    stepped (the whole model, named by its name, when the optimiser was made over another model's parameters)."""
     checks = history.apply_checks
     if checks < t.min_records:
         return []
+    unapplied = [name for name, count in history.not_applied.items() if count >= checks]
+    param_module = {**history.param_module, **history.not_applied_module}  # (stepped ones, then the others)
+    applied = [name for name in history.param_module if name not in history.not_applied]
     by_module: dict[str, list[str]] = {}
-    for name, count in history.not_applied.items():
-        if count >= checks:
-            by_module.setdefault(history.not_applied_module.get(name, "(model)"), []).append(name)
+    for name in unapplied:
+        by_module.setdefault(_widest_unreached_module(name, param_module, applied), []).append(name)
     first_step = history.records[0].step if history.records else 0
     findings = []
     for module, params in sorted(by_module.items()):
+        whole = module == "(model)"  # not one of the model's parameters is stepped: its training does nothing
+        if whole:  # named by its name when its parameters all carry it
+            roots = {_module_of(p, param_module).split(".")[0] for p in params}
+            module = roots.pop() if len(roots) == 1 and roots <= set(history.watched) else module
         evidence = {
             "parameters": sorted(params),
             "parameter_count": len(params),
             "sampled_steps_checked": checks,
             "stepped_outside_model": history.stepped_outside_model,
+            "whole_model": whole,
         }
-        findings.append(Finding("unapplied_gradient", module, first_step, "warning", evidence))
+        findings.append(Finding("unapplied_gradient", module, first_step, "error" if whole else "warning", evidence))
     return findings
 
 

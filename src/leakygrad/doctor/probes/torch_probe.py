@@ -1252,6 +1252,9 @@ class TorchProbe:
         state = self.state
         plan = self._parameter_plan(candidates)
         params, state.params, state.samples = plan.params, plan.entries, plan.samples  # the plan's: read, never changed
+        if snapshot and self.param_labels:  # (at an optimiser step, once a watched model has run)
+            # checked even when the optimiser steps none of the model's parameters (it was made over another's)
+            state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies(plan)
         if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
             return
         grads = [p.grad for p in params]
@@ -1262,7 +1265,6 @@ class TorchProbe:
         if snapshot:  # the update is measured after the optimiser step, and the weights recorded are those after it
             norms = plan.samples.snapshot_with_norms(with_grad)  # (the samples' norms: only whether they are finite)
             state.snapshot_taken = True
-            state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies(plan)
         else:  # no update follows: the weights recorded are these
             norms = plan.samples.norms_with(with_grad)
         first = state.deferred.scalars(norms)  # the gradients', then the samples'
