@@ -63,6 +63,21 @@ def test_exploding_across_depth_and_the_band_between_is_quiet():
     assert depth_rule(healthy, T) == []
 
 
+@pytest.mark.parametrize("function, derivative, leads", [("sigmoid", 0.2, "Replace"), ("tanh", 0.995, "Initialise")])
+def test_a_squashing_function_is_blamed_first_only_when_its_derivative_is_small(function, derivative, leads):
+    """10 tanh layers whose mean tanh' is 0.995, the weights shrinking the gradient: the first remedy was to replace
+    tanh by ReLU, though the text reported a derivative of 0.995."""
+
+    def step(s):
+        record = chain(s, [1e-5, 1e-3, 1e-1, 1.0])
+        record.activations = {"a": ActivationStats("a", function, 8, 64, mean_derivative=derivative)}
+        return record
+
+    [f] = diagnose(history_of([step(s) for s in range(0, 50, 10)]), T)
+    assert f.symptom == "vanishing_gradient" and f.remedies[0].startswith(leads)
+    assert ("the weights are, initialised too small" in f.explanation) == (function == "tanh")
+
+
 def test_depth_is_not_judged_on_the_few_steps_a_trickle_reaches_the_input_end():
     """Dead units above l0 give it an exactly-zero gradient on most steps (then the chain is too short to measure) and
     a trickle on a few: the ratio came from those few, the names from the last step, and a vanishing warning

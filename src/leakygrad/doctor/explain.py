@@ -64,18 +64,28 @@ def explain_vanishing_gradient(f: Finding):
             f"Below `{e['input_layer']}`, {_layers(len(zeroed))} ({span}) receive a gradient of exactly zero: it "
             "fell below the smallest number float32 holds (about 1e-45) and they do not learn at all."
         )
-    remedies = []
-    if squashing:
-        remedies.append(
-            f"Replace {' and '.join(squashing)} in the hidden layers by ReLU or GELU (derivative 1 over half the "
-            "inputs) and keep the squashing function only where an output must be bounded."
+    # The squashing functions are to blame when their derivatives are small (sigmoid's is at most 1/4); a tanh
+    # working near its centre (derivative near 1) is not: then the weights shrink the gradient, and come first.
+    squashed = [name for name in squashing if derivatives[name] < 0.5]
+    if squashing and not squashed:
+        parts.append(
+            "With a mean derivative that high, the activation is not what shrinks the gradient most: the weights are, "
+            "initialised too small for the depth."
         )
+    replace = [
+        f"Replace {' and '.join(squashing)} in the hidden layers by ReLU or GELU (derivative 1 over half the "
+        "inputs) and keep the squashing function only where an output must be bounded."
+    ]
+    remedies = replace if squashed else []
     remedies += [
         "Initialise for the activation: `nn.init.kaiming_normal_` (He) for ReLU-family, `nn.init.xavier_uniform_` "
-        "for tanh/sigmoid, so each layer keeps the gradient's scale.",
+        "for tanh/sigmoid (with `gain=nn.init.calculate_gain('tanh')` for tanh), so each layer keeps the gradient's "
+        "scale.",
         "Put a normalisation layer (BatchNorm / LayerNorm) between layers.",
         "Add residual connections (x + f(x)): the identity path has derivative 1 whatever f does.",
     ]
+    if squashing and not squashed:
+        remedies += replace
     return " ".join(parts), remedies
 
 
