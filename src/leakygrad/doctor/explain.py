@@ -66,7 +66,7 @@ def explain_vanishing_gradient(f: Finding):
         )
     # The squashing functions are to blame when their derivatives are small (sigmoid's is at most 1/4); a tanh
     # working near its centre (derivative near 1) is not: then the weights shrink the gradient, and come first.
-    squashed = [name for name in squashing if derivatives[name] < 0.5]
+    squashed = [name for name in squashing if derivatives[name] is None or derivatives[name] < 0.5]  # (None: unread)
     if squashing and not squashed:
         parts.append(
             "With a mean derivative that high, the activation is not what shrinks the gradient most: the weights are, "
