@@ -50,7 +50,12 @@ def no_global_hooks_left():
         and not optimizer_hooks._global_optimizer_pre_hooks
         and not optimizer_hooks._global_optimizer_post_hooks
         and torch.autograd.backward is torch_probe.TORCH_BACKWARD
+        and torch.nn.utils.clip_grad_norm_ is CLIP_GRAD_NORM
+        and torch.nn.utils.clip_grad.clip_grad_norm_ is CLIP_GRAD_NORM
     )
+
+
+CLIP_GRAD_NORM = torch.nn.utils.clip_grad.clip_grad_norm_  # as PyTorch defines it (imported before any watch)
 
 
 def test_two_lines_around_a_loop():
@@ -110,6 +115,30 @@ def test_the_optimizer_is_found_when_not_given():
         train(model, optimizer, 9, x, y)
     assert dr.steps == 9 and "Adam" in dr.history.watched
     assert dr.history.records[-1].layers["fc2"].update_ratio > 0
+
+
+def test_clipping_far_below_the_gradient_is_named_as_what_holds_a_stalled_run_back():
+    """clip_grad_norm_ with max_norm=1e-6: the updates are a millionth of what the gradient asks. The verdict was
+    'learning rate far too low: scale it by 1e3', advice that changes nothing while the clipping stays."""
+    torch.manual_seed(0)
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    returned = []
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            returned.append(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-6))
+            optimizer.step()
+    assert no_global_hooks_left()
+    assert all(isinstance(r, torch.Tensor) and r > 1e-3 for r in returned)  # (what it returns is unchanged)
+    [f] = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    assert f.evidence["learning_rate"] == "clipped" and f.evidence["clip_max_norm"] == 1e-6
+    assert f.evidence["grad_norm_before_clip"] == pytest.approx(float(returned[-1]), rel=0.5)
+    assert "the clipping, not the learning rate" in f.explanation and "Raise max_norm" in f.remedies[0]
+    assert dr.history.records[-1].clip_max_norm == 1e-6
 
 
 def test_micro_batches_before_the_first_optimizer_step_are_one_step():

@@ -619,6 +619,18 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
             "check the scheduler, and that `optimizer.step()` is reached."
         )
         return text, remedies
+    if verdict == "clipped":
+        norm, max_norm = e["grad_norm_before_clip"], e["clip_max_norm"]
+        text += (
+            f" `clip_grad_norm_` cut the gradient's norm from a median of {fmt(norm)} to max_norm={fmt(max_norm)} at "
+            f"the sampled steps: every update is {fmt(norm / max_norm)} times smaller than the gradient asks, so the "
+            "clipping, not the learning rate, holds the training back."
+        )
+        remedies.append(
+            f"Raise max_norm to a few times the gradient's usual norm (about {fmt(5 * norm)} here), so that it cuts "
+            "only the spikes; or drop the clipping."
+        )
+        return text, remedies
     if verdict == "far too low" and e.get("update_ratio_max") is not None:
         text += f" Even the layer that moves most changes by only {fmt(e['update_ratio_max'])} of its size per step."
     if verdict:

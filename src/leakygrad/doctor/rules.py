@@ -763,6 +763,18 @@ def update_ratios(history: History) -> dict[str, float]:
     return out
 
 
+def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | None:
+    """(median gradient norm measured by clip_grad_norm_, its max_norm) over the recent sampled steps that called it,
+    when the norm is over `clip_heavy_factor` times max_norm on most of them: every update cut down that much."""
+    clipped = [(r.clip_norm, r.clip_max_norm) for r in history.recent() if r.clip_norm is not None and r.clip_max_norm]
+    if len(clipped) < t.min_records or 2 * len(clipped) < len(history.recent()):
+        return None
+    norm, max_norm = median([n for n, _ in clipped]), median([m for _, m in clipped])
+    if not norm > t.clip_heavy_factor * max_norm:
+        return None
+    return _sci(norm), _sci(max_norm)
+
+
 def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
     already holds the jump when it came in the first steps: the first step's own loss is the reference.)"""
@@ -795,6 +807,9 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             verdict = "far too high"
         elif max(ratios.values()) < t.update_ratio_low:
             verdict = "far too low"  # not one layer moves (a low median alone may be a vanishing gradient)
+    clipping = _heavy_clipping(history, t)
+    if clipping is not None and verdict in (None, "far too low"):
+        verdict = "clipped"  # the updates are small because clip_grad_norm_ cuts the gradient, whatever the rate
     evidence = {
         "loss_start": _sci(start),
         "loss_end": _sci(end),
@@ -804,6 +819,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         "update_ratio_by_layer": {k: _sci(v) for k, v in ratios.items()},
         "learning_rate": verdict,
     }
+    if verdict == "clipped":
+        evidence["grad_norm_before_clip"], evidence["clip_max_norm"] = clipping
     if history.loss_restarts:  # another model's training began then: this one is judged on its own
         evidence["training_began"] = history.loss_restarts[-1]
     diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0
@@ -823,7 +840,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     # batches, by more than the stall's 2% when they are small or noisy: stalled, whatever the thirds say.
     flat = _loss_is_stalled(loss, t)
     if (flat or (verdict == "zero" and _loss_thirds(loss) is not None)) and (
-        not competing or verdict in ("zero", "far too low")
+        not competing or verdict in ("zero", "far too low", "clipped")
     ):
         first, last = _loss_thirds(loss)
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)

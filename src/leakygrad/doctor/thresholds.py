@@ -95,6 +95,9 @@ class Thresholds:
     """Steps with a recorded loss needed before the loss trend is judged."""
     diverging_factor: float = 3.0
     """Loss (smoothed) at the end over its lowest value above this, and above where it started: diverging."""
+    clip_heavy_factor: float = 10.0
+    """The gradient's norm over clip_grad_norm_'s max_norm above this on most recent sampled steps: the clipping cuts
+    every update by that much, and a stall is its doing ("clipped"), not the learning rate's."""
     loss_blowup_factor: float = 10.0
     """Loss (smoothed) at some point above this times the first step's, and at the end no lower than the first step's
     (less `stalled_change`): it blew up and never recovered, diverging too (an update too large that the run did not

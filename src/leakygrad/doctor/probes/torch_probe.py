@@ -141,24 +141,43 @@ def _scale_of(loss: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
+# torch.nn.utils.clip_grad_norm_: a max_norm far below the gradient's norm shrinks every update, which the update
+# ratios alone would blame on the learning rate. While a probe watches, it notes max_norm and the norm it measured
+# (what it returns and does are unchanged).
+_original_clip = None
+_CLIP_MODULES = (torch.nn.utils, torch.nn.utils.clip_grad)  # (the function, and where the package re-exports it)
+
+
+def _patched_clip(parameters, max_norm, *args, **kwargs):
+    total = _original_clip(parameters, max_norm, *args, **kwargs)
+    for probe in list(_active_probes):
+        probe.note_clipping(max_norm, total)
+    return total
+
+
 def _activate(probe: TorchProbe) -> None:
-    global _original_backward, _original_scale
+    global _original_backward, _original_scale, _original_clip
     if not _active_probes:
         _original_backward = torch.autograd.backward
         torch.autograd.backward = functools.wraps(_original_backward)(_patched_backward)
         _original_scale = torch.amp.GradScaler.scale
         torch.amp.GradScaler.scale = functools.wraps(_original_scale)(_patched_scale)
+        _original_clip = torch.nn.utils.clip_grad.clip_grad_norm_
+        for module in _CLIP_MODULES:
+            module.clip_grad_norm_ = functools.wraps(_original_clip)(_patched_clip)
     _active_probes.append(probe)
 
 
 def _deactivate(probe: TorchProbe) -> None:
-    global _original_backward, _original_scale, _last_scaled
+    global _original_backward, _original_scale, _original_clip, _last_scaled
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
         torch.autograd.backward = _original_backward
         torch.amp.GradScaler.scale = _original_scale
-        _original_backward = _original_scale = _last_scaled = None
+        for module in _CLIP_MODULES:
+            module.clip_grad_norm_ = _original_clip
+        _original_backward = _original_scale = _original_clip = _last_scaled = None
 
 
 # --- what the probe knows about each module ----------------------------------------------------------------------
@@ -327,6 +346,7 @@ class StepState:
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
+    clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
@@ -893,6 +913,14 @@ class TorchProbe:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("NaN check hook", error)
 
+    def note_clipping(self, max_norm, total) -> None:
+        """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping."""
+        try:
+            if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
+                self.state.clipping = (float(max_norm), self.state.deferred.scalar(total.detach().float().reshape(())))
+        except Exception as error:
+            self._fail("noting a clip_grad_norm_", error)
+
     # --- backward (every step) ----------------------------------------------------------------------------------------
     def before_backward(self, tensors) -> None:
         try:
@@ -1381,6 +1409,8 @@ class TorchProbe:
         record.modules_not_called = self._not_called(state)
         record.modules_without_grad = sorted(state.ran_without_grad)
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
+        if state.clipping is not None:
+            record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
