@@ -150,8 +150,9 @@ _CLIP_MODULES = (torch.nn.utils, torch.nn.utils.clip_grad)  # (the function, and
 
 def _patched_clip(parameters, max_norm, *args, **kwargs):
     total = _original_clip(parameters, max_norm, *args, **kwargs)
-    for probe in list(_active_probes):
-        probe.note_clipping(max_norm, total)
+    if not _compiled_or_transformed():  # (traced by torch.compile, the note would be compiled in)
+        for probe in list(_active_probes):
+            probe.note_clipping(max_norm, total)
     return total
 
 
