@@ -697,3 +697,29 @@ def test_an_optimiser_made_over_the_model_before_it_was_made_anew_is_an_error_at
         4,
     )
     assert f.evidence["parameter_count"] == 4 and "made over another model's parameters" in f.explanation
+
+
+@pytest.mark.parametrize("head", ["linear", "sigmoid"])
+def test_a_clamp_of_the_prediction_is_told_apart_from_one_of_a_probability(head):
+    """`model(x).clamp(0, 1)` with an output bias that starts every prediction above 1: the explanation told the DQN
+    story (a clipped error, use the Huber loss). A clamp of a Sigmoid layer's output, a probability, keeps it."""
+    torch.manual_seed(0)
+    layers = [nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)] + ([nn.Sigmoid()] if head == "sigmoid" else [])
+    model = nn.Sequential(*layers)
+    with torch.no_grad():
+        model[2].bias.fill_(3.0 if head == "linear" else 20.0)  # predictions start above the clamp's range
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(8):
+            low, high = (0.0, 1.0) if head == "linear" else (1e-7, 1 - 1e-7)
+            loss = nn.functional.mse_loss(model(x).clamp(low, high), y.sigmoid())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "blocked_gradient"]
+    if head == "linear":
+        assert f.evidence["output_of"] == "sequential.2" and "the model's prediction itself" in f.explanation
+        assert "sigmoid" in f.remedies[0] and not any("Huber" in r for r in f.remedies)
+    else:
+        assert "output_of" not in f.evidence and "Huber" in f.remedies[0]

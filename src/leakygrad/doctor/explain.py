@@ -391,6 +391,17 @@ def explain_blocked_gradient(f: Finding):
         remedies.append(
             "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
         )
+    elif op in ("clamp", "clip", "hardtanh") and site.startswith("loss") and e.get("output_of"):
+        text += (
+            f" It clamps the output of `{e['output_of']}`, the model's prediction itself: every example whose "
+            "prediction lies outside the range gets no gradient, so nothing pulls it back in (an output layer whose "
+            "bias or initialisation starts the predictions outside the range leaves them stuck there)."
+        )
+        remedies.append(
+            "Bound the prediction smoothly instead (a sigmoid, scaled to the range), or clamp only when predicting, "
+            "not in the loss (`if not model.training`)."
+        )
+        remedies.append("Start the predictions inside the range: check the output layer's initialisation and bias.")
     elif op in ("clamp", "clip", "hardtanh") and site.startswith("loss"):
         text += (
             " Clipping the error inside the loss (the classic DQN mistake: (clamp(td, -1, 1))^2, or a per-example "

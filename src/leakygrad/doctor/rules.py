@@ -507,6 +507,8 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
         if last.floor_at_zero:
             evidence["floor_at_zero"] = True
+        if last.reads:
+            evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
         findings.append(
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )

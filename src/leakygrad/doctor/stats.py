@@ -60,6 +60,7 @@ class OpStats:
     blocked_fraction: float  # share of the nonzero gradient entering it that leaves as exactly zero
     elements: int  # elements flowing through it
     floor_at_zero: bool = False  # its lower bound is 0: a ReLU written as a clamp, or the hinge of a margin loss
+    reads: str | None = None  # (on the loss) the layer whose output it reads directly: it clamps the prediction
 
 
 @dataclass

@@ -1102,7 +1102,12 @@ class TorchProbe:
                     site = names.get(node) or inside.get(node)
                     site = f"in {site}" if site else f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
                 key = f"{gate}@{site}"
-                state.gates.setdefault(key, [gate, site, [], 0, graph_tools.floors_at_zero(node)])
+                # (on the loss: a clamp of the model's prediction itself, a weighted layer's output, or of an error or a
+                # probability made from it)
+                reads = _layer_output_read(node, names) if site == "loss" else None
+                if reads is not None and not getattr(self.info_by_name.get(reads), "has_weights", False):
+                    reads = None
+                state.gates.setdefault(key, [gate, site, [], 0, graph_tools.floors_at_zero(node), reads])
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
@@ -1401,11 +1406,11 @@ class TorchProbe:
         self._add_parameter_stats(record, state, grads, updates, unread.backward_calls)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
-        for key, (op, site, pairs, elements, floor) in state.gates.items():
+        for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in pairs)
-                record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor)
+                record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
         record.graph_cuts = sorted(state.cuts)
         record.modules_not_called = self._not_called(state)
         record.modules_without_grad = sorted(state.ran_without_grad)
@@ -1697,6 +1702,12 @@ class TorchProbe:
                 if node in labels:
                     break
         return labels
+
+
+def _layer_output_read(node, names) -> str | None:
+    """The layer whose output an operation reads directly (under reshapes), if one does: `model(x).clamp(0, 1)`."""
+    inputs = [child for child, _ in node.next_functions if child is not None]
+    return names.get(graph_tools.beneath_reshapes(inputs[0])) if len(inputs) == 1 else None
 
 
 def _stepped_parameters(optimizer) -> list:
