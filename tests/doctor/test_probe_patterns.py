@@ -723,3 +723,23 @@ def test_a_clamp_of_the_prediction_is_told_apart_from_one_of_a_probability(head)
         assert "sigmoid" in f.remedies[0] and not any("Huber" in r for r in f.remedies)
     else:
         assert "output_of" not in f.evidence and "Huber" in f.remedies[0]
+
+
+def test_a_recurrent_layer_read_at_its_first_time_step_only_is_named_as_such():
+    """`out[:, 0]` where `out[:, -1]` was meant: W_hh got exactly zero gradient, and the no_gradient warning offered
+    a bias that cancels or dead units. Only the first step's output reaches the loss: that is the finding now."""
+    torch.manual_seed(0)
+    lstm, head = nn.LSTM(1, 8, batch_first=True), nn.Linear(8, 2)
+    model = nn.ModuleDict(dict(lstm=lstm, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            x = torch.randn(16, 12, 1, generator=generator)
+            loss = nn.functional.cross_entropy(head(lstm(x)[0][:, 0]), (x[:, -1, 0] > 0).long())  # the bug
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert f.evidence["parameters"] == ["lstm.weight_hh_l0"] and f.evidence["only_time_step_reached"] == 0
+    assert "first time step reaches the loss" in f.explanation and "out[:, -1]" in f.remedies[0]

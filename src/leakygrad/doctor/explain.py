@@ -482,6 +482,18 @@ def explain_no_gradient(f: Finding):
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
         f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: "
     )
+    if e.get("only_time_step_reached") == 0:
+        text = reached_but_zero + (
+            f"only the output of `{f.where}` at its first time step reaches the loss (the gradient at every later "
+            "step is exactly 0), and at the first step the hidden-to-hidden weights multiply the initial state, zero: "
+            "they carry nothing over. The loss reads `out[:, 0]` (or `output[0]`), the first step, where the last "
+            "was probably meant; with `batch_first=False`, `output[0]` is the first time step of every sequence."
+        )
+        remedies = [
+            "Read the last time step: `out[:, -1]` with `batch_first=True`, `output[-1]` without it, or the final "
+            "hidden state `h_n[-1]` (for sequences of varied length, the last real step of each, or pack them)."
+        ]
+        return text, remedies
     if e.get("gradient") == "exactly zero" and e.get("blocking_op") and not cuts:
         text = reached_but_zero + (
             "an operation between them and the loss lets (nearly) no gradient through (see the blocked_gradient "

@@ -561,6 +561,8 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
+        if always_zero and all(_only_first_time_step_reached(history, layer) for layer in layers):
+            evidence["only_time_step_reached"] = 0  # a recurrent layer read at its first step: nothing to carry over
         # Not cut off but not used: their modules' forward never ran on a checked step while the rest of the model
         # learned (an expert no token was routed to, a branch never taken). Worth a look (a collapsed mixture of
         # experts), not an error of the graph. (Nothing reached at all: an optimiser given a model that never runs.)
@@ -626,6 +628,14 @@ def _recurrent_weight_with_nothing_to_carry(param: str, history: History) -> boo
     module = _module_of(param, history.param_module)
     lengths = [len(r.layers[module].time_grad_norms or ()) for r in history.records if module in r.layers]
     return bool(lengths) and max(lengths) == 1
+
+
+def _only_first_time_step_reached(history: History, layer: str) -> bool:
+    """Whether, on the recent sampled steps, a recurrent layer run over several time steps got a gradient at its
+    first step only (exactly 0 at every later one): the loss reads its output at step 0 alone (`out[:, 0]`)."""
+    profiles = [r.layers[layer].time_grad_norms for r in history.recent() if layer in r.layers]
+    profiles = [p for p in profiles if p and len(p) > 1]
+    return bool(profiles) and all(p[0] > 0 and not any(p[1:]) for p in profiles)
 
 
 def _module_of(param: str, param_module: dict[str, str]) -> str:
