@@ -743,3 +743,105 @@ def test_a_recurrent_layer_read_at_its_first_time_step_only_is_named_as_such():
     [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
     assert f.evidence["parameters"] == ["lstm.weight_hh_l0"] and f.evidence["only_time_step_reached"] == 0
     assert "first time step reaches the loss" in f.explanation and "out[:, -1]" in f.remedies[0]
+
+
+class NotQuiteAnOptimizer(torch.optim.Optimizer):
+    """An Optimizer subclass object with no param_groups (never initialised): the search for an optimiser raised on
+    it at every forward and backward, and no step ever ended."""
+
+    def __init__(self):  # (Optimizer.__init__ not called)
+        pass
+
+
+def test_an_odd_optimizer_object_does_not_stop_the_steps_of_a_run_updated_by_hand():
+    odd = NotQuiteAnOptimizer()
+    model = mlp()
+    x, y = regression_data()
+    with doctor.watch(model, every=1) as dr:
+        for _ in range(6):
+            model.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.01 * p.grad
+    assert dr.steps == 6 and dr.history.records_seen == 6 and not dr.notes
+    del odd
+
+
+def test_a_backbone_trained_alone_keeps_its_names_when_a_model_built_around_it_sizes_its_head(tmp_path):
+    """The dummy forward of the new model's body ran the backbone at top level: absorbing that body into the model
+    took the backbone's names with it ('clf.body.0.0'), though they had named records already."""
+    script = tmp_path / "phases.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+        "backbone = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16))\n"
+        "opt = torch.optim.SGD(backbone.parameters(), lr=0.05)\nx, y = torch.randn(64, 8), torch.randn(64, 16)\n"
+        "for _ in range(4):\n"
+        "    loss = nn.functional.mse_loss(backbone(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+        "class Classifier(nn.Module):\n"
+        "    def __init__(self, backbone):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(backbone, nn.Tanh())\n"
+        "        self.head = nn.Linear(self.body(torch.zeros(1, 8)).shape[1], 3)\n"
+        "    def forward(self, x):\n"
+        "        return self.head(self.body(x))\n"
+        "clf = Classifier(backbone)\nopt2 = torch.optim.SGD(clf.parameters(), lr=0.05)\n"
+        "labels = torch.randint(0, 3, (64,))\n"
+        "for _ in range(4):\n"
+        "    loss = nn.functional.cross_entropy(clf(x), labels)\n"
+        "    opt2.zero_grad(); loss.backward(); opt2.step()\n"
+    )
+    run = doctor.run_script(script, every=1)
+    assert set(run.doctor.history.records[-1].layers) == {"backbone.0", "backbone.2", "clf.head"}
+
+
+def test_an_infinite_bound_of_a_clamp_is_not_taken_for_bad_data():
+    """clamp(model(x), max=cap) with cap holding inf for the features left unbounded, then sqrt of a negative: the
+    NaN was blamed on the data that `model.0` read, which was finite."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    cap, x = torch.tensor([1.0, float("inf"), float("inf")]), torch.randn(16, 4)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        loss = (torch.clamp(model(x), max=cap) - 1).sqrt().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.evidence["phase"]) == ("sqrt", "forward")
+
+
+def test_a_clip_function_bound_by_name_during_a_watch_still_works_after_it():
+    """`from torch.nn.utils import clip_grad_norm_` inside the watch binds the wrapper; called after the watch, it
+    raised TypeError: 'NoneType' object is not callable."""
+    model = mlp()
+    x, y = regression_data()
+    with doctor.watch(model, every=1):
+        from torch.nn.utils import clip_grad_norm_
+    nn.functional.mse_loss(model(x), y).backward()
+    assert float(clip_grad_norm_(model.parameters(), max_norm=1.0)) > 0
+    assert torch.nn.utils.clip_grad_norm_ is torch.nn.utils.clip_grad.clip_grad_norm_
+
+
+def test_an_optimiser_over_a_model_made_anew_names_a_model_that_is_no_sequential(tmp_path):
+    """A model class of its own has unprefixed layer names ('fc1'): the whole-model finding was at '(model)', and
+    its remedy said `(model).parameters()`."""
+    script = tmp_path / "anew_class.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc1, self.fc2 = nn.Linear(8, 16), nn.Linear(16, 1)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc2(torch.relu(self.fc1(x)))\n"
+        "model = Net()\noptimizer = torch.optim.Adam(model.parameters(), lr=1e-2)\nmodel = Net()\n"
+        "x = torch.randn(64, 8)\ny = x[:, :1]\n"
+        "for _ in range(20):\n"
+        "    loss = nn.functional.mse_loss(model(x), y)\n"
+        "    optimizer.zero_grad(); loss.backward(); optimizer.step()\n"
+    )
+    run = doctor.run_script(script, every=4)
+    [f] = [f for f in run.doctor.findings if f.symptom == "unapplied_gradient"]
+    assert (f.where, f.severity) == ("model", "error") and "`model.parameters()`" in f.remedies[0]

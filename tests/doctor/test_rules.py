@@ -251,7 +251,7 @@ def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its
             param_module={"0.weight": "model.0", "2.weight": "model.2"},
         )
 
-    [f] = no_gradient_rule(history_of([record(0), record(16)], watched=["model", "SGD"]), T)
+    [f] = no_gradient_rule(history_of([record(0), record(16)], watched=["model", "SGD"], models=["model"]), T)
     assert (f.where, f.severity) == ("model", "error")  # (it was "(model)")
     assert f.evidence["gradient_at_output"] == {"layer": "model.0", "norm": 0.02}
     [unnamed] = no_gradient_rule(history_of([record(0), record(16)]), T)
@@ -299,7 +299,8 @@ def test_gradients_no_optimiser_applies_on_every_check_are_reported_per_module()
     assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "net.2", "warning")
     # not one of the model's parameters stepped (the optimiser made over another model's): the model, an error
     everything = {**head, **stepped}
-    [whole] = unapplied_rule(history_of([record(s, everything, {}) for s in (0, 16, 32)], watched=["net", "SGD"]), T)
+    checks = [record(s, everything, {}) for s in (0, 16, 32)]
+    [whole] = unapplied_rule(history_of(checks, watched=["net", "SGD"], models=["net"]), T)
     assert (whole.where, whole.severity, whole.evidence["whole_model"]) == ("net", "error", True)
     assert f.evidence["parameters"] == ["net.2.bias", "net.2.weight"] and f.evidence["sampled_steps_checked"] == 3
     # applied on one of the checks (a second optimiser that steps them now and then): not reported
@@ -666,3 +667,30 @@ def test_weights_moved_only_when_a_gradient_came_through_are_no_learning_rate_of
     records[8] = StepRecord(step=80, grad_norm=0.5, layers=with_ratio(80, 1e-3).layers)
     [f] = loss_rule(history_of(records, losses=flat), T)
     assert f.symptom == "stalled_loss" and f.evidence["learning_rate"] is None
+
+
+def test_a_long_run_that_fell_fast_is_not_a_blowup():
+    """After 1024 steps the loss buckets merge, and the first bucket's lowest loss stood in for the first step's: a
+    loss falling from 2e4 to 1.1 in 20 steps, over 20,000 steps, was a 'blow-up' from 1.02 to 40."""
+    losses = [2e4 * 0.5**k + 1.0 + 0.1 * math.sin(k) for k in range(20_000)]
+    history = history_of([with_ratio(s, 1e-3) for s in range(0, 20_000, 400)], losses=losses)
+    assert history.loss.steps_per_bucket > 1 and history.loss.buckets[0].first == losses[0]
+    assert loss_rule(history, T) == []
+
+
+def test_heavy_clipping_is_named_only_for_a_stall_not_for_a_diverging_loss():
+    """'Raise max_norm' beside 'lower the learning rate, and clip' for a diverging run: the clipping verdict belongs
+    to a stall, where it is what holds the training back."""
+    clipped = [StepRecord(step=s, layers=with_ratio(s, 1e-3).layers, clip_max_norm=1.0, clip_norm=50.0)
+               for s in range(0, 100, 10)]  # fmt: skip
+    rising = [1.0 - 0.005 * k for k in range(30)] + [0.85 * 1.1**k for k in range(70)]
+    [f] = loss_rule(history_of(clipped, losses=rising), T)
+    assert f.symptom == "diverging_loss" and f.evidence["learning_rate"] != "clipped"
+    assert "clip_max_norm" not in f.evidence and not any("max_norm" in r for r in f.remedies)
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    [stall] = loss_rule(history_of(clipped, losses=flat), T)
+    assert (stall.symptom, stall.evidence["learning_rate"], stall.evidence["clip_max_norm"]) == (
+        "stalled_loss",
+        "clipped",
+        1.0,
+    )

@@ -1093,8 +1093,8 @@ def test_gradient_norms_under_a_gradient_scaler_are_recorded_unscaled():
 
 
 def test_a_head_the_optimiser_leaves_out_is_counted_until_it_is_added_to_the_optimiser():
-    """Which parameters no optimiser steps is found once per set of stepped parameters: after add_param_group the
-    new set is read, and the head's gradient counts as applied from then on."""
+    """Which parameters no optimiser steps is kept with the set of stepped parameters: after add_param_group that
+    set is new, and the head's gradient counts as applied from then on (a result kept too long would count 7)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 5))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

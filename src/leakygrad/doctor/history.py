@@ -29,6 +29,7 @@ class LossBucket:
     count: int
     low: float
     high: float
+    first: float  # the loss of its first step (the run's first loss, for the first bucket, however merged)
 
     @property
     def mean(self) -> float:
@@ -42,6 +43,7 @@ class LossBucket:
             self.count + other.count,
             min(self.low, other.low),
             max(self.high, other.high),
+            self.first,
         )
 
 
@@ -73,7 +75,7 @@ class LossSeries:
             last.low = min(last.low, value)
             last.high = max(last.high, value)
         else:
-            self.buckets.append(LossBucket(step, step, value, 1, value, value))
+            self.buckets.append(LossBucket(step, step, value, 1, value, value, value))
         if len(self.buckets) > self.max_buckets:
             merged = [a.merge(b) for a, b in zip(self.buckets[0::2], self.buckets[1::2])]
             if len(self.buckets) % 2:
@@ -158,6 +160,7 @@ class History:
         self.notes: dict[str, int] = {}  # internal notes (errors inside the doctor) -> times seen
         self.onsets: dict[tuple[str, str], int] = {}  # (symptom, where) -> earliest step, kept across thinning
         self.watched: list[str] = []  # names of the models and optimisers watched
+        self.models: list[str] = []  # ... of the models alone
         self.max_notes = 50
 
     # --- adding ---------------------------------------------------------------------------------------------

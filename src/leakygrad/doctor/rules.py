@@ -577,12 +577,18 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["reentrant_checkpoint"] = True
         first_step = history.records[0].step if history.records else 0
         severity = "warning" if (always_zero or never_ran) and not cuts and not blocking else "error"
-        if module == "(model)":  # the whole model: named by its name when its parameters all carry it
-            roots = {_module_of(p, history.param_module).split(".")[0] for p in params}
-            if len(roots) == 1 and roots <= set(history.watched):
-                module = roots.pop()
+        if module == "(model)":
+            module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
+
+
+def _whole_model_name(params: list[str], param_module: dict[str, str], history: History) -> str:
+    """The name of the model `params` make up whole: the one model watched, or the one whose name they all carry."""
+    if len(history.models) == 1:
+        return history.models[0]
+    roots = {_module_of(p, param_module).split(".")[0] for p in params}
+    return roots.pop() if len(roots) == 1 and roots <= set(history.models) else "(model)"
 
 
 def _on_every_check(steps_by_module: dict[str, int], params: list[str], checked: dict, param_module: dict) -> bool:
@@ -681,7 +687,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     if checks < t.min_records:
         return []
     unapplied = [name for name, count in history.not_applied.items() if count >= checks]
-    param_module = {**history.param_module, **history.not_applied_module}  # (stepped ones, then the others)
+    # every parameter's module: those stepped (recorded at each optimiser step), and those not
+    param_module = {**history.param_module, **history.not_applied_module}
     applied = [name for name in history.param_module if name not in history.not_applied]
     by_module: dict[str, list[str]] = {}
     for name in unapplied:
@@ -690,9 +697,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     findings = []
     for module, params in sorted(by_module.items()):
         whole = module == "(model)"  # not one of the model's parameters is stepped: its training does nothing
-        if whole:  # named by its name when its parameters all carry it
-            roots = {_module_of(p, param_module).split(".")[0] for p in params}
-            module = roots.pop() if len(roots) == 1 and roots <= set(history.watched) else module
+        if whole:
+            module = _whole_model_name(params, param_module, history)
         evidence = {
             "parameters": sorted(params),
             "parameter_count": len(params),
@@ -790,8 +796,8 @@ def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | No
 def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
     already holds the jump when it came in the first steps: the first step's own loss is the reference.)"""
-    initial = loss.buckets[0].low  # (the first step's loss: a bucket holds one step until the run is long)
-    highest_step, highest = max(smoothed, key=lambda sv: sv[1])
+    initial = loss.buckets[0].first  # (the first step's loss)
+    highest = max(value for _, value in smoothed)
     if initial <= 0 or highest <= t.loss_blowup_factor * initial or smoothed[-1][1] < initial * (1 - t.stalled_change):
         return None
     jump = next(b for b in loss.buckets if b.high > t.loss_blowup_factor * initial)
@@ -819,9 +825,6 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             verdict = "far too high"
         elif max(ratios.values()) < t.update_ratio_low:
             verdict = "far too low"  # not one layer moves (a low median alone may be a vanishing gradient)
-    clipping = _heavy_clipping(history, t)
-    if clipping is not None and verdict in (None, "far too low"):
-        verdict = "clipped"  # the updates are small because clip_grad_norm_ cuts the gradient, whatever the rate
     evidence = {
         "loss_start": _sci(start),
         "loss_end": _sci(end),
@@ -831,8 +834,6 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         "update_ratio_by_layer": {k: _sci(v) for k, v in ratios.items()},
         "learning_rate": verdict,
     }
-    if verdict == "clipped":
-        evidence["grad_norm_before_clip"], evidence["clip_max_norm"] = clipping
     if history.loss_restarts:  # another model's training began then: this one is judged on its own
         evidence["training_began"] = history.loss_restarts[-1]
     diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0
@@ -852,10 +853,15 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     # batches, by more than the stall's 2% when they are small or noisy: stalled, whatever the thirds say.
     flat = _loss_is_stalled(loss, t)
     if (flat or (verdict == "zero" and _loss_thirds(loss) is not None)) and (
-        not competing or verdict in ("zero", "far too low", "clipped")
+        not competing or verdict in ("zero", "far too low")
     ):
         first, last = _loss_thirds(loss)
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
+        clipping = _heavy_clipping(history, t)
+        if clipping is not None and verdict in (None, "far too low"):
+            # the updates are small because clip_grad_norm_ cuts the gradient, whatever the learning rate
+            evidence["learning_rate"] = "clipped"
+            evidence["grad_norm_before_clip"], evidence["clip_max_norm"] = clipping
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
         first_step = loss.buckets[0].first_step

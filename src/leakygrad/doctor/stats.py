@@ -98,7 +98,7 @@ class NonfiniteEvent:
     """The first NaN or Inf of the run: where it appeared, as far as the probe could tell."""
 
     step: int
-    phase: str  # "forward", "backward" or "update" (parameters made nonfinite by the optimiser step)
+    phase: str  # "forward", "backward", "update" (parameters made nonfinite by the optimiser step) or "input" (data)
     where: str  # module path or operation ("log", "fc2", ...)
     op: str | None = None  # the operation, when known
     module: str | None = None  # the module it sits in or after, when known

@@ -285,7 +285,7 @@ def kind_of_nonfinite(tensor: torch.Tensor) -> str:
 
 @dataclass
 class ForwardCulprit:
-    phase: str  # "forward", or "update" when the non-finite values were already in the parameters
+    phase: str  # "forward", or "update" when the non-finite values were already in the parameters (`data_fed`: data)
     op: str | None
     node: object | None
     candidates: list[str]
@@ -294,6 +294,10 @@ class ForwardCulprit:
     parameters: list  # non-finite parameter tensors (phase "update")
     data: bool  # the input data itself held NaN/Inf
     data_fed: bool = False  # the first non-finite operation read it: the NaN/Inf came in with the data
+
+
+# operations whose tensor arguments may rightly hold inf: bounds, or the value put where a mask holds
+BOUND_OPS = {"clamp", "clip", "minimum", "maximum", "fmin", "fmax", "where", "masked_fill"}
 
 
 def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
@@ -305,7 +309,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     """
     graph = walk([loss.grad_fn])
     finite: dict = {loss.grad_fn: False}
-    bad_params, data_bad, data_fed = [], False, set()  # data_fed: the nodes that saved non-finite data
+    bad_params, data_bad, data_fed = [], False, {}  # data_fed: node -> kind of the non-finite data it saved
     for node in graph.nodes:
         if op_name(node) == ACCUMULATE:
             variable = node.variable
@@ -320,7 +324,9 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
                 finite[producer] = finite.get(producer, True) and ok
             elif not tensor.requires_grad and not ok:
                 data_bad = True
-                data_fed.add(node)
+                kind = kind_of_nonfinite(tensor)
+                if "nan" in kind or op_name(node) not in BOUND_OPS:  # (an infinite bound is no bad data)
+                    data_fed.setdefault(node, kind)
     order = forward_order(graph)
     if bad_params:
         return ForwardCulprit("update", None, None, [], False, "nan", bad_params, data_bad)
@@ -335,13 +341,25 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
                 queue.append(child)
     position = {node: i for i, node in enumerate(order)}
     candidates.sort(key=lambda node: position.get(node, 0))
-    fed = next((node for node in candidates if node in data_fed), None)
-    if fed is not None:  # it read a non-finite tensor from outside the graph: the NaN/Inf came in with the data
-        return ForwardCulprit("forward", op_name(fed), fed, [op_name(fed)], True, "nan", [], True, True)
     # an operation recomputed from its saved, finite inputs to a finite value is not the culprit (x ** 2 of finite x)
     candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
     culprit = next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
     exact = len(candidates) == 1 or _recomputed_nonfinite(culprit)
+    fed = next((node for node in candidates if node in data_fed), None)
+    if fed is not None and not _recomputed_nonfinite(culprit):
+        # Unconfirmed, and one of them read a non-finite tensor from outside the graph: the NaN/Inf came in with it.
+        # (Confirmed, an operation made it: a clamp may read an upper bound of inf, which is no bad data.)
+        return ForwardCulprit(
+            "forward",
+            op_name(fed),
+            fed,
+            [op_name(fed)],
+            exact=True,
+            value=data_fed[fed],
+            parameters=[],
+            data=True,
+            data_fed=True,
+        )
     value = "nan"
     recomputed = _recompute(culprit)
     if recomputed is not None:

@@ -82,15 +82,18 @@ MAX_BACKWARDS_BEFORE_FIRST_STEP = 256
 _active_probes: list[TorchProbe] = []
 _original_backward = None
 TORCH_BACKWARD = torch.autograd.backward  # as PyTorch defines it (this module is imported before any patching)
+# (A patched function bound by name while a probe watched, `from torch.nn.utils import clip_grad_norm_`, may be
+# called after the watch ended: each then calls PyTorch's own, kept here.)
 
 
 def _patched_backward(tensors, *args, **kwargs):
+    original = _original_backward or TORCH_BACKWARD
     if _inside_backward():  # re-entrant checkpointing differentiates its recomputed part inside the outer backward:
-        return _original_backward(tensors, *args, **kwargs)  # part of a backward the probes already see
+        return original(tensors, *args, **kwargs)  # part of a backward the probes already see
     probes = list(_active_probes)
     for probe in probes:
         probe.before_backward(tensors)
-    result = _original_backward(tensors, *args, **kwargs)
+    result = original(tensors, *args, **kwargs)
     for probe in probes:
         probe.after_backward()
     return result
@@ -122,12 +125,13 @@ def _inside_backward() -> bool:
 # `scaler.scale(loss).backward()` hands to backward is loss x scale, a factor the scaler grows and shrinks during
 # training, so the loss is recorded divided by it (see `_scale_of`).
 _original_scale = None
+GRAD_SCALER_SCALE = torch.amp.GradScaler.scale
 _last_scaled: tuple | None = None  # (weak reference to the scaled loss, the factor: a one-element tensor)
 
 
 def _patched_scale(scaler, outputs):
     global _last_scaled
-    scaled = _original_scale(scaler, outputs)
+    scaled = (_original_scale or GRAD_SCALER_SCALE)(scaler, outputs)
     factor = getattr(scaler, "_scale", None)
     if isinstance(scaled, torch.Tensor) and scaled is not outputs and isinstance(factor, torch.Tensor):
         _last_scaled = (weakref.ref(scaled), factor.detach().clone())  # (a copy: update() changes it in place)
@@ -145,11 +149,12 @@ def _scale_of(loss: torch.Tensor) -> torch.Tensor | None:
 # ratios alone would blame on the learning rate. While a probe watches, it notes max_norm and the norm it measured
 # (what it returns and does are unchanged).
 _original_clip = None
+CLIP_GRAD_NORM = torch.nn.utils.clip_grad.clip_grad_norm_
 _CLIP_MODULES = (torch.nn.utils, torch.nn.utils.clip_grad)  # (the function, and where the package re-exports it)
 
 
 def _patched_clip(parameters, max_norm, *args, **kwargs):
-    total = _original_clip(parameters, max_norm, *args, **kwargs)
+    total = (_original_clip or CLIP_GRAD_NORM)(parameters, max_norm, *args, **kwargs)
     if not _compiled_or_transformed():  # (traced by torch.compile, the note would be compiled in)
         for probe in list(_active_probes):
             probe.note_clipping(max_norm, total)
@@ -216,13 +221,13 @@ def _own_parameters(module: nn.Module) -> list:
 
 def _weight_owner(root: nn.Module, owner: str) -> str:
     """The path of the module that computes with a parameter held at `owner` (a path under `root`): the
-    parametrized module for the `original` of a parametrized weight ('2.parametrizations.weight' -> '2')."""
-    holder = owner.rpartition(".")[0]  # ('2.parametrizations')
-    if holder.rpartition(".")[2] == "parametrizations" and isinstance(
-        root.get_submodule(owner), parametrize.ParametrizationList
-    ):
-        return holder.rpartition(".")[0]
-    return owner
+    parametrized module for a parameter behind a parametrized weight, its `original` or one of the parametrization's
+    own ('2.parametrizations.weight' or '2.parametrizations.weight.0' -> '2'), as `_own_parameters` counts them."""
+    parts = owner.split(".")
+    if "parametrizations" not in parts:
+        return owner
+    layer = ".".join(parts[: len(parts) - 1 - parts[::-1].index("parametrizations")])  # (before the last one)
+    return layer if parametrize.is_parametrized(root.get_submodule(layer)) else owner
 
 
 def _first_tensor(value):
@@ -462,9 +467,10 @@ class TorchProbe:
         self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
-        # roots discovered since the last sampled step ended: one called alone while its model was being built (a
-        # dummy forward that sizes a head, spectral_norm's check of its layer) gives way to that model when it runs
-        self._fresh_roots: dict[str, weakref.ref] = {}
+        # roots discovered since the last sampled step ended, with the module names and parameter ids they added:
+        # one called alone while its model was being built (a dummy forward that sizes a head, spectral_norm's check
+        # of its layer) gives way to that model when it runs
+        self._fresh_roots: dict[str, tuple[weakref.ref, set[str], set[int]]] = {}
         self.info_by_name: dict[str, ModuleInfo] = {}
         self._callable_cache: tuple[int, list[str]] | None = None  # (modules known, those with weights that run)
         self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
@@ -569,16 +575,20 @@ class TorchProbe:
         self._plan = None
         self._scratch = Scratch()
 
-    def add_root(self, module: nn.Module, name: str, prefixed: bool) -> None:
+    def add_root(self, module: nn.Module, name: str, prefixed: bool) -> tuple[set[str], set[int]]:
+        """Name `module` and what it holds, except modules and parameters an earlier root named. Returns the module
+        names and parameter ids it added."""
         # A bare nn.Sequential's paths are just indices ("3"); prefix them with its name ("model.3").
         prefix = f"{name}." if prefixed or isinstance(module, nn.Sequential) else ""
         self.root_names.append(name)
+        added_modules, added_params = set(), set()
         for path, sub in module.named_modules():
             if sub in self.infos:
                 continue
             label = f"{prefix}{path}" if path else name
             self.infos[sub] = _module_info(label, sub)
             self.info_by_name[label] = self.infos[sub]
+            added_modules.add(label)
             if self.infos[sub].gated:
                 self._gated_names.add(label)
         for path, param in module.named_parameters():
@@ -586,7 +596,10 @@ class TorchProbe:
                 owner = _weight_owner(module, path.rpartition(".")[0])
                 label = f"{prefix}{owner}" if owner else name
                 self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
+                added_params.add(id(param))
         self.doctor.history.watched.append(name)
+        self.doctor.history.models.append(name)
+        return added_modules, added_params
 
     def _param_label(self, param):
         entry = self.param_labels.get(id(param))
@@ -634,30 +647,33 @@ class TorchProbe:
             self.rejected.add(module)
             return None
         inside = {id(sub) for sub in module.modules()}
-        for earlier, ref in list(self._fresh_roots.items()):
+        for earlier, (ref, _, _) in list(self._fresh_roots.items()):
             if id(ref()) in inside:  # called alone while `module` was being built: named as part of it instead
                 self._forget_root(earlier)
         while name in self.root_names:
             name += "_"
-        self.add_root(module, name, prefixed=bool(self.root_names))
-        self._fresh_roots[name] = weakref.ref(module)
+        added = self.add_root(module, name, prefixed=bool(self.root_names))
+        self._fresh_roots[name] = (weakref.ref(module), *added)
         return self.infos.get(module)
 
     def _forget_root(self, name: str) -> None:
-        """Drop a root discovered in this sampled step, its modules' and parameters' names with it (nothing has been
-        recorded under them yet), so that the model it is part of names them."""
-        root = self._fresh_roots.pop(name)()
-        labels = set()
+        """Drop a root discovered in this sampled step, with the names it gave its modules and parameters (nothing
+        has been recorded under them yet), so that the model it is part of names them. Names an earlier root gave
+        (a backbone trained on its own before) stay."""
+        ref, labels, param_ids = self._fresh_roots.pop(name)
+        root = ref()
         for sub in root.modules() if root is not None else ():
-            info = self.infos.pop(sub, None)
-            if info is not None:
-                labels.add(info.name)
-                self.info_by_name.pop(info.name, None)
-        for param in root.parameters() if root is not None else ():
-            self.param_labels.pop(id(param), None)
+            info = self.infos.get(sub)
+            if info is not None and info.name in labels:
+                del self.infos[sub]
+        for label in labels:
+            self.info_by_name.pop(label, None)
+        for key in param_ids:
+            self.param_labels.pop(key, None)
         self._gated_names -= labels
         self.root_names.remove(name)
         self.doctor.history.watched.remove(name)
+        self.doctor.history.models.remove(name)
         if self.state is not None:
             for label in labels:
                 self.state.order.pop(label, None)
@@ -999,14 +1015,17 @@ class TorchProbe:
         if self._backward_calls >= MAX_BACKWARDS_BEFORE_FIRST_STEP:  # it never steps: the backward passes are steps
             return False
         if self._optimizer_exists is None:
-            self._optimizer_exists = any(
-                id(p) in self.param_labels
-                for candidate in gc.get_objects()
-                # (its type, not isinstance: that reads __class__, which some objects answer with a warning)
-                if issubclass(type(candidate), torch.optim.Optimizer)
-                for p in _stepped_parameters(candidate)
-            )
+            self._optimizer_exists = False  # (until found: a lookup that fails is not made again)
+            # (by type, not isinstance: that reads __class__, which some objects answer with a warning)
+            optimizers = [c for c in gc.get_objects() if issubclass(type(c), torch.optim.Optimizer)]
+            self._optimizer_exists = any(map(self._steps_a_watched_parameter, optimizers))
         return self._optimizer_exists
+
+    def _steps_a_watched_parameter(self, optimizer) -> bool:
+        try:
+            return any(id(p) in self.param_labels for p in _stepped_parameters(optimizer))
+        except Exception:  # (an optimiser half made, or a subclass without param_groups: not the training's)
+            return False
 
     def _record_loss(self, loss: torch.Tensor) -> None:
         factor = _scale_of(loss)
@@ -1640,8 +1659,8 @@ class TorchProbe:
         if culprit.data_fed:  # already non-finite in a tensor that needs no gradient: the data, not the model
             module = labels.get(culprit.node)  # (the layer that read it, or the operation outside any layer)
             where = f"input of {module or culprit.op}"
-            value = "inf" if math.isinf(float(loss.detach())) else "nan"
-            self.doctor.set_nonfinite(NonfiniteEvent(self.step, "input", where, culprit.op, module, value=value))
+            event = NonfiniteEvent(self.step, "input", where, culprit.op, module, value=culprit.value)
+            self.doctor.set_nonfinite(event)
             return
         owner = self.info_by_name.get(labels.get(culprit.node))
         inside = owner is not None and owner.leaf  # the op is the layer's own computation (a matmul that overflowed)
