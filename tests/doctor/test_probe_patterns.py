@@ -845,3 +845,31 @@ def test_an_optimiser_over_a_model_made_anew_names_a_model_that_is_no_sequential
     run = doctor.run_script(script, every=4)
     [f] = [f for f in run.doctor.findings if f.symptom == "unapplied_gradient"]
     assert (f.where, f.severity) == ("model", "error") and "`model.parameters()`" in f.remedies[0]
+
+
+@pytest.mark.parametrize("detach", [True, False])
+def test_a_cell_given_its_own_output_detached_at_every_step_is_a_cut_through_time(detach):
+    """`h = cell(x[t], h.detach())`: backprop through time stops at every step. With a loss at every step the time
+    profile is flat and no cut between two modules was seen: nothing was found."""
+    torch.manual_seed(0)
+    cell, head = nn.GRUCell(1, 8), nn.Linear(8, 1)
+    model = nn.ModuleDict(dict(cell=cell, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            x = torch.randn(16, 10, 1, generator=generator)
+            h, loss = torch.zeros(16, 8), 0.0
+            for t in range(10):
+                h = cell(x[:, t], h.detach() if detach else h)
+                loss = loss + nn.functional.mse_loss(head(h), x[:, : t + 1].sum(1))  # the running sum: needs memory
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    if detach:
+        [f] = found
+        assert f.where == "cell (time steps 0-8 of 10)" and f.evidence["cut_every_step"] is True
+        assert f.evidence["cut_calls"] == 9 and "h.detach()" in f.explanation
+    else:
+        assert found == [] and dr.history.records[-1].layers["cell"].cut_calls == 0

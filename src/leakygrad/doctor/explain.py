@@ -89,6 +89,24 @@ def explain_vanishing_gradient(f: Finding):
     return " ".join(parts), remedies
 
 
+def _explain_cut_every_step(f: Finding):
+    e = f.evidence
+    cell = f.where.split(" ")[0]
+    text = (
+        f"`{cell}` ({e['kind']}) was given its own last output detached at {e['cut_calls']} of its {e['time_steps']} "
+        "calls (`h = cell(x[t], h.detach())`): backprop through time stops at every step. The loss at step t teaches "
+        "the cell only about step t, never about what it should carry over from the steps before, so it cannot "
+        "learn anything that depends on earlier inputs (truncated backprop through time, truncated to one step)."
+    )
+    if not e.get("loss_stalled"):
+        text += " The loss is improving, so the task may need only each step's own input; it matters if it does not."
+    remedies = [
+        "Pass the hidden state on without detaching it within a sequence; detach it only between sequences (or "
+        "every k steps of a very long one, for truncated backprop through time over k steps).",
+    ]
+    return text, remedies
+
+
 def explain_exploding_gradient(f: Finding):
     e = f.evidence
     if e.get("across") == "time":
@@ -124,6 +142,8 @@ def explain_exploding_gradient(f: Finding):
 
 def _explain_time(f: Finding, vanishing: bool):
     e = f.evidence
+    if e.get("cut_every_step"):
+        return _explain_cut_every_step(f)
     first, last = e["early_steps"], e["late_steps"]
     factor = e["mean_factor_per_time_step"]
     text = (

@@ -264,6 +264,10 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             result = time_ratio(layer.time_grad_norms if layer else None, t.time_edge_share)
             return None if result is None else result[0]
 
+        cut = _cut_at_every_call(history, name, loss_stalled, t)
+        if cut is not None:  # (then no gradient crosses a time step: no ratio to measure)
+            findings.append(cut)
+            continue
         ratios = [x for x in (ratio_of(r) for r in recent) if x is not None]
         if len(ratios) < t.min_records:
             continue
@@ -307,6 +311,29 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         symptom = "vanishing_gradient" if vanishing else "exploding_gradient"
         findings.append(Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence))
     return findings
+
+
+def _cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thresholds) -> Finding | None:
+    """A recurrent cell given its own last output detached at every call after the first, on most recent sampled
+    steps (`h = cell(x[t], h.detach())`): backprop through time is cut at every step, a gradient across time of
+    exactly zero. Vanishing across time at its extreme; an error when the loss does not improve either."""
+    recent = history.recent()
+    layers = [r.layers[name] for r in recent if name in r.layers and r.layers[name].time_grad_norms]
+    cut = [layer for layer in layers if layer.cut_calls >= len(layer.time_grad_norms) - 1]
+    if len(cut) < t.min_records or 2 * len(cut) < len(layers):
+        return None
+    calls = len(cut[-1].time_grad_norms)
+    evidence = {
+        "across": "time",
+        "cut_every_step": True,
+        "time_steps": calls,
+        "cut_calls": cut[-1].cut_calls,
+        "kind": cut[-1].kind,
+        "loss_stalled": loss_stalled,
+    }
+    first = next(r.step for r in recent if name in r.layers and r.layers[name].cut_calls)
+    severity = "error" if loss_stalled else "warning"
+    return Finding("vanishing_gradient", f"{name} (time steps 0-{calls - 2} of {calls})", first, severity, evidence)
 
 
 def _latest_time_layer(recent, name: str):

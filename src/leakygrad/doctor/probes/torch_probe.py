@@ -341,6 +341,7 @@ class StepState:
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
+    cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> [op, site, [(blocked idx, arriving idx)], elements, floor]
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
@@ -760,6 +761,7 @@ class TorchProbe:
                 state.input_nodes[id(module)] = id(args[0].grad_fn)
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
+                fed_itself = False  # a cell given its own last output, detached: backprop through time cut there
                 for arg in inputs:
                     # (only a dense tensor has one block of memory to look up: a sparse adjacency matrix passed to
                     # each layer of a graph network, or a nested tensor, has none, and is no module's output anyway)
@@ -767,6 +769,9 @@ class TorchProbe:
                         producer = state.output_memory.producer(arg)
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
+                        fed_itself = fed_itself or (producer == info.name and info.recurrent == "cell")
+                if fed_itself:
+                    state.cell_cut_calls[info.name] = state.cell_cut_calls.get(info.name, 0) + 1
             if info.recurrent:
                 for t in _tensors(args):
                     if t.grad_fn is not None:
@@ -1524,6 +1529,7 @@ class TorchProbe:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):
                 layer.time_grad_norms = [n / scale for n in norms]
+            layer.cut_calls = state.cell_cut_calls.get(name, 0)
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, flags) -> None:
         for site, tally in state.activations.items():
