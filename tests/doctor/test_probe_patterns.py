@@ -869,7 +869,66 @@ def test_a_cell_given_its_own_output_detached_at_every_step_is_a_cut_through_tim
     found = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
     if detach:
         [f] = found
-        assert f.where == "cell (time steps 0-8 of 10)" and f.evidence["cut_every_step"] is True
+        assert f.where == "cell (cut at every time step)" and f.evidence["cut_every_step"] is True
         assert f.evidence["cut_calls"] == 9 and "h.detach()" in f.explanation
     else:
         assert found == [] and dr.history.records[-1].layers["cell"].cut_calls == 0
+
+
+@pytest.mark.parametrize(
+    "case, cut",
+    [
+        ("two loops", True),  # each starts from zeros: its first call is no cut, and none carries the gradient
+        ("loss at the end only", True),  # (the earlier calls get no gradient: no time profile, the calls still count)
+        ("lstm cell, c alone detached", False),  # h carries the gradient on
+        ("detached every third step", False),  # truncated backprop through time over 3 steps, on purpose
+    ],
+)
+def test_a_cut_through_time_is_told_from_carried_state_and_sequences_that_start_anew(case, cut):
+    torch.manual_seed(0)
+    lstm = case.startswith("lstm")
+    cell, head = (nn.LSTMCell if lstm else nn.GRUCell)(1, 8), nn.Linear(8, 1)
+    model = nn.ModuleDict(dict(cell=cell, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            x, loss = torch.randn(16, 10, 1, generator=generator), 0.0
+            for _loop in range(2 if case == "two loops" else 1):
+                state = (torch.zeros(16, 8), torch.zeros(16, 8)) if lstm else torch.zeros(16, 8)
+                for t in range(10):
+                    if lstm:
+                        state = cell(x[:, t], (state[0], state[1].detach()))
+                    else:
+                        state = cell(
+                            x[:, t], state if case == "detached every third step" and t % 3 else state.detach()
+                        )
+                    if case != "loss at the end only" or t == 9:
+                        h = state[0] if lstm else state
+                        loss = loss + nn.functional.mse_loss(head(h), x[:, : t + 1].sum(1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f.where for f in dr.findings if f.symptom == "vanishing_gradient" and "cut_every_step" in f.evidence]
+    assert found == (["cell (cut at every time step)"] if cut else [])
+
+
+def test_a_sequence_layer_run_one_step_per_call_is_judged_without_failing():
+    """An nn.GRU decoder called once per time step has a one-entry time profile: the cut rule took it for a cell cut
+    at every call and raised StopIteration, so no recurrent layer was judged across time (an internal note)."""
+    torch.manual_seed(0)
+    gru, head = nn.GRU(1, 8, batch_first=True), nn.Linear(8, 1)
+    model = nn.ModuleDict(dict(gru=gru, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(16, 6, 1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(5):
+            h, loss = None, 0.0
+            for t in range(6):
+                out, h = gru(x[:, t : t + 1], h)
+                loss = loss + nn.functional.mse_loss(head(out[:, -1]), x[:, t])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    findings = dr.findings  # (the rules run here: a rule that fails leaves an internal note)
+    assert not dr.notes and not [f for f in findings if "cut_every_step" in f.evidence]

@@ -314,26 +314,26 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 def _cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thresholds) -> Finding | None:
-    """A recurrent cell given its own last output detached at every call after the first, on most recent sampled
-    steps (`h = cell(x[t], h.detach())`): backprop through time is cut at every step, a gradient across time of
-    exactly zero. Vanishing across time at its extreme; an error when the loss does not improve either."""
+    """A recurrent cell given its own last output detached at every call that received one, never with its gradient,
+    on most recent sampled steps that called it (`h = cell(x[t], h.detach())`): backprop through time is cut at
+    every step, a gradient across time of exactly zero. Vanishing across time at its extreme; an error when the loss
+    does not improve either. (Detached every k steps, the calls between carry the gradient: no finding.)"""
     recent = history.recent()
-    layers = [r.layers[name] for r in recent if name in r.layers and r.layers[name].time_grad_norms]
-    cut = [layer for layer in layers if layer.cut_calls >= len(layer.time_grad_norms) - 1]
-    if len(cut) < t.min_records or 2 * len(cut) < len(layers):
+    linked = [r for r in recent if name in r.layers and r.layers[name].cut_calls + r.layers[name].carried_calls]
+    cut = [r for r in linked if r.layers[name].carried_calls == 0]
+    if len(cut) < t.min_records or 2 * len(cut) < len(linked):
         return None
-    calls = len(cut[-1].time_grad_norms)
+    layer = cut[-1].layers[name]
     evidence = {
         "across": "time",
         "cut_every_step": True,
-        "time_steps": calls,
-        "cut_calls": cut[-1].cut_calls,
-        "kind": cut[-1].kind,
+        "time_steps": layer.calls,
+        "cut_calls": layer.cut_calls,
+        "kind": layer.kind,
         "loss_stalled": loss_stalled,
     }
-    first = next(r.step for r in recent if name in r.layers and r.layers[name].cut_calls)
     severity = "error" if loss_stalled else "warning"
-    return Finding("vanishing_gradient", f"{name} (time steps 0-{calls - 2} of {calls})", first, severity, evidence)
+    return Finding("vanishing_gradient", f"{name} (cut at every time step)", cut[0].step, severity, evidence)
 
 
 def _latest_time_layer(recent, name: str):

@@ -296,8 +296,8 @@ class ForwardCulprit:
     data_fed: bool = False  # the first non-finite operation read it: the NaN/Inf came in with the data
 
 
-# operations whose tensor arguments may rightly hold inf: bounds, or the value put where a mask holds
-BOUND_OPS = {"clamp", "clip", "minimum", "maximum", "fmin", "fmax", "where", "masked_fill"}
+# operations whose tensor arguments may rightly hold inf: bounds
+BOUND_OPS = {"clamp", "clamp_min", "clamp_max", "clip", "minimum", "maximum", "fmin", "fmax"}
 
 
 def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:

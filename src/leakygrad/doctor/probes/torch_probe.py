@@ -342,6 +342,7 @@ class StepState:
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
+    cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> [op, site, [(blocked idx, arriving idx)], elements, floor]
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
@@ -761,7 +762,6 @@ class TorchProbe:
                 state.input_nodes[id(module)] = id(args[0].grad_fn)
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
-                fed_itself = False  # a cell given its own last output, detached: backprop through time cut there
                 for arg in inputs:
                     # (only a dense tensor has one block of memory to look up: a sparse adjacency matrix passed to
                     # each layer of a graph network, or a nested tensor, has none, and is no module's output anyway)
@@ -769,9 +769,8 @@ class TorchProbe:
                         producer = state.output_memory.producer(arg)
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
-                        fed_itself = fed_itself or (producer == info.name and info.recurrent == "cell")
-                if fed_itself:
-                    state.cell_cut_calls[info.name] = state.cell_cut_calls.get(info.name, 0) + 1
+            if info.recurrent == "cell":
+                self._note_cell_state(state, info.name, args)
             if info.recurrent:
                 for t in _tensors(args):
                     if t.grad_fn is not None:
@@ -782,6 +781,17 @@ class TorchProbe:
         except Exception as error:
             self._fail("forward pre-hook", error)
         return None
+
+    def _note_cell_state(self, state: StepState, name: str, args) -> None:
+        """How a cell's hidden state (its arguments after the input: h, or (h, c)) came to this call: its own last
+        output with its gradient (carried), that output detached (`h.detach()`: backprop through time cut here), or
+        none of its own (a sequence starts: zeros, a state from elsewhere)."""
+        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
+        own = [t for t in hidden if state.output_memory.producer(t) == name]
+        if any(t.requires_grad for t in own):
+            state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
+        elif own and len(own) == len(hidden):
+            state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
 
     def _watch_sequence_input(self, module, info: ModuleInfo, args):
         """Hook the gradient at each time step of a recurrent layer's input: a tensor, or a PackedSequence (whose
@@ -1529,7 +1539,10 @@ class TorchProbe:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):
                 layer.time_grad_norms = [n / scale for n in norms]
+        if name in state.cell_calls:
+            layer.calls = len(state.cell_calls[name])  # (every call, whether a gradient reached it or not)
             layer.cut_calls = state.cell_cut_calls.get(name, 0)
+            layer.carried_calls = state.cell_carried_calls.get(name, 0)
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, flags) -> None:
         for site, tally in state.activations.items():
