@@ -20,8 +20,8 @@ from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 REPORT_VERSION = 1
 DEFAULT_EVERY = 16
-NOTE_LENGTH = 300  # characters of an error message kept in an internal note
 """Costly statistics are taken on one step in 16 by default (see docs/benchmarks.md for what that costs)."""
+NOTE_LENGTH = 300  # characters of an error message kept in an internal note
 
 
 def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Finding]:

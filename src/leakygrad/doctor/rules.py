@@ -811,8 +811,9 @@ def update_ratios(history: History) -> dict[str, float]:
 def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median gradient norm measured by clip_grad_norm_, its max_norm) over the recent sampled steps that called it,
     when the norm is over `clip_heavy_factor` times max_norm on most of them: every update cut down that much."""
-    clipped = [(r.clip_norm, r.clip_max_norm) for r in history.recent() if r.clip_norm is not None and r.clip_max_norm]
-    if len(clipped) < t.min_records or 2 * len(clipped) < len(history.recent()):
+    recent = history.recent()
+    clipped = [(r.clip_norm, r.clip_max_norm) for r in recent if r.clip_norm is not None and r.clip_max_norm]
+    if len(clipped) < t.min_records or 2 * len(clipped) < len(recent):
         return None
     norm, max_norm = median([n for n, _ in clipped]), median([m for _, m in clipped])
     if not norm > t.clip_heavy_factor * max_norm:
@@ -878,11 +879,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     competing = history.competing_loss_steps > history.steps / 2
     # Weights that do not move while gradients arrive (a learning rate of 0) leave a loss that only wanders with the
     # batches, by more than the stall's 2% when they are small or noisy: stalled, whatever the thirds say.
+    thirds = _loss_thirds(loss)
     flat = _loss_is_stalled(loss, t)
-    if (flat or (verdict == "zero" and _loss_thirds(loss) is not None)) and (
-        not competing or verdict in ("zero", "far too low")
-    ):
-        first, last = _loss_thirds(loss)
+    if (flat or (verdict == "zero" and thirds is not None)) and (not competing or verdict in ("zero", "far too low")):
+        first, last = thirds
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
         clipping = _heavy_clipping(history, t)
         if clipping is not None and verdict in (None, "far too low"):

@@ -285,15 +285,14 @@ def kind_of_nonfinite(tensor: torch.Tensor) -> str:
 
 @dataclass
 class ForwardCulprit:
-    phase: str  # "forward", or "update" when the non-finite values were already in the parameters (`data_fed`: data)
+    phase: str  # "forward", or "update" when the non-finite values were already in the parameters
     op: str | None
     node: object | None
     candidates: list[str]
     exact: bool
     value: str
     parameters: list  # non-finite parameter tensors (phase "update")
-    data: bool  # the input data itself held NaN/Inf
-    data_fed: bool = False  # the first non-finite operation read it: the NaN/Inf came in with the data
+    data_fed: bool = False  # (phase "forward") `node` read non-finite data: the NaN/Inf came in with it
 
 
 # operations whose tensor arguments may rightly hold inf: bounds
@@ -309,7 +308,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     """
     graph = walk([loss.grad_fn])
     finite: dict = {loss.grad_fn: False}
-    bad_params, data_bad, data_fed = [], False, {}  # data_fed: node -> kind of the non-finite data it saved
+    bad_params, data_fed = [], {}  # data_fed: node -> kind of the non-finite data (no gradient) it saved
     for node in graph.nodes:
         if op_name(node) == ACCUMULATE:
             variable = node.variable
@@ -323,13 +322,12 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
             if producer is not None:
                 finite[producer] = finite.get(producer, True) and ok
             elif not tensor.requires_grad and not ok:
-                data_bad = True
                 kind = kind_of_nonfinite(tensor)
                 if "nan" in kind or op_name(node) not in BOUND_OPS:  # (an infinite bound is no bad data)
                     data_fed.setdefault(node, kind)
     order = forward_order(graph)
     if bad_params:
-        return ForwardCulprit("update", None, None, [], False, "nan", bad_params, data_bad)
+        return ForwardCulprit("update", None, None, [], False, "nan", bad_params)
     first = next((node for node in order if finite.get(node) is False), loss.grad_fn)
     # Candidates: `first` and the unknown-valued operations feeding it, up to known-finite values.
     candidates, queue = [first], [first]
@@ -357,7 +355,6 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
             exact=True,
             value=data_fed[fed],
             parameters=[],
-            data=True,
             data_fed=True,
         )
     value = "nan"
@@ -367,7 +364,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     elif loss.numel() == 1:
         value = "inf" if math.isinf(float(loss.detach())) else "nan"
     names = [op_name(n) for n in candidates]
-    return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [], data_bad)
+    return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [])
 
 
 def _recompute(node):

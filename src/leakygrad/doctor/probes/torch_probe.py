@@ -354,8 +354,8 @@ class StepState:
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
-    clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
+    clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
