@@ -286,6 +286,35 @@ def wide_mlp_sgd(every):
     return train(model, optimizer, every, 200, lambda _: next(stream), loss_of)
 
 
+def mobilenet_style_cnn(every):
+    """MobileNet-v3-style blocks on the digits: convolutions with BatchNorm and ReLU6 or Hardswish, and a
+    squeeze-excitation gate through Hardsigmoid (open or shut by design): none dead or saturated."""
+    x, y = digits()
+    x = x.reshape(-1, 1, 8, 8)
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.squeeze, self.excite = nn.Linear(channels, channels // 4), nn.Linear(channels // 4, channels)
+
+        def forward(self, maps):
+            weights = F.hardsigmoid(self.excite(F.relu(self.squeeze(maps.mean(dim=(2, 3))))))
+            return maps * weights[:, :, None, None]
+
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU6(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.Hardswish(), SqueezeExcite(32),
+        nn.Flatten(), nn.Linear(32 * 16, 64), nn.Hardswish(), nn.Linear(64, 10),
+    )  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    stream = batches(x, y, 64, 0)
+
+    def loss_of(images, labels):
+        return F.cross_entropy(model(images), labels)
+
+    return train(model, optimizer, every, 150, lambda _: next(stream), loss_of)
+
+
 def regression_to_near_zero(every):
     """A tanh MLP fitting sin(x . w) with MSE, converging towards zero loss (not stalled once it has learned)."""
     g = torch.Generator().manual_seed(0)
@@ -516,6 +545,7 @@ def clamped_probability_bce(every):
 
 # --- the checks ------------------------------------------------------------------------------------------------------
 CLEAN = {  # run -> the sampling intervals it is watched at
+    mobilenet_style_cnn: (1, 16),
     lstm_padded_last_step: (1, 16),
     gru_seq2seq_reverse: (16,),
     tied_embedding_lm: (1,),

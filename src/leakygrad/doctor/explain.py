@@ -206,16 +206,31 @@ def _vanishing_time_remedies(kind: str) -> list[str]:
 
 
 # --- dead and saturated units ------------------------------------------------------------------------------------
+# Where each function of the ReLU family passes no gradient: (the unit's output there, the flat region, its derivative)
+DEAD_REGIONS = {
+    "relu": ("output zero", "negative", "relu'(z) = 0 wherever z < 0"),
+    "relu6": (
+        "sit at 0 or at 6",
+        "below 0 or above 6",
+        "relu6'(z) = 1 inside (0, 6) and 0 outside: it is flat on both sides",
+    ),
+    "hardswish": ("output zero", "below -3", "hardswish'(z) = 0 wherever z < -3"),
+}
+
+
 def explain_dead_relu(f: Finding):
     e = f.evidence
+    function = e.get("function") or "relu"
+    output, region, derivative = DEAD_REGIONS.get(function, DEAD_REGIONS["relu"])
     feeder = f" back to `{e['feeds_from']}`" if e.get("feeds_from") else ""
     text = (
-        f"{pct(e['dead_fraction'])} of the units at `{f.where}` ({e['dead_units']} of {e['units']}) output zero for "
-        f"every one of the {e['window_examples']} examples of the last sampled steps. relu'(z) = 0 wherever z < 0, "
-        f"so a unit whose input is negative for every example passes no gradient{feeder}: its incoming weights and "
+        f"{pct(e['dead_fraction'])} of the units at `{f.where}` ({e['dead_units']} of {e['units']}) {output} for "
+        f"every one of the {e['window_examples']} examples of the last sampled steps. {derivative}, "
+        f"so a unit whose input is {region} for every example passes no gradient{feeder}: its incoming weights and "
         "bias get none from the loss, and only a change in the layers before it can bring it back. This is not "
-        "sparsity: a healthy ReLU layer is about half zeros per batch "
-        f"(this one: {pct(e['zero_fraction'])}) but has almost no unit that is zero for every example."
+        f"sparsity: a healthy {function} layer passes no gradient for many of the examples of a batch "
+        f"(this one: {pct(e['zero_fraction'])} of its outputs) but has almost no unit that passes none for any "
+        "example."
     )
     if e.get("zero_gradient_modules"):
         modules = ", ".join(f"`{m}`" for m in e["zero_gradient_modules"])
@@ -227,8 +242,14 @@ def explain_dead_relu(f: Finding):
         "Lower the learning rate: one large update that pushes a unit's bias far negative is the usual cause.",
         "Use LeakyReLU, ELU or GELU, whose derivative is not zero for negative inputs.",
         "Initialise with `nn.init.kaiming_normal_` and a zero or small positive bias; "
-        "put BatchNorm before the ReLU so its input stays centred.",
+        f"put BatchNorm before the {function} so its input stays centred.",
     ]
+    if function == "relu6":  # (stuck above 6 as well as below 0: its inputs are too large, more often than not)
+        remedies.insert(
+            0,
+            "Standardise the inputs (zero mean, unit variance: raw pixel values of 0-255 put most units above 6) and "
+            "put BatchNorm before the ReLU6, so that its input stays inside (0, 6).",
+        )
     return text, remedies
 
 

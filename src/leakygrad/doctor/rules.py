@@ -19,7 +19,7 @@ from leakygrad.doctor.history import History, LossSeries
 from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
 
-RELU_FAMILY = ("relu", "relu6", "threshold")
+RELU_FAMILY = ("relu", "relu6", "hardswish", "threshold")
 SQUASHING = ("sigmoid", "tanh", "hardsigmoid", "hardtanh")
 
 

@@ -47,12 +47,15 @@ from torch.nn.utils.rnn import PackedSequence
 from leakygrad.doctor.probes import torch_graph as graph_tools
 from leakygrad.doctor.probes.torch_graph import NodeTags, op_name
 from leakygrad.doctor.probes.torch_stats import (
+    READ_FROM_INPUT,
+    RELU_LIKE,
     ActivationTally,
     Deferred,
     Fetch,
     HostCopy,
     ParameterSamples,
     Scratch,
+    activation_values,
     add_activation,
     blocked_fraction,
     norm,
@@ -64,7 +67,7 @@ from leakygrad.doctor.probes.torch_stats import (
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
-ACTIVATION_OPS = ("relu", "sigmoid", "tanh")
+ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid")  # (and ReLU6: see `_activation_function`)
 GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
@@ -248,6 +251,21 @@ def _dense(tensor: torch.Tensor) -> bool:
     return tensor.layout is torch.strided and not tensor.is_nested
 
 
+def _activation_function(node, op: str, on_loss: bool) -> str | None:
+    """The activation an autograd node computes, when the graph walk should tally it as one: a ReLU (not one on the
+    loss: that is a margin loss's hinge, a gating op), sigmoid, tanh, hardswish, hardsigmoid, or ReLU6, which
+    PyTorch computes as hardtanh(z, 0, 6) (any other hardtanh is a clamp to a range: a gating op)."""
+    if op == "hardtanh":
+        try:
+            is_relu6 = node._saved_min_val == 0 and node._saved_max_val == 6
+        except RuntimeError:  # (its saved values already freed)
+            return None
+        return "relu6" if is_relu6 and not on_loss else None
+    if op not in ACTIVATION_OPS or (op == "relu" and on_loss):
+        return None
+    return op
+
+
 def _not_dense(*values) -> bool:
     """Whether any tensor in `values` (tensors, tuples or lists of them) is sparse or nested. The statistics read
     dense tensors only; on another layout they raise, which is no error of the doctor's: such a tensor goes
@@ -255,11 +273,12 @@ def _not_dense(*values) -> bool:
     return any(not _dense(t) for value in values for t in _tensors(value))
 
 
-def _saved_result(node):
-    """The output an activation's node saved for its backward, or None when it is no longer held."""
+def _saved_activation(node):
+    """What an activation's node saved for its backward (its output, or for some its input), or None when it is no
+    longer held."""
     try:
-        return node._saved_result
-    except RuntimeError:
+        return node._saved_result if hasattr(node, "_saved_result") else node._saved_self
+    except (RuntimeError, AttributeError):
         return None
 
 
@@ -1119,14 +1138,15 @@ class TorchProbe:
                     if len(factors) == 2:
                         multiplied.update(graph_tools.beneath_reshapes(factor) for factor in factors)
                 continue
-            if op in ACTIVATION_OPS and not (op == "relu" and node in loss_nodes):
+            function = _activation_function(node, op, on_loss=node in loss_nodes)
+            if function is not None:
                 owner = inside.get(node)
-                if owner in gated or (op == "sigmoid" and node in multiplied):
+                if owner in gated or (op in ("sigmoid", "hardsigmoid") and node in multiplied):
                     continue  # gates (LSTM/GRU, squeeze-excitation, GLU) sit saturated by design: open or shut
                 try:
-                    self._tally_activation(state, node, op, owner, saturation)
+                    self._tally_activation(state, node, function, owner, saturation)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
-                    if not _not_dense(_saved_result(node)):  # (an activation of a sparse or nested tensor: unmeasured)
+                    if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
                 gate = GATING_OPS.get(op, op)
@@ -1169,7 +1189,8 @@ class TorchProbe:
         names = state.names
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
-        y = node._saved_result.detach()
+        saved = node._saved_self if op in READ_FROM_INPUT else node._saved_result
+        y = activation_values(op, saved.detach())
         feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
         feeds_kind = feeds_info.kind if feeds_info else None
         axis = unit_axis(y, feeds_kind)
@@ -1551,10 +1572,11 @@ class TorchProbe:
             stats = ActivationStats(
                 site, tally.function, tally.units, tally.examples, feeds_from=tally.feeds_from, depth=tally.depth
             )
-            if tally.function == "relu":
+            if tally.function in RELU_LIKE:
                 positive = sum(value(i) for i in tally.positive)
-                stats.zero_fraction = 1 - positive / tally.elements
-                stats.mean_derivative = positive / tally.elements  # relu'(z) = 1 where z > 0, else 0
+                stats.zero_fraction = 1 - positive / tally.elements  # (outputs where the local derivative is 0)
+                if tally.function != "hardswish":  # relu'(z) and relu6'(z) are 1 where they pass gradient, else 0
+                    stats.mean_derivative = positive / tally.elements
                 stats.unit_active = flags[tally.unit_flags]
             if tally.saturated:
                 stats.saturated_fraction = sum(value(i) for i in tally.saturated) / tally.elements

@@ -214,9 +214,11 @@ class ActivationTally:
     function: str
     units: int
     examples: int = 0
-    # device tensors, fetched at the step's end. ReLU family: sampled elements > 0 (`positive`); per unit, a value
-    # > 0 iff it fired (`unit_fired`: its count of outputs > 0 when every output was read, else its largest output).
-    # Sigmoid/tanh: elements in the flat region (`saturated`), sums of the local derivative (`derivative_sum`).
+    # device tensors, fetched at the step's end. ReLU family (RELU_LIKE): sampled elements > 0 (`positive`); per
+    # unit, a value > 0 iff it fired (`unit_fired`: its count of outputs > 0 when every output was read, else its
+    # largest output).
+    # Sigmoid, tanh, hardsigmoid: elements in the flat region (`saturated`), sums of the local derivative
+    # (`derivative_sum`).
     positive: list = field(default_factory=list)
     unit_fired: list = field(default_factory=list)
     saturated: list = field(default_factory=list)
@@ -270,6 +272,27 @@ def _run_stride(shape: tuple, runs: int, run: int) -> int:
     return stride
 
 
+# Activations whose flat region is where no gradient passes (the ReLU family: a unit is dead when it sits there for
+# every example), and the squashing functions read from their input instead of their output.
+RELU_LIKE = ("relu", "relu6", "hardswish")
+READ_FROM_INPUT = ("relu6", "hardswish", "hardsigmoid")  # their autograd nodes keep the input, not the output
+
+
+def activation_values(function: str, saved: torch.Tensor) -> torch.Tensor:
+    """What `add_activation` reads for one activation call, from what its autograd node saved (detached).
+
+    ReLU, sigmoid and tanh keep their output, read as it is. For the others the node keeps the input z, and the
+    ReLU-like ones are read as a value that is > 0 exactly where the local derivative is not zero, so that a unit
+    counts as fired, as for a ReLU, when some example passed gradient through it:
+    relu6'(z) = 1 inside (0, 6) and 0 outside; hardswish'(z) = 0 below -3. (Hardsigmoid's input is read by
+    `add_activation` itself.)"""
+    if function == "relu6":
+        return torch.minimum(saved, 6 - saved).clamp_min_(0)
+    if function == "hardswish":
+        return (saved + 3).clamp_min_(0)
+    return saved
+
+
 def add_activation(
     tally: ActivationTally, y: torch.Tensor, axis: int, saturation_derivative: float, scratch: Scratch
 ) -> None:
@@ -289,7 +312,7 @@ def add_activation(
     tally.examples += y.shape[0] if y.dim() > 1 else 1
     function = tally.function
     work = scratch.like(sample)
-    if function == "relu":
+    if function in RELU_LIKE:  # (y from `activation_values`: >= 0, and > 0 where gradient passes)
         other_axes = tuple(a for a in range(y.dim()) if a != axis)
         signs = torch.sign(sample, out=work)  # relu(z) >= 0: sign is 1 where the unit fired, else 0
         if sample is y and other_axes:
@@ -312,6 +335,11 @@ def add_activation(
             distance, edge = torch.abs(sample, out=work), (1 - saturation_derivative) ** 0.5
         signs = distance.sub_(edge).sign_().sum(dtype=torch.float32)  # +1 per saturated output, -1 per other
         tally.saturated.append((signs + n) * 0.5)
+    elif function == "hardsigmoid":  # y is its input z: hardsigmoid'(z) = 1/6 inside (-3, 3), exactly 0 outside
+        signs = torch.abs(sample, out=work).sub_(3).sign_().sum(dtype=torch.float32)  # +1 per flat input, -1 per other
+        flat = (signs + n) * 0.5
+        tally.saturated.append(flat)
+        tally.derivative_sum.append((n - flat) / 6)
 
 
 UPDATE_SAMPLE = 4096  # entries per parameter used to estimate its update/weight ratio

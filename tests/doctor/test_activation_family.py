@@ -1,0 +1,101 @@
+"""The activations beyond ReLU, sigmoid and tanh that real models use (MobileNet's ReLU6 and Hardswish, the
+Hardsigmoid of quantisation-friendly nets): each is tallied as the function it is, with the flat region where it
+passes no gradient, and explained with its own derivative. Each test failed before: ReLU6 was taken for a clamp to
+[-1, 1], and Hardswish and Hardsigmoid were not watched at all."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import leakygrad.doctor as doctor
+
+
+def train(model, x, y, steps=40, lr=0.05):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(steps):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+def data(offset=0.0, n=128, features=16, seed=0):
+    """Standard normal features (plus `offset`: unscaled raw values, such as pixels of 0-255, sit far from zero)."""
+    generator = torch.Generator().manual_seed(seed)
+    return offset + torch.randn(n, features, generator=generator), torch.randint(0, 4, (n,), generator=generator)
+
+
+def by_symptom(dr, symptom):
+    return {f.where: f for f in dr.findings if f.symptom == symptom}  # (a model watched in code: `sequential.1`)
+
+
+def test_relu6_units_stuck_at_0_or_at_6_are_dead_units_of_a_relu6_not_a_blocked_clamp():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU6(), nn.Linear(64, 4))
+    x, y = data(offset=100.0)  # raw, unscaled inputs: every pre-activation far below 0 or far above 6
+    dr = train(model, x, y, lr=1e-4)
+    dead = by_symptom(dr, "dead_relu")["sequential.1"]
+    assert dead.severity == "error" and dead.evidence["function"] == "relu6"
+    assert dead.evidence["dead_fraction"] > 0.9
+    assert "(0, 6)" in dead.explanation and "sit at 0 or at 6" in dead.explanation
+    assert "Standardise the inputs" in dead.remedies[0]
+    assert by_symptom(dr, "blocked_gradient") == {}  # (before: "hardtanh ... local derivative 1 inside [-1, 1]")
+
+
+def test_relu6_on_standardised_inputs_has_no_dead_unit():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU6(), nn.Linear(64, 4))
+    dr = train(model, *data())
+    stats = dr.history.records[-1].activations["sequential.1"]
+    assert stats.function == "relu6" and stats.dead_fraction == 0
+    assert 0.3 < stats.zero_fraction < 0.7  # about half the outputs at 0 (or 6), as for a healthy ReLU
+    assert dr.findings == []
+
+
+def test_hardswish_units_below_minus_3_for_every_example_are_dead():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Hardswish(), nn.Linear(64, 4))
+    with torch.no_grad():
+        model[0].bias[:48] = -20.0  # 48 of 64 units far below -3, where hardswish and its derivative are 0
+    dr = train(model, *data())
+    dead = by_symptom(dr, "dead_relu")["sequential.1"]
+    assert dead.evidence["function"] == "hardswish" and dead.evidence["dead_units"] == 48
+    assert "below -3" in dead.explanation and "hardswish'(z) = 0" in dead.explanation
+    # a hardswish is negative between -3 and 0 and passes gradient there: those units are alive
+    assert dr.history.records[-1].activations["sequential.1"].dead_fraction == 48 / 64
+
+
+def test_hardsigmoid_inputs_outside_minus_3_to_3_are_saturated():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Hardsigmoid(), nn.Linear(64, 4))
+    with torch.no_grad():
+        model[0].weight.normal_(0, 6.0)  # pre-activations of size ~24: nearly all in the flat tails
+    dr = train(model, *data())
+    saturated = by_symptom(dr, "saturated_activation")["sequential.1"]
+    assert saturated.severity == "error" and saturated.evidence["function"] == "hardsigmoid"
+    assert saturated.evidence["saturated_fraction"] > 0.8
+    assert saturated.evidence["mean_derivative"] < 0.2 / 6  # 1/6 inside (-3, 3), 0 outside
+    assert "hardsigmoid'(z) = 1/6 inside [-3, 3]" in saturated.explanation
+
+
+def test_a_hardsigmoid_on_standardised_inputs_is_not_saturated():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Hardsigmoid(), nn.Linear(64, 4))
+    dr = train(model, *data())
+    stats = dr.history.records[-1].activations["sequential.1"]
+    assert stats.function == "hardsigmoid" and stats.saturated_fraction < 0.05
+    assert abs(stats.mean_derivative - (1 - stats.saturated_fraction) / 6) < 1e-6
+    assert dr.findings == []
+
+
+def test_a_hardtanh_to_minus_1_and_1_is_still_a_clamp_that_blocks():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Hardtanh(), nn.Linear(64, 4))
+    x, y = data(offset=100.0)
+    dr = train(model, x, y, lr=1e-4)
+    blocked = by_symptom(dr, "blocked_gradient")["hardtanh"]
+    assert blocked.evidence["blocked_fraction"] > 0.9
+    assert "sequential.1" not in by_symptom(dr, "dead_relu")
