@@ -932,3 +932,33 @@ def test_a_sequence_layer_run_one_step_per_call_is_judged_without_failing():
             optimizer.step()
     findings = dr.findings  # (the rules run here: a rule that fails leaves an internal note)
     assert not dr.notes and not [f for f in findings if "cut_every_step" in f.evidence]
+
+
+class MaskedAttention(nn.Module):
+    """Self-attention with a key padding mask filled with -inf (a hand-written transformer layer)."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.qkv, self.out, self.head = nn.Linear(width, 3 * width), nn.Linear(width, width), nn.Linear(width, 2)
+
+    def forward(self, h, padding):
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        scores = (q @ k.transpose(1, 2) / q.shape[-1] ** 0.5).masked_fill(padding[:, None, :], float("-inf"))
+        return self.head(self.out(torch.softmax(scores, dim=-1) @ v).mean(dim=1))
+
+
+def test_a_sequence_with_every_position_masked_is_a_nan_made_by_the_softmax_not_by_the_product_before_it():
+    torch.manual_seed(0)
+    model = MaskedAttention()
+    h, labels = torch.randn(8, 5, 16), torch.randint(0, 2, (8,))
+    padding = torch.arange(5)[None, :] >= torch.tensor([5, 3, 0, 4, 5, 2, 1, 5])[:, None]  # sequence 2 is empty
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(3):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(h, padding), labels).backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert [f.where for f in nonfinite] == ["softmax"]  # (before: `bmm`, the first product that could overflow)
+    assert nonfinite[0].evidence["exact"] is True and "all -inf" in nonfinite[0].explanation
+    assert any("fully masked" in r for r in nonfinite[0].remedies)

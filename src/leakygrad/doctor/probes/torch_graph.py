@@ -339,6 +339,9 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
                 queue.append(child)
     position = {node: i for i, node in enumerate(order)}
     candidates.sort(key=lambda node: position.get(node, 0))
+    if _softmax_of_rows_masked_whole(first, candidates):  # attention over a sequence with every position masked
+        names = [op_name(n) for n in candidates]
+        return ForwardCulprit("forward", op_name(first), first, names, exact=True, value="nan", parameters=[])
     # an operation recomputed from its saved, finite inputs to a finite value is not the culprit (x ** 2 of finite x)
     candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
     culprit = next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
@@ -365,6 +368,29 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
         value = "inf" if math.isinf(float(loss.detach())) else "nan"
     names = [op_name(n) for n in candidates]
     return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [])
+
+
+def _softmax_of_rows_masked_whole(node, candidates) -> bool:
+    """A softmax (or log_softmax) whose NaN rows are exactly rows that a masked_fill before it filled whole: every
+    score of the row set to -inf (an attention query over a sequence whose every position is padding), so that
+    softmax divides 0 by 0 there. Then the softmax made the NaN, not the products before it, which were finite."""
+    if op_name(node) not in ("softmax", "log_softmax"):
+        return False
+    try:
+        result, dim = node._saved_result, node._saved_dim
+    except (AttributeError, RuntimeError):
+        return False
+    dim = dim - 2**64 if dim >= 2**63 else dim  # (saved as an unsigned integer: -1 reads 2^64 - 1)
+    for fill in (n for n in candidates if op_name(n) == "masked_fill"):
+        try:
+            mask = fill._saved_mask
+            whole = mask.expand(result.shape).all(dim=dim)
+        except (AttributeError, RuntimeError):  # (freed, or not of the softmax's shape: a reshape in between)
+            continue
+        nan_rows = result.isnan().any(dim=dim)
+        if bool(nan_rows.any()) and bool((nan_rows <= whole).all()):
+            return True
+    return False
 
 
 def _recompute(node):
