@@ -398,6 +398,25 @@ def test_weights_that_never_move_are_a_stall_though_the_loss_wanders_with_the_ba
     assert diagnose(history_of(moving, losses=noisy), T) == []  # the same loss with weights moving: not judged
 
 
+def test_weights_kept_still_by_a_gradient_too_small_to_move_them_are_not_a_learning_rate_of_zero():
+    """A sigmoid rounded to exactly 0 or 1 before BCELoss: the gradient is 1e-11 of the weights, lost in float32
+    rounding. "The learning rate is zero" was the verdict; the gradient is what is missing."""
+    flat = [47.3 + 0.1 * math.sin(k) for k in range(100)]
+
+    def still(grad_norm):
+        layer = LayerStats("l0", "Linear", 0, has_weights=True, update_ratio=0.0, weight_norm=10.0)
+        layer.param_grad_norm = grad_norm
+        return [StepRecord(step=s, grad_norm=grad_norm, layers={"l0": layer}) for s in range(0, 100, 10)]
+
+    [f] = diagnose(history_of(still(1.2e-10), losses=flat), T)
+    assert f.symptom == "stalled_loss" and f.evidence["learning_rate"] is None
+    assert f.evidence["gradient_to_weights_max"] == 1.2e-11
+    assert "too small for a step to change a float32 weight" in f.explanation
+    assert any("BCEWithLogitsLoss" in r for r in f.remedies) and "learning rate is zero" not in f.explanation
+    [f] = diagnose(history_of(still(0.5), losses=flat), T)  # a gradient that would move them: the learning rate
+    assert f.evidence["learning_rate"] == "zero" and "gradient_to_weights_max" not in f.evidence
+
+
 def test_a_stall_with_no_update_measured_does_not_call_the_updates_normal():
     flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
     unmeasured = [StepRecord(step=s, layers={"l0": LayerStats("l0", "Linear", 0, True)}) for s in range(0, 100, 10)]

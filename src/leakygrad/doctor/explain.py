@@ -755,6 +755,17 @@ def explain_stalled_loss(f: Finding):
                 " The updates are tiny because the gradient vanishes on its way down (see the vanishing_gradient "
                 "finding): a larger learning rate would only scale what is left of it."
             )
+        elif largest == 0 and e.get("gradient_to_weights_max") is not None:
+            text += (
+                f" Not one weight changed: the largest gradient of any layer was {fmt(e['gradient_to_weights_max'])} "
+                "of its weights' size, too small for a step to change a float32 weight at all. A function whose "
+                "output rounds to exactly 0 or 1 (a sigmoid or softmax fed very large inputs) has a derivative of "
+                "exactly 0 there, and no loss after it can make up for that." + _see_other_findings(e)
+            )
+            remedies.append(
+                "Standardise the inputs, and give the loss the logits instead of probabilities: `BCEWithLogitsLoss` "
+                "instead of a sigmoid and `BCELoss`, `cross_entropy` instead of a softmax and a log."
+            )
         elif largest == 0:
             text += (
                 " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply."

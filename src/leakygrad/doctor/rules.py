@@ -808,6 +808,26 @@ def update_ratios(history: History) -> dict[str, float]:
     return out
 
 
+def _gradient_could_move(records: list[StepRecord], t: Thresholds) -> bool:
+    """Whether some layer's gradient was large enough, next to its weights, that a step at any usual learning rate
+    would have moved them: a gradient a millionth of the weights' size or less (behind a sigmoid saturated to exactly
+    0 or 1, say) is lost in float32 rounding, and weights that stay put are then the gradient's doing, not the
+    learning rate's."""
+    largest = _largest_gradient_to_weights(records)
+    return largest is None or largest > t.movable_gradient  # (no weight norm measured: nothing to say otherwise)
+
+
+def _largest_gradient_to_weights(records: list[StepRecord]) -> float | None:
+    """The largest ||gradient|| / ||weights|| of any layer at any of `records`, or None when none was measured."""
+    shares = [
+        layer.param_grad_norm / layer.weight_norm
+        for r in records
+        for layer in r.layers.values()
+        if layer.param_grad_norm is not None and layer.weight_norm
+    ]
+    return max(shares) if shares else None
+
+
 def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median gradient norm measured by clip_grad_norm_, its max_norm) over the recent sampled steps that called it,
     when the norm is over `clip_heavy_factor` times max_norm on most of them: every update cut down that much."""
@@ -841,14 +861,16 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     low_step, lowest = min(smoothed, key=lambda sv: sv[1])
     ratios = update_ratios(history)
     overall = median(list(ratios.values()))
-    verdict = None
+    verdict, too_small = None, None
     if not math.isnan(overall):
         if max(ratios.values()) == 0:  # (medians: most steps moved no weight)
             # Not one weight changed at a step that had a gradient: a learning rate of 0, or steps skipped. (Weights
             # that moved only at the few steps a gradient came through are the gradient's doing.)
             with_gradient = [r for r in history.recent() if r.grad_norm]
             moved = any(layer.update_ratio for r in with_gradient for layer in r.layers.values())
-            verdict = "zero" if with_gradient and not moved else None
+            verdict = "zero" if with_gradient and not moved and _gradient_could_move(with_gradient, t) else None
+            if with_gradient and not moved and verdict is None:
+                too_small = _largest_gradient_to_weights(with_gradient)
         elif overall > t.update_ratio_high:
             verdict = "far too high"
         elif max(ratios.values()) < t.update_ratio_low:
@@ -862,6 +884,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         "update_ratio_by_layer": {k: _sci(v) for k, v in ratios.items()},
         "learning_rate": verdict,
     }
+    if verdict is None and not math.isnan(overall) and max(ratios.values()) == 0 and too_small is not None:
+        evidence["gradient_to_weights_max"] = _sci(too_small)  # too small to move a float32 weight
     if history.loss_restarts:  # another model's training began then: this one is judged on its own
         evidence["training_began"] = history.loss_restarts[-1]
     diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0

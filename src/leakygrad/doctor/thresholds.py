@@ -98,6 +98,10 @@ class Thresholds:
     clip_heavy_factor: float = 10.0
     """The gradient's norm over clip_grad_norm_'s max_norm above this on most recent sampled steps: the clipping cuts
     every update by that much, and a stall is its doing ("clipped"), not the learning rate's."""
+    movable_gradient: float = 1e-6
+    """A learning rate of 0 ("zero") is the verdict on weights that never move only when some layer's gradient was
+    above this share of its weights' norm at a sampled step: below it, a step at a learning rate up to 1 changes a
+    float32 weight by about its rounding error, so weights that stay put are the gradient's doing."""
     loss_blowup_factor: float = 10.0
     """Loss (smoothed) at some point above this times the first step's, and at the end no lower than the first step's
     (less `stalled_change`): it blew up and never recovered, diverging too (an update too large that the run did not
