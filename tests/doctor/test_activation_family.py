@@ -99,3 +99,49 @@ def test_a_hardtanh_to_minus_1_and_1_is_still_a_clamp_that_blocks():
     blocked = by_symptom(dr, "blocked_gradient")["hardtanh"]
     assert blocked.evidence["blocked_fraction"] > 0.9
     assert "sequential.1" not in by_symptom(dr, "dead_relu")
+
+
+# --- the output squashing: excused under a log loss, not under a squared error ---------------------------------------
+def regression_with_output_sigmoid(loss_of, steps=150):
+    """A regression net ending in a sigmoid (copied from a classifier), asked for targets in [3, 7]."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = 5 + 2 * torch.tanh(x[:, :1])
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(steps):
+            loss = loss_of(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+def test_an_output_sigmoid_pinned_at_1_under_a_squared_error_is_saturated():
+    dr = regression_with_output_sigmoid(F.mse_loss)
+    saturated = by_symptom(dr, "saturated_activation")["sequential.3"]  # (before: excused as an output probability)
+    assert saturated.severity == "error" and saturated.evidence["output_activation"] is True
+    assert saturated.evidence["loss_ops"] == ["mse_loss"] and saturated.evidence["loss_takes_log"] is False
+    assert "takes no log of it" in saturated.explanation
+    assert "targets lie inside sigmoid's range" in saturated.remedies[0]
+
+
+def test_a_confident_output_sigmoid_under_binary_cross_entropy_is_still_excused():
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    labels = (x[:, 0] > 0).float()[:, None]
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
+    with torch.no_grad():
+        model[2].weight.mul_(60)  # confident from the start: most outputs in the sigmoid's tails
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(150):
+            loss = F.binary_cross_entropy(model(x), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.8
+    assert "binary_cross_entropy" in dr.history.records[-1].loss_ops
+    assert by_symptom(dr, "saturated_activation") == {}

@@ -270,6 +270,18 @@ def autoencoder_sigmoid_bce(every):
     return train(model, optimizer, every, 200, lambda _: next(stream), lambda a, _: F.binary_cross_entropy(model(a), a))
 
 
+def autoencoder_sigmoid_mse(every):
+    """The same autoencoder trained longer with a squared error on its sigmoid output (no log to cancel sigma'):
+    the background pixels, exactly 0, drive their outputs into the sigmoid's tail, rightly."""
+    x, y = digits(standardise=False)
+    model = nn.Sequential(
+        nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8), nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 64), nn.Sigmoid()
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    stream = batches(x, y, 64, 0)
+    return train(model, optimizer, every, 600, lambda _: next(stream), lambda a, _: F.mse_loss(model(a), a))
+
+
 def wide_mlp_sgd(every):
     """Wide MLP with LeakyReLU, SiLU and Mish; SGD with Nesterov momentum and weight decay; label smoothing."""
     x, y = digits()
@@ -545,6 +557,7 @@ def clamped_probability_bce(every):
 
 # --- the checks ------------------------------------------------------------------------------------------------------
 CLEAN = {  # run -> the sampling intervals it is watched at
+    autoencoder_sigmoid_mse: (1,),
     mobilenet_style_cnn: (1, 16),
     lstm_padded_last_step: (1, 16),
     gru_seq2seq_reverse: (16,),

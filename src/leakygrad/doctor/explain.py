@@ -263,6 +263,25 @@ def explain_saturated_activation(f: Finding):
         f"measured mean derivative {fmt(e['mean_derivative'])}. Backprop multiplies the gradient by that derivative, "
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
+    if e.get("output_activation"):
+        ops = ", ".join(f"`{op}`" for op in e.get("loss_ops") or [])
+        why = (
+            f"the loss ({ops}) takes no log of it"
+            if e.get("loss_ops") and not e.get("loss_takes_log")
+            else ("the loss does not improve")
+        )
+        text += (
+            f" It is the model's output, and {why}: a log loss on its probability would cancel {function}'s "
+            "derivative, but a squared error does not, and nothing does once the output rounds to exactly 0 or 1. "
+            "Targets outside its range (a sigmoid asked for values above 1) pin it there for good."
+        )
+        remedies = [
+            f"Check that the targets lie inside {function}'s range; for regression to other values, drop the output "
+            f"{function} (or scale the targets into its range).",
+            "For probabilities, give the loss the logits: `BCEWithLogitsLoss` instead of a sigmoid and `BCELoss` or "
+            "`mse_loss`, `cross_entropy` instead of a softmax; and standardise the inputs.",
+        ]
+        return text, remedies
     remedies = [
         "Initialise with `nn.init.xavier_uniform_` (scaled for tanh/sigmoid) and standardise the inputs.",
         "Put BatchNorm / LayerNorm before the activation so its input stays near zero.",

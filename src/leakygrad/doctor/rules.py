@@ -20,6 +20,9 @@ from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
 
 RELU_FAMILY = ("relu", "relu6", "hardswish", "threshold")
+# losses that take the log of a probability: on a sigmoid's output their 1/sigma cancels sigma' (not once it rounds to
+# exactly 0 or 1)
+LOG_LOSS_OPS = ("log", "log_softmax", "log_sigmoid", "binary_cross_entropy", "nll_loss", "xlogy", "kl_div", "log1p")
 SQUASHING = ("sigmoid", "tanh", "hardsigmoid", "hardtanh")
 
 
@@ -469,12 +472,17 @@ def is_output_activation(record: StepRecord, site: str) -> bool:
 def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     findings = []
     recent = history.recent()
+    # The output squashing is excused when a log loss takes its output (its 1/sigma cancels sigma'), unless the loss
+    # does not improve: then its flat derivative may be what holds the training back (no loss term cancels sigma'
+    # once it rounds to exactly 0 or 1). A loss with no log (a squared error) excuses it only below the error level.
+    stalled = _loss_is_stalled(history.current_loss(), t)
+    unlogged = bool(recent) and bool(recent[-1].loss_ops) and not set(recent[-1].loss_ops) & set(LOG_LOSS_OPS)
     sites = sorted(
         {
             s
             for r in recent
             for s, a in r.activations.items()
-            if a.function in SQUASHING and not is_output_activation(r, s)
+            if a.function in SQUASHING and (stalled or unlogged or not is_output_activation(r, s))
         }
     )
     for site in sites:
@@ -483,7 +491,8 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             continue
         fraction = median(fractions)
         severity = _grade(fraction, t.saturated_warning, t.saturated_error, below=False)
-        if severity is None:
+        output = is_output_activation(recent[-1], site)
+        if severity is None or (output and not stalled and severity != "error"):
             continue
 
         def holds(record, site=site):
@@ -501,6 +510,10 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "feeds_from": last.feeds_from,
             "derivative_threshold": t.saturation_derivative,
         }
+        if output:
+            evidence["output_activation"] = True  # (reported only because the loss stalls, or takes no log)
+            evidence["loss_ops"] = recent[-1].loss_ops
+            evidence["loss_takes_log"] = not unlogged
         first = onset(history.healthy_records(), holds, t.persistence)
         findings.append(
             Finding("saturated_activation", site, first if first is not None else recent[0].step, severity, evidence)

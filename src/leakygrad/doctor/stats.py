@@ -88,6 +88,7 @@ class StepRecord:
     stepped_outside_model: int = 0  # parameters the optimisers step that belong to no watched model
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
+    loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
 
     def to_dict(self) -> dict:
         record = asdict(self)

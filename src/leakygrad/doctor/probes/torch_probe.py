@@ -375,6 +375,7 @@ class StepState:
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
+    loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -1126,6 +1127,7 @@ class TorchProbe:
         # seen (a compiled model: the hooks do nothing inside it), no output bounds it, and every op of the model
         # would pass for the loss's (its ReLUs for the hinge of a margin loss): none is taken for the loss's then.
         loss_nodes = graph_tools.loss_side(root_nodes, names) if state.order else set()
+        state.loss_ops.update(op_name(node) for node in loss_nodes)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -1467,6 +1469,7 @@ class TorchProbe:
                 blocked = sum(value(b) for b, _ in pairs)
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
         record.graph_cuts = sorted(state.cuts)
+        record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
         record.modules_without_grad = sorted(state.ran_without_grad)
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
