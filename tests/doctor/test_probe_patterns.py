@@ -962,3 +962,18 @@ def test_a_sequence_with_every_position_masked_is_a_nan_made_by_the_softmax_not_
     assert [f.where for f in nonfinite] == ["softmax"]  # (before: `bmm`, the first product that could overflow)
     assert nonfinite[0].evidence["exact"] is True and "all -inf" in nonfinite[0].explanation
     assert any("fully masked" in r for r in nonfinite[0].remedies)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")  # (TorchScript is deprecated; still in use)
+@pytest.mark.parametrize("compile_with", ["script", "trace"])
+def test_a_torchscript_model_is_watched_without_internal_errors(compile_with):
+    model = mlp()
+    x, y = regression_data()
+    scripted = torch.jit.script(model) if compile_with == "script" else torch.jit.trace(model, x)
+    optimizer = torch.optim.SGD(scripted.parameters(), lr=0.01)
+    with doctor.watch(scripted, optimizer, every=1) as dr:
+        sgd_steps(scripted, optimizer, x, y, 5)
+    # (before: "AttributeError: '_CachedForward' object has no attribute '__getattr__'" at every hook, and nothing
+    # measured: reading `forward` from a ScriptModule's class runs a descriptor that raises)
+    assert dr.notes == [] and dr.steps == 5
+    assert dr.history.records[-1].grad_norm > 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import itertools
 import math
 import sys
@@ -207,7 +208,8 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     recurrent = "sequence" if isinstance(module, nn.RNNBase) else "cell" if isinstance(module, nn.RNNCellBase) else None
     leaf = next(module.children(), None) is None
     gated, bidirectional = isinstance(module, GATED_RECURRENT), bool(getattr(module, "bidirectional", False))
-    runs = type(module).forward is not nn.Module.forward
+    # (read without running descriptors: a TorchScript module's class `forward` raises when read from the class)
+    runs = inspect.getattr_static(type(module), "forward", None) is not nn.Module.forward
     return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs)
 
 
