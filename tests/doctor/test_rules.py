@@ -376,6 +376,16 @@ def test_diverging_loss_blames_a_learning_rate_far_too_high():
     assert "far too high" in diagnose(history_of([with_ratio(0, 0.3)] * 3, losses=losses))[0].explanation
 
 
+def test_a_loss_that_rises_under_updates_of_a_normal_size_is_a_warning_that_names_moving_targets():
+    """An actor-critic's value loss rises as the agent survives longer and its returns grow: the updates are of a
+    normal size (1e-3), and an error blaming the learning rate was a false alarm on a healthy run."""
+    losses = [2.0 - 0.05 * k for k in range(30)] + [0.5 * 1.1**k for k in range(30)]
+    [f] = loss_rule(history_of([with_ratio(s, 1e-3) for s in range(0, 60, 10)], losses=losses), T)
+    assert (f.symptom, f.severity, f.evidence["updates_normal_size"]) == ("diverging_loss", "warning", True)
+    [f] = diagnose(history_of([with_ratio(s, 1e-3) for s in range(0, 60, 10)], losses=losses))
+    assert "targets move with the model" in f.explanation and any("episode return" in r for r in f.remedies)
+
+
 def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
     [low] = loss_rule(history_of([with_ratio(s, 1e-8) for s in range(0, 100, 10)], losses=flat), T)

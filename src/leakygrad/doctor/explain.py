@@ -745,6 +745,16 @@ def explain_diverging_loss(f: Finding):
         )
         advice, remedies = _learning_rate_advice(e)
     text += advice
+    if e.get("updates_normal_size"):
+        text += (
+            " The updates have a normal size, so a learning rate too high is an unlikely cause: a loss whose targets "
+            "move with the model rises while it learns (the returns of a reinforcement-learning agent that lives "
+            "longer, a bootstrapped value target), and so does one over data whose distribution shifts."
+        )
+        remedies.append(
+            "If the targets move with the model (RL returns, TD targets), judge progress by the task's own measure "
+            "(episode return, accuracy), not this loss; normalise the returns or advantages if they grow large."
+        )
     remedies += [
         "Lower the learning rate (10x is a good first try), add warm-up, and clip the gradient norm.",
     ]

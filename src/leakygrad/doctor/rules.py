@@ -904,7 +904,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0
     if diverging or (lowest < 0 and end > start + abs(start) * t.diverging_factor):
         first = next((step for step, value in smoothed if step > low_step and value > 1.5 * lowest), low_step)
-        return [Finding("diverging_loss", "loss", first, "error", evidence)]
+        # Updates of a normal size (measured, no verdict) do not make a loss diverge: its targets may move with the
+        # model instead (the returns of a reinforcement-learning agent that lives longer): a warning, told so.
+        normal_updates = verdict is None and not math.isnan(overall) and max(ratios.values()) > 0
+        evidence["updates_normal_size"] = normal_updates
+        return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
     blowup = _blowup(loss, smoothed, t)
     if blowup is not None:
         evidence.update(blowup)
