@@ -55,6 +55,24 @@ def test_vanishing_across_depth_names_the_input_end_and_measures_the_factor():
     assert f.evidence["backward_gain_by_layer"]["l0"] == pytest.approx(0.01)
 
 
+def test_a_gradient_lost_through_one_layer_names_that_layer_not_the_input_end():
+    """A LayerNorm over the one-unit output returns its bias whatever its input: the gradient falls by 1e-5 through
+    it and by nothing anywhere else. Named at the input end, with remedies for depth (init, normalisation between
+    layers), the finding pointed away from the cause."""
+    records = [chain(s, [6e-6, 3e-6, 6e-6, 9e-6, 0.5]) for s in range(0, 50, 10)]
+    for r in records:
+        r.layers["l4"].kind = "LayerNorm"
+    [f] = depth_rule(history_of(records), T)
+    assert (f.symptom, f.where, f.evidence["through_one_layer"]) == ("vanishing_gradient", "l4", "l4")
+    assert f.evidence["through_one_layer_kind"] == "LayerNorm" and f.evidence["input_layer"] == "l0"
+    [f] = diagnose(history_of(records))
+    assert "passing back through `l4` (LayerNorm)" in f.explanation and "depth of the network is not" in f.explanation
+    assert f.remedies[0].startswith("Remove the normalisation `l4`")
+    spread = [chain(s, [1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]) for s in range(0, 50, 10)]  # a factor 10 at every layer
+    [f] = depth_rule(history_of(spread), T)
+    assert f.where == "l0" and "through_one_layer" not in f.evidence
+
+
 def test_exploding_across_depth_and_the_band_between_is_quiet():
     exploding = history_of([chain(s, [1e4, 1e2, 1.0]) for s in range(5)])
     [f] = depth_rule(exploding, T)

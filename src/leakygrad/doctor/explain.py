@@ -45,6 +45,8 @@ def explain_vanishing_gradient(f: Finding):
     e = f.evidence
     if e.get("across") == "time":
         return _explain_time(f, vanishing=True)
+    if e.get("through_one_layer"):
+        return _explain_one_layer(f, vanishing=True)
     derivatives = e.get("activation_mean_derivative") or {}
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
@@ -89,6 +91,42 @@ def explain_vanishing_gradient(f: Finding):
     return " ".join(parts), remedies
 
 
+def _explain_one_layer(f: Finding, vanishing: bool):
+    """Across depth, when one layer accounts for nearly all of the change: that layer is the leak, not the depth."""
+    e = f.evidence
+    layer = e["through_one_layer"]
+    gain = next((g for lower, g in e["backward_gain_by_layer"].items() if _layer_above(e, lower) == layer), None)
+    change = "shrinks" if vanishing else "grows"
+    text = (
+        f"The gradient reaching `{e['input_layer']}` is {fmt(e['ratio'])} of the gradient at `{e['output_layer']}`, "
+        f"and nearly all of that happens in one place: passing back through `{layer}` "
+        f"({e.get('through_one_layer_kind', 'a layer')}), it {change} by a factor of "
+        f"{fmt(gain)}, while every other layer's backward gain is near 1 ({_other_gains(e, layer)}). The chain rule "
+        f"multiplies by `{layer}`'s local derivative there, so everything below it "
+        f"{'barely learns' if vanishing else 'gets updates that large'}: the depth of the network is not the cause."
+    )
+    remedies = [
+        f"Look at `{layer}`: what it computes and from what. A normalisation over a single feature (LayerNorm(1), "
+        "BatchNorm on a one-unit output) returns its bias whatever its input, so its derivative is 0; a layer with "
+        "weights near zero, or a bottleneck of one unit, passes almost nothing back.",
+    ]
+    if "Norm" in e.get("through_one_layer_kind", "") and layer == e["output_layer"]:
+        remedies.insert(0, f"Remove the normalisation `{layer}` from the output: the output layer needs none.")
+    if not vanishing:
+        remedies.append("Clip the gradient norm meanwhile, and check that layer's initialisation.")
+    return text, remedies
+
+
+def _layer_above(e: dict, lower: str) -> str | None:
+    names = list(e["grad_norm_by_layer"])
+    return names[names.index(lower) + 1] if lower in names and names.index(lower) + 1 < len(names) else None
+
+
+def _other_gains(e: dict, layer: str) -> str:
+    others = [g for lower, g in e["backward_gain_by_layer"].items() if _layer_above(e, lower) != layer]
+    return f"from {fmt(min(others))} to {fmt(max(others))}" if others else "none other measured"
+
+
 def _explain_cut_every_step(f: Finding):
     e = f.evidence
     cell = f.where.split(" ")[0]
@@ -111,6 +149,8 @@ def explain_exploding_gradient(f: Finding):
     e = f.evidence
     if e.get("across") == "time":
         return _explain_time(f, vanishing=False)
+    if e.get("through_one_layer"):
+        return _explain_one_layer(f, vanishing=False)
     if e.get("across") == "steps":
         text = (
             f"The total gradient norm grew from {fmt(e['grad_norm_start'])} to {fmt(e['grad_norm_end'])} "

@@ -139,9 +139,28 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     if zeroed:
         evidence["zero_gradient_layers"] = zeroed
+    through = _one_layer_to_blame(names, gains, ratio, t)
+    if through is not None:
+        evidence["through_one_layer"] = through
+        evidence["through_one_layer_kind"] = next(layer.kind for layer in chain if layer.name == through)
     first = onset(history.healthy_records(), holds, t.persistence)
-    where = zeroed[0] if zeroed else names[0]
+    where = zeroed[0] if zeroed else through or names[0]
     return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
+
+
+def _one_layer_to_blame(names: list[str], gains: dict, ratio: float, t: Thresholds) -> str | None:
+    """The layer through which the gradient shrinks (or grows) by nearly the whole ratio at once, when there is one:
+    `gains[lower]` is the gain from the output of the layer above `lower` back to lower's output, so across that
+    layer (and what sits between them). One layer that does it all (a LayerNorm over a single feature outputs its
+    bias whatever its input) is to be named, not the depth of the network."""
+    if not ratio > 0 or math.isinf(ratio):
+        return None
+    above = dict(zip(names, names[1:]))
+    total = abs(math.log10(ratio))
+    for lower, gain in gains.items():
+        if gain > 0 and (gain < 1) == (ratio < 1) and abs(math.log10(gain)) >= t.one_layer_share * total:
+            return above[lower]
+    return None
 
 
 def fold_explained(findings: list[Finding]) -> list[Finding]:

@@ -98,6 +98,9 @@ class Thresholds:
     clip_heavy_factor: float = 10.0
     """The gradient's norm over clip_grad_norm_'s max_norm above this on most recent sampled steps: the clipping cuts
     every update by that much, and a stall is its doing ("clipped"), not the learning rate's."""
+    one_layer_share: float = 0.8
+    """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
+    orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""
     movable_gradient: float = 1e-6
     """A learning rate of 0 ("zero") is the verdict on weights that never move only when some layer's gradient was
     above this share of its weights' norm at a sampled step: below it, a step at a learning rate up to 1 changes a
