@@ -414,6 +414,20 @@ def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     assert loss_rule(history_of([with_ratio(0, 1e-3)], losses=learning), T) == []
 
 
+def test_a_loss_that_fell_early_and_then_sat_at_its_floor_is_told_as_converged_or_stuck():
+    """Logistic regression on labels 20% flipped: the loss falls from 0.76 to 0.57 within the first steps and sits at
+    the noise floor for the rest. 'Training is not making progress' misread a run that had converged."""
+    losses = [0.76 - 0.019 * k for k in range(10)] + [0.57 + 0.004 * math.sin(k) for k in range(290)]
+    [f] = diagnose(history_of([with_ratio(s, 1e-2) for s in range(0, 300, 10)], losses=losses))
+    assert f.symptom == "stalled_loss" and f.severity == "warning"
+    assert f.evidence["fell_early"]["loss_initial"] == 0.76 and 5 <= f.evidence["fell_early"]["plateau_from_step"] <= 40
+    assert "has converged to the floor of a noisy task" in f.explanation and "not making progress" not in f.explanation
+    assert any("early stopping" in r for r in f.remedies)
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]  # flat from the start: no early fall
+    [f] = diagnose(history_of([with_ratio(s, 1e-3) for s in range(0, 100, 10)], losses=flat))
+    assert "fell_early" not in f.evidence and "not making progress" in f.explanation
+
+
 def test_weights_that_never_move_are_a_stall_though_the_loss_wanders_with_the_batches():
     """A learning rate of 0 on small, noisy batches: the thirds' means differ by 5%, more than a stall's 2%, and no
     finding came, though no weight moved at any sampled step."""

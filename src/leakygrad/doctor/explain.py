@@ -805,7 +805,16 @@ def explain_stalled_loss(f: Finding):
     e = f.evidence
     run = "the run" if e.get("training_began") is None else f"the training begun at step {e['training_began']}"
     first, last = e["loss_first_third"], e["loss_last_third"]
-    if e.get("loss_flat", True):
+    if e.get("fell_early"):
+        early = e["fell_early"]
+        text = (
+            f"The loss fell from {fmt(early['loss_initial'])} at the first step to about {fmt(last)} by step "
+            f"{early['plateau_from_step']}, and has not improved since (the mean over the last third of {run} is "
+            f"within 2% of the mean over the first third, {fmt(first)}). Either the run has converged to the floor "
+            "of a noisy task (then nothing leaks: the rest of the run is spent for nothing), or it is stuck at a "
+            "trivial solution, such as predicting how often each class occurs."
+        )
+    elif e.get("loss_flat", True):
         text = (
             f"The mean loss over the last third of {run} ({fmt(last)}) is within 2% of the mean over the first third "
             f"({fmt(first)}): training is not making progress."
@@ -855,7 +864,12 @@ def explain_stalled_loss(f: Finding):
             text += " The updates have a normal size, so the gradient itself carries little signal." + (
                 _see_other_findings(e)
             )
-        if e.get("other_findings"):
+        if e.get("fell_early") and not e.get("other_findings"):
+            remedies.append(
+                "Measure what the task cares about (held-out accuracy): as good as the labels allow, the run has "
+                "converged, and early stopping saves the rest; near chance, check that inputs and labels match."
+            )
+        elif e.get("other_findings"):
             remedies.append("Fix the leak named by the other findings first; then check the data and the labels.")
         else:
             remedies.append(

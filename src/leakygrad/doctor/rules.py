@@ -950,6 +950,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["learning_rate"] = "clipped"
             evidence["grad_norm_before_clip"], evidence["clip_max_norm"] = clipping
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
+        initial = loss.buckets[0].first
+        if flat and initial > last * (1 + t.fell_early):  # it learned, then stopped: converged, or stuck at a floor
+            plateau = next((step for step, value in smoothed if value <= last * (1 + t.stalled_change)), None)
+            evidence["fell_early"] = {"loss_initial": _sci(initial), "plateau_from_step": plateau}
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
         first_step = loss.buckets[0].first_step
         return [Finding("stalled_loss", "loss", first_step, "warning", evidence)]

@@ -101,6 +101,9 @@ class Thresholds:
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""
+    fell_early: float = 0.1
+    """A stalled loss whose first step was above the last third's mean by more than this share learned first and then
+    stopped (`fell_early`): converged to a noisy task's floor, or stuck at a trivial solution; told as either."""
     movable_gradient: float = 1e-6
     """A learning rate of 0 ("zero") is the verdict on weights that never move only when some layer's gradient was
     above this share of its weights' norm at a sampled step: below it, a step at a learning rate up to 1 changes a
