@@ -145,3 +145,15 @@ def test_a_confident_output_sigmoid_under_binary_cross_entropy_is_still_excused(
     assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.8
     assert "binary_cross_entropy" in dr.history.records[-1].loss_ops
     assert by_symptom(dr, "saturated_activation") == {}
+
+
+def test_units_dead_from_the_start_behind_all_zero_weights_are_blamed_on_the_initialisation():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
+    nn.init.zeros_(model[0].weight)
+    nn.init.zeros_(model[0].bias)
+    dr = train(model, *data())
+    dead = by_symptom(dr, "dead_relu")["sequential.1"]
+    assert dead.evidence["dead_fraction"] == 1.0 and dead.evidence["feeds_from_weights_zero"] is True
+    assert "The initialisation did this" in dead.explanation
+    assert dead.remedies[0].startswith("Initialise `sequential.0`'s weights randomly")  # (before: lower the lr)

@@ -284,6 +284,16 @@ def explain_dead_relu(f: Finding):
         "Initialise with `nn.init.kaiming_normal_` and a zero or small positive bias; "
         f"put BatchNorm before the {function} so its input stays centred.",
     ]
+    if e.get("feeds_from_weights_zero"):
+        text += (
+            f" `{e['feeds_from']}`'s weights are all exactly zero: every unit gets the same input, its bias, and with "
+            "it at 0 or below none ever fires, so no gradient reaches those weights to change them. The "
+            "initialisation did this, not the training."
+        )
+        remedies = [
+            f"Initialise `{e['feeds_from']}`'s weights randomly (PyTorch's default, or `nn.init.kaiming_normal_`): "
+            "all-zero weights give every unit the same input and the same gradient, and with a ReLU, none at all.",
+        ] + remedies[1:]
     if function == "relu6":  # (stuck above 6 as well as below 0: its inputs are too large, more often than not)
         remedies.insert(
             0,

@@ -469,6 +469,9 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         reader = _next_weighted_layer(recent, last.depth)
         if reader is not None:
             evidence["feeds_into"] = reader  # (the layer after it in the forward pass: most likely its reader)
+        feeder = recent[-1].layers.get(last.feeds_from) if last.feeds_from else None
+        if feeder is not None and feeder.has_weights and feeder.weight_norm == 0:
+            evidence["feeds_from_weights_zero"] = True  # initialised to zero: no unit ever fired
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
     return findings
 
