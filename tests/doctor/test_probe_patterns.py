@@ -977,3 +977,22 @@ def test_a_torchscript_model_is_watched_without_internal_errors(compile_with):
     # measured: reading `forward` from a ScriptModule's class runs a descriptor that raises)
     assert dr.notes == [] and dr.steps == 5
     assert dr.history.records[-1].grad_norm > 0
+
+
+@pytest.mark.parametrize("p, severity", [(1.0, "error"), (0.9, "warning"), (0.5, None)])
+def test_a_dropout_that_drops_most_of_its_input_is_a_blocked_gradient_named_with_its_p(p, severity):
+    """nn.Dropout(0.9) meant as TensorFlow 1's keep_prob drops 90% of the activations; Dropout(1.0) drops all of
+    them, and before, only the consequences were reported (no gradient below it, a dead ReLU after it)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(p), nn.Linear(32, 1))
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        sgd_steps(model, optimizer, x, y, 12)
+    blocked = [f for f in dr.findings if f.symptom == "blocked_gradient" and f.where == "dropout"]
+    if severity is None:
+        assert blocked == []
+        return
+    [f] = blocked
+    assert f.severity == severity and f.evidence == {"blocked_fraction": p, "site": "sequential.2", "elements": 0}
+    assert "p is the share dropped, not kept" in f.explanation and "sequential.2" in f.remedies[0]

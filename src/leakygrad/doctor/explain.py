@@ -470,6 +470,8 @@ BLOCKING_DERIVATIVE = {
     "ceil": "ceil is a staircase: its local derivative is 0 everywhere",
     "trunc": "trunc is a staircase: its local derivative is 0 everywhere",
     "sign": "sign is flat: its local derivative is 0 everywhere",
+    "dropout": "dropout's local derivative is 0 for every element it drops (a share p of them, at random) and "
+    "1/(1 - p) for the rest",
 }
 
 
@@ -540,6 +542,12 @@ def explain_blocked_gradient(f: Finding):
             f"Use a straight-through estimator: `x + ({op}(x) - x).detach()` passes the gradient through as if "
             f"{op} were the identity."
         )
+    elif op == "dropout":
+        text += (
+            f" `{site}` is set to drop {pct(e['blocked_fraction'])} of its inputs at every training step: PyTorch's p "
+            "is the share dropped, not kept (TensorFlow 1's keep_prob is the opposite)."
+        )
+        remedies.append(f"Set `{site}`'s p to the share to drop: 0.1 to 0.5 is usual (p=1 drops everything).")
     else:
         remedies.append(
             f"Move `{op}` out of the training path, widen its range, or use a smooth version "

@@ -74,6 +74,7 @@ GATING_OPS = {
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
 }  # fmt: skip
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
+DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
@@ -378,6 +379,7 @@ class StepState:
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
+    dropouts: dict = field(default_factory=dict)  # dropout module name -> its p, when it drops more than half
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -869,6 +871,8 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad:
                 return None
+            if isinstance(module, DROPOUTS) and module.training and module.p > 0.5:
+                state.dropouts[name] = float(module.p)  # drops most of its input: p is a share to drop, not to keep
             for t in _tensors(output) if info.recurrent else (y,):  # (an RNN's h_n too: it may be what is cut)
                 if t.is_floating_point():
                     state.output_memory.note(t, name)
@@ -1470,6 +1474,8 @@ class TorchProbe:
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in pairs)
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
+        for name, p in state.dropouts.items():  # (its derivative is 0 for the share p it drops: a gate set by p)
+            record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, 0)
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
