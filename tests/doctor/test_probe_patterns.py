@@ -996,3 +996,20 @@ def test_a_dropout_that_drops_most_of_its_input_is_a_blocked_gradient_named_with
     [f] = blocked
     assert f.severity == severity and f.evidence == {"blocked_fraction": p, "site": "sequential.2", "elements": 0}
     assert "p is the share dropped, not kept" in f.explanation and "sequential.2" in f.remedies[0]
+
+
+def test_a_missing_zero_grad_of_one_of_two_optimisers_names_the_module_it_steps():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    x, y = regression_data()
+    first, rest = torch.optim.SGD(model[0].parameters(), lr=1e-3), torch.optim.SGD(model[2].parameters(), lr=1e-2)
+    with doctor.watch(model, every=1) as dr:
+        for _ in range(12):
+            rest.zero_grad()  # (first.zero_grad() forgotten)
+            nn.functional.mse_loss(model(x), y).backward()
+            first.step()
+            rest.step()
+    [f] = [f for f in dr.findings if f.symptom == "accumulating_gradient"]
+    assert f.evidence["modules_not_reset"] == ["sequential.0"]  # (before: "optimizers": the names of what was watched)
+    assert "Not reset: the gradients of `sequential.0`" in f.explanation
+    assert "the optimiser that steps `sequential.0` is not zeroed" in f.remedies[0]

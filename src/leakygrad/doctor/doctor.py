@@ -81,11 +81,12 @@ class Doctor:
         self.history.set_nonfinite(event)
         self._findings = None
 
-    def check_reset(self, step: int, reset: bool) -> None:
+    def check_reset(self, step: int, reset: bool, modules_not_reset: list[str] = ()) -> None:
         history = self.history
         history.reset_checks += 1
         if not reset:
             history.not_reset += 1
+            history.modules_not_reset.update(modules_not_reset)
             if history.first_not_reset is None:
                 history.first_not_reset = step
         self._findings = None

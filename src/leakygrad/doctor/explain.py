@@ -696,8 +696,13 @@ def explain_accumulating_gradient(f: Finding):
         "steps. `backward()` adds each new gradient into `.grad`, so without `zero_grad()` step t applies the sum of "
         f"every gradient since the start, a growing, stale direction. Gradient norm on sampled steps: {norms}."
     )
+    modules = e.get("modules_not_reset") or []
+    if modules:
+        text += f" Not reset: the gradients of {', '.join(f'`{m}`' for m in modules)}."
     remedies = [
-        "Call `optimizer.zero_grad()` once per step, before `loss.backward()`.",
+        "Call `optimizer.zero_grad()` once per step, before `loss.backward()`; with several optimisers, every one "
+        "of them (or `model.zero_grad()` once)"
+        + (f": the optimiser that steps {', '.join(f'`{m}`' for m in modules)} is not zeroed." if modules else "."),
         "If you accumulate over micro-batches on purpose, zero after each `optimizer.step()`.",
     ]
     return text, remedies

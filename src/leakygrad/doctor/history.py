@@ -155,6 +155,7 @@ class History:
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
         self.first_not_reset: int | None = None
+        self.modules_not_reset: set[str] = set()  # ... the modules whose parameters' gradients were not reset
         self.graph_cuts: dict[tuple[str, str], int] = {}  # (producer, consumer) -> first step seen
         self.nonfinite: NonfiniteEvent | None = None
         self.notes: dict[str, int] = {}  # internal notes (errors inside the doctor) -> times seen

@@ -735,7 +735,7 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
         "steps_checked": history.reset_checks,
         "steps_not_reset": history.not_reset,
         "grad_norm_by_step": norms,
-        "optimizers": history.watched,
+        "modules_not_reset": sorted(history.modules_not_reset),
     }
     return [Finding("accumulating_gradient", "optimizer", history.first_not_reset or 0, "error", evidence)]
 

@@ -477,10 +477,11 @@ class GradientMarks:
             self.moved[i] = self.moved[i] or version > self.versions[i]
             self.versions[i] = version
 
-    def counts(self) -> tuple[int, int]:
-        """(gradients reset, gradients that moved and were never reset), at the optimiser step."""
+    def counts(self) -> tuple[int, list]:
+        """(how many gradients were reset, the parameters whose gradient moved and was never reset), at the
+        optimiser step."""
         reset = [r or p.grad is None or p.grad is not grad() for r, p, grad in zip(self.reset, self.params, self.grads)]
-        return sum(reset), sum([m and not r for m, r in zip(self.moved, reset)])
+        return sum(reset), [p for p, m, r in zip(self.params, self.moved, reset) if m and not r]
 
 
 class TorchProbe:
@@ -1336,7 +1337,8 @@ class TorchProbe:
         reset, stale = self._reset_marks.counts()
         self._reset_marks = None
         if stale or reset:
-            self.doctor.check_reset(self.step, reset=stale <= reset)
+            modules = sorted({entry[2] for entry in map(self._param_label, stale) if entry is not None})
+            self.doctor.check_reset(self.step, reset=len(stale) <= reset, modules_not_reset=modules)
 
     def _measure_parameters(self, candidates, snapshot: bool) -> None:
         """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries, of the
