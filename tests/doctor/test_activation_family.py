@@ -1,8 +1,12 @@
 """The activations beyond ReLU, sigmoid and tanh that real models use (MobileNet's ReLU6 and Hardswish, the
 Hardsigmoid of quantisation-friendly nets): each is tallied as the function it is, with the flat region where it
 passes no gradient, and explained with its own derivative. Each test failed before: ReLU6 was taken for a clamp to
-[-1, 1], and Hardswish and Hardsigmoid were not watched at all."""
+[-1, 1], and Hardswish and Hardsigmoid were not watched at all. Also the output's squashing: a sigmoid under a loss
+with no log, and a softmax handed to cross_entropy (which applies its own)."""
 
+import math
+
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -157,3 +161,25 @@ def test_units_dead_from_the_start_behind_all_zero_weights_are_blamed_on_the_ini
     assert dead.evidence["dead_fraction"] == 1.0 and dead.evidence["feeds_from_weights_zero"] is True
     assert "The initialisation did this" in dead.explanation
     assert dead.remedies[0].startswith("Initialise `sequential.0`'s weights randomly")  # (before: lower the lr)
+
+
+# --- a softmax given to cross_entropy, which applies its own --------------------------------------------------------
+def classifier(ends_in_softmax: bool):
+    torch.manual_seed(0)
+    layers = [nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)]
+    return nn.Sequential(*layers, nn.Softmax(dim=1)) if ends_in_softmax else nn.Sequential(*layers)
+
+
+def test_a_softmax_before_cross_entropy_is_a_vanishing_gradient_at_that_softmax_with_the_loss_floor():
+    dr = train(classifier(ends_in_softmax=True), *data())
+    [f] = [f for f in dr.findings if f.symptom == "vanishing_gradient"]  # (before: nothing, or a vague stall)
+    assert f.where == "sequential.3" and f.evidence["across"] == "softmax twice" and f.evidence["classes"] == 4
+    assert f.evidence["loss_floor"] == pytest.approx(math.log(1 + 3 / math.e), rel=1e-2)
+    assert f.first_step == 0 and "applies log_softmax itself" in f.explanation
+    assert f.remedies[0].startswith("Remove the softmax `sequential.3`")
+
+
+def test_cross_entropy_on_logits_is_no_softmax_twice():
+    dr = train(classifier(ends_in_softmax=False), *data())
+    assert all(r.softmax_into_loss is None for r in dr.history.records)
+    assert dr.findings == []

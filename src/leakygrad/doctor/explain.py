@@ -47,6 +47,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_time(f, vanishing=True)
     if e.get("through_one_layer"):
         return _explain_one_layer(f, vanishing=True)
+    if e.get("across") == "softmax twice":
+        return _explain_softmax_twice(f)
     derivatives = e.get("activation_mean_derivative") or {}
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
@@ -89,6 +91,26 @@ def explain_vanishing_gradient(f: Finding):
     if squashing and not squashed:
         remedies += replace
     return " ".join(parts), remedies
+
+
+def _explain_softmax_twice(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is a softmax, and the loss takes log_softmax of its output again (`cross_entropy` expects "
+        "logits and applies log_softmax itself). The second softmax sees inputs in [0, 1], so its output stays "
+        f"near uniform: with {e['classes']} classes the loss cannot fall below {fmt(e['loss_floor'])} even for a "
+        "perfect prediction. And the chain rule multiplies the gradient by the first softmax's derivative, "
+        "p (1 - p), which vanishes as the predictions grow confident: learning slows to a crawl."
+    )
+    if e.get("loss_stalled"):
+        text += " The loss has stalled."
+    remedies = [
+        f"Remove the softmax `{f.where}` from the model and give `cross_entropy` the logits; apply softmax only "
+        "when you need probabilities (at prediction time).",
+        "Or keep the probabilities and use `F.nll_loss(torch.log(p + 1e-12), y)`, though `log_softmax` of the "
+        "logits is more stable.",
+    ]
+    return text, remedies
 
 
 def _explain_one_layer(f: Finding, vanishing: bool):

@@ -428,6 +428,28 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("exploding_gradient", where, first if first is not None else recent[0].step, severity, evidence)]
 
 
+# --- a softmax given to a loss that applies one itself ---------------------------------------------------------------
+def softmax_twice_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The model ends in a softmax and the loss (cross_entropy) takes log_softmax of its output again: the second
+    softmax sees inputs in [0, 1], so the loss has a floor far above 0, and the gradient is multiplied by the first
+    softmax's derivative on the way: a vanishing gradient at the model's output."""
+    recent = history.recent()
+    marked = [r for r in recent if r.softmax_into_loss is not None]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+        return []
+    last = marked[-1]
+    classes = last.softmax_classes or 2
+    stalled = _loss_is_stalled(history.current_loss(), t)
+    evidence = {
+        "across": "softmax twice",
+        "classes": classes,
+        "loss_floor": _sci(math.log(1 + (classes - 1) / math.e)),  # -log(e / (e + C - 1)): one-hot p at best
+        "loss_stalled": stalled,
+    }
+    first = next((r.step for r in history.records if r.softmax_into_loss is not None), marked[0].step)
+    return [Finding("vanishing_gradient", last.softmax_into_loss, first, "error" if stalled else "warning", evidence)]
+
+
 # --- dead ReLUs and saturated squashing functions ----------------------------------------------------------------
 def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
     findings = []
@@ -967,6 +989,7 @@ RULES = (
     nonfinite_rule,
     depth_rule,
     time_rule,
+    softmax_twice_rule,
     growth_rule,
     dead_relu_rule,
     saturation_rule,

@@ -89,6 +89,10 @@ class StepRecord:
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
+    # a softmax whose output the loss takes log_softmax of again (cross_entropy given probabilities): where it is,
+    # and over how many classes
+    softmax_into_loss: str | None = None
+    softmax_classes: int | None = None
 
     def to_dict(self) -> dict:
         record = asdict(self)

@@ -276,6 +276,22 @@ def _not_dense(*values) -> bool:
     return any(not _dense(t) for value in values for t in _tensors(value))
 
 
+def _softmax_before_log_softmax(loss_nodes, names) -> tuple[str, int] | None:
+    """A log_softmax in the loss (cross_entropy's) whose input is a softmax's output: (that softmax's site, the
+    number of classes). The model already outputs probabilities, and the loss squashes them a second time."""
+    for node in loss_nodes:
+        if op_name(node) != "log_softmax":
+            continue
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        below = graph_tools.beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
+        if below is not None and op_name(below) == "softmax":
+            dim = below._saved_dim
+            classes = below._saved_result.shape[dim - 2**64 if dim >= 2**63 else dim]
+            site = names.get(below) or f"softmax after {graph_tools.nearest_upstream(below, names) or 'input'}"
+            return site, int(classes)
+    return None
+
+
 def _saved_activation(node):
     """What an activation's node saved for its backward (its output, or for some its input), or None when it is no
     longer held."""
@@ -380,6 +396,7 @@ class StepState:
     clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> its p, when it drops more than half
+    softmax_into_loss: tuple | None = None  # (site, classes) of a softmax the loss takes log_softmax of again
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -1135,6 +1152,8 @@ class TorchProbe:
         # would pass for the loss's (its ReLUs for the hinge of a margin loss): none is taken for the loss's then.
         loss_nodes = graph_tools.loss_side(root_nodes, names) if state.order else set()
         state.loss_ops.update(op_name(node) for node in loss_nodes)
+        if "log_softmax" in state.loss_ops and state.softmax_into_loss is None:
+            state.softmax_into_loss = _softmax_before_log_softmax(loss_nodes, names)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -1478,6 +1497,8 @@ class TorchProbe:
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
         for name, p in state.dropouts.items():  # (its derivative is 0 for the share p it drops: a gate set by p)
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, 0)
+        if state.softmax_into_loss is not None:
+            record.softmax_into_loss, record.softmax_classes = state.softmax_into_loss
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
