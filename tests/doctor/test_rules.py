@@ -404,6 +404,30 @@ def test_a_loss_that_rises_under_updates_of_a_normal_size_is_a_warning_that_name
     assert "targets move with the model" in f.explanation and any("episode return" in r for r in f.remedies)
 
 
+def test_weights_shrinking_to_nothing_are_told_as_a_weight_decay_too_large_not_a_learning_rate_too_high():
+    """weight_decay=0.5 where 5e-4 was meant: every weight shrinks a million times, each update is large next to
+    what is left (ratio 0.3), and the verdict was 'learning rate far too high'; the gradient vanishing across depth
+    was told as a matter of initialisation."""
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+
+    def shrinking(step):
+        norms = [1e-6, 1e-5, 1e-3, 1e-1, 1.0]  # output gradient norms: vanishing towards the input
+        record = chain(step, norms)
+        for layer in record.layers.values():
+            layer.update_ratio, layer.weight_norm = 0.3, 10.0 * 0.5 ** (step / 5)
+        return record
+
+    [vanishing, stalled] = diagnose(history_of([shrinking(s) for s in range(0, 100, 10)], losses=flat))
+    assert stalled.symptom == "stalled_loss" and stalled.evidence["learning_rate"] is None
+    assert stalled.evidence["weights_shrank_by"] == pytest.approx(2**18, rel=1e-2)
+    assert "shrank" in stalled.explanation and stalled.remedies[0].startswith("Check the optimiser's weight_decay")
+    assert vanishing.symptom == "vanishing_gradient" and vanishing.evidence["weights_shrank_by"] > 1e5
+    assert vanishing.remedies[0].startswith("Check the optimiser's weight_decay")
+    steady = [with_ratio(s, 0.3) for s in range(0, 100, 10)]  # the same ratio with weights that keep their size
+    [f] = loss_rule(history_of(steady, losses=flat), T)
+    assert f.evidence["learning_rate"] == "far too high" and "weights_shrank_by" not in f.evidence
+
+
 def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
     [low] = loss_rule(history_of([with_ratio(s, 1e-8) for s in range(0, 100, 10)], losses=flat), T)

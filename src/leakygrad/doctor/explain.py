@@ -90,6 +90,9 @@ def explain_vanishing_gradient(f: Finding):
     ]
     if squashing and not squashed:
         remedies += replace
+    if e.get("weights_shrank_by"):
+        parts.append(_weights_shrank(e["weights_shrank_by"]))
+        remedies.insert(0, WEIGHT_DECAY_REMEDY)
     return " ".join(parts), remedies
 
 
@@ -871,7 +874,10 @@ def explain_stalled_loss(f: Finding):
         )
     advice, remedies = _learning_rate_advice(e)
     text += advice
-    if not e.get("learning_rate"):
+    if e.get("weights_shrank_by"):
+        text += " " + _weights_shrank(e["weights_shrank_by"])
+        remedies.insert(0, WEIGHT_DECAY_REMEDY)
+    if not e.get("learning_rate") and not e.get("weights_shrank_by"):
         median_ratio, largest = e.get("update_ratio_median"), e.get("update_ratio_max")
         if e.get("gradient_vanishes"):
             text += (
@@ -922,6 +928,21 @@ def explain_stalled_loss(f: Finding):
                 "sequences, a gated recurrent layer)."
             )
     return text, remedies
+
+
+WEIGHT_DECAY_REMEDY = (
+    "Check the optimiser's weight_decay: about 1e-4 to 5e-4 is usual for SGD, 0.01 to 0.1 for AdamW (weight_decay=0.5 "
+    "where 5e-4 was meant removes lr x 0.5 of every weight at every step)."
+)
+
+
+def _weights_shrank(factor) -> str:
+    return (
+        f"The weights shrank {fmt(factor)} times since the first sampled step (the median over the layers): "
+        "something pulls them towards 0 at every step, far harder than the gradient pushes back, usually a weight "
+        "decay far too large. With weights that small, each layer passes back almost nothing and every update looks "
+        "large next to the weights."
+    )
 
 
 def _see_other_findings(e: dict) -> str:

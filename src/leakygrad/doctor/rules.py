@@ -222,6 +222,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     for f in kept:
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
             f.evidence["other_findings"] = sorted({g.symptom for g in kept if g.symptom != "stalled_loss"})
+    # Weights shrunk towards 0 (a weight decay far too large) make every layer's backward gain tiny: that is the
+    # cause of a gradient vanishing across depth, not the depth
+    shrank = next((f.evidence["weights_shrank_by"] for f in kept if "weights_shrank_by" in f.evidence), None)
+    for f in kept:
+        if shrank is not None and f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth":
+            f.evidence["weights_shrank_by"] = shrank
     return kept
 
 
@@ -865,6 +871,21 @@ def update_ratios(history: History) -> dict[str, float]:
     return out
 
 
+def _weights_shrank_by(history: History) -> float | None:
+    """Median over the layers with weights of ||weights|| at the first sampled step / at the last: how many times
+    smaller the weights have become (None when not measured)."""
+    recent = history.recent()
+    if not history.records or not recent:
+        return None
+    first, last = history.records[0].layers, recent[-1].layers
+    factors = [
+        first[name].weight_norm / layer.weight_norm
+        for name, layer in last.items()
+        if layer.has_weights and layer.weight_norm and name in first and first[name].weight_norm
+    ]
+    return median(factors) if factors else None
+
+
 def _gradient_could_move(records: list[StepRecord], t: Thresholds) -> bool:
     """Whether some layer's gradient was large enough, next to its weights, that a step at any usual learning rate
     would have moved them: a gradient a millionth of the weights' size or less (behind a sigmoid saturated to exactly
@@ -943,6 +964,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     if verdict is None and not math.isnan(overall) and max(ratios.values()) == 0 and too_small is not None:
         evidence["gradient_to_weights_max"] = _sci(too_small)  # too small to move a float32 weight
+    shrank = _weights_shrank_by(history)
+    if shrank is not None and shrank > t.weights_shrank:
+        evidence["weights_shrank_by"] = _sci(shrank)  # pulled towards 0: a large update/weight ratio is its sign
+        if verdict == "far too high":
+            evidence["learning_rate"] = verdict = None
     if history.loss_restarts:  # another model's training began then: this one is judged on its own
         evidence["training_began"] = history.loss_restarts[-1]
     diverging = end > t.diverging_factor * lowest and end > start * (1 + t.stalled_change) and lowest >= 0

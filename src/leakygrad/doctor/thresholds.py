@@ -101,6 +101,10 @@ class Thresholds:
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""
+    weights_shrank: float = 10.0
+    """A stalled or diverging loss whose layers' weight norms shrank by more than this factor (median over layers)
+    since the first sampled step: something pulls the weights towards 0 at every step (a weight decay far too
+    large), and the update/weight ratio is large for it, not for the learning rate (`weights_shrank_by`)."""
     fell_early: float = 0.1
     """A stalled loss whose first step was above the last third's mean by more than this share learned first and then
     stopped (`fell_early`): converged to a noisy task's floor, or stuck at a trivial solution; told as either."""
