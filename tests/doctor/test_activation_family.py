@@ -183,3 +183,38 @@ def test_cross_entropy_on_logits_is_no_softmax_twice():
     dr = train(classifier(ends_in_softmax=False), *data())
     assert all(r.softmax_into_loss is None for r in dr.history.records)
     assert dr.findings == []
+
+
+def test_an_output_sigmoid_in_its_tail_at_its_targets_under_a_squared_error_is_right_not_saturated():
+    """A binary classifier with a sigmoid output trained with MSE on 0/1 labels, and right: its outputs sit in the
+    tails, at their targets, and the loss fell by orders of magnitude. (A review found it reported as an error.)"""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    labels = (x[:, :1] > 0).float()
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(600):
+            loss = F.mse_loss(model(x), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.8 and loss.item() < 1e-3
+    assert by_symptom(dr, "saturated_activation") == {}
+
+
+class HandWrittenHardSwish(nn.Module):
+    """h_swish as MobileNetV3 ports write it: x * relu6(x + 3) / 6 (the ReLU6 is a gate on x, not an activation)."""
+
+    def forward(self, x):
+        return x * F.relu6(x + 3) / 6
+
+
+def test_a_relu6_gating_a_product_as_in_a_hand_written_h_swish_is_no_dead_unit():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), HandWrittenHardSwish(), nn.Linear(64, 4))
+    with torch.no_grad():
+        model[0].bias[:48] = 8.0  # 48 units above 3 for every example: the ReLU6 sits at 6, the h_swish passes all
+    dr = train(model, *data())
+    assert by_symptom(dr, "dead_relu") == {}  # (a review found 'dead_relu relu6 after sequential.0' here)
+    assert all("relu6" not in site for r in dr.history.records for site in r.activations)

@@ -68,6 +68,10 @@ def test_a_gradient_lost_through_one_layer_names_that_layer_not_the_input_end():
     [f] = diagnose(history_of(records))
     assert "passing back through `l4` (LayerNorm)" in f.explanation and "depth of the network is not" in f.explanation
     assert f.remedies[0].startswith("Remove the normalisation `l4`")
+    for r in records:  # a tanh between l3 and l4 (saturated): the activation rules name it, the depth rule does not
+        r.activations["tanh after l3"] = ActivationStats("tanh after l3", "tanh", 8, 64, depth=3.5)
+    [f] = depth_rule(history_of(records), T)
+    assert f.where == "l0" and "through_one_layer" not in f.evidence
     spread = [chain(s, [1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]) for s in range(0, 50, 10)]  # a factor 10 at every layer
     [f] = depth_rule(history_of(spread), T)
     assert f.where == "l0" and "through_one_layer" not in f.evidence
@@ -426,6 +430,21 @@ def test_weights_shrinking_to_nothing_are_told_as_a_weight_decay_too_large_not_a
     steady = [with_ratio(s, 0.3) for s in range(0, 100, 10)]  # the same ratio with weights that keep their size
     [f] = loss_rule(history_of(steady, losses=flat), T)
     assert f.evidence["learning_rate"] == "far too high" and "weights_shrank_by" not in f.evidence
+
+
+def test_a_loss_that_rises_under_tiny_median_updates_or_after_a_blow_up_stays_an_error():
+    """SGD at lr 0.3 blew the loss up to 17 and killed every ReLU: the median ratio is 1e-9 (the dead layers do not
+    move), one layer's is 6e-4, so no verdict; that is no 'update of a normal size' (a review found it a warning)."""
+    losses = [1.3 - 0.03 * k for k in range(30)] + [17.0] * 3 + [2.31] * 40
+
+    def dead(step):
+        record = with_ratio(step, 1e-9)
+        record.layers["l1"] = LayerStats("l1", "Linear", 1, has_weights=True, update_ratio=6e-4)
+        record.layers["l2"] = LayerStats("l2", "Linear", 2, has_weights=True, update_ratio=1e-9)
+        return record
+
+    [f] = loss_rule(history_of([dead(s) for s in range(0, 70, 10)], losses=losses), T)
+    assert (f.symptom, f.severity, f.evidence["updates_normal_size"]) == ("diverging_loss", "error", False)
 
 
 def test_stalled_loss_with_and_without_a_learning_rate_verdict():

@@ -339,22 +339,27 @@ def explain_saturated_activation(f: Finding):
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
     if e.get("output_activation"):
-        ops = ", ".join(f"`{op}`" for op in e.get("loss_ops") or [])
-        why = (
-            f"the loss ({ops}) takes no log of it"
-            if e.get("loss_ops") and not e.get("loss_takes_log")
-            else ("the loss does not improve")
+        logits_remedy = (
+            "For probabilities, give the loss the logits: `BCEWithLogitsLoss` instead of a sigmoid and `BCELoss` or "
+            "`mse_loss`, `cross_entropy` instead of a softmax; and standardise the inputs."
         )
+        if e.get("loss_takes_log", True):  # (reported because the loss stalls)
+            text += (
+                " It is the model's output, and the loss does not improve: a log loss on its probability cancels "
+                f"{function}'s derivative only while the output does not round to exactly 0 or 1, and nothing does "
+                "once it does."
+            )
+            return text, [logits_remedy]
+        ops = ", ".join(f"`{op}`" for op in e.get("loss_ops") or [])
         text += (
-            f" It is the model's output, and {why}: a log loss on its probability would cancel {function}'s "
-            "derivative, but a squared error does not, and nothing does once the output rounds to exactly 0 or 1. "
-            "Targets outside its range (a sigmoid asked for values above 1) pin it there for good."
+            f" It is the model's output, and the loss ({ops}) takes no log of it, and has not even halved: a log "
+            f"loss on its probability would cancel {function}'s derivative, but a squared error does not. Targets "
+            "outside its range (a sigmoid asked for values above 1) pin it there for good."
         )
         remedies = [
             f"Check that the targets lie inside {function}'s range; for regression to other values, drop the output "
             f"{function} (or scale the targets into its range).",
-            "For probabilities, give the loss the logits: `BCEWithLogitsLoss` instead of a sigmoid and `BCELoss` or "
-            "`mse_loss`, `cross_entropy` instead of a softmax; and standardise the inputs.",
+            logits_remedy,
         ]
         return text, remedies
     remedies = [

@@ -139,7 +139,7 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     if zeroed:
         evidence["zero_gradient_layers"] = zeroed
-    through = _one_layer_to_blame(names, gains, ratio, t)
+    through = None if zeroed else _one_layer_to_blame(chain, last, gains, ratio, t)
     if through is not None:
         evidence["through_one_layer"] = through
         evidence["through_one_layer_kind"] = next(layer.kind for layer in chain if layer.name == through)
@@ -148,18 +148,22 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
 
 
-def _one_layer_to_blame(names: list[str], gains: dict, ratio: float, t: Thresholds) -> str | None:
+def _one_layer_to_blame(chain: list, record: StepRecord, gains: dict, ratio: float, t: Thresholds) -> str | None:
     """The layer through which the gradient shrinks (or grows) by nearly the whole ratio at once, when there is one:
     `gains[lower]` is the gain from the output of the layer above `lower` back to lower's output, so across that
-    layer (and what sits between them). One layer that does it all (a LayerNorm over a single feature outputs its
-    bias whatever its input) is to be named, not the depth of the network."""
+    layer and what sits between the two. One layer that does it all (a LayerNorm over a single feature outputs its
+    bias whatever its input) is to be named, not the depth of the network; but not when an activation sits between
+    them (a saturated tanh after `lower` makes the same drop: the activation rules name it)."""
     if not ratio > 0 or math.isinf(ratio):
         return None
-    above = dict(zip(names, names[1:]))
     total = abs(math.log10(ratio))
-    for lower, gain in gains.items():
-        if gain > 0 and (gain < 1) == (ratio < 1) and abs(math.log10(gain)) >= t.one_layer_share * total:
-            return above[lower]
+    for lower, upper in zip(chain, chain[1:]):
+        gain = gains.get(lower.name)
+        if gain is None or not gain > 0 or (gain < 1) != (ratio < 1):
+            continue
+        between = any(a.depth is not None and lower.depth < a.depth < upper.depth for a in record.activations.values())
+        if abs(math.log10(gain)) >= t.one_layer_share * total and not between:
+            return upper.name
     return None
 
 
@@ -525,8 +529,17 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     # The output squashing is excused when a log loss takes its output (its 1/sigma cancels sigma'), unless the loss
     # does not improve: then its flat derivative may be what holds the training back (no loss term cancels sigma'
     # once it rounds to exactly 0 or 1). A loss with no log (a squared error) excuses it only below the error level.
-    stalled = _loss_is_stalled(history.current_loss(), t)
-    unlogged = bool(recent) and bool(recent[-1].loss_ops) and not set(recent[-1].loss_ops) & set(LOG_LOSS_OPS)
+    loss = history.current_loss()
+    competing = history.competing_loss_steps > history.steps / 2  # (a GAN's players: their loss hovers by design)
+    stalled = _loss_is_stalled(loss, t) and not competing
+    # (a loss with no log, and an output far from its targets: the loss did not even halve. Outputs in the tail at
+    # their targets, a classifier trained with MSE that is right, leave a loss that fell by orders of magnitude)
+    unlogged = (
+        bool(recent)
+        and bool(recent[-1].loss_ops)
+        and not set(recent[-1].loss_ops) & set(LOG_LOSS_OPS)
+        and _loss_fell_by(loss) < t.output_saturation_progress
+    )
     sites = sorted(
         {
             s
@@ -852,6 +865,14 @@ def _loss_thirds(loss: LossSeries) -> tuple[float, float] | None:
     return thirds[0][1], thirds[-1][1]
 
 
+def _loss_fell_by(loss: LossSeries) -> float:
+    """How much of the first third's mean loss the last third's has shed (0: none; 1: all of it)."""
+    thirds = _loss_thirds(loss)
+    if thirds is None or not thirds[0] > 0:
+        return math.nan
+    return 1 - thirds[1] / thirds[0]
+
+
 def _loss_is_stalled(loss: LossSeries, t: Thresholds) -> bool:
     thirds = _loss_thirds(loss)
     if len(loss) < t.loss_min_steps or thirds is None:
@@ -976,7 +997,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         first = next((step for step, value in smoothed if step > low_step and value > 1.5 * lowest), low_step)
         # Updates of a normal size (measured, no verdict) do not make a loss diverge: its targets may move with the
         # model instead (the returns of a reinforcement-learning agent that lives longer): a warning, told so.
-        normal_updates = verdict is None and not math.isnan(overall) and max(ratios.values()) > 0
+        normal_updates = (
+            verdict is None
+            and t.update_ratio_low <= overall <= t.update_ratio_high  # (the median in the healthy band)
+            and _blowup(loss, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
+        )
         evidence["updates_normal_size"] = normal_updates
         return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
     blowup = _blowup(loss, smoothed, t)

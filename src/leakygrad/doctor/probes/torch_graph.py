@@ -201,6 +201,18 @@ def beneath_reshapes(node):
     return node
 
 
+def beneath_scaling(node):
+    """The node under reshapes and under products or quotients by a constant (`relu6(x + 3) / 6`, a hand-written
+    hard sigmoid): what a gate multiplying another tensor was computed by."""
+    for _ in range(8):
+        below = beneath_reshapes(node)
+        inputs = [child for child, _ in below.next_functions if child is not None]
+        if op_name(below) not in ("div", "mul") or len(inputs) != 1:
+            return below
+        node = inputs[0]
+    return node
+
+
 def floors_at_zero(node) -> bool:
     """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
     or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by

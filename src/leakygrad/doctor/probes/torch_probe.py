@@ -259,14 +259,18 @@ def _activation_function(node, op: str, on_loss: bool) -> str | None:
     loss: that is a margin loss's hinge, a gating op), sigmoid, tanh, hardswish, hardsigmoid, or ReLU6, which
     PyTorch computes as hardtanh(z, 0, 6) (any other hardtanh is a clamp to a range: a gating op)."""
     if op == "hardtanh":
-        try:
-            is_relu6 = node._saved_min_val == 0 and node._saved_max_val == 6
-        except RuntimeError:  # (its saved values already freed)
-            return None
-        return "relu6" if is_relu6 and not on_loss else None
+        return "relu6" if _is_relu6(node) and not on_loss else None
     if op not in ACTIVATION_OPS or (op == "relu" and on_loss):
         return None
     return op
+
+
+def _is_relu6(node) -> bool:
+    """A hardtanh node that is a ReLU6: hardtanh(z, 0, 6)."""
+    try:
+        return node._saved_min_val == 0 and node._saved_max_val == 6
+    except RuntimeError:  # (its saved values already freed)
+        return False
 
 
 def _not_dense(*values) -> bool:
@@ -1164,20 +1168,22 @@ class TorchProbe:
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
-                        multiplied.update(graph_tools.beneath_reshapes(factor) for factor in factors)
+                        multiplied.update(graph_tools.beneath_scaling(factor) for factor in factors)
                 continue
             function = _activation_function(node, op, on_loss=node in loss_nodes)
             if function is not None:
                 owner = inside.get(node)
-                if owner in gated or (op in ("sigmoid", "hardsigmoid") and node in multiplied):
-                    continue  # gates (LSTM/GRU, squeeze-excitation, GLU) sit saturated by design: open or shut
+                if owner in gated or (function in ("sigmoid", "hardsigmoid", "relu6") and node in multiplied):
+                    # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6) sit
+                    # saturated by design: open or shut
+                    continue
                 try:
                     self._tally_activation(state, node, function, owner, saturation)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
-                gate = GATING_OPS.get(op, op)
+                gate = "relu6" if op == "hardtanh" and _is_relu6(node) else GATING_OPS.get(op, op)
                 if node in loss_nodes:
                     site = "loss"
                 else:
