@@ -1013,3 +1013,15 @@ def test_a_missing_zero_grad_of_one_of_two_optimisers_names_the_module_it_steps(
     assert f.evidence["modules_not_reset"] == ["sequential.0"]  # (before: "optimizers": the names of what was watched)
     assert "Not reset: the gradients of `sequential.0`" in f.explanation
     assert "the optimiser that steps `sequential.0` is not zeroed" in f.remedies[0]
+
+
+def test_a_relu6_on_the_loss_is_named_relu6_not_a_hardtanh_to_minus_1_and_1():
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(4):
+            optimizer.zero_grad()
+            nn.functional.relu6(model(x) - y).mean().backward()  # (hardtanh(z, 0, 6) in the autograd graph)
+            optimizer.step()
+    assert "relu6@loss" in dr.history.records[-1].ops and "hardtanh@loss" not in dr.history.records[-1].ops

@@ -447,6 +447,23 @@ def test_a_loss_that_rises_under_tiny_median_updates_or_after_a_blow_up_stays_an
     assert (f.symptom, f.severity, f.evidence["updates_normal_size"]) == ("diverging_loss", "error", False)
 
 
+def test_a_saturated_output_sigmoid_is_not_blamed_on_the_hovering_loss_of_a_gan():
+    """A confident discriminator's output sigmoid, in a GAN whose players' mean loss hovers by design: no stall to
+    blame it for (the loss rule leaves such losses alone, and so must the saturation rule)."""
+    flat = [1.38 + 0.01 * math.sin(k) for k in range(100)]
+
+    def record(step):
+        layer = LayerStats("l0", "Linear", 0, has_weights=True, update_ratio=1e-3)
+        output = ActivationStats("out", "sigmoid", 1, 64, saturated_fraction=0.95, mean_derivative=0.01, depth=1)
+        record = StepRecord(step=step, layers={"l0": layer}, activations={"out": output}, loss_ops=["log"])
+        return record
+
+    records = [record(s) for s in range(0, 100, 10)]
+    [f] = saturation_rule(history_of(records, losses=flat), T)  # one stalled loss: the output's flat tail is named
+    assert f.where == "out" and "round to exactly 0 or 1" in diagnose(history_of(records, losses=flat))[0].explanation
+    assert saturation_rule(history_of(records, losses=flat, competing_loss_steps=100), T) == []
+
+
 def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
     [low] = loss_rule(history_of([with_ratio(s, 1e-8) for s in range(0, 100, 10)], losses=flat), T)
