@@ -289,8 +289,11 @@ def _softmax_before_log_softmax(loss_nodes, names) -> tuple[str, int] | None:
         inputs = [child for child, _ in node.next_functions if child is not None]
         below = graph_tools.beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
         if below is not None and op_name(below) == "softmax":
-            dim = below._saved_dim
-            classes = below._saved_result.shape[dim - 2**64 if dim >= 2**63 else dim]
+            try:
+                dim = below._saved_dim
+                classes = below._saved_result.shape[dim - 2**64 if dim >= 2**63 else dim]
+            except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
+                return None
             site = names.get(below) or f"softmax after {graph_tools.nearest_upstream(below, names) or 'input'}"
             return site, int(classes)
     return None
