@@ -994,7 +994,7 @@ def test_a_dropout_that_drops_most_of_its_input_is_a_blocked_gradient_named_with
         assert blocked == []
         return
     [f] = blocked
-    assert f.severity == severity and f.evidence == {"blocked_fraction": p, "site": "sequential.2", "elements": 0}
+    assert f.severity == severity and f.evidence == {"blocked_fraction": p, "site": "sequential.2", "elements": 64 * 32}
     assert "p is the share dropped, not kept" in f.explanation and "sequential.2" in f.remedies[0]
 
 

@@ -464,6 +464,18 @@ def test_a_saturated_output_sigmoid_is_not_blamed_on_the_hovering_loss_of_a_gan(
     assert saturation_rule(history_of(records, losses=flat, competing_loss_steps=100), T) == []
 
 
+def test_no_learning_rate_verdict_from_layers_that_start_from_all_zero_weights():
+    """Every layer initialised to zero: the hidden units never fire, the only ratio measured is the output layer's,
+    grown from zero, and it said 'learning rate far too high, scale by 0.007'."""
+    dead = Finding("dead_relu", "model.1", 0, "error", {"dead_fraction": 1.0, "feeds_from_weights_zero": True})
+    stalled = Finding("stalled_loss", "loss", 0, "warning", {"learning_rate": "far too high"})
+    fold_explained([dead, stalled])
+    assert stalled.evidence["learning_rate"] is None
+    alone = Finding("stalled_loss", "loss", 0, "warning", {"learning_rate": "far too high"})
+    fold_explained([alone])
+    assert alone.evidence["learning_rate"] == "far too high"
+
+
 def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
     [low] = loss_rule(history_of([with_ratio(s, 1e-8) for s in range(0, 100, 10)], losses=flat), T)

@@ -177,10 +177,15 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     time shows as a gain across depth); and exactly-zero gradients behind a layer whose every unit is dead are
     that dead layer's doing (listed in its evidence)."""
     vanishing = any(f.symptom == "vanishing_gradient" and f.severity == "error" for f in findings)
+    # layers whose weights are all zero give no update/weight ratio, and those grown from zero a huge one: no measure
+    # of the learning rate
+    zero_weights = any(f.evidence.get("feeds_from_weights_zero") for f in findings)
     for f in findings:
         if vanishing and f.symptom == "stalled_loss" and f.evidence.get("learning_rate") == "far too low":
             f.evidence["learning_rate"] = None
             f.evidence["gradient_vanishes"] = True
+        if zero_weights and f.symptom in ("stalled_loss", "diverging_loss") and f.evidence.get("learning_rate"):
+            f.evidence["learning_rate"] = None
     zeroed = {
         name
         for f in findings

@@ -402,7 +402,7 @@ class StepState:
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
-    dropouts: dict = field(default_factory=dict)  # dropout module name -> its p, when it drops more than half
+    dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p > 0.5
     softmax_into_loss: tuple | None = None  # (site, classes) of a softmax the loss takes log_softmax of again
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
@@ -897,7 +897,7 @@ class TorchProbe:
             if not y.requires_grad:
                 return None
             if isinstance(module, DROPOUTS) and module.training and module.p > 0.5:
-                state.dropouts[name] = float(module.p)  # drops most of its input: p is a share to drop, not to keep
+                state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
             for t in _tensors(output) if info.recurrent else (y,):  # (an RNN's h_n too: it may be what is cut)
                 if t.is_floating_point():
                     state.output_memory.note(t, name)
@@ -1504,8 +1504,8 @@ class TorchProbe:
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in pairs)
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
-        for name, p in state.dropouts.items():  # (its derivative is 0 for the share p it drops: a gate set by p)
-            record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, 0)
+        for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
+            record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
         if state.softmax_into_loss is not None:
             record.softmax_into_loss, record.softmax_classes = state.softmax_into_loss
         record.graph_cuts = sorted(state.cuts)
