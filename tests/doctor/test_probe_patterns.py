@@ -979,10 +979,11 @@ def test_a_torchscript_model_is_watched_without_internal_errors(compile_with):
     assert dr.history.records[-1].grad_norm > 0
 
 
-@pytest.mark.parametrize("p, severity", [(1.0, "error"), (0.9, "warning"), (0.5, None)])
+@pytest.mark.parametrize("p, severity", [(1.0, "error"), (0.9, "warning"), (0.6, None), (0.5, None)])
 def test_a_dropout_that_drops_most_of_its_input_is_a_blocked_gradient_named_with_its_p(p, severity):
     """nn.Dropout(0.9) meant as TensorFlow 1's keep_prob drops 90% of the activations; Dropout(1.0) drops all of
-    them, and before, only the consequences were reported (no gradient below it, a dead ReLU after it)."""
+    them, and before, only the consequences were reported (no gradient below it, a dead ReLU after it). GAT's
+    published 0.6 is no finding."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(p), nn.Linear(32, 1))
     x, y = regression_data()

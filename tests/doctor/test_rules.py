@@ -448,19 +448,23 @@ def test_a_loss_that_rises_under_tiny_median_updates_or_after_a_blow_up_stays_an
 
 
 def test_a_saturated_output_sigmoid_is_not_blamed_on_the_hovering_loss_of_a_gan():
-    """A confident discriminator's output sigmoid, in a GAN whose players' mean loss hovers by design: no stall to
-    blame it for (the loss rule leaves such losses alone, and so must the saturation rule)."""
+    """An output sigmoid in a GAN whose players' mean loss hovers by design: no stall to blame it for (the loss rule
+    leaves such losses alone, and so must the saturation rule)."""
     flat = [1.38 + 0.01 * math.sin(k) for k in range(100)]
 
     def record(step):
         layer = LayerStats("l0", "Linear", 0, has_weights=True, update_ratio=1e-3)
         output = ActivationStats("out", "sigmoid", 1, 64, saturated_fraction=0.95, mean_derivative=0.01, depth=1)
-        record = StepRecord(step=step, layers={"l0": layer}, activations={"out": output}, loss_ops=["log"])
+        record = StepRecord(step=step, layers={"l0": layer}, activations={"out": output}, loss_ops=["mse_loss"])
         return record
 
     records = [record(s) for s in range(0, 100, 10)]
     [f] = saturation_rule(history_of(records, losses=flat), T)  # one stalled loss: the output's flat tail is named
-    assert f.where == "out" and "round to exactly 0 or 1" in diagnose(history_of(records, losses=flat))[0].explanation
+    assert f.where == "out" and f.severity == "warning"  # (a loss with no log that does not improve)
+    assert "barely improves" in diagnose(history_of(records, losses=flat))[0].explanation
+    for r in records:  # under a log loss the output's saturation is a confident probability: excused
+        r.loss_ops = ["log"]
+    assert saturation_rule(history_of(records, losses=flat), T) == []
     assert saturation_rule(history_of(records, losses=flat, competing_loss_steps=100), T) == []
 
 
@@ -474,6 +478,16 @@ def test_no_learning_rate_verdict_from_layers_that_start_from_all_zero_weights()
     alone = Finding("stalled_loss", "loss", 0, "warning", {"learning_rate": "far too high"})
     fold_explained([alone])
     assert alone.evidence["learning_rate"] == "far too high"
+
+
+def test_a_loss_that_climbs_past_ten_times_its_first_by_stages_is_no_blow_up():
+    """A denoising curriculum raises the noise from 0.05 to 1 over the run: the loss climbs from 0.003 to 0.24 by
+    stages, with updates of a normal size. Taken for a blow-up, it was an error blaming the learning rate."""
+    stages = [0.003 * 1.5**k for k in range(12)]
+    losses = [value for value in stages for _ in range(25)]
+    [f] = loss_rule(history_of([with_ratio(s, 6e-3) for s in range(0, 300, 10)], losses=losses), T)
+    assert f.symptom == "diverging_loss" and "loss_highest" not in f.evidence
+    assert (f.severity, f.evidence["updates_normal_size"]) == ("warning", True)
 
 
 def test_stalled_loss_with_and_without_a_learning_rate_verdict():

@@ -339,28 +339,22 @@ def explain_saturated_activation(f: Finding):
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
     if e.get("output_activation"):
-        logits_remedy = (
-            "For probabilities, give the loss the logits: `BCEWithLogitsLoss` instead of a sigmoid and `BCELoss` or "
-            "`mse_loss`, `cross_entropy` instead of a softmax; and standardise the inputs."
-        )
-        if e.get("loss_takes_log", True):  # (reported because the loss stalls)
-            text += (
-                " It is the model's output, and the loss does not improve: a log loss on its probability cancels "
-                f"{function}'s derivative only while the output does not round to exactly 0 or 1, and nothing does "
-                "once it does."
-            )
-            return text, [logits_remedy]
         ops = ", ".join(f"`{op}`" for op in e.get("loss_ops") or [])
+        bounds = "(0, 1)" if function in ("sigmoid", "hardsigmoid") else "(-1, 1)"
         text += (
-            f" It is the model's output, and the loss ({ops}) takes no log of it, and has not even halved: a log "
-            f"loss on its probability would cancel {function}'s derivative, but a squared error does not. Targets "
-            "outside its range (a sigmoid asked for values above 1) pin it there for good."
+            f" It is the model's output, and the loss ({ops}) takes no log of it and barely improves: a squared error "
+            f"does not cancel {function}'s derivative, so outputs pinned in its tails far from their targets stay "
+            f"there. Targets outside its range {bounds} pin them for good."
         )
         remedies = [
-            f"Check that the targets lie inside {function}'s range; for regression to other values, drop the output "
-            f"{function} (or scale the targets into its range).",
-            logits_remedy,
+            f"Check that the targets lie inside {function}'s range {bounds}; for regression to other values, drop the "
+            f"output {function} (or scale the targets into its range).",
         ]
+        if function == "sigmoid":
+            remedies.append(
+                "For probabilities, give the loss the logits: `BCEWithLogitsLoss` instead of a sigmoid and "
+                "`mse_loss`; and standardise the inputs."
+            )
         return text, remedies
     remedies = [
         "Initialise with `nn.init.xavier_uniform_` (scaled for tanh/sigmoid) and standardise the inputs.",

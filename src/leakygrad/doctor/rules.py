@@ -534,23 +534,23 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     # The output squashing is excused when a log loss takes its output (its 1/sigma cancels sigma'), unless the loss
     # does not improve: then its flat derivative may be what holds the training back (no loss term cancels sigma'
     # once it rounds to exactly 0 or 1). A loss with no log (a squared error) excuses it only below the error level.
-    loss = history.current_loss()
+    # The output squashing is excused, unless a loss with no log of it (a squared error: nothing cancels sigma')
+    # barely improves while it saturates: then outputs pinned in the tail, far from their targets, are the likely
+    # cause (a warning: outputs in the tail at their targets, a run resumed or begun near its optimum, look alike).
     competing = history.competing_loss_steps > history.steps / 2  # (a GAN's players: their loss hovers by design)
-    stalled = _loss_is_stalled(loss, t) and not competing
-    # (a loss with no log, and an output far from its targets: the loss did not even halve. Outputs in the tail at
-    # their targets, a classifier trained with MSE that is right, leave a loss that fell by orders of magnitude)
     unlogged = (
         bool(recent)
         and bool(recent[-1].loss_ops)
         and not set(recent[-1].loss_ops) & set(LOG_LOSS_OPS)
-        and _loss_fell_by(loss) < t.output_saturation_progress
+        and _loss_fell_by(history.current_loss()) < t.output_saturation_progress
+        and not competing
     )
     sites = sorted(
         {
             s
             for r in recent
             for s, a in r.activations.items()
-            if a.function in SQUASHING and (stalled or unlogged or not is_output_activation(r, s))
+            if a.function in SQUASHING and (unlogged or not is_output_activation(r, s))
         }
     )
     for site in sites:
@@ -560,8 +560,10 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         fraction = median(fractions)
         severity = _grade(fraction, t.saturated_warning, t.saturated_error, below=False)
         output = is_output_activation(recent[-1], site)
-        if severity is None or (output and not stalled and severity != "error"):
+        if severity is None or (output and severity != "error"):
             continue
+        if output:
+            severity = "warning"
 
         def holds(record, site=site):
             stats = record.activations.get(site)
@@ -579,9 +581,8 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "derivative_threshold": t.saturation_derivative,
         }
         if output:
-            evidence["output_activation"] = True  # (reported only because the loss stalls, or takes no log)
+            evidence["output_activation"] = True  # (reported only under a loss with no log that barely improves)
             evidence["loss_ops"] = recent[-1].loss_ops
-            evidence["loss_takes_log"] = not unlogged
         first = onset(history.healthy_records(), holds, t.persistence)
         findings.append(
             Finding("saturated_activation", site, first if first is not None else recent[0].step, severity, evidence)
@@ -953,6 +954,12 @@ def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
     if initial <= 0 or highest <= t.loss_blowup_factor * initial or smoothed[-1][1] < initial * (1 - t.stalled_change):
         return None
     jump = next(b for b in loss.buckets if b.high > t.loss_blowup_factor * initial)
+    # sudden: from under twice the first loss to past the factor within a few steps (a loss that climbs by stages, a
+    # curriculum making the task harder, is no blow-up)
+    calm = [b for b in loss.buckets if b.last_step < jump.first_step and b.mean < 2 * initial]
+    since_calm = jump.first_step - (calm[-1].last_step if calm else 0)
+    if since_calm > max(5, 0.05 * loss.buckets[-1].last_step):
+        return None
     return {"loss_initial": _sci(initial), "loss_highest": _sci(highest), "blew_up_at_step": jump.first_step}
 
 

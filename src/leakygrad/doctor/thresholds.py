@@ -101,9 +101,10 @@ class Thresholds:
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""
-    output_saturation_progress: float = 0.5
-    """An output sigmoid/tanh under a loss with no log (MSE) is judged saturated only while the loss has shed less than
-    this share of its first third's mean by its last third: outputs in the flat tail at their targets are right."""
+    output_saturation_progress: float = 0.1
+    """An output sigmoid/tanh under a loss with no log (MSE) is judged saturated (a warning) only while the loss has
+    shed less than this share of its first third's mean by its last third: outputs in the flat tail at their targets
+    are right, and a run that learns is no sign of outputs pinned far from them."""
     weights_shrank: float = 10.0
     """A stalled or diverging loss whose layers' weight norms shrank by more than this factor (median over layers)
     since the first sampled step: something pulls the weights towards 0 at every step (a weight decay far too

@@ -74,6 +74,7 @@ GATING_OPS = {
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
 }  # fmt: skip
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
+DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
@@ -402,7 +403,7 @@ class StepState:
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
-    dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p > 0.5
+    dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
     softmax_into_loss: tuple | None = None  # (site, classes) of a softmax the loss takes log_softmax of again
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
@@ -896,7 +897,7 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad:
                 return None
-            if isinstance(module, DROPOUTS) and module.training and module.p > 0.5:
+            if isinstance(module, DROPOUTS) and module.training and module.p >= DROPOUT_MOSTLY:
                 state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
             for t in _tensors(output) if info.recurrent else (y,):  # (an RNN's h_n too: it may be what is cut)
                 if t.is_floating_point():
