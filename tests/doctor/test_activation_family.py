@@ -106,21 +106,28 @@ def test_a_hardtanh_to_minus_1_and_1_is_still_a_clamp_that_blocks():
 
 
 # --- the output squashing: excused under a log loss, not under a squared error ---------------------------------------
-def regression_with_output_sigmoid(loss_of, steps=150):
-    """A regression net ending in a sigmoid (copied from a classifier), asked for targets in [3, 7]."""
-    torch.manual_seed(0)
-    x = torch.randn(256, 8)
-    y = 5 + 2 * torch.tanh(x[:, :1])
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+def fit(model, x, targets, loss_of, steps, lr=1e-2):
+    """Full-batch Adam under the doctor, statistics on every step: (doctor, last loss)."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     with doctor.watch(model, optimizer, every=1) as dr:
         for _ in range(steps):
-            loss = loss_of(model(x), y)
+            loss = loss_of(model(x), targets)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     assert dr.notes == []
-    return dr
+    return dr, loss.item()
+
+
+def sigmoid_head(outputs=1):
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, outputs), nn.Sigmoid())
+
+
+def regression_with_output_sigmoid(loss_of, steps=150):
+    """A regression net ending in a sigmoid (copied from a classifier), asked for targets in [3, 7]."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    return fit(sigmoid_head(), x, 5 + 2 * torch.tanh(x[:, :1]), loss_of, steps)[0]
 
 
 def test_an_output_sigmoid_pinned_at_1_under_a_squared_error_is_saturated():
@@ -138,16 +145,10 @@ def test_an_output_sigmoid_under_a_squared_error_whose_loss_falls_is_not_judged(
     torch.manual_seed(0)
     x = torch.randn(256, 8)
     targets = (torch.randn(256, 16) > 2.0).float()  # sparse: mostly 0
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16), nn.Sigmoid())
+    model = sigmoid_head(outputs=16)
     with torch.no_grad():
         model[2].bias.fill_(-4.6)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    with doctor.watch(model, optimizer, every=1) as dr:
-        for _ in range(150):
-            loss = F.mse_loss(model(x), targets)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr, _ = fit(model, x, targets, F.mse_loss, steps=150)
     assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.5
     assert by_symptom(dr, "saturated_activation") == {}
 
@@ -156,16 +157,10 @@ def test_a_confident_output_sigmoid_under_binary_cross_entropy_is_still_excused(
     torch.manual_seed(0)
     x = torch.randn(256, 8)
     labels = (x[:, 0] > 0).float()[:, None]
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
+    model = sigmoid_head()
     with torch.no_grad():
         model[2].weight.mul_(60)  # confident from the start: most outputs in the sigmoid's tails
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    with doctor.watch(model, optimizer, every=1) as dr:
-        for _ in range(150):
-            loss = F.binary_cross_entropy(model(x), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr, _ = fit(model, x, labels, F.binary_cross_entropy, steps=150)
     assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.8
     assert "binary_cross_entropy" in dr.history.records[-1].loss_ops
     assert by_symptom(dr, "saturated_activation") == {}
@@ -211,15 +206,8 @@ def test_an_output_sigmoid_in_its_tail_at_its_targets_under_a_squared_error_is_r
     torch.manual_seed(0)
     x = torch.randn(256, 8)
     labels = (x[:, :1] > 0).float()
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
-    with doctor.watch(model, optimizer, every=1) as dr:
-        for _ in range(600):
-            loss = F.mse_loss(model(x), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.8 and loss.item() < 1e-3
+    dr, loss = fit(sigmoid_head(), x, labels, F.mse_loss, steps=600, lr=3e-2)
+    assert dr.history.records[-1].activations["sequential.3"].saturated_fraction > 0.8 and loss < 1e-3
     assert by_symptom(dr, "saturated_activation") == {}
 
 

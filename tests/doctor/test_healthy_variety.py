@@ -258,28 +258,27 @@ def no_grad_encoder(every):
     return train(model, optimizer, every, 150, lambda _: next(stream), lambda a, b: F.cross_entropy(model(a), b))
 
 
-def autoencoder_sigmoid_bce(every):
+def digits_autoencoder(every, loss_of, lr, steps):
     """Autoencoder of the digits (pixels in [0, 1]): ReLU encoder and decoder around a linear 8-unit bottleneck,
-    a sigmoid output and binary cross-entropy."""
+    and a sigmoid output."""
     x, y = digits(standardise=False)
     model = nn.Sequential(
         nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8), nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 64), nn.Sigmoid()
     )
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     stream = batches(x, y, 64, 0)
-    return train(model, optimizer, every, 200, lambda _: next(stream), lambda a, _: F.binary_cross_entropy(model(a), a))
+    return train(model, optimizer, every, steps, lambda _: next(stream), lambda a, _: loss_of(model(a), a))
+
+
+def autoencoder_sigmoid_bce(every):
+    """The digits autoencoder with binary cross-entropy on its sigmoid output."""
+    return digits_autoencoder(every, F.binary_cross_entropy, lr=1e-3, steps=200)
 
 
 def autoencoder_sigmoid_mse(every):
     """The same autoencoder trained longer with a squared error on its sigmoid output (no log to cancel sigma'):
     the background pixels, exactly 0, drive their outputs into the sigmoid's tail, rightly."""
-    x, y = digits(standardise=False)
-    model = nn.Sequential(
-        nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8), nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 64), nn.Sigmoid()
-    )
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    stream = batches(x, y, 64, 0)
-    return train(model, optimizer, every, 600, lambda _: next(stream), lambda a, _: F.mse_loss(model(a), a))
+    return digits_autoencoder(every, F.mse_loss, lr=3e-3, steps=600)
 
 
 def wide_mlp_sgd(every):

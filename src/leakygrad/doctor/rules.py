@@ -913,15 +913,6 @@ def _weights_shrank_by(history: History) -> float | None:
     return median(factors) if factors else None
 
 
-def _gradient_could_move(records: list[StepRecord], t: Thresholds) -> bool:
-    """Whether some layer's gradient was large enough, next to its weights, that a step at any usual learning rate
-    would have moved them: a gradient a millionth of the weights' size or less (behind a sigmoid saturated to exactly
-    0 or 1, say) is lost in float32 rounding, and weights that stay put are then the gradient's doing, not the
-    learning rate's."""
-    largest = _largest_gradient_to_weights(records)
-    return largest is None or largest > t.movable_gradient  # (no weight norm measured: nothing to say otherwise)
-
-
 def _largest_gradient_to_weights(records: list[StepRecord]) -> float | None:
     """The largest ||gradient|| / ||weights|| of any layer at any of `records`, or None when none was measured."""
     shares = [
@@ -979,9 +970,14 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # that moved only at the few steps a gradient came through are the gradient's doing.)
             with_gradient = [r for r in history.recent() if r.grad_norm]
             moved = any(layer.update_ratio for r in with_gradient for layer in r.layers.values())
-            verdict = "zero" if with_gradient and not moved and _gradient_could_move(with_gradient, t) else None
-            if with_gradient and not moved and verdict is None:
-                too_small = _largest_gradient_to_weights(with_gradient)
+            if with_gradient and not moved:
+                largest = _largest_gradient_to_weights(with_gradient)
+                # a gradient at most movable_gradient of the weights is lost in float32 rounding: weights that stay
+                # put are then the gradient's doing, not the learning rate's (no weight norm measured: the rate's)
+                if largest is None or largest > t.movable_gradient:
+                    verdict = "zero"
+                else:
+                    too_small = largest
         elif overall > t.update_ratio_high:
             verdict = "far too high"
         elif max(ratios.values()) < t.update_ratio_low:
@@ -995,7 +991,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         "update_ratio_by_layer": {k: _sci(v) for k, v in ratios.items()},
         "learning_rate": verdict,
     }
-    if verdict is None and not math.isnan(overall) and max(ratios.values()) == 0 and too_small is not None:
+    if too_small is not None:
         evidence["gradient_to_weights_max"] = _sci(too_small)  # too small to move a float32 weight
     shrank = _weights_shrank_by(history)
     if shrank is not None and shrank > t.weights_shrank:

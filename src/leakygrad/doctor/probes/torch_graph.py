@@ -382,6 +382,13 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [])
 
 
+def saved_dim(node) -> int:
+    """A node's saved `dim` (softmax's, say) as a Python index: it is saved as an unsigned integer, -1 reading
+    2^64 - 1."""
+    dim = node._saved_dim
+    return dim - 2**64 if dim >= 2**63 else dim
+
+
 def _softmax_of_rows_masked_whole(node, candidates) -> bool:
     """A softmax (or log_softmax) whose NaN rows are exactly rows that a masked_fill before it filled whole: every
     score of the row set to -inf (an attention query over a sequence whose every position is padding), so that
@@ -389,10 +396,9 @@ def _softmax_of_rows_masked_whole(node, candidates) -> bool:
     if op_name(node) not in ("softmax", "log_softmax"):
         return False
     try:
-        result, dim = node._saved_result, node._saved_dim
+        result, dim = node._saved_result, saved_dim(node)
     except (AttributeError, RuntimeError):
         return False
-    dim = dim - 2**64 if dim >= 2**63 else dim  # (saved as an unsigned integer: -1 reads 2^64 - 1)
     for fill in (n for n in candidates if op_name(n) == "masked_fill"):
         try:
             mask = fill._saved_mask

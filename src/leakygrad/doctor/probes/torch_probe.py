@@ -291,8 +291,7 @@ def _softmax_before_log_softmax(loss_nodes, names) -> tuple[str, int] | None:
         below = graph_tools.beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
         if below is not None and op_name(below) == "softmax":
             try:
-                dim = below._saved_dim
-                classes = below._saved_result.shape[dim - 2**64 if dim >= 2**63 else dim]
+                classes = below._saved_result.shape[graph_tools.saved_dim(below)]
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
             site = names.get(below) or f"softmax after {graph_tools.nearest_upstream(below, names) or 'input'}"
