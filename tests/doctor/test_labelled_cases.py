@@ -32,6 +32,7 @@ FAULTY = {
     "adam_lr_blowup": [("diverging_loss", "loss", "error"), ("dead_relu", "model.3", "error")],
     "nan_in_data": [("nonfinite", "input of model.0", "error")],
     "softmax_before_cross_entropy": [("vanishing_gradient", "model.5", "error"), ("stalled_loss", "loss", "warning")],
+    "mse_broadcast_target": [("stalled_loss", "mse_loss", "error")],
 }
 
 HEALTHY = [

@@ -116,6 +116,29 @@ def _explain_softmax_twice(f: Finding):
     return text, remedies
 
 
+def _explain_broadcast(f: Finding):
+    e = f.evidence
+    shape, compared = tuple(e["prediction_shape"]), tuple(e["compared_as"])
+    n = shape[0]
+    text = (
+        f"The loss compares `{e['prediction']}`'s output, of shape {shape}, with a target of another shape, and "
+        f"`{f.where}` broadcast them to {compared}: each of the {n} predictions is compared with every target of the "
+        "batch, not with its own. Backprop through the broadcast sums the gradient over the new axis, so prediction "
+        "p_i receives 2/N (p_i - mean(y)) in place of 2/N (p_i - y_i) (for a squared error): every prediction is "
+        "pulled towards the batch's mean target, whatever its input. The model can learn that mean and nothing "
+        "more, and the loss cannot fall below the targets' variance."
+    )
+    if e.get("loss_stalled"):
+        text += " The loss has stalled."
+    remedies = [
+        "Give the prediction and the target the same shape: `loss_fn(pred.squeeze(-1), y)`, or "
+        "`loss_fn(pred, y.unsqueeze(-1))`.",
+        "PyTorch's own losses warn about this ('Using a target size ... that is different to the input size'): "
+        "make that warning an error while debugging (`warnings.simplefilter('error', UserWarning)`).",
+    ]
+    return text, remedies
+
+
 def _explain_one_layer(f: Finding, vanishing: bool):
     """Across depth, when one layer accounts for nearly all of the change: that layer is the leak, not the depth."""
     e = f.evidence
@@ -850,6 +873,8 @@ def explain_diverging_loss(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if e.get("across") == "broadcast":
+        return _explain_broadcast(f)
     run = "the run" if e.get("training_began") is None else f"the training begun at step {e['training_began']}"
     first, last = e["loss_first_third"], e["loss_last_third"]
     if e.get("fell_early"):

@@ -223,10 +223,19 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if behind_dead_units(f):
             all_dead[0].evidence.setdefault("zero_gradient_modules", []).append(f.where)
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
+    # a loss compared with the wrong targets (broadcast) stalls whatever the learning rate: that finding is the stall
+    broadcast = any(f.evidence.get("across") == "broadcast" for f in findings)
+
+    def the_broadcast_stall(f: Finding) -> bool:
+        return broadcast and f.symptom == "stalled_loss" and f.where == "loss"
+
     kept = [
         f
         for f in findings
-        if not explained(f) and not behind_dead_units(f) and not _through_a_recurrent_layer(f, over_time)
+        if not explained(f)
+        and not behind_dead_units(f)
+        and not _through_a_recurrent_layer(f, over_time)
+        and not the_broadcast_stall(f)
     ]
     for f in kept:
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
@@ -463,6 +472,32 @@ def softmax_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first = next((r.step for r in history.records if r.softmax_into_loss is not None), marked[0].step)
     return [Finding("vanishing_gradient", last.softmax_into_loss, first, "error" if stalled else "warning", evidence)]
+
+
+# --- a prediction broadcast against the batch's targets ---------------------------------------------------------------
+def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The loss compares a prediction of shape (N, 1) with a target of shape (N,): broadcast to (N, N), every
+    prediction meets every target of the batch, and the gradient that reaches prediction i is 2/N (y_i - mean(y))
+    with mean(y) in place of its own target y_i. The model can learn the mean target and nothing else: a stalled
+    loss, whatever the learning rate, named at the operation that broadcast."""
+    recent = history.recent()
+    marked = [r for r in recent if r.prediction_broadcast is not None]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+        return []
+    found = marked[-1].prediction_broadcast
+    loss = history.current_loss()
+    thirds = _loss_thirds(loss)
+    evidence = {
+        "across": "broadcast",
+        "prediction": found["module"],
+        "prediction_shape": found["prediction"],
+        "compared_as": found["compared_as"],
+        "loss_first_third": _sci(thirds[0]) if thirds else None,
+        "loss_last_third": _sci(thirds[1]) if thirds else None,
+        "loss_stalled": _loss_is_stalled(loss, t),
+    }
+    first = next(r.step for r in history.records if r.prediction_broadcast is not None)
+    return [Finding("stalled_loss", found["op"], first, "error", evidence)]
 
 
 # --- dead ReLUs and saturated squashing functions ----------------------------------------------------------------
@@ -1049,6 +1084,7 @@ RULES = (
     depth_rule,
     time_rule,
     softmax_twice_rule,
+    broadcast_rule,
     growth_rule,
     dead_relu_rule,
     saturation_rule,

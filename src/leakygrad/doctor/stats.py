@@ -93,6 +93,9 @@ class StepRecord:
     # and over how many classes
     softmax_into_loss: str | None = None
     softmax_classes: int | None = None
+    # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the
+    # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
+    prediction_broadcast: dict | None = None
 
     def to_dict(self) -> dict:
         record = asdict(self)

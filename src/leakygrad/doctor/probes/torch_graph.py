@@ -185,6 +185,43 @@ def loss_side(roots, module_outputs) -> set:  # module_outputs: a dict or NodeTa
     return side
 
 
+def output_shape(node, output_nr: int = 0) -> tuple | None:
+    """The shape of a node's forward output (what its backward receives), or None where PyTorch does not say."""
+    try:
+        return tuple(node._input_metadata[output_nr].shape)
+    except (AttributeError, IndexError, RuntimeError, TypeError):
+        return None
+
+
+def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
+    """A loss that compares a module's output of shape (N, 1) with a target of shape (N,): broadcasting lines them up
+    as (N, N), every prediction against every target of the batch. Found at the loss operation that does it, `sub`
+    in `(pred - y) ** 2`, or the `expand` under `mse_loss`, `l1_loss`, `huber_loss` (their broadcast_tensors).
+    Only a module's output taken as it is, against a constant: a pairwise loss says `x[:, None]` (an unsqueeze, not
+    a module output), or compares the model's outputs with each other (`scores - scores.t()`: both need gradient)."""
+    for node in loss_nodes:
+        inputs = [(child, nr) for child, nr in node.next_functions if child is not None]
+        if op_name(node) == "expand" or len(inputs) != 1:  # (an expand is looked at from the loss operation above it)
+            continue
+        for child, output_nr in inputs:
+            compared, base, base_nr = node, child, output_nr
+            if op_name(child) == "expand":
+                inner = [(c, nr) for c, nr in child.next_functions if c is not None]
+                if len(inner) != 1:
+                    continue
+                compared, (base, base_nr) = child, inner[0]
+            module = module_outputs.get(base)
+            if module is None:
+                continue
+            before, after = output_shape(base, base_nr), output_shape(compared)
+            if before is None or after is None or len(before) != len(after) or len(before) < 2:
+                continue
+            batch = before[0]
+            if batch > 1 and before[1] == 1 and after[:2] == (batch, batch):
+                return {"op": op_name(node), "module": module, "prediction": list(before), "compared_as": list(after)}
+    return None
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

@@ -404,6 +404,7 @@ class StepState:
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
     softmax_into_loss: tuple | None = None  # (site, classes) of a softmax the loss takes log_softmax of again
+    prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -1161,6 +1162,8 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if "log_softmax" in state.loss_ops and state.softmax_into_loss is None:
             state.softmax_into_loss = _softmax_before_log_softmax(loss_nodes, names)
+        if loss_nodes and state.prediction_broadcast is None:
+            state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -1508,6 +1511,7 @@ class TorchProbe:
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
         if state.softmax_into_loss is not None:
             record.softmax_into_loss, record.softmax_classes = state.softmax_into_loss
+        record.prediction_broadcast = state.prediction_broadcast
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
