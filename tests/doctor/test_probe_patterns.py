@@ -935,21 +935,29 @@ def test_a_sequence_layer_run_one_step_per_call_is_judged_without_failing():
 
 
 class MaskedAttention(nn.Module):
-    """Self-attention with a key padding mask filled with -inf (a hand-written transformer layer)."""
+    """Self-attention with a key padding mask (a hand-written transformer layer): the scores filled with -inf where
+    masked, or a mask added to them (-inf where masked, 0 elsewhere), as in many codebases."""
 
-    def __init__(self, width=16):
+    def __init__(self, width=16, additive=False):
         super().__init__()
         self.qkv, self.out, self.head = nn.Linear(width, 3 * width), nn.Linear(width, width), nn.Linear(width, 2)
+        self.additive = additive
 
     def forward(self, h, padding):
         q, k, v = self.qkv(h).chunk(3, dim=-1)
-        scores = (q @ k.transpose(1, 2) / q.shape[-1] ** 0.5).masked_fill(padding[:, None, :], float("-inf"))
+        scores = q @ k.transpose(1, 2) / q.shape[-1] ** 0.5
+        if self.additive:
+            scores = scores + torch.zeros(padding.shape).masked_fill(padding, float("-inf"))[:, None, :]
+        else:
+            scores = scores.masked_fill(padding[:, None, :], float("-inf"))
         return self.head(self.out(torch.softmax(scores, dim=-1) @ v).mean(dim=1))
 
 
-def test_a_sequence_with_every_position_masked_is_a_nan_made_by_the_softmax_not_by_the_product_before_it():
+@pytest.mark.parametrize("additive", [False, True])
+def test_a_sequence_with_every_position_masked_is_a_nan_made_by_the_softmax_not_by_the_product_before_it(additive):
+    # (an additive mask leaves no trace in the graph: it is told by the rows, NaN whole, and zeros elsewhere)
     torch.manual_seed(0)
-    model = MaskedAttention()
+    model = MaskedAttention(additive=additive)
     h, labels = torch.randn(8, 5, 16), torch.randint(0, 2, (8,))
     padding = torch.arange(5)[None, :] >= torch.tensor([5, 3, 0, 4, 5, 2, 1, 5])[:, None]  # sequence 2 is empty
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

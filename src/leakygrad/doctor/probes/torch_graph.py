@@ -445,7 +445,25 @@ def _softmax_of_rows_masked_whole(node, candidates) -> bool:
         nan_rows = result.isnan().any(dim=dim)
         if bool(nan_rows.any()) and bool((nan_rows <= whole).all()):
             return True
-    return False
+    return _masked_by_an_additive_mask(node, result, dim)
+
+
+def _masked_by_an_additive_mask(node, result: torch.Tensor, dim: int) -> bool:
+    """The same for a mask added to the scores (`scores + mask`, -inf where a position is masked, 0 elsewhere), which
+    autograd does not keep: the softmax's input is a sum with a constant, its NaN rows are NaN whole (a row of -inf
+    everywhere), and the rows that are not hold exact zeros (their masked positions: exp(-inf) = 0)."""
+    inputs = [child for child, _ in node.next_functions if child is not None]
+    below = beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
+    if below is None or op_name(below) != "add":
+        return False
+    if sum(child is not None for child, _ in below.next_functions) != 1:  # (scores + a constant, not x + y)
+        return False
+    nan = result.isnan()
+    nan_rows, whole_rows = nan.any(dim=dim), nan.all(dim=dim)
+    if not bool(nan_rows.any()) or not bool((nan_rows == whole_rows).all()):
+        return False
+    rows_left = result.masked_fill(nan, 1.0)  # (rows with NaN: out of the count of zeros below)
+    return bool((rows_left == 0).any())
 
 
 def _recompute(node):
