@@ -1034,3 +1034,24 @@ def test_a_relu6_on_the_loss_is_named_relu6_not_a_hardtanh_to_minus_1_and_1():
             nn.functional.relu6(model(x) - y).mean().backward()  # (hardtanh(z, 0, 6) in the autograd graph)
             optimizer.step()
     assert "relu6@loss" in dr.history.records[-1].ops and "hardtanh@loss" not in dr.history.records[-1].ops
+
+
+def test_a_hand_written_binary_cross_entropy_whose_log_meets_a_probability_of_1_is_named_at_the_log():
+    """-(y log p + (1 - y) log(1 - p)) with p = sigmoid(z) rounded to exactly 1.0: log(1 - p) = -inf. The product
+    (1 - y) * log(1 - p) keeps only (1 - y), so its output is unknown, and it comes first in the forward order; the
+    log, recomputed from its finite input, confirms the -inf. (Before: named at `mul`, exact: false.)"""
+    model = mlp()
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    y = (x[:, 0] > 0).float()
+    with torch.no_grad():
+        model[2].bias.fill_(40.0)  # sigmoid(z) == 1.0 in float32 for every example
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        p = torch.sigmoid(model(x).squeeze(1))
+        loss = -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert f.where == "log" and f.evidence["exact"] is True and "-inf" in f.evidence["value"]
+    assert f.evidence["module"] == "sequential.2"

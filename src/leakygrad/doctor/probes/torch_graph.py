@@ -393,7 +393,10 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
         return ForwardCulprit("forward", op_name(first), first, names, exact=True, value="nan", parameters=[])
     # an operation recomputed from its saved, finite inputs to a finite value is not the culprit (x ** 2 of finite x)
     candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
-    culprit = next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
+    # one recomputed from finite inputs to NaN/Inf made it (log(1 - p) of a p rounded to 1, below a product that saved
+    # only its other factor); else the first that could have
+    confirmed = next((n for n in candidates if _recomputed_nonfinite(n)), None)
+    culprit = confirmed or next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
     exact = len(candidates) == 1 or _recomputed_nonfinite(culprit)
     fed = next((node for node in candidates if node in data_fed), None)
     if fed is not None and not _recomputed_nonfinite(culprit):
