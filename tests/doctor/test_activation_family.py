@@ -196,8 +196,28 @@ def test_a_softmax_before_cross_entropy_is_a_vanishing_gradient_at_that_softmax_
 
 def test_cross_entropy_on_logits_is_no_softmax_twice():
     dr = train(classifier(ends_in_softmax=False), *data())
-    assert all(r.softmax_into_loss is None for r in dr.history.records)
+    assert all(r.probabilities_into_loss is None for r in dr.history.records)
     assert dr.findings == []
+
+
+@pytest.mark.parametrize("ends_in_sigmoid", [True, False])
+def test_a_sigmoid_before_bce_with_logits_is_a_vanishing_gradient_at_that_sigmoid(ends_in_sigmoid):
+    """nn.Sigmoid at the end and BCEWithLogitsLoss, which applies its own: the binary softmax twice. (Before: a
+    warning that the output sigmoid saturates under a loss with no log, 'a squared error', which it is not.)"""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    model = sigmoid_head() if ends_in_sigmoid else sigmoid_head()[:-1]
+    dr, _ = fit(model, x, (x[:, :1] > 0).float(), F.binary_cross_entropy_with_logits, steps=150)
+    twice = [f for f in dr.findings if f.evidence.get("across") == "sigmoid twice"]
+    if not ends_in_sigmoid:
+        assert twice == [] and dr.findings == []
+        return
+    [f] = twice
+    assert f.symptom == "vanishing_gradient" and f.where == "sequential.3" and f.first_step == 0
+    assert f.evidence["loss_floor_negative"] == pytest.approx(math.log(2), rel=1e-2)
+    assert "applies a sigmoid to its output again" in f.explanation
+    assert f.remedies[0].startswith("Remove the sigmoid `sequential.3`")
+    assert by_symptom(dr, "saturated_activation") == {}  # (the same output, told by its cause)
 
 
 def test_an_output_sigmoid_in_its_tail_at_its_targets_under_a_squared_error_is_right_not_saturated():

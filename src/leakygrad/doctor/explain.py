@@ -49,6 +49,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_one_layer(f, vanishing=True)
     if e.get("across") == "softmax twice":
         return _explain_softmax_twice(f)
+    if e.get("across") == "sigmoid twice":
+        return _explain_sigmoid_twice(f)
     derivatives = e.get("activation_mean_derivative") or {}
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
@@ -112,6 +114,27 @@ def _explain_softmax_twice(f: Finding):
         "when you need probabilities (at prediction time).",
         "Or keep the probabilities and use `F.nll_loss(torch.log(p + 1e-12), y)`, though `log_softmax` of the "
         "logits is more stable.",
+    ]
+    return text, remedies
+
+
+def _explain_sigmoid_twice(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is a sigmoid, and the loss applies a sigmoid to its output again "
+        "(`binary_cross_entropy_with_logits` / `BCEWithLogitsLoss` expects logits). The second sigmoid sees inputs "
+        "in [0, 1], so the probability it gives lies between 0.5 and 0.73: the loss cannot fall below "
+        f"{fmt(e['loss_floor_positive'])} for a positive example nor below {fmt(e['loss_floor_negative'])} (log 2) "
+        "for a negative one, even for a perfect prediction, and a negative can never be predicted below 0.5. And "
+        "the chain rule multiplies the gradient by the first sigmoid's derivative, p (1 - p), which vanishes as "
+        "the predictions grow confident."
+    )
+    if e.get("loss_stalled"):
+        text += " The loss has stalled."
+    remedies = [
+        f"Remove the sigmoid `{f.where}` from the model and give `BCEWithLogitsLoss` the logits; apply "
+        "`torch.sigmoid` only when you need probabilities (at prediction time).",
+        "Or keep the probabilities and use `BCELoss` on them, though the logits version is more stable.",
     ]
     return text, remedies
 

@@ -225,9 +225,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
     # a loss compared with the wrong targets (broadcast) stalls whatever the learning rate: that finding is the stall
     broadcast = any(f.evidence.get("across") == "broadcast" for f in findings)
+    # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
+    twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
 
-    def the_broadcast_stall(f: Finding) -> bool:
-        return broadcast and f.symptom == "stalled_loss" and f.where == "loss"
+    def told_by_its_cause(f: Finding) -> bool:
+        the_stall = broadcast and f.symptom == "stalled_loss" and f.where == "loss"
+        return the_stall or (f.symptom == "saturated_activation" and f.where in twice)
 
     kept = [
         f
@@ -235,7 +238,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if not explained(f)
         and not behind_dead_units(f)
         and not _through_a_recurrent_layer(f, over_time)
-        and not the_broadcast_stall(f)
+        and not told_by_its_cause(f)
     ]
     for f in kept:
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
@@ -452,26 +455,29 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("exploding_gradient", where, first if first is not None else recent[0].step, severity, evidence)]
 
 
-# --- a softmax given to a loss that applies one itself ---------------------------------------------------------------
-def softmax_twice_rule(history: History, t: Thresholds) -> list[Finding]:
-    """The model ends in a softmax and the loss (cross_entropy) takes log_softmax of its output again: the second
-    softmax sees inputs in [0, 1], so the loss has a floor far above 0, and the gradient is multiplied by the first
-    softmax's derivative on the way: a vanishing gradient at the model's output."""
+# --- a softmax (or sigmoid) given to a loss that applies one itself -----------------------------------------------
+def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The model ends in a softmax and the loss (cross_entropy) takes log_softmax of its output again, or ends in a
+    sigmoid and binary_cross_entropy_with_logits applies a sigmoid again: the second squashing sees inputs in [0, 1],
+    so the loss has a floor far above 0, and the gradient is multiplied by the first one's derivative on the way:
+    a vanishing gradient at the model's output."""
     recent = history.recent()
-    marked = [r for r in recent if r.softmax_into_loss is not None]
+    marked = [r for r in recent if r.probabilities_into_loss is not None]
     if len(marked) < t.min_records or 2 * len(marked) < len(recent):
         return []
     last = marked[-1]
-    classes = last.softmax_classes or 2
+    function, classes = last.probabilities_function or "softmax", last.probabilities_classes or 2
     stalled = _loss_is_stalled(history.current_loss(), t)
-    evidence = {
-        "across": "softmax twice",
-        "classes": classes,
-        "loss_floor": _sci(math.log(1 + (classes - 1) / math.e)),  # -log(e / (e + C - 1)): one-hot p at best
-        "loss_stalled": stalled,
-    }
-    first = next((r.step for r in history.records if r.softmax_into_loss is not None), marked[0].step)
-    return [Finding("vanishing_gradient", last.softmax_into_loss, first, "error" if stalled else "warning", evidence)]
+    evidence = {"across": f"{function} twice", "classes": classes}
+    if function == "sigmoid":  # -log sigma(p) for a positive, -log(1 - sigma(p)) for a negative, p in [0, 1]
+        evidence["loss_floor_positive"] = _sci(math.log(1 + math.exp(-1)))
+        evidence["loss_floor_negative"] = _sci(math.log(2))
+    else:
+        evidence["loss_floor"] = _sci(math.log(1 + (classes - 1) / math.e))  # -log(e / (e + C - 1)): one-hot p
+    evidence["loss_stalled"] = stalled
+    first = next((r.step for r in history.records if r.probabilities_into_loss is not None), marked[0].step)
+    severity = "error" if stalled else "warning"
+    return [Finding("vanishing_gradient", last.probabilities_into_loss, first, severity, evidence)]
 
 
 # --- a prediction broadcast against the batch's targets ---------------------------------------------------------------
@@ -1083,7 +1089,7 @@ RULES = (
     nonfinite_rule,
     depth_rule,
     time_rule,
-    softmax_twice_rule,
+    squashed_twice_rule,
     broadcast_rule,
     growth_rule,
     dead_relu_rule,

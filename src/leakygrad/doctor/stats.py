@@ -89,10 +89,11 @@ class StepRecord:
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
-    # a softmax whose output the loss takes log_softmax of again (cross_entropy given probabilities): where it is,
-    # and over how many classes
-    softmax_into_loss: str | None = None
-    softmax_classes: int | None = None
+    # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
+    # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes
+    probabilities_into_loss: str | None = None
+    probabilities_function: str | None = None
+    probabilities_classes: int | None = None
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the
     # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
     prediction_broadcast: dict | None = None

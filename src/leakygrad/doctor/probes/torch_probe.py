@@ -281,21 +281,30 @@ def _not_dense(*values) -> bool:
     return any(not _dense(t) for value in values for t in _tensors(value))
 
 
-def _softmax_before_log_softmax(loss_nodes, names) -> tuple[str, int] | None:
-    """A log_softmax in the loss (cross_entropy's) whose input is a softmax's output: (that softmax's site, the
-    number of classes). The model already outputs probabilities, and the loss squashes them a second time."""
+# a loss that squashes its input itself -> the squashing a model's output must then not have already
+SQUASHED_BY_LOSS = {"log_softmax": "softmax", "binary_cross_entropy_with_logits": "sigmoid"}
+
+
+def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
+    """A loss that applies a softmax (cross_entropy's log_softmax) or a sigmoid (binary_cross_entropy_with_logits)
+    to an input that is a softmax's or a sigmoid's output already: (that site, the function, the number of classes).
+    The model outputs probabilities, and the loss squashes them a second time."""
     for node in loss_nodes:
-        if op_name(node) != "log_softmax":
+        function = SQUASHED_BY_LOSS.get(op_name(node))
+        if function is None or not node.next_functions or node.next_functions[0][0] is None:
             continue
-        inputs = [child for child, _ in node.next_functions if child is not None]
-        below = graph_tools.beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
-        if below is not None and op_name(below) == "softmax":
+        below = graph_tools.beneath_reshapes(node.next_functions[0][0])  # (the loss's input, its logits)
+        if op_name(below) != function:
+            continue
+        if function == "sigmoid":
+            classes = 2
+        else:
             try:
-                classes = below._saved_result.shape[graph_tools.saved_dim(below)]
+                classes = int(below._saved_result.shape[graph_tools.saved_dim(below)])
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
-            site = names.get(below) or f"softmax after {graph_tools.nearest_upstream(below, names) or 'input'}"
-            return site, int(classes)
+        site = names.get(below) or f"{function} after {graph_tools.nearest_upstream(below, names) or 'input'}"
+        return site, function, classes
     return None
 
 
@@ -403,7 +412,8 @@ class StepState:
     clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
-    softmax_into_loss: tuple | None = None  # (site, classes) of a softmax the loss takes log_softmax of again
+    # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
+    probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
@@ -1160,8 +1170,8 @@ class TorchProbe:
         # would pass for the loss's (its ReLUs for the hinge of a margin loss): none is taken for the loss's then.
         loss_nodes = graph_tools.loss_side(root_nodes, names) if state.order else set()
         state.loss_ops.update(op_name(node) for node in loss_nodes)
-        if "log_softmax" in state.loss_ops and state.softmax_into_loss is None:
-            state.softmax_into_loss = _softmax_before_log_softmax(loss_nodes, names)
+        if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
+            state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
@@ -1509,8 +1519,10 @@ class TorchProbe:
                 record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
         for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
-        if state.softmax_into_loss is not None:
-            record.softmax_into_loss, record.softmax_classes = state.softmax_into_loss
+        if state.probabilities_into_loss is not None:
+            record.probabilities_into_loss, record.probabilities_function, record.probabilities_classes = (
+                state.probabilities_into_loss
+            )
         record.prediction_broadcast = state.prediction_broadcast
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
