@@ -139,6 +139,23 @@ def _explain_sigmoid_twice(f: Finding):
     return text, remedies
 
 
+def _explain_negated_loss(f: Finding):
+    e = f.evidence
+    loss = e["negated"]
+    text = (
+        f"The backward pass starts from the negative of `{loss}`, a loss that is never negative: the optimiser "
+        f"descends -{loss}, which is gradient ascent on {loss} itself. Backprop hands every layer the gradient of "
+        f"the error with its sign flipped, so each step makes the predictions worse: the recorded loss fell from a "
+        f"mean of {fmt(e['loss_first_third'])} over the first third of the run to {fmt(e['loss_last_third'])} over "
+        "the last, which is the error growing"
+    )
+    text += f" {fmt(e['error_grew_by'])}-fold." if e.get("error_grew_by") else "."
+    remedies = [
+        f"Minimise `{loss}` itself: drop the minus sign. To maximise a reward, negate the reward, not a loss.",
+    ]
+    return text, remedies
+
+
 def _explain_broadcast(f: Finding):
     e = f.evidence
     shape, compared = tuple(e["prediction_shape"]), tuple(e["compared_as"])
@@ -862,6 +879,8 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
 
 def explain_diverging_loss(f: Finding):
     e = f.evidence
+    if e.get("negated"):
+        return _explain_negated_loss(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered
         text = (
             f"The loss jumped from {fmt(e['loss_initial'])} at the first step to a mean of {fmt(e['loss_highest'])} "

@@ -228,9 +228,13 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
 
+    # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less
+    negated = any(f.evidence.get("negated") for f in findings)
+
     def told_by_its_cause(f: Finding) -> bool:
         the_stall = broadcast and f.symptom == "stalled_loss" and f.where == "loss"
-        return the_stall or (f.symptom == "saturated_activation" and f.where in twice)
+        the_curve = negated and f.symptom in ("stalled_loss", "diverging_loss") and not f.evidence.get("negated")
+        return the_stall or the_curve or (f.symptom == "saturated_activation" and f.where in twice)
 
     kept = [
         f
@@ -478,6 +482,30 @@ def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     first = next((r.step for r in history.records if r.probabilities_into_loss is not None), marked[0].step)
     severity = "error" if stalled else "warning"
     return [Finding("vanishing_gradient", last.probabilities_into_loss, first, severity, evidence)]
+
+
+# --- a loss minimised with its sign flipped ------------------------------------------------------------------------
+def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The backward pass starts from the negative of a loss that is never negative (`-F.mse_loss(...)`, a sign left
+    from code that maximised a reward): descending it ascends the error, which grows while the recorded loss falls
+    below zero. Reported when it did (the error of the last third above that of the first)."""
+    recent = history.recent()
+    marked = [r for r in recent if r.negated_loss is not None]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+        return []
+    loss = history.current_loss()
+    thirds = _loss_thirds(loss)
+    if len(loss) < t.loss_min_steps or thirds is None or not thirds[1] < thirds[0]:
+        return []
+    first, last = thirds
+    evidence = {
+        "negated": marked[-1].negated_loss,
+        "loss_first_third": _sci(first),
+        "loss_last_third": _sci(last),
+        "error_grew_by": _sci(last / first) if first < 0 else None,  # (both negative: the error's own growth)
+    }
+    first_step = next(r.step for r in history.records if r.negated_loss is not None)
+    return [Finding("diverging_loss", "loss", first_step, "error", evidence)]
 
 
 # --- a prediction broadcast against the batch's targets ---------------------------------------------------------------
@@ -1091,6 +1119,7 @@ RULES = (
     time_rule,
     squashed_twice_rule,
     broadcast_rule,
+    negated_loss_rule,
     growth_rule,
     dead_relu_rule,
     saturation_rule,

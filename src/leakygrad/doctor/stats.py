@@ -97,6 +97,7 @@ class StepRecord:
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the
     # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
     prediction_broadcast: dict | None = None
+    negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
 
     def to_dict(self) -> dict:
         record = asdict(self)

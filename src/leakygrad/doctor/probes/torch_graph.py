@@ -185,6 +185,47 @@ def loss_side(roots, module_outputs) -> set:  # module_outputs: a dict or NodeTa
     return side
 
 
+# losses that are never negative: the one minimised, not its negative
+NONNEGATIVE_LOSSES = {"mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "nll_loss", "binary_cross_entropy",
+                      "binary_cross_entropy_with_logits", "soft_margin_loss", "multi_margin_loss"}  # fmt: skip
+
+
+def negated_loss(root) -> str | None:
+    """The loss function a backward root negates (`-F.mse_loss(...)`, `-1 * loss`, `0 - loss`), or None: a
+    non-negative loss whose negative is minimised is maximised, and the training climbs its error."""
+    op = op_name(root)
+    inputs = [child for child, _ in root.next_functions if child is not None]
+    if len(inputs) != 1:
+        return None
+    if op == "mul":  # (by a constant: only the loss's side is in the graph)
+        factor = getattr(root, "_saved_other", None)
+        negated = isinstance(factor, torch.Tensor) and factor.numel() == 1 and bool(factor < 0)
+    else:
+        negated = op in ("neg", "rsub")
+    below = beneath_reshapes(inputs[0])
+    if not negated:
+        return None
+    if op_name(below) in NONNEGATIVE_LOSSES:
+        return op_name(below)
+    return _mean_of_errors(below)
+
+
+def _mean_of_errors(node) -> str | None:
+    """A mean or sum of absolute or squared values (`l1_loss`, which PyTorch computes so, or a hand-written
+    `((pred - y) ** 2).mean()`): how to call it, or None."""
+    if op_name(node) not in ("mean", "sum"):
+        return None
+    inputs = [child for child, _ in node.next_functions if child is not None]
+    inner = beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
+    if inner is None:
+        return None
+    if op_name(inner) == "abs":
+        return f"{op_name(node)}(abs(...))"
+    if op_name(inner) == "pow" and getattr(inner, "_saved_exponent", None) == 2:
+        return f"{op_name(node)}((...) ** 2)"
+    return None
+
+
 def output_shape(node, output_nr: int = 0) -> tuple | None:
     """The shape of a node's forward output (what its backward receives), or None where PyTorch does not say."""
     try:

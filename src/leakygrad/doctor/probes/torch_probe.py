@@ -415,6 +415,7 @@ class StepState:
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
+    negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -1172,6 +1173,8 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
+        if state.negated_loss is None:
+            state.negated_loss = graph_tools.negated_loss(root_nodes[0])
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
@@ -1524,6 +1527,7 @@ class TorchProbe:
                 state.probabilities_into_loss
             )
         record.prediction_broadcast = state.prediction_broadcast
+        record.negated_loss = state.negated_loss
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)

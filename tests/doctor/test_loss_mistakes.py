@@ -1,7 +1,15 @@
-"""A prediction of shape (N, 1) compared with targets of shape (N,): broadcasting makes it (N, N), every prediction
+"""Mistakes in how the loss is written, each of which trains a model to the wrong thing without a NaN or an
+exception, and got "no leaks found" (or a finding about its consequences) before.
+
+A prediction of shape (N, 1) compared with targets of shape (N,): broadcasting makes it (N, N), every prediction
 meets every target of the batch, and the gradient pulls each one to the batch's mean target. Named at the loss
-operation that broadcast, as a stalled loss; before, a run like this got "no leaks found". Pairwise losses, which
-broadcast on purpose (`x[:, None] - x[None, :]`), and predictions of the targets' own shape are left alone."""
+operation that broadcast, as a stalled loss. Pairwise losses, which broadcast on purpose (`x[:, None] - x[None, :]`),
+and predictions of the targets' own shape are left alone.
+
+A loss minimised with its sign flipped (`-F.mse_loss(...)`): gradient ascent on the error, a diverging loss though
+the recorded loss falls. A policy gradient's `-(log_prob * reward).mean()`, a negated objective that is no loss
+function, is left alone.
+"""
 
 import pytest
 import torch
@@ -80,3 +88,49 @@ def test_a_ranking_loss_over_pairs_of_the_models_own_outputs_is_not_named():
     dr = fit(ranknet)
     assert all(r.prediction_broadcast is None for r in dr.history.records)
     assert broadcast_findings(dr) == []
+
+
+# --- a loss minimised with its sign flipped ---------------------------------------------------------------------------
+def fit_tanh_regression(loss_of, steps=60):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+    x, y = regression_data()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(steps):
+            loss = loss_of(model(x).squeeze(1), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+@pytest.mark.parametrize(
+    "negate, loss_fn, name",
+    [
+        (lambda loss: -loss, F.mse_loss, "mse_loss"),
+        (lambda loss: -1.0 * loss, F.mse_loss, "mse_loss"),
+        (lambda loss: 0 - loss, F.l1_loss, "mean(abs(...))"),
+        (lambda loss: -loss, lambda pred, y: ((pred - y) ** 2).mean(), "mean((...) ** 2)"),
+    ],
+)
+def test_a_negated_loss_is_a_diverging_loss_though_the_recorded_loss_falls(negate, loss_fn, name):
+    dr = fit_tanh_regression(lambda pred, y: negate(loss_fn(pred, y)))
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]  # (before: none; the loss only fell)
+    assert (f.where, f.severity, f.first_step, f.evidence["negated"]) == ("loss", "error", 0, name)
+    assert f.evidence["loss_last_third"] < f.evidence["loss_first_third"] < 0 and f.evidence["error_grew_by"] > 1
+    assert "gradient ascent" in f.explanation and "drop the minus sign" in f.remedies[0] and name in f.explanation
+    assert not [g for g in dr.findings if g.symptom == "stalled_loss"]
+
+
+def test_the_loss_itself_and_a_negated_objective_that_is_no_loss_function_are_not_named():
+    assert all(r.negated_loss is None for r in fit_tanh_regression(F.mse_loss).history.records)
+
+    # REINFORCE: -(log pi(a) * reward).mean() is minimised on purpose
+    def policy_gradient(pred, y):
+        return -(F.logsigmoid(pred) * y).mean()
+
+    dr = fit_tanh_regression(policy_gradient)
+    assert all(r.negated_loss is None for r in dr.history.records)
+    assert not [f for f in dr.findings if f.evidence.get("negated")]
