@@ -526,6 +526,21 @@ def test_weights_that_never_move_are_a_stall_though_the_loss_wanders_with_the_ba
     assert diagnose(history_of(moving, losses=noisy), T) == []  # the same loss with weights moving: not judged
 
 
+def test_weights_that_stop_moving_part_way_are_a_stall_from_then_though_the_loss_fell_before():
+    """ReduceLROnPlateau given mode='max' for a loss cut the learning rate to 1e-7 of its start by step 100 of 400:
+    the loss fell early, then only wandered. The thirds' means differed by 5%, and no finding came."""
+    losses = [2.3 - 0.004 * k for k in range(100)] + [1.9 + 0.02 * math.sin(k) for k in range(300)]
+    cut = [with_ratio(s, 1e-3 if s < 100 else 1e-10) for s in range(0, 400, 16)]
+    [f] = diagnose(history_of(cut, losses=losses), T)
+    assert (f.symptom, f.severity, f.first_step) == ("stalled_loss", "warning", 112)
+    assert f.evidence["learning_rate"] == "far too low" and f.evidence["stopped_moving_at_step"] == 112
+    assert "stopped making progress part-way" in f.explanation and "ReduceLROnPlateau" in f.remedies[0]
+    # a schedule annealed to zero stills the weights only at its very end: no finding
+    cosine = [with_ratio(s, 1e-4 * (1 + math.cos(math.pi * s / 400)) / 2) for s in range(0, 400, 16)]
+    learning = [2.3 * 0.995**k for k in range(400)]
+    assert diagnose(history_of(cosine, losses=learning), T) == []
+
+
 def test_weights_kept_still_by_a_gradient_too_small_to_move_them_are_not_a_learning_rate_of_zero():
     """A sigmoid rounded to exactly 0 or 1 before BCELoss: the gradient is 1e-11 of the weights, lost in float32
     rounding. "The learning rate is zero" was the verdict; the gradient is what is missing."""

@@ -928,6 +928,14 @@ def explain_stalled_loss(f: Finding):
             "of a noisy task (then nothing leaks: the rest of the run is spent for nothing), or it is stuck at a "
             "trivial solution, such as predicting how often each class occurs."
         )
+    elif e.get("stopped_moving_at_step") is not None:
+        text = (
+            f"The loss fell (a mean of {fmt(first)} over the first third of {run}, {fmt(last)} over the last), but "
+            f"from step {e['stopped_moving_at_step']} on the weights barely move, and the loss only wanders with the "
+            "batches: training stopped making progress part-way. A learning-rate schedule that cut the rate to "
+            "almost nothing does this (`ReduceLROnPlateau` given `mode='max'` for a loss, a step decay applied every "
+            "batch instead of every epoch)."
+        )
     elif e.get("loss_flat", True):
         text = (
             f"The mean loss over the last third of {run} ({fmt(last)}) is within 2% of the mean over the first third "
@@ -940,6 +948,13 @@ def explain_stalled_loss(f: Finding):
         )
     advice, remedies = _learning_rate_advice(e)
     text += advice
+    if e.get("stopped_moving_at_step") is not None:
+        remedies.insert(
+            0,
+            "Log the learning rate (`optimizer.param_groups[0]['lr']`) around step "
+            f"{e['stopped_moving_at_step']}: if a scheduler cut it, fix the schedule (`ReduceLROnPlateau(mode='min')` "
+            "for a loss, `scheduler.step()` once per epoch for an epoch schedule) rather than the starting rate.",
+        )
     if e.get("weights_shrank_by"):
         text += " " + _weights_shrank(e["weights_shrank_by"])
         remedies.insert(0, WEIGHT_DECAY_REMEDY)

@@ -1023,6 +1023,16 @@ def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
     return {"loss_initial": _sci(initial), "loss_highest": _sci(highest), "blew_up_at_step": jump.first_step}
 
 
+def _stopped_moving(history: History, t: Thresholds) -> int | None:
+    """The sampled step from which no layer's update/weight ratio reached `update_ratio_low`."""
+
+    def still(record: StepRecord) -> bool | None:
+        ratios = [layer.update_ratio for layer in record.layers.values() if layer.update_ratio is not None]
+        return max(ratios) < t.update_ratio_low if ratios else None
+
+    return onset(history.healthy_records(), still, t.persistence)
+
+
 def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     loss = history.current_loss()  # (a second model trained after the first: its own curve)
     smoothed = loss.smoothed()
@@ -1094,7 +1104,14 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     # batches, by more than the stall's 2% when they are small or noisy: stalled, whatever the thirds say.
     thirds = _loss_thirds(loss)
     flat = _loss_is_stalled(loss, t)
-    if (flat or (verdict == "zero" and thirds is not None)) and (not competing or verdict in ("zero", "far too low")):
+    # Weights that stopped moving part-way (a schedule that cut the learning rate to almost nothing) leave a loss that
+    # fell early and now only wanders: stalled since then, though the first third's loss was higher than the last's.
+    # After moving at first, and for the last third of the run at least: a schedule that anneals to zero stills the
+    # weights only at its very end.
+    stopped_at = _stopped_moving(history, t) if verdict == "far too low" and thirds is not None and not flat else None
+    stopped = bool(stopped_at) and history.steps - stopped_at >= history.steps / 3  # (not from the first step)
+    still = flat or (verdict == "zero" and thirds is not None) or stopped
+    if still and (not competing or verdict in ("zero", "far too low")):
         first, last = thirds
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
         clipping = _heavy_clipping(history, t)
@@ -1109,6 +1126,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["fell_early"] = {"loss_initial": _sci(initial), "plateau_from_step": plateau}
         evidence["update_ratio_max"] = _sci(max(ratios.values())) if ratios else None
         first_step = loss.buckets[0].first_step
+        if stopped:
+            first_step = evidence["stopped_moving_at_step"] = stopped_at
         return [Finding("stalled_loss", "loss", first_step, "warning", evidence)]
     return []
 
