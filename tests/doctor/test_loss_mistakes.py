@@ -9,6 +9,10 @@ and predictions of the targets' own shape are left alone.
 A loss minimised with its sign flipped (`-F.mse_loss(...)`): gradient ascent on the error, a diverging loss though
 the recorded loss falls. A policy gradient's `-(log_prob * reward).mean()`, a negated objective that is no loss
 function, is left alone.
+
+A loss computed from a detached copy of the model's output (`out.detach()` left from a logging line) plus a weight
+penalty: backward works, every parameter gets the penalty's gradient and nothing from the data. Named as a
+`blocked_gradient` at `detach`.
 """
 
 import pytest
@@ -134,3 +138,29 @@ def test_the_loss_itself_and_a_negated_objective_that_is_no_loss_function_are_no
     dr = fit_tanh_regression(policy_gradient)
     assert all(r.negated_loss is None for r in dr.history.records)
     assert not [f for f in dr.findings if f.evidence.get("negated")]
+
+
+# --- a loss that reads the model's output through a detached copy ---------------------------------------------------
+@pytest.mark.parametrize("detached", [True, False])
+def test_a_loss_computed_from_a_detached_output_plus_a_weight_penalty_is_a_cut_at_detach(detached):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    labels = x[:, :4].argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(20):
+            out = model(x)
+            logits = out.detach() if detached else out
+            loss = F.cross_entropy(logits, labels) + 1e-4 * sum((p**2).sum() for p in model.parameters())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    cuts = [f for f in dr.findings if f.symptom == "blocked_gradient" and f.where == "detach"]
+    if not detached:
+        assert cuts == [] and all(r.loss_reaches_model for r in dr.history.records)
+        return
+    [f] = cuts  # (before: at most a stalled loss, "check the inputs and labels")
+    assert (f.severity, f.first_step, f.evidence["site"]) == ("error", 0, "loss")
+    assert "holds no output of the model" in f.explanation and "keep a detached copy only for logging" in f.remedies[0]

@@ -562,8 +562,25 @@ BLOCKING_DERIVATIVE = {
 }
 
 
+def _explain_cut_before_loss():
+    text = (
+        "The backward pass starts from a loss whose graph holds no output of the model: the loss reads the model's "
+        "output through a copy cut from the graph (`.detach()`, `.data`, `.item()`, a round trip through NumPy), "
+        "whose local derivative is zero for everything. The parameters still receive a gradient, from terms of the "
+        "loss that read them directly (a weight penalty), so nothing raises; but that is all they receive, and the "
+        "data teach the model nothing."
+    )
+    remedies = [
+        "Compute the loss from the model's output itself; keep a detached copy only for logging "
+        "(`loss = F.cross_entropy(out, y)`, then `out.detach()` for the metrics).",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
+    if e.get("model_outputs_reached") is False:
+        return _explain_cut_before_loss()
     site = e.get("site") or ""
     op = f.where
     text = (

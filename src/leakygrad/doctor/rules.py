@@ -693,6 +693,20 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+def cut_before_loss_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The watched modules ran with gradients on, and a backward pass came, but its graph held none of their outputs:
+    the loss reads the model's output through a copy cut from the graph (`out.detach()`, `.data`, `.item()`), and
+    reaches the parameters only through terms that read them directly (a weight penalty). Named as the cut."""
+    recent = history.recent()
+    walked = [r for r in recent if r.loss_reaches_model is not None]
+    cut = [r for r in walked if r.loss_reaches_model is False and r.grad_norm]
+    if len(cut) < t.min_records or 2 * len(cut) < len(walked):
+        return []
+    first = next(r.step for r in history.records if r.loss_reaches_model is False)
+    evidence = {"blocked_fraction": 1.0, "site": "loss", "model_outputs_reached": False}
+    return [Finding("blocked_gradient", "detach", first, "error", evidence)]
+
+
 # --- parameters that never receive a gradient ---------------------------------------------------------------------
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
@@ -1143,6 +1157,7 @@ RULES = (
     dead_relu_rule,
     saturation_rule,
     blocked_rule,
+    cut_before_loss_rule,
     no_gradient_rule,
     accumulating_rule,
     unapplied_rule,

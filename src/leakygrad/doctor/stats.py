@@ -98,6 +98,9 @@ class StepRecord:
     # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
     prediction_broadcast: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
+    # whether the graph of the step's backward passes held any output of the watched modules that ran (None: not
+    # walked); False: the loss reached the parameters only directly, as a weight penalty does
+    loss_reaches_model: bool | None = None
 
     def to_dict(self) -> dict:
         record = asdict(self)

@@ -416,6 +416,7 @@ class StepState:
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
+    outputs_reached: bool = False  # a backward's graph held the output of a watched module (that ran with grad)
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -1166,6 +1167,8 @@ class TorchProbe:
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
         names = state.names
+        if not state.outputs_reached:  # (some module's output in the graph: the loss is computed from the model)
+            state.outputs_reached = any(node in names for node in nodes)
         # The loss is what lies between the roots and the modules' outputs. When no watched module's forward was
         # seen (a compiled model: the hooks do nothing inside it), no output bounds it, and every op of the model
         # would pass for the loss's (its ReLUs for the hinge of a margin loss): none is taken for the loss's then.
@@ -1528,6 +1531,8 @@ class TorchProbe:
             )
         record.prediction_broadcast = state.prediction_broadcast
         record.negated_loss = state.negated_loss
+        if state.roots and state.order:  # (a backward was walked, after watched modules ran with grad)
+            record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
