@@ -390,6 +390,27 @@ def with_ratio(step, ratio):
     return StepRecord(step=step, layers={"l0": layer})
 
 
+def test_a_stall_with_every_layer_slow_alike_is_not_told_as_a_gradient_that_does_not_reach_the_others():
+    """Adam with eps=1: every layer moves by 2e-5 to 1e-4 of its size per step, within 5x of each other. 'The
+    gradient is not reaching the others' was the explanation, which fits a spread of orders of magnitude."""
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+
+    def layers(step, ratios):
+        return StepRecord(
+            step=step,
+            layers={
+                f"l{i}": LayerStats(f"l{i}", "Linear", i, has_weights=True, update_ratio=r)
+                for i, r in enumerate(ratios)
+            },
+        )
+
+    [alike] = diagnose(history_of([layers(s, [2.4e-5, 3.7e-5, 1.1e-4]) for s in range(0, 100, 10)], losses=flat))
+    assert "Every layer moves slowly, and alike" in alike.explanation and "Adam's eps" in alike.explanation
+    assert "not reaching" not in alike.explanation
+    [spread] = diagnose(history_of([layers(s, [1e-7, 3.7e-5, 1e-3]) for s in range(0, 100, 10)], losses=flat))
+    assert "not reaching the others" in spread.explanation
+
+
 def test_diverging_loss_blames_a_learning_rate_far_too_high():
     losses = [1.0 - 0.01 * k for k in range(30)] + [0.7 * 1.2**k for k in range(30)]
     [f] = loss_rule(history_of([with_ratio(s, 0.3) for s in range(0, 60, 10)], losses=losses), T)

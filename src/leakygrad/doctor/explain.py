@@ -1003,11 +1003,18 @@ def explain_stalled_loss(f: Finding):
                 " No update of the model's weights was measured: the optimiser steps none of them (was it made over "
                 "another model's parameters, or a copy?)." + _see_other_findings(e)
             )
-        elif largest is not None and median_ratio < 1e-4 <= largest:
+        elif largest is not None and median_ratio < 1e-4 and largest >= 10 * median_ratio:
             text += (
                 f" Most layers barely move, while the layer that moves most changes by {fmt(largest)} of its size per "
                 "step: a learning rate too low would hold back every layer alike, so the gradient is not reaching "
                 "the others." + _see_other_findings(e)
+            )
+        elif largest is not None and median_ratio < 1e-4:
+            text += (
+                f" Every layer moves slowly, and alike: the median layer changes by {fmt(median_ratio)} of its size "
+                f"per step, the fastest by {fmt(largest)} (around 1e-3 is healthy). Steps this small everywhere come "
+                "from a learning rate on the low side, or from an optimiser setting that damps them (Adam's eps far "
+                "above the gradients' size)." + _see_other_findings(e)
             )
         else:
             text += " The updates have a normal size, so the gradient itself carries little signal." + (
