@@ -222,6 +222,30 @@ def test_a_dead_layer_is_dated_from_the_start_of_the_window_that_first_showed_it
     assert f.first_step == 32  # (it was the step when the window had filled with silent steps: 144)
 
 
+def test_units_dead_from_the_first_steps_are_blamed_on_the_start_not_the_learning_rate():
+    """A bias initialised far negative: every unit dead from step 0, before any update. 'Lower the learning rate'
+    came first among the remedies; a layer that died at step 32 still gets it."""
+
+    def silent_from(first_dead):
+        history = History(T)
+        for step in range(0, 400, 16):
+            active = bytes([1, 1, 1, 1]) if step < first_dead else bytes(4)
+            history.add_record(
+                StepRecord(
+                    step=step, activations={"net.1": ActivationStats("net.1", "relu", 4, 64, unit_active=active)}
+                )
+            )
+        history.steps = 400
+        return diagnose(history)
+
+    [f] = silent_from(0)
+    assert f.first_step == 0 and f.evidence["dead_from_start"] is True
+    assert "not the learning rate" in f.explanation and f.remedies[0].startswith("Initialise with")
+    assert not any("Lower the learning rate" in r for r in f.remedies)
+    [later] = silent_from(32)
+    assert "dead_from_start" not in later.evidence and later.remedies[0].startswith("Lower the learning rate")
+
+
 def squash(step, fraction, depth=1.5):
     stats = ActivationStats("net.1", "tanh", 10, 64, saturated_fraction=fraction, mean_derivative=0.02, depth=depth)
     layers = {

@@ -382,6 +382,14 @@ def explain_dead_relu(f: Finding):
             f"Initialise `{e['feeds_from']}`'s weights randomly (PyTorch's default, or `nn.init.kaiming_normal_`): "
             "all-zero weights give every unit the same input and the same gradient, and with a ReLU, none at all.",
         ] + remedies[1:]
+    elif e.get("dead_from_start"):
+        text += (
+            " They were dead from the first sampled steps, before the training could push them there: the "
+            "initialisation or the scale of the inputs did this, not the learning rate."
+        )
+        initialise, other_activation = remedies[2], remedies[1]
+        standardise = "Standardise the inputs (zero mean, unit variance), so that the pre-activations start centred."
+        remedies = [initialise, other_activation, standardise]
     if function == "relu6":  # (stuck above 6 as well as below 0: its inputs are too large, more often than not)
         remedies.insert(
             0,

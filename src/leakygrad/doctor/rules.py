@@ -578,6 +578,8 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         feeder = recent[-1].layers.get(last.feeds_from) if last.feeds_from else None
         if feeder is not None and feeder.has_weights and feeder.weight_norm == 0:
             evidence["feeds_from_weights_zero"] = True  # initialised to zero: no unit ever fired
+        if first is not None and first <= history.healthy_records()[0].step:
+            evidence["dead_from_start"] = True  # dead in the first window measured: before any update could kill them
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
     return findings
 
