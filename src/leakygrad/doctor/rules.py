@@ -227,7 +227,6 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     broadcast = any(f.evidence.get("across") == "broadcast" for f in findings)
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
-
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less
     negated = any(f.evidence.get("negated") for f in findings)
 
@@ -511,7 +510,7 @@ def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- a prediction broadcast against the batch's targets ---------------------------------------------------------------
 def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
     """The loss compares a prediction of shape (N, 1) with a target of shape (N,): broadcast to (N, N), every
-    prediction meets every target of the batch, and the gradient that reaches prediction i is 2/N (y_i - mean(y))
+    prediction meets every target of the batch, and the gradient that reaches prediction p_i is 2/N (p_i - mean(y))
     with mean(y) in place of its own target y_i. The model can learn the mean target and nothing else: a stalled
     loss, whatever the learning rate, named at the operation that broadcast."""
     recent = history.recent()
@@ -1125,7 +1124,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     # After moving at first, and for the last third of the run at least: a schedule that anneals to zero stills the
     # weights only at its very end.
     stopped_at = _stopped_moving(history, t) if verdict == "far too low" and thirds is not None and not flat else None
-    stopped = bool(stopped_at) and history.steps - stopped_at >= history.steps / 3  # (not from the first step)
+    stopped = (
+        stopped_at is not None
+        and stopped_at > history.healthy_records()[0].step  # (they moved at first)
+        and history.steps - stopped_at >= history.steps / 3
+    )
     still = flat or (verdict == "zero" and thirds is not None) or stopped
     if still and (not competing or verdict in ("zero", "far too low")):
         first, last = thirds

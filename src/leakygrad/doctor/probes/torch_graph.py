@@ -202,9 +202,9 @@ def negated_loss(root) -> str | None:
         negated = isinstance(factor, torch.Tensor) and factor.numel() == 1 and bool(factor < 0)
     else:
         negated = op in ("neg", "rsub")
-    below = beneath_reshapes(inputs[0])
     if not negated:
         return None
+    below = beneath_reshapes(inputs[0])
     if op_name(below) in NONNEGATIVE_LOSSES:
         return op_name(below)
     return _mean_of_errors(below)
@@ -438,9 +438,9 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     # only its other factor); else the first that could have
     confirmed = next((n for n in candidates if _recomputed_nonfinite(n)), None)
     culprit = confirmed or next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
-    exact = len(candidates) == 1 or _recomputed_nonfinite(culprit)
+    exact = len(candidates) == 1 or confirmed is not None
     fed = next((node for node in candidates if node in data_fed), None)
-    if fed is not None and not _recomputed_nonfinite(culprit):
+    if fed is not None and confirmed is None:
         # Unconfirmed, and one of them read a non-finite tensor from outside the graph: the NaN/Inf came in with it.
         # (Confirmed, an operation made it: a clamp may read an upper bound of inf, which is no bad data.)
         return ForwardCulprit(
