@@ -220,6 +220,18 @@ def test_a_sigmoid_before_bce_with_logits_is_a_vanishing_gradient_at_that_sigmoi
     assert by_symptom(dr, "saturated_activation") == {}  # (the same output, told by its cause)
 
 
+def test_a_sigmoid_column_picked_out_before_bce_with_logits_is_found_too():
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+
+    def first_column(p, y):  # p[:, 0]: a select between the sigmoid and the loss
+        return F.binary_cross_entropy_with_logits(p[:, 0], y[:, 0])
+
+    dr, _ = fit(sigmoid_head(), x, (x[:, :1] > 0).float(), first_column, steps=150)
+    [f] = [f for f in dr.findings if f.evidence.get("across") == "sigmoid twice"]  # (before: not found)
+    assert f.where == "sequential.3"
+
+
 def test_an_output_sigmoid_in_its_tail_at_its_targets_under_a_squared_error_is_right_not_saturated():
     """A binary classifier with a sigmoid output trained with MSE on 0/1 labels, and right: its outputs sit in the
     tails, at their targets, and the loss fell by orders of magnitude. (A review found it reported as an error.)"""

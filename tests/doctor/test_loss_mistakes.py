@@ -117,6 +117,9 @@ def fit_tanh_regression(loss_of, steps=60):
         (lambda loss: -1.0 * loss, F.mse_loss, "mse_loss"),
         (lambda loss: 0 - loss, F.l1_loss, "mean(abs(...))"),
         (lambda loss: -loss, lambda pred, y: ((pred - y) ** 2).mean(), "mean((...) ** 2)"),
+        (lambda loss: -loss / 4, F.mse_loss, "mse_loss"),  # (a gradient accumulation's 1/k keeps the sign)
+        (lambda loss: torch.tensor(-1.0) * loss, F.mse_loss, "mse_loss"),  # (the constant saved as `self`)
+        (lambda loss: -loss.mean(), lambda pred, y: F.mse_loss(pred, y, reduction="none"), "mse_loss"),
     ],
 )
 def test_a_negated_loss_is_a_diverging_loss_though_the_recorded_loss_falls(negate, loss_fn, name):
@@ -164,3 +167,52 @@ def test_a_loss_computed_from_a_detached_output_plus_a_weight_penalty_is_a_cut_a
     [f] = cuts  # (before: at most a stalled loss, "check the inputs and labels")
     assert (f.severity, f.first_step, f.evidence["site"]) == ("error", 0, "loss")
     assert "holds no output of the model" in f.explanation and "keep a detached copy only for logging" in f.remedies[0]
+
+
+def test_the_original_minimax_gan_whose_generator_maximises_the_discriminators_loss_is_not_named():
+    """The generator minimises log(1 - D(G(z))) = -BCE(D(G(z)), 0): a negated loss on purpose, with the
+    discriminator's own loss stepped by a second optimiser in the same step. (A review found it an error.)"""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    generator = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    discriminator = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=1e-3)
+    ones, zeros = torch.ones(64, 1), torch.zeros(64, 1)
+    with doctor.watch([generator, discriminator], opt_g, every=1) as dr:
+        for _ in range(60):
+            real = torch.randn(64, 2, generator=g) * 0.5 + 2
+            fake = generator(torch.randn(64, 4, generator=g))
+            d_loss = F.binary_cross_entropy_with_logits(discriminator(real), ones)
+            d_loss = d_loss + F.binary_cross_entropy_with_logits(discriminator(fake.detach()), zeros)
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+            g_loss = -F.binary_cross_entropy_with_logits(discriminator(fake), zeros)
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+    assert dr.notes == []
+    assert not [f for f in dr.findings if f.evidence.get("negated")]
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_a_whole_model_checkpointed_is_no_cut_before_the_loss(use_reentrant):
+    """Under a reentrant checkpoint the modules run with gradients on only inside the backward pass, which recomputes
+    them: no output of theirs is in the graph when it is walked. (A review found it an error, blocked at detach.)"""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    labels = x[:, :4].argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(20):
+            out = checkpoint(model, x.clone().requires_grad_(), use_reentrant=use_reentrant)
+            loss = F.cross_entropy(out, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    assert not [f for f in dr.findings if f.evidence.get("model_outputs_reached") is False]

@@ -575,11 +575,21 @@ def test_weights_that_stop_moving_part_way_are_a_stall_from_then_though_the_loss
     """ReduceLROnPlateau given mode='max' for a loss cut the learning rate to 1e-7 of its start by step 100 of 400:
     the loss fell early, then only wandered. The thirds' means differed by 5%, and no finding came."""
     losses = [2.3 - 0.004 * k for k in range(100)] + [1.9 + 0.02 * math.sin(k) for k in range(300)]
-    cut = [with_ratio(s, 1e-3 if s < 100 else 1e-10) for s in range(0, 400, 16)]
+
+    def stilled(gradient_after):  # update/weight 1e-3, then 1e-10 from step 112; the gradient's norm 1, then this
+        records = [with_ratio(s, 1e-3 if s < 100 else 1e-10) for s in range(0, 400, 16)]
+        for r in records:
+            r.grad_norm = 1.0 if r.step < 100 else gradient_after
+        return records
+
+    cut = stilled(gradient_after=0.8)
     [f] = diagnose(history_of(cut, losses=losses), T)
     assert (f.symptom, f.severity, f.first_step) == ("stalled_loss", "warning", 112)
     assert f.evidence["learning_rate"] == "far too low" and f.evidence["stopped_moving_at_step"] == 112
     assert "stopped making progress part-way" in f.explanation and "ReduceLROnPlateau" in f.remedies[0]
+    # the steps stopped with the gradient: a run converged to its minimum (a noiseless fit), not a rate cut
+    converged = [2.3 * 0.9**k for k in range(100)] + [1e-13] * 300
+    assert diagnose(history_of(stilled(gradient_after=1e-7), losses=converged), T) == []
     # a schedule annealed to zero stills the weights only at its very end: no finding
     cosine = [with_ratio(s, 1e-4 * (1 + math.cos(math.pi * s / 400)) / 2) for s in range(0, 400, 16)]
     learning = [2.3 * 0.995**k for k in range(400)]

@@ -149,7 +149,7 @@ def _explain_negated_loss(f: Finding):
         f"mean of {fmt(e['loss_first_third'])} over the first third of the run to {fmt(e['loss_last_third'])} over "
         "the last, which is the error growing"
     )
-    text += f" {fmt(e['error_grew_by'])}-fold." if e.get("error_grew_by") else "."
+    text += f" {fmt(e['error_grew_by'])}-fold."
     remedies = [
         f"Minimise `{loss}` itself: drop the minus sign. To maximise a reward, negate the reward, not a loss.",
     ]

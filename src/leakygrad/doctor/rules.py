@@ -232,7 +232,8 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
 
     def told_by_its_cause(f: Finding) -> bool:
         the_stall = broadcast and f.symptom == "stalled_loss" and f.where == "loss"
-        the_curve = negated and f.symptom in ("stalled_loss", "diverging_loss") and not f.evidence.get("negated")
+        the_curve = negated and f.symptom in ("stalled_loss", "diverging_loss") and f.where == "loss"
+        the_curve = the_curve and not f.evidence.get("negated")
         return the_stall or the_curve or (f.symptom == "saturated_activation" and f.where in twice)
 
     kept = [
@@ -487,21 +488,25 @@ def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
 def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     """The backward pass starts from the negative of a loss that is never negative (`-F.mse_loss(...)`, a sign left
     from code that maximised a reward): descending it ascends the error, which grows while the recorded loss falls
-    below zero. Reported when it did (the error of the last third above that of the first)."""
+    below zero. Reported when it did (the error of the last third above that of the first). Not when several
+    optimisers step on one recorded loss (the original GAN's generator maximises the discriminator's loss, on purpose,
+    and its players' losses are mixed in the record: the sign of the curve tells nothing then)."""
     recent = history.recent()
     marked = [r for r in recent if r.negated_loss is not None]
     if len(marked) < t.min_records or 2 * len(marked) < len(recent):
         return []
+    if history.competing_loss_steps > history.steps / 2:
+        return []
     loss = history.current_loss()
     thirds = _loss_thirds(loss)
-    if len(loss) < t.loss_min_steps or thirds is None or not thirds[1] < thirds[0]:
+    if len(loss) < t.loss_min_steps or thirds is None or not thirds[1] < thirds[0] < 0:
         return []
     first, last = thirds
     evidence = {
         "negated": marked[-1].negated_loss,
         "loss_first_third": _sci(first),
         "loss_last_third": _sci(last),
-        "error_grew_by": _sci(last / first) if first < 0 else None,  # (both negative: the error's own growth)
+        "error_grew_by": _sci(last / first),  # (both negative: the error's own growth)
     }
     first_step = next(r.step for r in history.records if r.negated_loss is not None)
     return [Finding("diverging_loss", "loss", first_step, "error", evidence)]
@@ -520,6 +525,11 @@ def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
     found = marked[-1].prediction_broadcast
     loss = history.current_loss()
     thirds = _loss_thirds(loss)
+    stalled = _loss_is_stalled(loss, t)
+    # (a hand-written loss may broadcast on purpose, against targets laid out as a row: an energy distance, a kernel
+    # MMD between predictions and targets, which learn; a loss function that broadcasts does so by mistake, and warns)
+    if not found.get("by_loss_function", True) and not stalled:
+        return []
     evidence = {
         "across": "broadcast",
         "prediction": found["module"],
@@ -527,7 +537,7 @@ def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
         "compared_as": found["compared_as"],
         "loss_first_third": _sci(thirds[0]) if thirds else None,
         "loss_last_third": _sci(thirds[1]) if thirds else None,
-        "loss_stalled": _loss_is_stalled(loss, t),
+        "loss_stalled": stalled,
     }
     first = next(r.step for r in history.records if r.prediction_broadcast is not None)
     return [Finding("stalled_loss", found["op"], first, "error", evidence)]
@@ -1048,6 +1058,15 @@ def _stopped_moving(history: History, t: Thresholds) -> int | None:
     return onset(history.healthy_records(), still, t.persistence)
 
 
+def _gradient_kept_up(history: History, since: int, t: Thresholds) -> bool:
+    """Whether the gradient's norm since step `since` (median) is at least `stopped_gradient_share` of what it was
+    before: the steps stopped while the gradient did not (a learning rate cut), rather than with it (converged)."""
+    records = history.healthy_records()
+    before = median([r.grad_norm for r in records if r.step < since])
+    after = median([r.grad_norm for r in records if r.step >= since])
+    return after >= t.stopped_gradient_share * before  # (False when either is NaN: none measured)
+
+
 def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     loss = history.current_loss()  # (a second model trained after the first: its own curve)
     smoothed = loss.smoothed()
@@ -1128,6 +1147,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         stopped_at is not None
         and stopped_at > history.healthy_records()[0].step  # (they moved at first)
         and history.steps - stopped_at >= history.steps / 3
+        and _gradient_kept_up(history, stopped_at, t)  # (not a run converged to a zero gradient)
     )
     still = flat or (verdict == "zero" and thirds is not None) or stopped
     if still and (not competing or verdict in ("zero", "far too low")):

@@ -128,6 +128,9 @@ class Thresholds:
     Healthy scripts measured 4.5e-4 .. 1.2e-2."""
     update_ratio_low: float = 1e-5
     """Largest per-layer update/weight ratio below this (no layer moves): the learning rate is far too low."""
+    stopped_gradient_share: float = 1e-2
+    """Weights that stopped moving part-way are a stall only if the gradient's norm since then (median) is at least
+    this share of its norm before: a learning rate cut to almost nothing, not a run converged to a zero gradient."""
 
     def __post_init__(self):
         """A setting that cannot work is refused here, not met as an error inside every sampled step. (0 and inf

@@ -191,34 +191,54 @@ NONNEGATIVE_LOSSES = {"mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "nl
 
 
 def negated_loss(root) -> str | None:
-    """The loss function a backward root negates (`-F.mse_loss(...)`, `-1 * loss`, `0 - loss`), or None: a
-    non-negative loss whose negative is minimised is maximised, and the training climbs its error."""
-    op = op_name(root)
-    inputs = [child for child, _ in root.next_functions if child is not None]
-    if len(inputs) != 1:
+    """The loss function a backward root negates (`-F.mse_loss(...)`, `-1 * loss`, `0 - loss`, `-loss / 4`), or None:
+    a non-negative loss whose negative is minimised is maximised, and the training climbs its error. Products and
+    quotients by positive constants (an accumulation's 1/k, a gradient scaler's factor) keep the sign."""
+    node, sign = root, 1
+    for _ in range(4):  # (a few scalings deep)
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if len(inputs) != 1 or op not in SIGNED_SCALINGS:
+            break
+        factor = 1.0 if op in ("neg", "rsub") else _constant_factor(node)
+        if factor is None:
+            return None
+        sign = -sign if op in ("neg", "rsub") or factor < 0 else sign
+        node = beneath_reshapes(inputs[0])
+    if sign > 0:
         return None
-    if op == "mul":  # (by a constant: only the loss's side is in the graph)
-        factor = getattr(root, "_saved_other", None)
-        negated = isinstance(factor, torch.Tensor) and factor.numel() == 1 and bool(factor < 0)
-    else:
-        negated = op in ("neg", "rsub")
-    if not negated:
-        return None
-    below = beneath_reshapes(inputs[0])
-    if op_name(below) in NONNEGATIVE_LOSSES:
-        return op_name(below)
-    return _mean_of_errors(below)
+    if op_name(node) in NONNEGATIVE_LOSSES:
+        return op_name(node)
+    return _mean_of_errors(node)
+
+
+SIGNED_SCALINGS = ("neg", "rsub", "mul", "div")
+
+
+def _constant_factor(node) -> float | None:
+    """The constant a product or quotient node multiplies or divides by (its one saved factor that is a number, on
+    the CPU: a factor on a GPU, a gradient scaler's, is taken as positive rather than read, which would wait for the
+    device); None when it saved none."""
+    for name in ("_saved_other", "_saved_self"):
+        factor = getattr(node, name, None)
+        if isinstance(factor, (int, float)):
+            return float(factor)
+        if isinstance(factor, torch.Tensor) and factor.numel() == 1 and not factor.requires_grad:
+            return float(factor.item()) if factor.is_cpu else 1.0
+    return None
 
 
 def _mean_of_errors(node) -> str | None:
     """A mean or sum of absolute or squared values (`l1_loss`, which PyTorch computes so, or a hand-written
-    `((pred - y) ** 2).mean()`): how to call it, or None."""
+    `((pred - y) ** 2).mean()`), or of a loss left unreduced: how to call it, or None."""
     if op_name(node) not in ("mean", "sum"):
         return None
     inputs = [child for child, _ in node.next_functions if child is not None]
     inner = beneath_reshapes(inputs[0]) if len(inputs) == 1 else None
     if inner is None:
         return None
+    if op_name(inner) in NONNEGATIVE_LOSSES:  # (one with reduction="none", reduced by hand)
+        return op_name(inner)
     if op_name(inner) == "abs":
         return f"{op_name(node)}(abs(...))"
     if op_name(inner) == "pow" and getattr(inner, "_saved_exponent", None) == 2:
@@ -234,43 +254,61 @@ def output_shape(node, output_nr: int = 0) -> tuple | None:
         return None
 
 
+# loss operations that broadcast their inputs against each other: the loss functions (through an `expand` made by
+# their broadcast_tensors, which PyTorch warns about) and the arithmetic of a hand-written one
+BROADCASTING_LOSSES = {"mse_loss", "huber_loss", "smooth_l1_loss"}
+BROADCASTING_ARITHMETIC = {"sub", "rsub", "add", "mul", "div"}
+
+
 def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
     """A loss that compares a module's output of shape (N, 1) with a target of shape (N,): broadcasting lines them up
-    as (N, N), every prediction against every target of the batch. Found at the loss operation that does it, `sub`
-    in `(pred - y) ** 2`, or the `expand` under `mse_loss`, `l1_loss`, `huber_loss` (their broadcast_tensors).
-    Only a module's output taken as it is, against a constant: a pairwise loss says `x[:, None]` (an unsqueeze, not
-    a module output), or compares the model's outputs with each other (`scores - scores.t()`: both need gradient)."""
+    as (N, N), every prediction against every target of the batch. Found at the loss operation that does it: the
+    `expand` under `mse_loss`, `huber_loss`, `smooth_l1_loss` (their broadcast_tensors), or `sub` in a hand-written
+    `(pred - y) ** 2` (and `l1_loss`, which PyTorch writes so). Only a module's output taken as it is, against a
+    constant: a pairwise loss says `x[:, None]` (an unsqueeze, not a module output), or compares the model's outputs
+    with each other (`scores - scores.t()`: both need gradient)."""
     for node in loss_nodes:
-        inputs = [(child, nr) for child, nr in node.next_functions if child is not None]
-        if op_name(node) == "expand" or len(inputs) != 1:  # (an expand is looked at from the loss operation above it)
+        op = op_name(node)
+        if op not in BROADCASTING_LOSSES and op not in BROADCASTING_ARITHMETIC:
             continue
-        for child, output_nr in inputs:
-            compared, base, base_nr = node, child, output_nr
-            if op_name(child) == "expand":
-                inner = [(c, nr) for c, nr in child.next_functions if c is not None]
-                if len(inner) != 1:
-                    continue
-                compared, (base, base_nr) = child, inner[0]
-            module = module_outputs.get(base)
-            if module is None:
+        inputs = [(child, nr) for child, nr in node.next_functions if child is not None]
+        if len(inputs) != 1:
+            continue
+        compared, (base, base_nr) = node, inputs[0]
+        if op in BROADCASTING_LOSSES:  # (what it compares is the expand beneath it, if any)
+            if op_name(base) != "expand" or len(base.next_functions) != 1 or base.next_functions[0][0] is None:
                 continue
-            before, after = output_shape(base, base_nr), output_shape(compared)
-            if before is None or after is None or len(before) != len(after) or len(before) < 2:
-                continue
-            batch = before[0]
-            if batch > 1 and before[1] == 1 and after[:2] == (batch, batch):
-                return {"op": op_name(node), "module": module, "prediction": list(before), "compared_as": list(after)}
+            compared, (base, base_nr) = base, base.next_functions[0]
+        module = module_outputs.get(base)
+        if module is None:
+            continue
+        before, after = output_shape(base, base_nr), output_shape(compared)
+        if before is None or after is None or len(before) != len(after) or len(before) < 2:
+            continue
+        batch = before[0]
+        if batch > 1 and before[1] == 1 and after[:2] == (batch, batch):
+            return {
+                "op": op,
+                "module": module,
+                "prediction": list(before),
+                "compared_as": list(after),
+                "by_loss_function": op in BROADCASTING_LOSSES,
+            }
     return None
 
 
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 
-def beneath_reshapes(node):
+SELECTIONS = ("select", "slice")  # (`p[:, 0]`, `p[:, :1]`: some of the values, unchanged)
+
+
+def beneath_reshapes(node, also=()):
     """The node under any chain of operations that only lay the same values out anew (view, unsqueeze, expand,
-    ...): what `w[:, :, None, None]` in `x * w[:, :, None, None]` was computed by."""
+    ...), and those named in `also` (SELECTIONS, say): what `w[:, :, None, None]` in `x * w[:, :, None, None]` was
+    computed by."""
     for _ in range(8):
-        if op_name(node) not in RESHAPES:
+        if op_name(node) not in RESHAPES and op_name(node) not in also:
             break
         inputs = [child for child, _ in node.next_functions if child is not None]
         if len(inputs) != 1:

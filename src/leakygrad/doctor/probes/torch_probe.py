@@ -293,7 +293,8 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
         function = SQUASHED_BY_LOSS.get(op_name(node))
         if function is None or not node.next_functions or node.next_functions[0][0] is None:
             continue
-        below = graph_tools.beneath_reshapes(node.next_functions[0][0])  # (the loss's input, its logits)
+        # (its first input is what it squashes: the logits; the others, targets and weights)
+        below = graph_tools.beneath_reshapes(node.next_functions[0][0], also=graph_tools.SELECTIONS)
         if op_name(below) != function:
             continue
         if function == "sigmoid":
@@ -416,7 +417,9 @@ class StepState:
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
-    outputs_reached: bool = False  # a backward's graph held the output of a watched module (that ran with grad)
+    # whether a backward's graph held the output of a watched module that ran with grad before it (None: no module
+    # had run when a backward came; a reentrant checkpoint of the whole model runs them inside the backward)
+    outputs_reached: bool | None = None
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -1167,7 +1170,7 @@ class TorchProbe:
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
         names = state.names
-        if not state.outputs_reached:  # (some module's output in the graph: the loss is computed from the model)
+        if state.order and not state.outputs_reached:  # (the modules ran before this backward: one's output in it?)
             state.outputs_reached = any(node in names for node in nodes)
         # The loss is what lies between the roots and the modules' outputs. When no watched module's forward was
         # seen (a compiled model: the hooks do nothing inside it), no output bounds it, and every op of the model
@@ -1531,8 +1534,7 @@ class TorchProbe:
             )
         record.prediction_broadcast = state.prediction_broadcast
         record.negated_loss = state.negated_loss
-        if state.roots and state.order:  # (a backward was walked, after watched modules ran with grad)
-            record.loss_reaches_model = state.outputs_reached
+        record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
