@@ -19,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 import leakygrad.doctor as doctor
 
@@ -29,11 +30,12 @@ def regression_data(n=64, features=8, seed=0):
     return x, x @ torch.randn(features, generator=generator)  # targets of shape (n,)
 
 
-def fit(loss_of, steps=40):
+def fit(loss_of, steps=40, activation=nn.ReLU, lr=1e-2):
+    """Adam on a regression net with a (N, 1) output against (N,) targets, under the doctor at every step."""
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    model = nn.Sequential(nn.Linear(8, 32), activation(), nn.Linear(32, 1))
     x, y = regression_data()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     with doctor.watch(model, optimizer, every=1) as dr:
         for _ in range(steps):
             loss = loss_of(model(x), y)
@@ -96,18 +98,8 @@ def test_a_ranking_loss_over_pairs_of_the_models_own_outputs_is_not_named():
 
 # --- a loss minimised with its sign flipped ---------------------------------------------------------------------------
 def fit_tanh_regression(loss_of, steps=60):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
-    x, y = regression_data()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
-    with doctor.watch(model, optimizer, every=1) as dr:
-        for _ in range(steps):
-            loss = loss_of(model(x).squeeze(1), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    assert dr.notes == []
-    return dr
+    """The same with a tanh, its prediction squeezed to the targets' shape (N,)."""
+    return fit(lambda pred, y: loss_of(pred.squeeze(1), y), steps, activation=nn.Tanh, lr=3e-2)
 
 
 @pytest.mark.parametrize(
@@ -143,32 +135,6 @@ def test_the_loss_itself_and_a_negated_objective_that_is_no_loss_function_are_no
     assert not [f for f in dr.findings if f.evidence.get("negated")]
 
 
-# --- a loss that reads the model's output through a detached copy ---------------------------------------------------
-@pytest.mark.parametrize("detached", [True, False])
-def test_a_loss_computed_from_a_detached_output_plus_a_weight_penalty_is_a_cut_at_detach(detached):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
-    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
-    labels = x[:, :4].argmax(dim=1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    with doctor.watch(model, optimizer, every=1) as dr:
-        for _ in range(20):
-            out = model(x)
-            logits = out.detach() if detached else out
-            loss = F.cross_entropy(logits, labels) + 1e-4 * sum((p**2).sum() for p in model.parameters())
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    assert dr.notes == []
-    cuts = [f for f in dr.findings if f.symptom == "blocked_gradient" and f.where == "detach"]
-    if not detached:
-        assert cuts == [] and all(r.loss_reaches_model for r in dr.history.records)
-        return
-    [f] = cuts  # (before: at most a stalled loss, "check the inputs and labels")
-    assert (f.severity, f.first_step, f.evidence["site"]) == ("error", 0, "loss")
-    assert "holds no output of the model" in f.explanation and "keep a detached copy only for logging" in f.remedies[0]
-
-
 def test_the_original_minimax_gan_whose_generator_maximises_the_discriminators_loss_is_not_named():
     """The generator minimises log(1 - D(G(z))) = -BCE(D(G(z)), 0): a negated loss on purpose, with the
     discriminator's own loss stepped by a second optimiser in the same step. (A review found it an error.)"""
@@ -196,23 +162,48 @@ def test_the_original_minimax_gan_whose_generator_maximises_the_discriminators_l
     assert not [f for f in dr.findings if f.evidence.get("negated")]
 
 
-@pytest.mark.parametrize("use_reentrant", [True, False])
-def test_a_whole_model_checkpointed_is_no_cut_before_the_loss(use_reentrant):
-    """Under a reentrant checkpoint the modules run with gradients on only inside the backward pass, which recomputes
-    them: no output of theirs is in the graph when it is walked. (A review found it an error, blocked at detach.)"""
-    from torch.utils.checkpoint import checkpoint
-
+# --- a loss that reads the model's output through a detached copy ---------------------------------------------------
+def fit_classifier(loss_of, steps=20):
+    """SGD on a 4-class classifier under the doctor at every step; `loss_of(model, x, labels)` makes the loss."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
     x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
     labels = x[:, :4].argmax(dim=1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with doctor.watch(model, optimizer, every=1) as dr:
-        for _ in range(20):
-            out = checkpoint(model, x.clone().requires_grad_(), use_reentrant=use_reentrant)
-            loss = F.cross_entropy(out, labels)
+        for _ in range(steps):
+            loss = loss_of(model, x, labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     assert dr.notes == []
+    return dr
+
+
+@pytest.mark.parametrize("detached", [True, False])
+def test_a_loss_computed_from_a_detached_output_plus_a_weight_penalty_is_a_cut_at_detach(detached):
+    def loss_of(model, x, labels):
+        out = model(x)
+        logits = out.detach() if detached else out
+        return F.cross_entropy(logits, labels) + 1e-4 * sum((p**2).sum() for p in model.parameters())
+
+    dr = fit_classifier(loss_of)
+    cuts = [f for f in dr.findings if f.symptom == "blocked_gradient" and f.where == "detach"]
+    if not detached:
+        assert cuts == [] and all(r.loss_reaches_model for r in dr.history.records)
+        return
+    [f] = cuts  # (before: at most a stalled loss, "check the inputs and labels")
+    assert (f.severity, f.first_step, f.evidence["site"]) == ("error", 0, "loss")
+    assert "holds no output of the model" in f.explanation and "keep a detached copy only for logging" in f.remedies[0]
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_a_whole_model_checkpointed_is_no_cut_before_the_loss(use_reentrant):
+    """Under a reentrant checkpoint the modules run with gradients on only inside the backward pass, which recomputes
+    them: no output of theirs is in the graph when it is walked. (A review found it an error, blocked at detach.)"""
+
+    def loss_of(model, x, labels):
+        return F.cross_entropy(checkpoint(model, x.clone().requires_grad_(), use_reentrant=use_reentrant), labels)
+
+    dr = fit_classifier(loss_of)
     assert not [f for f in dr.findings if f.evidence.get("model_outputs_reached") is False]
