@@ -207,3 +207,22 @@ def test_a_whole_model_checkpointed_is_no_cut_before_the_loss(use_reentrant):
 
     dr = fit_classifier(loss_of)
     assert not [f for f in dr.findings if f.evidence.get("model_outputs_reached") is False]
+
+
+def test_a_frozen_backbone_under_a_raw_parameter_used_in_the_loop_is_no_cut():
+    """A linear probe written with a bare parameter: the frozen backbone's outputs have no history, and the only
+    trainable weight is used outside any module's forward. No module output can reach the loss: nothing to judge."""
+    torch.manual_seed(0)
+    backbone = nn.Sequential(nn.Linear(8, 32), nn.ReLU()).requires_grad_(False)
+    probe = nn.Parameter(torch.randn(32, 4) * 0.1)
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    labels = x[:, :4].argmax(dim=1)
+    optimizer = torch.optim.SGD([probe], lr=0.1)
+    with doctor.watch(backbone, optimizer, every=1) as dr:
+        for _ in range(20):
+            loss = F.cross_entropy(backbone(x) @ probe, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and all(r.loss_reaches_model is None for r in dr.history.records)
+    assert not [f for f in dr.findings if f.evidence.get("model_outputs_reached") is False]

@@ -417,8 +417,10 @@ class StepState:
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
-    # whether a backward's graph held the output of a watched module that ran with grad before it (None: no module
-    # had run when a backward came; a reentrant checkpoint of the whole model runs them inside the backward)
+    # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
+    # one of those made before it (None: none had been made when a backward came; a reentrant checkpoint of the
+    # whole model makes them inside the backward)
+    outputs_made: bool = False
     outputs_reached: bool | None = None
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
@@ -908,6 +910,7 @@ class TorchProbe:
             if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
                     state.names.tag(node, name)
+                    state.outputs_made = True
             else:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad:
@@ -936,6 +939,7 @@ class TorchProbe:
             node = t.grad_fn
             if node is not None:
                 state.names.tag(node, info.name)
+                state.outputs_made = True
                 if info.recurrent:
                     state.recurrent_outputs.tag(node, info.name)
                     state.recurrent.add(info.name)
@@ -1170,7 +1174,7 @@ class TorchProbe:
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
         names = state.names
-        if state.order and not state.outputs_reached:  # (the modules ran before this backward: one's output in it?)
+        if state.outputs_made and not state.outputs_reached:  # (modules made outputs before this backward: in it?)
             state.outputs_reached = any(node in names for node in nodes)
         # The loss is what lies between the roots and the modules' outputs. When no watched module's forward was
         # seen (a compiled model: the hooks do nothing inside it), no output bounds it, and every op of the model
