@@ -220,6 +220,28 @@ def test_a_sigmoid_before_bce_with_logits_is_a_vanishing_gradient_at_that_sigmoi
     assert by_symptom(dr, "saturated_activation") == {}  # (the same output, told by its cause)
 
 
+@pytest.mark.parametrize("bias", [40.0, None])
+def test_an_output_sigmoid_rounded_to_exactly_1_under_bce_is_an_error_though_the_loss_takes_a_log(bias):
+    """An output bias of 40 (as unscaled inputs put the logits at hundreds): the sigmoid is exactly 1.0 in float32,
+    its derivative exactly 0, and BCELoss's log, which cancels a small derivative, cannot cancel a zero one: the
+    negatives teach nothing. (Before: excused as an output probability under a log loss, only a stalled loss said.)
+    A classifier on standardised inputs is no such thing."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    model = sigmoid_head()
+    if bias is not None:
+        with torch.no_grad():
+            model[2].bias.fill_(bias)
+    dr, _ = fit(model, x, (x[:, :1] > 0).float(), F.binary_cross_entropy, steps=100, lr=1e-3)
+    saturated = by_symptom(dr, "saturated_activation")
+    if bias is None:
+        assert saturated == {}
+        return
+    f = saturated["sequential.3"]
+    assert f.severity == "error" and f.evidence["rounded_to_0_or_1"] is True and f.evidence["mean_derivative"] < 1e-6
+    assert "exactly 0 or 1" in f.explanation and "BCEWithLogitsLoss" in f.remedies[0]
+
+
 def test_a_sigmoid_column_picked_out_before_bce_with_logits_is_found_too():
     torch.manual_seed(0)
     x = torch.randn(256, 8)

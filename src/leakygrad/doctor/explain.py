@@ -409,6 +409,19 @@ def explain_saturated_activation(f: Finding):
         f"measured mean derivative {fmt(e['mean_derivative'])}. Backprop multiplies the gradient by that derivative, "
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
+    if e.get("rounded_to_0_or_1"):
+        text += (
+            f" It is the model's output, rounded to the ends of its range: in float32 a {function} of an input this "
+            "large is exactly 0 or 1, and its derivative exactly 0. A log loss would cancel a small derivative (its "
+            "1/sigma against sigma'), but not a zero one (`BCELoss` clamps its log at -100 and passes nothing back): "
+            "the examples it gets wrong teach the model nothing."
+        )
+        remedies = [
+            "Give the loss the logits: drop the output sigmoid and use `BCEWithLogitsLoss` (or `cross_entropy`), "
+            "which computes the log of the sigmoid without rounding.",
+            "Standardise the inputs, so that the logits start small.",
+        ]
+        return text, remedies
     if e.get("output_activation"):
         ops = ", ".join(f"`{op}`" for op in e.get("loss_ops") or [])
         bounds = "(0, 1)" if function in ("sigmoid", "hardsigmoid") else "(-1, 1)"

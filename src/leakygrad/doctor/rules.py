@@ -611,12 +611,11 @@ def is_output_activation(record: StepRecord, site: str) -> bool:
 def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     findings = []
     recent = history.recent()
-    # The output squashing is excused when a log loss takes its output (its 1/sigma cancels sigma'), unless the loss
-    # does not improve: then its flat derivative may be what holds the training back (no loss term cancels sigma'
-    # once it rounds to exactly 0 or 1). A loss with no log (a squared error) excuses it only below the error level.
     # The output squashing is excused, unless a loss with no log of it (a squared error: nothing cancels sigma')
     # barely improves while it saturates: then outputs pinned in the tail, far from their targets, are the likely
     # cause (a warning: outputs in the tail at their targets, a run resumed or begun near its optimum, look alike).
+    # Or unless its outputs are rounded to exactly 0 or 1 (mean derivative below `rounded_derivative`): there sigma'
+    # is exactly 0, and no loss, a log loss's 1/sigma included, gets a gradient back through it (an error).
     competing = history.competing_loss_steps > history.steps / 2  # (a GAN's players: their loss hovers by design)
     unlogged = (
         bool(recent)
@@ -630,7 +629,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             s
             for r in recent
             for s, a in r.activations.items()
-            if a.function in SQUASHING and (unlogged or not is_output_activation(r, s))
+            if a.function in SQUASHING and (unlogged or not is_output_activation(r, s) or _rounded(recent, s, t))
         }
     )
     for site in sites:
@@ -640,9 +639,10 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         fraction = median(fractions)
         severity = _grade(fraction, t.saturated_warning, t.saturated_error, below=False)
         output = is_output_activation(recent[-1], site)
+        rounded = output and _rounded(recent, site, t)
         if severity is None or (output and severity != "error"):
             continue
-        if output:
+        if output and not rounded:
             severity = "warning"
 
         def holds(record, site=site):
@@ -661,13 +661,22 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "derivative_threshold": t.saturation_derivative,
         }
         if output:
-            evidence["output_activation"] = True  # (reported only under a loss with no log that barely improves)
+            evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)
             evidence["loss_ops"] = recent[-1].loss_ops
+            if rounded:
+                evidence["rounded_to_0_or_1"] = True
         first = onset(history.healthy_records(), holds, t.persistence)
         findings.append(
             Finding("saturated_activation", site, first if first is not None else recent[0].step, severity, evidence)
         )
     return findings
+
+
+def _rounded(recent: list[StepRecord], site: str, t: Thresholds) -> bool:
+    """Whether a site's outputs sit rounded to the ends of its range: its median mean derivative below
+    `rounded_derivative` (a sigmoid at exactly 0.0 or 1.0 in float32 has sigma' = 0)."""
+    derivative = median(_site_values(recent, site, "mean_derivative"))
+    return derivative < t.rounded_derivative  # (False for NaN: not measured)
 
 
 # --- blocked gradient ------------------------------------------------------------------------------------------

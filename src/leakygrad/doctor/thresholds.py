@@ -128,6 +128,11 @@ class Thresholds:
     Healthy scripts measured 4.5e-4 .. 1.2e-2."""
     update_ratio_low: float = 1e-5
     """Largest per-layer update/weight ratio below this (no layer moves): the learning rate is far too low."""
+    rounded_derivative: float = 1e-6
+    """An output sigmoid or tanh whose mean local derivative is below this sits rounded to the ends of its range (a
+    float32 sigmoid past |z| of about 17 is exactly 0 or 1, its derivative exactly 0): an error even under a log loss,
+    which cannot cancel a derivative of 0. (A mean: a few outputs short of the ends lift it above; a confident
+    classifier's logits of +-10 give 4.5e-5.)"""
     stopped_gradient_share: float = 1e-2
     """Weights that stopped moving part-way are a stall only if the gradient's norm since then (median) is at least
     this share of its norm before: a learning rate cut to almost nothing, not a run converged to a zero gradient."""
