@@ -242,6 +242,19 @@ def test_an_output_sigmoid_rounded_to_exactly_1_under_bce_is_an_error_though_the
     assert "exactly 0 or 1" in f.explanation and "BCEWithLogitsLoss" in f.remedies[0]
 
 
+def test_an_output_sigmoid_rounded_to_its_targets_with_the_loss_at_0_is_right():
+    """A separable task learnt to the last bit: every output exactly 0 or 1, and each at its target (loss 0)."""
+    x = torch.randn(256, 8, generator=torch.Generator().manual_seed(0))
+    model = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())
+    with torch.no_grad():
+        model[0].weight.zero_()
+        model[0].weight[0, 0] = 1e5  # logits of +-hundreds at least, of the right sign
+        model[0].bias.zero_()
+    dr, loss = fit(model, x, (x[:, :1] > 0).float(), F.binary_cross_entropy, steps=60)
+    assert dr.history.records[-1].activations["sequential.1"].mean_derivative < 1e-6 and loss < 1e-3
+    assert by_symptom(dr, "saturated_activation") == {}
+
+
 def test_a_sigmoid_column_picked_out_before_bce_with_logits_is_found_too():
     torch.manual_seed(0)
     x = torch.randn(256, 8)

@@ -629,7 +629,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             s
             for r in recent
             for s, a in r.activations.items()
-            if a.function in SQUASHING and (unlogged or not is_output_activation(r, s) or _rounded(recent, s, t))
+            if a.function in SQUASHING and (unlogged or not is_output_activation(r, s) or _rounded(history, s, t))
         }
     )
     for site in sites:
@@ -639,7 +639,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         fraction = median(fractions)
         severity = _grade(fraction, t.saturated_warning, t.saturated_error, below=False)
         output = is_output_activation(recent[-1], site)
-        rounded = output and _rounded(recent, site, t)
+        rounded = output and _rounded(history, site, t)
         if severity is None or (output and severity != "error"):
             continue
         if output and not rounded:
@@ -672,11 +672,16 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
-def _rounded(recent: list[StepRecord], site: str, t: Thresholds) -> bool:
-    """Whether a site's outputs sit rounded to the ends of its range: its median mean derivative below
-    `rounded_derivative` (a sigmoid at exactly 0.0 or 1.0 in float32 has sigma' = 0)."""
-    derivative = median(_site_values(recent, site, "mean_derivative"))
-    return derivative < t.rounded_derivative  # (False for NaN: not measured)
+def _rounded(history: History, site: str, t: Thresholds) -> bool:
+    """Whether a site's outputs sit rounded to the ends of its range (its median mean derivative below
+    `rounded_derivative`: a sigmoid at exactly 0.0 or 1.0 in float32 has sigma' = 0) while the loss neither improves
+    nor has reached 0 (outputs rounded to their targets, a separable task learnt to the last bit, are right)."""
+    derivative = median(_site_values(history.recent(), site, "mean_derivative"))
+    if not derivative < t.rounded_derivative:  # (NaN: not measured)
+        return False
+    loss = history.current_loss()
+    thirds = _loss_thirds(loss)
+    return thirds is not None and thirds[1] > 1e-2 and _loss_fell_by(loss) < t.output_saturation_progress
 
 
 # --- blocked gradient ------------------------------------------------------------------------------------------
