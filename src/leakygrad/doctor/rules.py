@@ -624,12 +624,14 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         and _loss_fell_by(history.current_loss()) < t.output_saturation_progress
         and not competing
     )
+    squashing = {s for r in recent for s, a in r.activations.items() if a.function in SQUASHING}
+    rounded = {s: _rounded(history, s, t) for s in squashing}
     sites = sorted(
         {
             s
             for r in recent
-            for s, a in r.activations.items()
-            if a.function in SQUASHING and (unlogged or not is_output_activation(r, s) or _rounded(history, s, t))
+            for s in r.activations
+            if s in squashing and (unlogged or rounded[s] or not is_output_activation(r, s))
         }
     )
     for site in sites:
@@ -639,10 +641,9 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         fraction = median(fractions)
         severity = _grade(fraction, t.saturated_warning, t.saturated_error, below=False)
         output = is_output_activation(recent[-1], site)
-        rounded = output and _rounded(history, site, t)
         if severity is None or (output and severity != "error"):
             continue
-        if output and not rounded:
+        if output and not rounded[site]:
             severity = "warning"
 
         def holds(record, site=site):
@@ -663,7 +664,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)
             evidence["loss_ops"] = recent[-1].loss_ops
-            if rounded:
+            if rounded[site]:
                 evidence["rounded_to_0_or_1"] = True
         first = onset(history.healthy_records(), holds, t.persistence)
         findings.append(
