@@ -459,15 +459,22 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("exploding_gradient", where, first if first is not None else recent[0].step, severity, evidence)]
 
 
+def _marked_on_most(history: History, attribute: str, t: Thresholds) -> list[StepRecord]:
+    """The recent records on which `attribute` was found (is not None), when they are at least `min_records` and half
+    the recent ones: a mark of the way the loss is written, seen on most steps. Else []."""
+    recent = history.recent()
+    marked = [r for r in recent if getattr(r, attribute) is not None]
+    return marked if len(marked) >= t.min_records and 2 * len(marked) >= len(recent) else []
+
+
 # --- a softmax (or sigmoid) given to a loss that applies one itself -----------------------------------------------
 def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     """The model ends in a softmax and the loss (cross_entropy) takes log_softmax of its output again, or ends in a
     sigmoid and binary_cross_entropy_with_logits applies a sigmoid again: the second squashing sees inputs in [0, 1],
     so the loss has a floor far above 0, and the gradient is multiplied by the first one's derivative on the way:
     a vanishing gradient at the model's output."""
-    recent = history.recent()
-    marked = [r for r in recent if r.probabilities_into_loss is not None]
-    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+    marked = _marked_on_most(history, "probabilities_into_loss", t)
+    if not marked:
         return []
     last = marked[-1]
     function, classes = last.probabilities_function or "softmax", last.probabilities_classes or 2
@@ -491,9 +498,8 @@ def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     below zero. Reported when it did (the error of the last third above that of the first). Not when several
     optimisers step on one recorded loss (the original GAN's generator maximises the discriminator's loss, on purpose,
     and its players' losses are mixed in the record: the sign of the curve tells nothing then)."""
-    recent = history.recent()
-    marked = [r for r in recent if r.negated_loss is not None]
-    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+    marked = _marked_on_most(history, "negated_loss", t)
+    if not marked:
         return []
     if history.competing_loss_steps > history.steps / 2:
         return []
@@ -518,9 +524,8 @@ def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
     prediction meets every target of the batch, and the gradient that reaches prediction p_i is 2/N (p_i - mean(y))
     with mean(y) in place of its own target y_i. The model can learn the mean target and nothing else: a stalled
     loss, whatever the learning rate, named at the operation that broadcast."""
-    recent = history.recent()
-    marked = [r for r in recent if r.prediction_broadcast is not None]
-    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+    marked = _marked_on_most(history, "prediction_broadcast", t)
+    if not marked:
         return []
     found = marked[-1].prediction_broadcast
     loss = history.current_loss()
