@@ -33,6 +33,7 @@ FAULTY = {
     "nan_in_data": [("nonfinite", "input of model.0", "error")],
     "softmax_before_cross_entropy": [("vanishing_gradient", "model.5", "error"), ("stalled_loss", "loss", "warning")],
     "mse_broadcast_target": [("stalled_loss", "mse_loss", "error")],
+    "symmetric_init": [("stalled_loss", "model.0", "error")],
 }
 
 HEALTHY = [
@@ -49,6 +50,7 @@ HEALTHY = [
     "healthy_accumulation",
     "healthy_frozen_encoder",
     "healthy_gan_two_optimizers",
+    "healthy_zero_init_heads",
 ]
 
 

@@ -19,6 +19,7 @@ from leakygrad.doctor.rules import (
     nonfinite_rule,
     onset,
     saturation_rule,
+    symmetric_units_rule,
     time_rule,
     unapplied_rule,
 )
@@ -406,6 +407,47 @@ def test_records_after_the_first_nan_are_not_judged():
     records += [chain(s, [math.nan, 1e-9, 1.0]) for s in range(50, 200, 10)]
     history = history_of(records, nonfinite=NonfiniteEvent(step=50, phase="forward", where="log"))
     assert depth_rule(history, T) == []
+
+
+# --- units all alike --------------------------------------------------------------------------------------------------
+def looked(step, spreads, ratio=1e-3):
+    """A record whose layers l0, l1, ... were looked at for alike units: `spreads` of each, 16 units each."""
+    layers = {
+        f"l{i}": LayerStats(f"l{i}", "Linear", i, has_weights=True, update_ratio=ratio, units=16, unit_spread=x)
+        for i, x in enumerate(spreads)
+    }
+    return StepRecord(step=step, layers=layers)
+
+
+def test_units_alike_at_two_looks_apart_while_the_weights_move_are_named_at_the_first_alike_layer():
+    history = history_of([looked(0, [0.9, 0.0, 0.0, 1.2]), looked(16, [0.8, 0.0, 3e-7, 1.1])])
+    [f] = symmetric_units_rule(history, T)
+    assert (f.symptom, f.where, f.first_step, f.severity) == ("stalled_loss", "l1", 0, "error")
+    assert f.evidence["units"] == 16 and f.evidence["alike_at_steps"] == [0, 16]
+    assert f.evidence["also_alike"] == ["l2"]  # (3e-7: parted by rounding only, still alike)
+
+
+def test_units_alike_once_or_looked_at_close_together_are_not_enough():
+    assert symmetric_units_rule(history_of([looked(0, [0.0])]), T) == []
+    assert symmetric_units_rule(history_of([looked(0, [0.0]), looked(8, [0.0])]), T) == []
+
+
+def test_units_parted_at_the_last_look_are_not_named_and_a_later_alike_run_dates_from_its_start():
+    assert symmetric_units_rule(history_of([looked(0, [0.0]), looked(16, [0.0]), looked(32, [0.02])]), T) == []
+    [f] = symmetric_units_rule(history_of([looked(s, [0.5 if s == 0 else 0.0]) for s in (0, 16, 32, 64)]), T)
+    assert f.first_step == 16
+
+
+def test_alike_units_whose_weights_do_not_move_are_left_to_the_other_rules():
+    assert symmetric_units_rule(history_of([looked(0, [0.0], ratio=0.0), looked(16, [0.0], ratio=0.0)]), T) == []
+    assert symmetric_units_rule(history_of([looked(0, [0.0], ratio=None), looked(16, [0.0], ratio=None)]), T) == []
+
+
+def test_the_alike_layer_is_the_stall_and_the_loss_stall_folds_into_it():
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    findings = diagnose(history_of([looked(s, [0.0]) for s in (0, 16, 32, 64)], losses=flat))
+    assert [(f.symptom, f.where) for f in findings] == [("stalled_loss", "l0")]
+    assert "same gradient" in findings[0].explanation
 
 
 # --- the loss --------------------------------------------------------------------------------------------------------

@@ -179,6 +179,40 @@ def _explain_broadcast(f: Finding):
     return text, remedies
 
 
+def _how_alike(spread: float) -> str:
+    if spread == 0:
+        return "to the last bit: not one weight differs between two units"
+    return f"the largest difference between two units is {fmt(spread)} of the largest weight"
+
+
+def _explain_symmetric_units(f: Finding):
+    e = f.evidence
+    units, looks = e["units"], e["alike_at_steps"]
+    text = (
+        f"All {units} units of `{f.where}` have the same incoming weights and bias ({_how_alike(e['unit_spread'])}), "
+        f"from step {looks[0]} to step {looks[-1]}, "
+        f"though the weights move (update/weight ratio {fmt(e['update_ratio'])}). Units that start alike compute "
+        "the same output for every input, so backprop hands each the same gradient: dL/dW_j = delta_j x, and "
+        "delta_j = sum_k W'_kj delta'_k f'(z_j) is the same for every unit j when the layer above reads them all "
+        "alike. Every update moves them together, and nothing in the chain rule can ever tell them apart: the "
+        f"layer acts as one unit, {units} times over, and the loss can only fall as far as a network that narrow "
+        "allows."
+    )
+    if e.get("loss_first_third") is not None:
+        first, last = fmt(e["loss_first_third"]), fmt(e["loss_last_third"])
+        text += f" (The loss: {first} over the first third, {last} over the last.)"
+    if e.get("also_alike"):
+        text += " The same holds in " + ", ".join(f"`{name}`" for name in e["also_alike"]) + "."
+    remedies = [
+        f"Initialise `{f.where}`'s weights at random, not with a constant: PyTorch's default for nn.Linear and "
+        "nn.Conv does (remove the `constant_`, `fill_`, `ones_` or `zeros_` call), or use "
+        "`nn.init.kaiming_uniform_` before a ReLU and `nn.init.xavier_uniform_` before tanh or sigmoid.",
+        "A constant start is fine for biases, and for the weights of an output layer only (its units get different "
+        "gradients from different targets): never for a hidden layer.",
+    ]
+    return text, remedies
+
+
 def _explain_one_layer(f: Finding, vanishing: bool):
     """Across depth, when one layer accounts for nearly all of the change: that layer is the leak, not the depth."""
     e = f.evidence
@@ -955,6 +989,8 @@ def explain_stalled_loss(f: Finding):
     e = f.evidence
     if e.get("across") == "broadcast":
         return _explain_broadcast(f)
+    if e.get("across") == "units":
+        return _explain_symmetric_units(f)
     run = "the run" if e.get("training_began") is None else f"the training begun at step {e['training_began']}"
     first, last = e["loss_first_third"], e["loss_last_third"]
     if e.get("fell_early"):

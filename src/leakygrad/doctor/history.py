@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from leakygrad.doctor.stats import NonfiniteEvent, StepRecord
 from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
+MAX_UNIT_SPREAD_LOOKS = 64  # looks at a layer's unit spread kept (the first always)
+
 
 @dataclass
 class LossBucket:
@@ -157,6 +159,9 @@ class History:
         self.first_not_reset: int | None = None
         self.modules_not_reset: set[str] = set()  # ... the modules whose parameters' gradients were not reset
         self.graph_cuts: dict[tuple[str, str], int] = {}  # (producer, consumer) -> first step seen
+        # layer -> (step, unit spread) at each look at whether its units are all alike (a few steps: 0, 16, 32, 64, ...)
+        self.unit_spreads: dict[str, list[tuple[int, float]]] = {}
+        self.layer_units: dict[str, int] = {}  # ... and its units
         self.nonfinite: NonfiniteEvent | None = None
         self.notes: dict[str, int] = {}  # internal notes (errors inside the doctor) -> times seen
         self.onsets: dict[tuple[str, str], int] = {}  # (symptom, where) -> earliest step, kept across thinning
@@ -184,6 +189,7 @@ class History:
         self._fold_parameter_checks(record)
         for cut in record.graph_cuts:
             self.graph_cuts.setdefault(tuple(cut), record.step)
+        self._fold_unit_spreads(record)
         self.records.append(record)
         self.records_seen += 1
 
@@ -247,6 +253,18 @@ class History:
             stats.window_examples = int(sum(tally.examples))
             stats.window_start = tally.steps[0]  # a unit silent over the window has been since this step
             stats.unit_active = None  # folded: the record keeps only the fraction
+
+    def _fold_unit_spreads(self, record: StepRecord) -> None:
+        """Keep every look at a layer's unit spread: they are few (their steps double), and thinning the records
+        must not lose the first."""
+        for name, layer in record.layers.items():
+            if layer.unit_spread is None:
+                continue
+            looks = self.unit_spreads.setdefault(name, [])
+            looks.append((record.step, layer.unit_spread))
+            if len(looks) > MAX_UNIT_SPREAD_LOOKS:  # (only a probe looking more often than doubling steps gets here)
+                del looks[1]
+            self.layer_units[name] = layer.units
 
     def _fold_parameter_checks(self, record: StepRecord) -> None:
         self.param_module.update(record.param_module)

@@ -223,8 +223,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if behind_dead_units(f):
             all_dead[0].evidence.setdefault("zero_gradient_modules", []).append(f.where)
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
-    # a loss compared with the wrong targets (broadcast) stalls whatever the learning rate: that finding is the stall
-    broadcast = any(f.evidence.get("across") == "broadcast" for f in findings)
+    # a loss compared with the wrong targets (broadcast), or a network with a layer of units all alike, stalls whatever
+    # the learning rate: that finding is the stall
+    broadcast = any(f.evidence.get("across") in ("broadcast", "units") for f in findings)
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less
@@ -546,6 +547,43 @@ def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first = next(r.step for r in history.records if r.prediction_broadcast is not None)
     return [Finding("stalled_loss", found["op"], first, "error", evidence)]
+
+
+# --- units all alike: a symmetric initialisation ------------------------------------------------------------------
+def symmetric_units_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A layer whose units all have the same incoming weights (and biases) computes one function of its inputs,
+    copied: every unit gets the same output, hence the same gradient, dL/dW_j = delta_j x with the same delta_j, and
+    takes the same update. Nothing in backprop can tell them apart, so they stay alike for good, and the layer is as
+    good as one unit wide: the loss can only fall as far as that allows. Found at two looks `identical_units_steps`
+    apart or more, with the weights moving (weights that do not move are the learning rate's or the gradient's
+    finding); named at the alike layer nearest the input, the others listed."""
+    recent = history.recent()
+    alike = []
+    for name, looks in history.unit_spreads.items():
+        run = []  # the looks since the units were last seen to differ
+        for step, spread in looks:
+            run = run + [step] if spread < t.identical_units else []
+        moved = [ratio for ratio in _layer_values(recent, name, "update_ratio") if ratio > 0]
+        if len(run) >= 2 and run[-1] - run[0] >= t.identical_units_steps and moved:
+            depth = next((r.layers[name].depth for r in reversed(recent) if name in r.layers), math.inf)
+            alike.append((depth, name, run, median(moved)))
+    if not alike:
+        return []
+    alike.sort(key=lambda a: (a[0], a[1]))
+    _, name, looks, moved = alike[0]
+    loss = history.current_loss()
+    thirds = _loss_thirds(loss)
+    evidence = {
+        "across": "units",
+        "units": history.layer_units[name],
+        "unit_spread": _sci(history.unit_spreads[name][-1][1]),
+        "alike_at_steps": looks,
+        "update_ratio": _sci(moved),
+        "also_alike": [other for _, other, _, _ in alike[1:]],
+        "loss_first_third": _sci(thirds[0]) if thirds else None,
+        "loss_last_third": _sci(thirds[1]) if thirds else None,
+    }
+    return [Finding("stalled_loss", name, looks[0], "error", evidence)]
 
 
 # --- dead ReLUs and saturated squashing functions ----------------------------------------------------------------
@@ -1198,6 +1236,7 @@ RULES = (
     squashed_twice_rule,
     broadcast_rule,
     negated_loss_rule,
+    symmetric_units_rule,
     growth_rule,
     dead_relu_rule,
     saturation_rule,

@@ -65,6 +65,7 @@ from leakygrad.doctor.probes.torch_stats import (
     time_step_norms,
     total,
     unit_axis,
+    unit_spread,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
@@ -76,7 +77,9 @@ GATING_OPS = {
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
+SYMMETRY_CHECK_GAP = 16  # steps at least between two looks at whether a layer's units are all alike (then doubling)
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
 SCALER_OVERFLOWS_TOLERATED = 8  # sampled steps in a row whose scaled backward overflowed before it is reported
@@ -203,6 +206,9 @@ class ModuleInfo:
     leaf: bool  # no submodules: an op producing its output is *in* it (else the op sits in its forward, after ...)
     bidirectional: bool = False  # a recurrent layer run in both directions (its time profile sums the two)
     runs: bool = True  # has a forward of its own (a ModuleList or ParameterList is never called: it only holds)
+    # its weight's first axis holds its units, each reading the same inputs (nn.Linear, a convolution without groups):
+    # units with identical weights stay identical (`unit_spread`)
+    unit_rows: bool = False
 
 
 def _module_info(name: str, module: nn.Module) -> ModuleInfo:
@@ -212,7 +218,8 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     gated, bidirectional = isinstance(module, GATED_RECURRENT), bool(getattr(module, "bidirectional", False))
     # (read without running descriptors: a TorchScript module's class `forward` raises when read from the class)
     runs = inspect.getattr_static(type(module), "forward", None) is not nn.Module.forward
-    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs)
+    unit_rows = isinstance(module, UNIT_ROW_LAYERS) and getattr(module, "groups", 1) == 1
+    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs, unit_rows)
 
 
 def _own_parameters(module: nn.Module) -> list:
@@ -429,6 +436,7 @@ class StepState:
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
+    unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of spread, ... of scale)
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -581,6 +589,7 @@ class TorchProbe:
         self._failures: dict[str, int] = {}
         self._plan: ParameterPlan | None = None
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
+        self._next_symmetry_check = 0  # the step from which a sampled step looks at whether units are alike
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
         for m in models:
@@ -1508,11 +1517,34 @@ class TorchProbe:
             self._measure_update()
         elif not state.params:
             self._measure_parameters(self._model_parameters(), snapshot=False)
+        if state.step >= self._next_symmetry_check:
+            self._next_symmetry_check = max(2 * state.step, state.step + SYMMETRY_CHECK_GAP)
+            try:
+                self._measure_unit_spread(state)
+            except Exception as error:  # (the rest of the step's record is built all the same)
+                state.unit_spreads.clear()
+                self._fail("looking at whether units are alike", error)
         self._defer_activation_tallies(state)
         self._unread.append(UnreadStep(state, state.deferred.start_fetch(), list(self._losses), self._backward_calls))
         self._fresh_roots.clear()  # (their names may now be in a record)
         state.release()  # the step is over for its hooks; what the record needs stays in the state
         self.state = None
+
+    def _measure_unit_spread(self, state: StepState) -> None:
+        """Whether each layer's units are still one and the same (`unit_spread`), from the weights as the step left
+        them. Units with the same incoming weights compute the same output, receive the same gradient and take the
+        same update: only a difference between them ever grows. So this is looked at rarely (at steps 0, 16, 32,
+        64, 128, ...): a layer whose units are alike at two looks far apart stays so."""
+        by_name = {name: p for name, _, p in state.params}
+        for name, label, weight in state.params:
+            info = self.info_by_name.get(label)
+            if info is None or not info.unit_rows or name != f"{label}.weight" or weight.dim() < 2:
+                continue
+            units = weight.shape[0]
+            if units < 2:
+                continue
+            spread_now, scale = unit_spread(weight, by_name.get(f"{label}.bias"))
+            state.unit_spreads[label] = (units, state.deferred.scalar(spread_now), state.deferred.scalar(scale))
 
     def _build_record(self, unread: UnreadStep) -> None:
         state = unread.state
@@ -1624,6 +1656,12 @@ class TorchProbe:
             )  # fmt: skip
             if info.recurrent:
                 self._add_time_norms(layer, state, value, vectors, scale)
+            if name in state.unit_spreads:
+                units, spread_at, scale_at = state.unit_spreads[name]
+                largest, spread_now = value(scale_at), value(spread_at)
+                if math.isfinite(largest) and math.isfinite(spread_now):
+                    layer.units = units
+                    layer.unit_spread = spread_now / largest if largest > 0 else 0.0  # (all zero: all alike)
 
     def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors, scale: float) -> None:
         """A recurrent layer's gradient at each time step: of its input (RNN/LSTM/GRU) or of each call (cells)."""

@@ -403,6 +403,18 @@ def _foreach_norms(tensors: list[torch.Tensor], half: bool) -> list[torch.Tensor
     return list(torch._foreach_norm(tensors))
 
 
+def unit_spread(weight: torch.Tensor, bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """How far a layer's units are from all being one and the same: (the largest difference between a unit's
+    incoming weights, or bias, and the first unit's; the largest weight or bias in magnitude). The first is 0
+    exactly when every unit computes the same function of the same inputs. `weight` has one row per unit on its
+    first axis (nn.Linear: (out, in); a convolution: (out channels, in channels, kernel...))."""
+    rows = weight.detach().reshape(weight.shape[0], -1)
+    if bias is not None:
+        rows = torch.cat([rows, bias.detach().reshape(-1, 1)], dim=1)
+    rows = rows.float() if rows.dtype in HALF_PRECISION else rows
+    return (rows - rows[:1]).abs().amax(), rows.abs().amax()
+
+
 def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
     """||gradient|| at each time step: the norm over every axis but time."""
     grad = grad.detach()

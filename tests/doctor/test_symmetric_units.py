@@ -1,0 +1,121 @@
+"""Units that start alike stay alike: a layer initialised with a constant (every unit the same weights and bias)
+computes one function, copied, and backprop hands every copy the same gradient. The probe looks at each layer's
+unit spread on a few steps (0, 16, 32, 64, ...); the rule names the alike layer nearest the input."""
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import leakygrad.doctor as doctor
+
+
+def classification_data(n=128, features=16, classes=4, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=generator)
+    return x, (x[:, :classes] + 0.3 * x[:, classes : 2 * classes]).argmax(dim=1)
+
+
+def train(model, steps=70, every=1, lr=0.05, x=None, labels=None):
+    if x is None:
+        x, labels = classification_data()
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr, momentum=0.9)
+    with doctor.watch(model, optimizer, every=every, name="model") as dr:
+        for _ in range(steps):
+            loss = F.cross_entropy(model(x), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+def alike(dr):
+    return [f for f in dr.findings if f.evidence.get("across") == "units"]
+
+
+def constant_init(*layers, value=0.05):
+    for layer in layers:
+        nn.init.constant_(layer.weight, value)
+        nn.init.zeros_(layer.bias)
+
+
+@pytest.mark.parametrize("every", [1, 16])
+def test_a_constant_initialisation_is_named_at_the_first_alike_layer(every):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4))
+    constant_init(model[0], model[2], model[4])
+    dr = train(model, every=every)
+    assert torch.unique(model[0].weight, dim=0).shape[0] == 1  # (what the finding claims: still one row)
+    (finding,) = alike(dr)
+    assert (finding.symptom, finding.where, finding.severity) == ("stalled_loss", "model.0", "error")
+    assert finding.evidence["units"] == 32 and finding.evidence["unit_spread"] == 0
+    assert finding.evidence["also_alike"] == ["model.2"]  # (the output layer's units part: their targets differ)
+    assert finding.evidence["alike_at_steps"][0] == 0 and finding.evidence["alike_at_steps"][-1] >= 32
+    assert "same gradient" in finding.explanation and "random" in finding.remedies[0]
+    # the loss's own stall (if any) is this finding's consequence, not a second finding
+    assert not [f for f in dr.findings if f.symptom == "stalled_loss" and f.where == "loss"]
+
+
+def test_convolution_filters_all_alike_are_named_at_the_convolution():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 4))
+    constant_init(model[0], model[3], value=0.1)  # (the layer above reads the filters alike too: as one)
+    x = torch.randn(64, 1, 6, 6, generator=torch.Generator().manual_seed(1))
+    labels = (x.mean(dim=(1, 2, 3)) > 0).long() + 2 * (x[:, 0, 0, 0] > 0).long()
+    dr = train(model, x=x, labels=labels)
+    (finding,) = alike(dr)
+    assert finding.where == "model.0" and finding.evidence["units"] == 8
+
+
+def test_layers_started_at_zero_that_their_gradients_part_are_not_named():
+    """Zero-initialised output layers and residual branches are common and healthy: different targets (or different
+    gradients arriving at each unit) drive their units apart at the first step."""
+
+    class Block(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.inner, self.out = nn.Linear(width, width), nn.Linear(width, width)
+            nn.init.zeros_(self.out.weight)
+            nn.init.zeros_(self.out.bias)
+
+        def forward(self, x):
+            return x + self.out(F.relu(self.inner(x)))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), Block(32), Block(32), nn.Linear(32, 4))
+    nn.init.zeros_(model[3].weight)
+    nn.init.zeros_(model[3].bias)
+    dr = train(model)
+    assert alike(dr) == []
+    spreads = dr.history.unit_spreads
+    assert set(spreads) >= {"model.0", "model.1.out", "model.3"}
+    # (all zero at the first look, whose step the zero output layer passed no gradient back through: alike, unmoved)
+    assert spreads["model.1.out"][0][1] == 0
+    assert all(looks[-1][1] > 1e-2 for looks in spreads.values())
+
+
+def test_alike_units_that_never_move_are_not_this_finding():
+    """A frozen layer of constant weights (an average written as a Linear) is no symmetric start to break."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    constant_init(model[2], value=0.125)
+    model[2].requires_grad_(False)
+    assert alike(train(model)) == []
+
+
+def test_dropout_parts_alike_units_and_then_nothing_is_named():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 4))
+    constant_init(model[0])
+    dr = train(model)
+    assert alike(dr) == []
+    assert dr.history.unit_spreads["model.0"][-1][1] > 1e-2
+
+
+def test_the_spread_is_looked_at_on_a_few_steps_whose_gaps_double():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4))
+    dr = train(model, steps=140, every=1)
+    assert [step for step, _ in dr.history.unit_spreads["model.0"]] == [0, 16, 32, 64, 128]
+    assert dr.history.layer_units == {"model.0": 8, "model.2": 4}
