@@ -119,3 +119,55 @@ def test_the_spread_is_looked_at_on_a_few_steps_whose_gaps_double():
     dr = train(model, steps=140, every=1)
     assert [step for step, _ in dr.history.unit_spreads["model.0"]] == [0, 16, 32, 64, 128]
     assert dr.history.layer_units == {"model.0": 8, "model.2": 4}
+
+
+class Recurrent(nn.Module):
+    def __init__(self, kind, **options):
+        super().__init__()
+        self.rnn, self.head = kind(6, 12, batch_first=True, **options), nn.Linear(12, 4)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0][:, -1])
+
+
+def sequence_data(n=64, seed=0):
+    x = torch.randn(n, 10, 6, generator=torch.Generator().manual_seed(seed))
+    return x, x[:, :, :4].sum(dim=1).argmax(dim=1)
+
+
+@pytest.mark.parametrize("kind", [nn.RNN, nn.LSTM, nn.GRU])
+def test_a_recurrent_layer_initialised_with_one_constant_is_named(kind):
+    torch.manual_seed(0)
+    model = Recurrent(kind)
+    for p in model.parameters():  # every weight one constant: the hidden units are alike
+        nn.init.constant_(p, 0.05)
+    x, labels = sequence_data()
+    (finding,) = alike(train(model, x=x, labels=labels))
+    assert finding.where == "rnn" and finding.evidence["units"] == 12
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU])
+def test_recurrent_layers_initialised_at_random_are_not_named(kind):
+    torch.manual_seed(0)
+    model = Recurrent(kind, num_layers=2, bidirectional=False)
+    x, labels = sequence_data()
+    dr = train(model, x=x, labels=labels, lr=0.01)
+    assert alike(dr) == [] and dr.history.unit_spreads["rnn"][-1][1] > 1e-2
+
+
+def test_a_recurrent_unit_gathers_its_row_of_every_gate():
+    """An LSTM's weights hold the gates i, f, g, o one after another, `hidden` rows each: unit j is row j of every
+    block. Units alike in every gate have spread 0; one unit's forget-gate row changed parts them."""
+    from leakygrad.doctor.probes.torch_stats import recurrent_unit_rows, unit_spread
+
+    lstm = nn.LSTM(3, 5)
+    with torch.no_grad():
+        for p in lstm.parameters():
+            gate_values = torch.arange(4.0).repeat_interleave(5)  # the same value for every unit of a gate
+            p.copy_(gate_values.reshape(20, *([1] * (p.dim() - 1))).expand_as(p))
+    params = (lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0)
+    rows = recurrent_unit_rows(4, *params)
+    assert rows.shape == (5, 4 * (3 + 5 + 2)) and unit_spread(rows).item() == 0
+    with torch.no_grad():
+        lstm.weight_hh_l0[5 + 2, 0] += 1.5  # forget gate (block 1), unit 2
+    assert unit_spread(recurrent_unit_rows(4, *params)).item() == pytest.approx(1.5 / 3)  # (the largest: 3, gate o)

@@ -61,10 +61,12 @@ from leakygrad.doctor.probes.torch_stats import (
     blocked_fraction,
     norm,
     packed_time_step_norms,
+    recurrent_unit_rows,
     spread,
     time_step_norms,
     total,
     unit_axis,
+    unit_rows,
     unit_spread,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
@@ -79,6 +81,7 @@ DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a 
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
+RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
 SYMMETRY_CHECK_GAP = 16  # steps at least between two looks at whether a layer's units are all alike (then doubling)
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
@@ -436,7 +439,7 @@ class StepState:
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
-    unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of spread, ... of scale)
+    unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of its unit spread)
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -1536,15 +1539,38 @@ class TorchProbe:
         same update: only a difference between them ever grows. So this is looked at rarely (at steps 0, 16, 32,
         64, 128, ...): a layer whose units are alike at two looks far apart stays so."""
         by_name = {name: p for name, _, p in state.params}
-        for name, label, weight in state.params:
+        for label in {label for _, label, _ in state.params}:
             info = self.info_by_name.get(label)
-            if info is None or not info.unit_rows or name != f"{label}.weight" or weight.dim() < 2:
+            if info is None:
                 continue
-            units = weight.shape[0]
-            if units < 2:
+            if info.unit_rows and by_name.get(f"{label}.weight") is not None:
+                weight = by_name[f"{label}.weight"]
+                units, spread_now = weight.shape[0], unit_spread(unit_rows(weight, by_name.get(f"{label}.bias")))
+            elif info.recurrent == "sequence" and info.kind in RECURRENT_GATES:
+                units, spread_now = self._recurrent_unit_spread(label, info.kind, by_name)
+            else:
                 continue
-            spread_now, scale = unit_spread(weight, by_name.get(f"{label}.bias"))
-            state.unit_spreads[label] = (units, state.deferred.scalar(spread_now), state.deferred.scalar(scale))
+            if units >= 2 and spread_now is not None:
+                state.unit_spreads[label] = (units, state.deferred.scalar(spread_now))
+
+    @staticmethod
+    def _recurrent_unit_spread(label: str, kind: str, by_name: dict) -> tuple[int, torch.Tensor | None]:
+        """The least unit spread over a recurrent module's layers and directions (`weight_ih_l0`, `..._l1_reverse`):
+        one layer whose units are alike is enough. (A layer projected to fewer outputs, proj_size, is left out.)"""
+        spreads, units = [], 0
+        prefix = f"{label}.weight_ih_l"
+        for name in by_name:
+            if not name.startswith(prefix) or f"{label}.weight_hr_l{name[len(prefix) :]}" in by_name:
+                continue
+            suffix = name[len(prefix) :]  # "0", "1_reverse", ...
+            weight_hh = by_name.get(f"{label}.weight_hh_l{suffix}")
+            if weight_hh is None:
+                continue
+            biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
+            rows = recurrent_unit_rows(RECURRENT_GATES[kind], by_name[name], weight_hh, *biases)
+            spreads.append(unit_spread(rows))
+            units = rows.shape[0]
+        return units, torch.stack(spreads).amin() if spreads else None
 
     def _build_record(self, unread: UnreadStep) -> None:
         state = unread.state
@@ -1657,11 +1683,9 @@ class TorchProbe:
             if info.recurrent:
                 self._add_time_norms(layer, state, value, vectors, scale)
             if name in state.unit_spreads:
-                units, spread_at, scale_at = state.unit_spreads[name]
-                largest, spread_now = value(scale_at), value(spread_at)
-                if math.isfinite(largest) and math.isfinite(spread_now):
-                    layer.units = units
-                    layer.unit_spread = spread_now / largest if largest > 0 else 0.0  # (all zero: all alike)
+                units, spread_at = state.unit_spreads[name]
+                if math.isfinite(value(spread_at)):
+                    layer.units, layer.unit_spread = units, value(spread_at)
 
     def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors, scale: float) -> None:
         """A recurrent layer's gradient at each time step: of its input (RNN/LSTM/GRU) or of each call (cells)."""
