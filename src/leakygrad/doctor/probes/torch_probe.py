@@ -1536,8 +1536,8 @@ class TorchProbe:
     def _measure_unit_spread(self, state: StepState) -> None:
         """Whether each layer's units are still one and the same (`unit_spread`), from the weights as the step left
         them. Units with the same incoming weights compute the same output, receive the same gradient and take the
-        same update: only a difference between them ever grows. So this is looked at rarely (at steps 0, 16, 32,
-        64, 128, ...): a layer whose units are alike at two looks far apart stays so."""
+        same update: alike once, alike for good. So this is looked at rarely (at steps 0, 16, 32, 64, 128, ...),
+        and the rule asks for two looks far apart."""
         by_name = {name: p for name, _, p in state.params}
         for label in {label for _, label, _ in state.params}:
             info = self.info_by_name.get(label)
