@@ -72,6 +72,31 @@ def test_hardswish_units_below_minus_3_for_every_example_are_dead():
     assert dr.history.records[-1].activations["sequential.1"].dead_fraction == 48 / 64
 
 
+@pytest.mark.parametrize("inplace", [False, True])
+def test_a_leaky_relu_with_no_slope_is_a_relu_whose_dead_units_are_found(inplace):
+    """`nn.LeakyReLU(0)` (or `negative_slope=0.0`) is a plain ReLU: its units die as a ReLU's do. It was not watched
+    at all: no finding, where the same script with nn.ReLU got an error."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.LeakyReLU(0.0, inplace=inplace), nn.Linear(64, 4))
+    with torch.no_grad():
+        model[0].bias[:48] = -20.0  # 48 of 64 units below 0 for every example
+    dr = train(model, *data())
+    dead = by_symptom(dr, "dead_relu")["sequential.1"]
+    assert dead.evidence["function"] == "leaky_relu" and dead.evidence["dead_units"] == 48
+    assert "negative_slope=0" in dead.explanation and "negative slope" in dead.remedies[0]
+    assert not any(r.startswith("Use LeakyReLU") for r in dead.remedies)
+
+
+def test_a_leaky_relu_with_a_slope_passes_gradient_everywhere_and_is_not_tallied():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.LeakyReLU(0.01), nn.Linear(64, 4))
+    with torch.no_grad():
+        model[0].bias[:48] = -20.0  # (slope 0.01 below 0: these units still learn)
+    dr = train(model, *data())
+    assert by_symptom(dr, "dead_relu") == {}
+    assert dr.history.records[-1].activations == {}
+
+
 def test_hardsigmoid_inputs_outside_minus_3_to_3_are_saturated():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 64), nn.Hardsigmoid(), nn.Linear(64, 4))

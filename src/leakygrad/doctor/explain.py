@@ -377,6 +377,7 @@ DEAD_REGIONS = {
         "relu6'(z) = 1 inside (0, 6) and 0 outside: it is flat on both sides",
     ),
     "hardswish": ("output zero", "below -3", "hardswish'(z) = 0 wherever z < -3"),
+    "leaky_relu": ("output zero", "negative", "With negative_slope=0, leaky_relu'(z) = 0 wherever z < 0, as relu's"),
 }
 
 
@@ -424,6 +425,11 @@ def explain_dead_relu(f: Finding):
         initialise, other_activation = remedies[2], remedies[1]
         standardise = "Standardise the inputs (zero mean, unit variance), so that the pre-activations start centred."
         remedies = [initialise, other_activation, standardise]
+    if function == "leaky_relu":  # (meant to keep a slope, given none)
+        remedies = [
+            "Give the LeakyReLU a negative slope: `nn.LeakyReLU(0.01)` (its default) or 0.1. With "
+            "`negative_slope=0` it is a plain ReLU, and its units die as a ReLU's do."
+        ] + [r for r in remedies if not r.startswith("Use LeakyReLU")]
     if function == "relu6":  # (stuck above 6 as well as below 0: its inputs are too large, more often than not)
         remedies.insert(
             0,

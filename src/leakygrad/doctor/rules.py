@@ -19,7 +19,7 @@ from leakygrad.doctor.history import History, LossSeries
 from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
 
-RELU_FAMILY = ("relu", "relu6", "hardswish", "threshold")
+RELU_FAMILY = ("relu", "relu6", "hardswish", "threshold", "leaky_relu")  # (leaky_relu: of slope 0)
 # losses that take the log of a probability: on a sigmoid's output their 1/sigma cancels sigma' (not once it rounds to
 # exactly 0 or 1)
 LOG_LOSS_OPS = ("log", "log_softmax", "log_sigmoid", "binary_cross_entropy", "nll_loss", "xlogy", "kl_div", "log1p")

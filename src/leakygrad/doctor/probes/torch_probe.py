@@ -71,7 +71,7 @@ from leakygrad.doctor.probes.torch_stats import (
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
-ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid")  # (and ReLU6: see `_activation_function`)
+ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU6: see below)
 GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
@@ -267,13 +267,24 @@ def _dense(tensor: torch.Tensor) -> bool:
 
 def _activation_function(node, op: str, on_loss: bool) -> str | None:
     """The activation an autograd node computes, when the graph walk should tally it as one: a ReLU (not one on the
-    loss: that is a margin loss's hinge, a gating op), sigmoid, tanh, hardswish, hardsigmoid, or ReLU6, which
-    PyTorch computes as hardtanh(z, 0, 6) (any other hardtanh is a clamp to a range: a gating op)."""
+    loss: that is a margin loss's hinge, a gating op), sigmoid, tanh, hardswish, hardsigmoid, ReLU6, which
+    PyTorch computes as hardtanh(z, 0, 6) (any other hardtanh is a clamp to a range: a gating op), or a LeakyReLU
+    whose negative slope is 0, a ReLU by another name (with a slope, no unit can die: it is not tallied)."""
     if op == "hardtanh":
         return "relu6" if _is_relu6(node) and not on_loss else None
+    if op == "leaky_relu":
+        return "leaky_relu" if _has_no_slope(node) and not on_loss else None
     if op not in ACTIVATION_OPS or (op == "relu" and on_loss):
         return None
     return op
+
+
+def _has_no_slope(node) -> bool:
+    """A leaky_relu node whose negative slope is 0: `nn.LeakyReLU(0)`, `negative_slope=0.0`."""
+    try:
+        return node._saved_negative_slope == 0
+    except RuntimeError:  # (its saved values already freed)
+        return False
 
 
 def _is_relu6(node) -> bool:
@@ -1264,7 +1275,11 @@ class TorchProbe:
         names = state.names
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
-        saved = node._saved_self if op in READ_FROM_INPUT else node._saved_result
+        if op == "leaky_relu":  # (it keeps its input; in place, `inplace=True`, its result)
+            saved = getattr(node, "_saved_result", None)
+            saved = node._saved_self if saved is None else saved
+        else:
+            saved = node._saved_self if op in READ_FROM_INPUT else node._saved_result
         y = activation_values(op, saved.detach())
         feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
         feeds_kind = feeds_info.kind if feeds_info else None

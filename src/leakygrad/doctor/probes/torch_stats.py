@@ -274,7 +274,7 @@ def _run_stride(shape: tuple, runs: int, run: int) -> int:
 
 # Activations whose flat region is where no gradient passes (the ReLU family: a unit is dead when it sits there for
 # every example), and the squashing functions read from their input instead of their output.
-RELU_LIKE = ("relu", "relu6", "hardswish")
+RELU_LIKE = ("relu", "relu6", "hardswish", "leaky_relu")  # (a leaky_relu of slope 0: `_activation_function`)
 READ_FROM_INPUT = ("relu6", "hardswish", "hardsigmoid")  # their autograd nodes keep the input, not the output
 
 
@@ -290,6 +290,8 @@ def activation_values(function: str, saved: torch.Tensor) -> torch.Tensor:
         return torch.minimum(saved, 6 - saved).clamp_min_(0)
     if function == "hardswish":
         return (saved + 3).clamp_min_(0)
+    if function == "leaky_relu":  # (of slope 0: its input, or its output, which is relu(z))
+        return saved.clamp_min(0)
     return saved
 
 
