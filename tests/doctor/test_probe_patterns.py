@@ -674,6 +674,24 @@ def test_a_parametrized_weight_belongs_to_its_layer():
     assert dr.history.param_module["sequential.2.parametrizations.weight.original"] == "sequential.2"
 
 
+def test_a_backbone_unfrozen_part_way_but_never_given_to_the_optimiser_is_named_from_then():
+    """Two-stage fine-tuning: the optimiser made over the trainable parameters while the backbone was frozen, the
+    backbone unfrozen at step 30 of 90, never added to it. Its gradients were thrown away for the rest of the run,
+    and nothing was said: the rule asked for a gradient not applied on every check of the whole run."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    model[0].requires_grad_(False)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        sgd_steps(model, optimizer, x, y, 30)
+        model[0].requires_grad_(True)  # the bug: not added to the optimiser
+        sgd_steps(model, optimizer, x, y, 60)
+    [f] = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
+    assert (f.where, f.severity) == ("model.0", "warning") and 30 <= f.first_step <= 34
+    assert f.evidence["since_step"] == f.first_step and "add_param_group" in f.remedies[0]
+
+
 def test_an_optimiser_made_over_the_model_before_it_was_made_anew_is_an_error_at_the_model(tmp_path):
     """`model = make()` again after the optimiser (a notebook cell run twice): the optimiser steps none of the
     trained model's parameters. The probe skipped the check when the optimiser stepped nothing it knew, and only a

@@ -357,6 +357,26 @@ def test_gradients_no_optimiser_applies_on_every_check_are_reported_per_module()
     assert unapplied_rule(history_of(unchecked), T) == []
 
 
+def test_gradients_not_applied_from_part_way_through_are_reported_from_then():
+    """A backbone frozen when the optimiser was made over the trainable parameters, unfrozen at step 200 of 500 and
+    never added to it: no gradient before, a gradient thrown away at every check since (sweep 22's f19)."""
+    backbone = {"net.0.weight": "net.0", "net.0.bias": "net.0"}
+    head = {"net.2.weight": "net.2", "net.2.bias": "net.2"}  # (stepped throughout)
+
+    def check(step, unfrozen_at):
+        not_applied = dict(backbone if step >= unfrozen_at else {})
+        return StepRecord(step=step, optimizer_checked=True, grads_not_applied=not_applied, param_module=dict(head))
+
+    checks = [check(s, 200) for s in range(0, 500, 16)]
+    [f] = unapplied_rule(history_of(checks), T)
+    assert (f.where, f.first_step, f.severity) == ("net.0", 208, "warning")
+    assert f.evidence["since_step"] == 208 and f.evidence["sampled_steps_since"] == 19
+    [explained] = diagnose(history_of([check(s, 200) for s in range(0, 500, 16)]))  # (folding empties the records)
+    assert "From step 208 on" in explained.explanation and "add_param_group" in explained.remedies[0]
+    # for less than the last third of the run: too short to tell from a parameter another optimiser steps now and then
+    assert unapplied_rule(history_of([check(s, 600) for s in range(0, 800, 16)]), T) == []
+
+
 def test_an_unused_parameter_in_a_used_layer_is_not_said_to_be_cleared():
     layer = LayerStats("net.0", "Linear", 0, True, out_grad_norm=0.5)
     records = [

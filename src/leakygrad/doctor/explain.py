@@ -875,6 +875,8 @@ def explain_accumulating_gradient(f: Finding):
 
 def explain_unapplied_gradient(f: Finding):
     e = f.evidence
+    if e.get("since_step") is not None:
+        return _explain_unapplied_since(f)
     text = (
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "
@@ -908,6 +910,28 @@ def explain_unapplied_gradient(f: Finding):
         f"to it: `optimizer.add_param_group({{'params': module.parameters()}})`, where `module` is `{f.where}`.",
         "If they are meant to stay fixed, freeze them with `requires_grad_(False)`: the backward pass then skips "
         "their gradients (less work), and the doctor does not report them.",
+    ]
+    return text, remedies
+
+
+def _explain_unapplied_since(f: Finding):
+    """Not applied from part-way through: before, the parameters had no gradient (frozen), since, one that no
+    optimiser steps."""
+    e = f.evidence
+    text = (
+        f"From step {e['since_step']} on, the {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at "
+        f"every sampled optimiser step ({e['sampled_steps_since']} of them), but no optimiser steps them: the "
+        "backward pass computes their gradient, and it is thrown away, so they keep the values they had. Before "
+        "that step they had no gradient. The usual cause: the module was frozen when the optimiser was made over "
+        "the trainable parameters only (`filter(lambda p: p.requires_grad, ...)`), then unfrozen part-way "
+        "(`requires_grad_(True)`, for a second stage of fine-tuning) without being added to the optimiser."
+    )
+    remedies = [
+        f"Add the unfrozen parameters to the optimiser when you unfreeze them: "
+        f"`optimizer.add_param_group({{'params': module.parameters()}})`, where `module` is `{f.where}` (often "
+        "with a lower learning rate than the head's).",
+        "Or make the optimiser over all of the model's parameters from the start: step() skips a parameter without "
+        "a gradient (a frozen one), and steps it once it is unfrozen.",
     ]
     return text, remedies
 

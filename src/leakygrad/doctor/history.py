@@ -153,6 +153,9 @@ class History:
         self.apply_checks = 0  # sampled optimiser steps on which we checked which gradients were applied
         self.not_applied: dict[str, int] = {}  # parameter -> those steps on which it had a gradient no optimiser steps
         self.not_applied_module: dict[str, str] = {}  # ... its module
+        # parameter -> [first step, checks] of its current run of checks that found its gradient not applied (a
+        # parameter unfrozen part-way through the run, never added to the optimiser: from then on)
+        self.not_applied_run: dict[str, list[int]] = {}
         self.stepped_outside_model = 0  # (as of the last check) parameters the optimisers step outside the model
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
@@ -288,6 +291,9 @@ class History:
             for name, module in record.grads_not_applied.items():
                 self.not_applied[name] = self.not_applied.get(name, 0) + 1
                 self.not_applied_module[name] = module
+                self.not_applied_run.setdefault(name, [record.step, 0])[1] += 1
+            for name in [name for name in self.not_applied_run if name not in record.grads_not_applied]:
+                del self.not_applied_run[name]  # (applied, or without a gradient, at this check: the run ends)
             self.stepped_outside_model = record.stepped_outside_model
         record.param_has_grad = record.param_zero_grad = record.grads_not_applied = {}
         record.modules_not_called, record.modules_without_grad, record.modules_in_reentrant_checkpoint = [], [], []

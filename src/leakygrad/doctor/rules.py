@@ -943,23 +943,31 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
 def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     """Parameters that had a gradient at every checked optimiser step, yet no optimiser steps them: the backward pass
     computes their gradient, and it is thrown away. One finding per widest module none of whose parameters is
-    stepped (the whole model, named by its name, when the optimiser was made over another model's parameters)."""
+    stepped (the whole model, named by its name, when the optimiser was made over another model's parameters).
+    Also from part-way through, when that held on every check since, for the last third of the run at least (a
+    frozen backbone unfrozen with requires_grad_(True), never added to the optimiser)."""
     checks = history.apply_checks
     if checks < t.min_records:
         return []
-    unapplied = [name for name, count in history.not_applied.items() if count >= checks]
+    since = {
+        name: first
+        for name, (first, count) in history.not_applied_run.items()
+        if count >= checks or (count >= t.min_records and history.steps - first >= history.steps / 3)
+    }
+    unapplied = list(since)
     # every parameter's module: those stepped (recorded at each optimiser step), and those not
     param_module = {**history.param_module, **history.not_applied_module}
     applied = [name for name in history.param_module if name not in history.not_applied]
     by_module: dict[str, list[str]] = {}
     for name in unapplied:
         by_module.setdefault(_widest_unreached_module(name, param_module, applied), []).append(name)
-    first_step = history.records[0].step if history.records else 0
+    first_checked = history.records[0].step if history.records else 0
     findings = []
     for module, params in sorted(by_module.items()):
         whole = module == "(model)"  # not one of the model's parameters is stepped: its training does nothing
         if whole:
             module = _whole_model_name(params, param_module, history)
+        first_step = min(since[name] for name in params)
         evidence = {
             "parameters": sorted(params),
             "parameter_count": len(params),
@@ -967,6 +975,11 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             "stepped_outside_model": history.stepped_outside_model,
             "whole_model": whole,
         }
+        if all(history.not_applied_run[name][1] < checks for name in params):  # (from part-way: no gradient before)
+            evidence["since_step"] = first_step
+            evidence["sampled_steps_since"] = min(history.not_applied_run[name][1] for name in params)
+        else:
+            first_step = first_checked
         findings.append(Finding("unapplied_gradient", module, first_step, "error" if whole else "warning", evidence))
     return findings
 
