@@ -692,6 +692,32 @@ def test_a_backbone_unfrozen_part_way_but_never_given_to_the_optimiser_is_named_
     assert f.evidence["since_step"] == f.first_step and "add_param_group" in f.remedies[0]
 
 
+def test_an_optimiser_whose_every_parameter_is_frozen_is_an_error_and_a_frozen_backbone_is_not():
+    """A freezing loop over `model.parameters()` meant for the backbone, and `x.requires_grad_()` to silence
+    backward()'s 'element 0 of tensors does not require grad': nothing trains. Only a stalled loss was reported,
+    with a guess that the optimiser was made over another model."""
+
+    def run(frozen):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+        for p in frozen(model).parameters():
+            p.requires_grad_(False)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        x, y = regression_data()
+        with doctor.watch(model, optimizer, every=4, name="model") as dr:
+            for _ in range(40):
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x.clone().requires_grad_()), y).backward()
+                optimizer.step()
+        return dr.findings
+
+    [f] = run(frozen=lambda model: model)
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("no_gradient", "optimizer", "error", 0)
+    assert f.evidence["all_frozen"] and f.evidence["parameter_count"] == 4
+    assert "requires_grad_()" in f.explanation and "model.backbone.parameters()" in f.remedies[0]
+    assert [f for f in run(frozen=lambda model: model[0]) if f.symptom == "no_gradient"] == []
+
+
 def test_an_optimiser_made_over_the_model_before_it_was_made_anew_is_an_error_at_the_model(tmp_path):
     """`model = make()` again after the optimiser (a notebook cell run twice): the optimiser steps none of the
     trained model's parameters. The probe skipped the check when the optimiser stepped nothing it knew, and only a

@@ -13,6 +13,7 @@ from leakygrad.doctor.rules import (
     dead_relu_rule,
     depth_rule,
     fold_explained,
+    frozen_optimizer_rule,
     growth_rule,
     loss_rule,
     no_gradient_rule,
@@ -375,6 +376,23 @@ def test_gradients_not_applied_from_part_way_through_are_reported_from_then():
     assert "From step 208 on" in explained.explanation and "add_param_group" in explained.remedies[0]
     # for less than the last third of the run: too short to tell from a parameter another optimiser steps now and then
     assert unapplied_rule(history_of([check(s, 600) for s in range(0, 800, 16)]), T) == []
+
+
+def test_every_parameter_the_optimiser_steps_frozen_is_an_error_from_the_start_of_that_run():
+    def stepped(step, frozen, total=6):
+        return StepRecord(step=step, optimizer_parameters=total, optimizer_frozen=frozen)
+
+    records = [stepped(s, 2) for s in range(0, 160, 16)] + [stepped(s, 6) for s in range(160, 400, 16)]
+    [f] = frozen_optimizer_rule(history_of(records), T)
+    assert (f.symptom, f.where, f.first_step, f.severity) == ("no_gradient", "optimizer", 160, "error")
+    # a frozen backbone beside a trainable head: fine
+    assert frozen_optimizer_rule(history_of([stepped(s, 4) for s in range(0, 400, 16)]), T) == []
+    # the loss's drift after the switch is this finding's doing
+    losses = [0.1] * 160 + [2.3 + 0.01 * math.sin(k) for k in range(240)]
+    history = history_of([stepped(s, 2) for s in range(0, 160, 16)] + [stepped(s, 6) for s in range(160, 400, 16)])
+    for step, value in enumerate(losses):
+        history.add_loss(step, value)
+    assert [(f.symptom, f.where) for f in diagnose(history)] == [("no_gradient", "optimizer")]
 
 
 def test_an_unused_parameter_in_a_used_layer_is_not_said_to_be_cleared():

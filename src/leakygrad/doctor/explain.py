@@ -758,8 +758,30 @@ def _explain_run_without_grad(f: Finding):
     return text, remedies
 
 
+def _explain_all_frozen(f: Finding):
+    e = f.evidence
+    text = (
+        f"Every one of the {e['parameter_count']} parameters the optimiser steps is frozen (requires_grad=False): "
+        "backward computes no gradient for any of them, and step() skips a parameter without one, so nothing "
+        "trains, and the loss only moves with the batches (or with a change of task). A loss that reaches no "
+        "parameter makes backward() fail ('element 0 of tensors does not require grad'): if an input was given "
+        "requires_grad_() to silence that error, the error was this."
+    )
+    if not e.get("models_watched"):
+        text += " (No model was watched: the doctor watches models with a trainable parameter, and this one has none.)"
+    remedies = [
+        "Freeze only what should stay fixed: `for p in model.backbone.parameters(): p.requires_grad_(False)`, not "
+        "`model.parameters()`, and leave the head trainable; then make the optimiser over the trainable ones.",
+        "Remove the `requires_grad_()` on the inputs that silenced backward()'s error, so a loss that reaches no "
+        "parameter fails loudly again.",
+    ]
+    return text, remedies
+
+
 def explain_no_gradient(f: Finding):
     e = f.evidence
+    if e.get("all_frozen"):
+        return _explain_all_frozen(f)
     cuts = e.get("graph_cuts") or []
     reached_but_zero = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "

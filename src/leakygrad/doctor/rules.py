@@ -228,8 +228,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     broadcast = any(f.evidence.get("across") in ("broadcast", "units") for f in findings)
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
-    # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less
-    negated = any(f.evidence.get("negated") for f in findings)
+    # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
+    # optimiser steps nothing but frozen parameters (nothing trains)
+    negated = any(f.evidence.get("negated") or f.evidence.get("all_frozen") for f in findings)
 
     def told_by_its_cause(f: Finding) -> bool:
         the_stall = broadcast and f.symptom == "stalled_loss" and f.where == "loss"
@@ -777,6 +778,28 @@ def cut_before_loss_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 # --- parameters that never receive a gradient ---------------------------------------------------------------------
+def frozen_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Every parameter the optimiser steps is frozen (requires_grad=False) on most recent sampled steps: backward
+    computes no gradient for any of them, step() skips them all, and nothing trains. (A frozen backbone beside a
+    trainable head is common and fine: only all of them frozen is this.) The loss's stall or drift is its doing."""
+    recent = history.recent()
+    frozen = [r for r in recent if r.optimizer_parameters and r.optimizer_frozen == r.optimizer_parameters]
+    if len(frozen) < t.min_records or 2 * len(frozen) < len(recent):
+        return []
+    first = frozen[0].step
+    for record in reversed(history.records):  # (the start of the trailing run of such steps)
+        if record.optimizer_parameters and record.optimizer_frozen < record.optimizer_parameters:
+            break
+        if record.optimizer_parameters:
+            first = record.step
+    evidence = {
+        "all_frozen": True,
+        "parameter_count": frozen[-1].optimizer_parameters,
+        "models_watched": list(history.models),
+    }
+    return [Finding("no_gradient", "optimizer", first, "error", evidence)]
+
+
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
     unreached = sorted(
@@ -1255,6 +1278,7 @@ RULES = (
     saturation_rule,
     blocked_rule,
     cut_before_loss_rule,
+    frozen_optimizer_rule,
     no_gradient_rule,
     accumulating_rule,
     unapplied_rule,

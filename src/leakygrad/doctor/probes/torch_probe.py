@@ -451,6 +451,7 @@ class StepState:
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
     unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of its unit spread)
+    optimizer_stepped: tuple = (0, 0)  # (at the optimiser step) its parameters, and how many of them are frozen
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -1327,6 +1328,8 @@ class TorchProbe:
             if self._reset_marks is not None:
                 self._check_reset()
             if self.sampling and self.state is not None:
+                stepped = _stepped_parameters(optimizer)
+                self.state.optimizer_stepped = (len(stepped), sum(not p.requires_grad for p in stepped))
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -1619,6 +1622,7 @@ class TorchProbe:
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
+        record.optimizer_parameters, record.optimizer_frozen = state.optimizer_stepped
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
