@@ -718,6 +718,25 @@ def test_an_optimiser_whose_every_parameter_is_frozen_is_an_error_and_a_frozen_b
     assert [f for f in run(frozen=lambda model: model[0]) if f.symptom == "no_gradient"] == []
 
 
+def test_step_called_before_backward_is_told_as_gradients_cleared_before_the_step_not_a_cut():
+    """`zero_grad(); step(); backward()`: each step() comes before its backward(), and the next zero_grad() clears
+    what that backward computed. The backward differentiates the graph of the step before, whose hooks are gone,
+    so no gradient at a layer's output was seen, and the finding blamed a .detach() or no_grad (sweep 22, f18)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        for _ in range(40):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            optimizer.step()  # the bug: before backward()
+            loss.backward()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (f.where, f.severity) == ("model", "error") and f.evidence["gradient_after_backward"] is True
+    assert "zero_grad(); step(); backward()" in f.explanation and "cuts the graph" not in f.explanation
+
+
 def test_an_optimiser_made_over_the_model_before_it_was_made_anew_is_an_error_at_the_model(tmp_path):
     """`model = make()` again after the optimiser (a notebook cell run twice): the optimiser steps none of the
     trained model's parameters. The probe skipped the check when the optimiser stepped nothing it knew, and only a

@@ -835,18 +835,28 @@ def explain_no_gradient(f: Finding):
     if e.get("forward_ran") == "without grad" and not cuts:
         return _explain_run_without_grad(f)
     at_output = e.get("gradient_at_output")
-    if at_output and not cuts:
+    if (at_output or e.get("gradient_after_backward")) and not cuts:
+        reached = (
+            f"the gradient arriving at `{at_output['layer']}`'s output had norm {at_output['norm']}"
+            if at_output
+            else "right after `loss.backward()` they held a gradient"
+        )
         text = (
             f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none had a gradient at "
             f"the optimiser step in {e['sampled_steps_checked']} sampled steps, although the backward pass reached "
-            f"them: the gradient arriving at `{at_output['layer']}`'s output had norm {at_output['norm']}. The "
-            "gradients were computed, then cleared before the step, so the step changes nothing (only weight decay, "
-            "if any, moves them). The usual cause: `optimizer.zero_grad()` (or `model.zero_grad()`) called between "
-            "`loss.backward()` and `optimizer.step()`."
+            f"them: {reached}. The gradients were computed, then cleared before the step, so the step changes nothing "
+            "(only weight decay, if any, moves them). The usual cause: `optimizer.zero_grad()` (or "
+            "`model.zero_grad()`) called between `loss.backward()` and `optimizer.step()`"
+        )
+        text += (
+            "; or the calls in the wrong order, `zero_grad(); step(); backward()`, where each step() comes before "
+            "its backward() and the next zero_grad() clears what that backward computed."
+            if not at_output
+            else "."
         )
         remedies = [
-            "Reset the gradients before the backward pass, not after it: zero_grad(), forward, loss.backward(), "
-            "step().",
+            "Reset the gradients before the backward pass, not after it, and step after it: zero_grad(), forward, "
+            "loss.backward(), step().",
             "If something else sets `.grad` to None between backward() and step() (a callback, a gradient "
             "transform), move it before backward() or after step().",
         ]

@@ -843,6 +843,8 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             reached_layer = _gradient_at_output(history, layers)
             if reached_layer is not None:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
+            elif _held_after_backward(history):  # (the backward of the step before: step() came before backward())
+                evidence["gradient_after_backward"] = True
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
         if always_zero and all(_only_first_time_step_reached(history, layer) for layer in layers):
@@ -894,6 +896,13 @@ def _output_gradient_always_zero(history: History, layers: set[str]) -> bool:
     norms = [r.layers[name].out_grad_norm for r in history.recent() for name in layers if name in r.layers]
     norms = [n for n in norms if n is not None]
     return bool(norms) and all(n == 0 for n in norms)
+
+
+def _held_after_backward(history: History) -> bool:
+    """Parameters held a gradient right after the backward passes of most recent sampled steps (so one with none
+    at the optimiser step lost it in between)."""
+    recent = history.recent()
+    return 2 * sum(r.grads_after_backward for r in recent) > len(recent)
 
 
 def _gradient_at_output(history: History, layers: set[str]) -> tuple[str, float] | None:

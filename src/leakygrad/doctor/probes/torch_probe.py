@@ -452,6 +452,7 @@ class StepState:
     weights_after: list = field(default_factory=list)  # ... and after its update
     unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of its unit spread)
     optimizer_stepped: tuple = (0, 0)  # (at the optimiser step) its parameters, and how many of them are frozen
+    grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -1088,6 +1089,9 @@ class TorchProbe:
                 # The outputs of the forward pass just differentiated are done with: their memory may now be
                 # reused (the next micro-batch of an accumulated step), and an input found there is no cut.
                 self.state.output_memory.clear()
+                # (had they a gradient then? none at the optimiser step: cleared in between, or stepped before this)
+                if self._plan is not None and not self.state.grads_after_backward:
+                    self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
             if self._reset_marks is not None:
                 self._reset_marks.follow()
             if self._closure_params is not None:  # the first backward of the step, in its closure (LBFGS)
@@ -1623,6 +1627,7 @@ class TorchProbe:
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
         record.optimizer_parameters, record.optimizer_frozen = state.optimizer_stepped
+        record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
