@@ -231,6 +231,27 @@ def test_a_backward_nan_on_a_sampled_step_is_named_exactly():
     assert finding.evidence["through_where"] is True and finding.evidence["exact"] is True
 
 
+def test_a_backward_nan_at_acos_of_a_cosine_clamped_to_1_is_explained_with_acos_own_derivative():
+    """An angular loss, acos(clamp(cos, -1, 1)), between a vector and itself: cos = 1 exactly, where acos'(x) =
+    -1/sqrt(1 - x^2) is infinite. It was explained with log's and sqrt's derivatives (sweep 22, f12)."""
+    torch.manual_seed(0)
+    model = nn.Linear(4, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(3):
+            z = model(x)
+            cosine = nn.functional.cosine_similarity(z, z.detach(), dim=1)
+            loss = torch.acos(cosine.clamp(-1, 1)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.evidence["phase"]) == ("acos", "backward")
+    assert "acos(x) = -1/sqrt(1 - x^2)" in f.explanation and "sqrt(x) = 1/(2 sqrt(x))" not in f.explanation
+    assert any("strictly inside (-1, 1)" in r for r in f.remedies)
+
+
 def test_a_backward_nan_on_an_unsampled_step_is_bounded_by_the_next_loss():
     [finding] = train_sqrt(guarded=False, every=100)  # the NaN weights make the next loss NaN
     assert (finding.where, finding.first_step) == ("fc", 5)

@@ -538,10 +538,13 @@ def explain_nonfinite(f: Finding):
             "spreads to the loss, the gradients and the weights they update."
         )
     elif phase == "backward":
+        infinite = INFINITE_DERIVATIVES.get(
+            op, "d/dx log(x) = 1/x and d/dx sqrt(x) = 1/(2 sqrt(x)) are infinite at 0, for instance"
+        )
         text = (
             f"At step {f.first_step} the loss was finite but the backward pass produced {e['value']} at {at}. "
-            "A local derivative was infinite where its gradient was zero: d/dx log(x) = 1/x and d/dx sqrt(x) = "
-            "1/(2 sqrt(x)) are infinite at 0, and 0 x inf = NaN."
+            f"A local derivative was infinite (or 0/0) where the forward value was finite: {infinite}; and the "
+            "chain rule multiplies it by the incoming gradient, so inf, or 0 x inf = NaN, flows back from there."
         )
         if e.get("through_where"):
             text += (
@@ -579,6 +582,16 @@ def explain_nonfinite(f: Finding):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
     if op in ("div", "reciprocal"):
         remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
+    if op in ("acos", "asin", "atanh"):
+        remedies.append(
+            f"Keep {op}'s argument strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))`. A clamp to "
+            "[-1, 1] is not enough: at exactly 1 (a cosine between a vector and itself) the derivative is infinite."
+        )
+    if op in ("norm", "linalg_vector_norm", "cdist"):
+        remedies.append(
+            "Keep the norm away from a zero vector: `torch.sqrt((d * d).sum(-1) + 1e-12)` in place of `d.norm(dim=-1)` "
+            "(a distance from a point to itself), or add the epsilon to what is normalised."
+        )
     if phase == "input":
         remedies.append(
             "Check the batch before the model: `torch.isfinite(x).all()`; look for missing values in the data set and "
@@ -603,6 +616,31 @@ def explain_nonfinite(f: Finding):
             "`torch.autograd.detect_anomaly()`.",
         ]
     return text, remedies
+
+
+INFINITE_DERIVATIVES = {
+    "log": "d/dx log(x) = 1/x is infinite at x = 0",
+    "log2": "d/dx log2(x) = 1/(x ln 2) is infinite at x = 0",
+    "log10": "d/dx log10(x) = 1/(x ln 10) is infinite at x = 0",
+    "log1p": "d/dx log(1 + x) = 1/(1 + x) is infinite at x = -1",
+    "sqrt": "d/dx sqrt(x) = 1/(2 sqrt(x)) is infinite at x = 0",
+    "rsqrt": "d/dx x^(-1/2) = -1/(2 x^(3/2)) is infinite at x = 0",
+    "pow": "d/dx x^p = p x^(p - 1) is infinite at x = 0 for a power p below 1",
+    "div": "d/dy (x / y) = -x / y^2 is infinite at y = 0",
+    "reciprocal": "d/dx (1 / x) = -1 / x^2 is infinite at x = 0",
+    "acos": "d/dx acos(x) = -1/sqrt(1 - x^2) is infinite at x = 1 and x = -1",
+    "asin": "d/dx asin(x) = 1/sqrt(1 - x^2) is infinite at x = 1 and x = -1",
+    "atanh": "d/dx atanh(x) = 1/(1 - x^2) is infinite at x = 1 and x = -1",
+    "acosh": "d/dx acosh(x) = 1/sqrt(x^2 - 1) is infinite at x = 1",
+    "norm": "d/dx ||x|| = x / ||x|| is 0/0 at x = 0",
+    "linalg_vector_norm": "d/dx ||x|| = x / ||x|| is 0/0 at x = 0",
+    "cdist": "the gradient of a distance, (x - y) / ||x - y||, is 0/0 where x = y",
+    "std": "the gradient of a standard deviation divides by it: 0/0 where every value is the same",
+    "atan2": "d atan2(y, x) = (x dy - y dx) / (x^2 + y^2) is 0/0 at x = y = 0",
+    "xlogy": "d/dy x log(y) = x / y is infinite at y = 0",
+    "tan": "d/dx tan(x) = 1 / cos(x)^2 is infinite at x = pi/2",
+}
+"""The local derivative of each operation that can be infinite (or 0/0) where its value is finite."""
 
 
 # --- blocked gradient -----------------------------------------------------------------------------------------------
