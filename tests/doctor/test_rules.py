@@ -395,6 +395,31 @@ def test_every_parameter_the_optimiser_steps_frozen_is_an_error_from_the_start_o
     assert [(f.symptom, f.where) for f in diagnose(history)] == [("no_gradient", "optimizer")]
 
 
+def test_parameters_left_out_one_per_layer_across_many_layers_are_one_finding_about_the_parameter_groups():
+    """A no-weight-decay group written with `and` for `or`: every Linear's bias and every LayerNorm's weight in
+    neither group. Nine warnings, one per layer, were given for the one mistake (sweep 22, f11)."""
+    left_out = {f"net.{i}.bias": f"net.{i}" for i in range(5)} | {"net.5.weight": "net.5"}
+    stepped = {f"net.{i}.weight": f"net.{i}" for i in range(5)} | {"net.5.bias": "net.5"}
+    layers = {f"net.{i}": LayerStats(f"net.{i}", "LayerNorm" if i == 5 else "Linear", i) for i in range(6)}
+
+    def check(step, not_applied):
+        return StepRecord(
+            step=step, optimizer_checked=True, grads_not_applied=dict(not_applied), param_module=dict(stepped),
+            layers=dict(layers),
+        )  # fmt: skip
+
+    [f] = unapplied_rule(history_of([check(s, left_out) for s in range(0, 64, 16)]), T)
+    assert (f.where, f.severity, f.evidence["parameter_count"]) == ("net", "warning", 6)
+    assert f.evidence["scattered"] and f.evidence["biases_and_norms"] and len(f.evidence["modules"]) == 6
+    [explained] = diagnose(history_of([check(s, left_out) for s in range(0, 64, 16)]))
+    assert "parameter groups" in explained.explanation and "param_groups" in explained.remedies[0]
+    few = {"net.0.bias": "net.0", "net.1.bias": "net.1"}  # (two layers: named one by one, as before)
+    assert sorted(f.where for f in unapplied_rule(history_of([check(s, few) for s in range(0, 64, 16)]), T)) == [
+        "net.0",
+        "net.1",
+    ]
+
+
 def test_an_unused_parameter_in_a_used_layer_is_not_said_to_be_cleared():
     layer = LayerStats("net.0", "Linear", 0, True, out_grad_norm=0.5)
     records = [

@@ -947,6 +947,8 @@ def explain_unapplied_gradient(f: Finding):
     e = f.evidence
     if e.get("since_step") is not None:
         return _explain_unapplied_since(f)
+    if e.get("scattered"):
+        return _explain_unapplied_scattered(f)
     text = (
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "
@@ -980,6 +982,32 @@ def explain_unapplied_gradient(f: Finding):
         f"to it: `optimizer.add_param_group({{'params': module.parameters()}})`, where `module` is `{f.where}`.",
         "If they are meant to stay fixed, freeze them with `requires_grad_(False)`: the backward pass then skips "
         "their gradients (less work), and the doctor does not report them.",
+    ]
+    return text, remedies
+
+
+def _explain_unapplied_scattered(f: Finding):
+    """A few parameters of each of many layers left out of the optimiser: its parameter groups miss them."""
+    e = f.evidence
+    shown = ", ".join(f"`{p}`" for p in e["parameters"][:6]) + (", ..." if e["parameter_count"] > 6 else "")
+    text = (
+        f"{e['parameter_count']} parameters spread over {len(e['modules'])} modules of `{f.where}` ({shown}) had a "
+        f"gradient at every one of {e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps "
+        "them: the backward pass computes their gradient, and it is thrown away, so they keep their initial values. "
+        "Left out one or two per layer, while the rest of each layer trains, they fell through the optimiser's "
+        "parameter groups: the filters that sort parameters into groups (weight decay or not, by name or by shape) "
+        "together miss them."
+    )
+    if e.get("biases_and_norms"):
+        text += (
+            " All of them are biases or normalisation weights, what a no-weight-decay group is meant to hold: its "
+            "condition is probably too narrow (`and` where `or` was meant: `n.endswith('bias') and 'norm' in n`)."
+        )
+    remedies = [
+        "Fix the grouping condition, and check that the groups hold every parameter: `assert {id(p) for g in "
+        "optimizer.param_groups for p in g['params']} == {id(p) for p in model.parameters() if p.requires_grad}`.",
+        "A common split: `decay = [p for p in params if p.ndim >= 2]`, `no_decay = [p for p in params if p.ndim < "
+        "2]` (biases and norm weights), which together hold every parameter.",
     ]
     return text, remedies
 

@@ -972,6 +972,9 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 # --- gradients no optimiser applies ----------------------------------------------------------------------------------
+SEPARATE_UNAPPLIED_MODULES = 3  # more modules than this with some parameters left out: one finding for all of them
+
+
 def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     """Parameters that had a gradient at every checked optimiser step, yet no optimiser steps them: the backward pass
     computes their gradient, and it is thrown away. One finding per widest module none of whose parameters is
@@ -1013,7 +1016,45 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         else:
             first_step = first_checked
         findings.append(Finding("unapplied_gradient", module, first_step, "error" if whole else "warning", evidence))
-    return findings
+    return _one_finding_when_scattered(findings, param_module, history)
+
+
+def _one_finding_when_scattered(findings: list[Finding], param_module: dict, history: History) -> list[Finding]:
+    """Parameters left out one or two per layer, across many layers (every Linear's bias and every norm's weight),
+    are one mistake in the optimiser's parameter groups, not many: one finding, at the module holding them all."""
+    scattered = [f for f in findings if not f.evidence["whole_model"] and "since_step" not in f.evidence]
+    if len(scattered) <= SEPARATE_UNAPPLIED_MODULES:
+        return findings
+    params = sorted(p for f in scattered for p in f.evidence["parameters"])
+    modules = sorted(f.where for f in scattered)
+    common = _common_prefix(modules) or _whole_model_name(params, param_module, history)
+    evidence = {
+        **scattered[0].evidence,
+        "parameters": params,
+        "parameter_count": len(params),
+        "modules": modules,
+        "scattered": True,
+        "biases_and_norms": all(p.endswith("bias") or _is_norm_layer(history, param_module.get(p)) for p in params),
+    }
+    merged = Finding("unapplied_gradient", common, min(f.first_step for f in scattered), "warning", evidence)
+    return [f for f in findings if f not in scattered] + [merged]
+
+
+def _is_norm_layer(history: History, module: str | None) -> bool:
+    """Whether `module` is a normalisation layer (LayerNorm, BatchNorm2d, GroupNorm, RMSNorm, ...), by its kind."""
+    layer = next((r.layers[module] for r in reversed(history.records) if module in r.layers), None)
+    return layer is not None and "Norm" in layer.kind
+
+
+def _common_prefix(modules: list[str]) -> str:
+    """The deepest module path that holds every one of `modules` ('model' for 'model.0' and 'model.1.fc')."""
+    parts = [m.split(".") for m in modules]
+    common = []
+    for names in zip(*parts):
+        if len(set(names)) > 1:
+            break
+        common.append(names[0])
+    return ".".join(common)
 
 
 # --- non-finite values -----------------------------------------------------------------------------------------------
