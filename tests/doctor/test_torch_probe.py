@@ -252,6 +252,29 @@ def test_a_backward_nan_at_acos_of_a_cosine_clamped_to_1_is_explained_with_acos_
     assert any("strictly inside (-1, 1)" in r for r in f.remedies)
 
 
+def test_a_weight_binarised_with_sign_is_named_on_that_weight():
+    """sign(W) in a binarised layer, with no straight-through estimator: the blocked sign was placed 'after input'
+    (no module's output feeds it), and the two binarised layers' signs were merged into one site (sweep 22, f10)."""
+
+    class BinaryLinear(nn.Linear):
+        def forward(self, v):
+            return nn.functional.linear(v, torch.sign(self.weight) * self.weight.abs().mean(), self.bias)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), BinaryLinear(16, 16), nn.ReLU(), nn.Linear(16, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, labels = torch.randn(32, 8), torch.randint(0, 2, (32,))
+    with doctor.watch(model, optimizer, every=1, name="model") as dr:
+        for _ in range(6):
+            loss = nn.functional.cross_entropy(model(x), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "blocked_gradient"]
+    assert (f.where, f.evidence["site"], f.severity) == ("sign", "on model.2.weight", "error")
+    assert "applied to the weight `model.2.weight`" in f.explanation and "straight-through" in f.remedies[0]
+
+
 def test_a_backward_nan_on_an_unsampled_step_is_bounded_by_the_next_loss():
     [finding] = train_sqrt(guarded=False, every=100)  # the NaN weights make the next loss NaN
     assert (finding.where, finding.first_step) == ("fc", 5)

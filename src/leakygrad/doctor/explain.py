@@ -741,6 +741,12 @@ def explain_blocked_gradient(f: Finding):
             "`F.binary_cross_entropy_with_logits(logits, y)`, `F.cross_entropy(logits, y)` or `F.logsigmoid`."
         )
     elif op in ("round", "floor", "ceil", "trunc", "sign"):
+        if site.startswith("on "):  # a weight quantised or binarised in the forward pass
+            weight = site[3:]
+            text += (
+                f" It is applied to the weight `{weight}` itself (a quantised or binarised layer): `{weight}` gets no "
+                f"gradient through it, and the {op} of it, the weights the layer computes with, never changes."
+            )
         remedies.append(
             f"Use a straight-through estimator: `x + ({op}(x) - x).detach()` passes the gradient through as if "
             f"{op} were the identity."

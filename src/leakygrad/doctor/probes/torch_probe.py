@@ -1243,9 +1243,12 @@ class TorchProbe:
                 gate = "relu6" if op == "hardtanh" and _is_relu6(node) else GATING_OPS.get(op, op)
                 if node in loss_nodes:
                     site = "loss"
+                elif names.get(node) or inside.get(node):
+                    site = f"in {names.get(node) or inside.get(node)}"
+                elif (weight := self._parameter_read(node)) is not None:  # sign(W), round(W): a weight quantised
+                    site = f"on {weight}"
                 else:
-                    site = names.get(node) or inside.get(node)
-                    site = f"in {site}" if site else f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                    site = f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
                 key = f"{gate}@{site}"
                 # (on the loss: a clamp of the model's prediction itself, a weighted layer's output, or of an error or a
                 # probability made from it)
@@ -1258,6 +1261,16 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    def _parameter_read(self, node) -> str | None:
+        """The name of the watched parameter an operation reads directly (its input is the parameter itself), if any:
+        `sign(self.weight)` in a binarised layer."""
+        for child, _ in node.next_functions:
+            variable = getattr(child, "variable", None)  # (an AccumulateGrad node holds its leaf as `variable`)
+            entry = self._param_label(variable) if variable is not None else None
+            if entry is not None:
+                return entry[1]
+        return None
 
     def _recurrent_regions(self, state: StepState, nodes: list) -> dict:
         """node -> the recurrent module whose forward made it (the ops between its inputs and its outputs)."""
