@@ -692,6 +692,38 @@ def test_a_backbone_unfrozen_part_way_but_never_given_to_the_optimiser_is_named_
     assert f.evidence["since_step"] == f.first_step and "add_param_group" in f.remedies[0]
 
 
+def test_gradients_left_over_from_a_model_trained_earlier_are_not_thrown_away_at_each_step():
+    """Pretrain one model, then train another: the first's `.grad` stays as its last backward left it, and no
+    optimiser steps it any more. Seen at every check since, it was reported as thrown away from part-way through
+    (a healthy fine-tuning script of an earlier sweep); a gradient counts only when written since the last check."""
+    first, second = mlp(seed=0), mlp(seed=1)
+    x, y = regression_data()
+    with doctor.watch([first, second], every=4, name="model") as dr:
+        sgd_steps(first, torch.optim.SGD(first.parameters(), lr=0.05), x, y, 30)
+        sgd_steps(second, torch.optim.SGD(second.parameters(), lr=0.05), x, y, 90)
+    assert [f for f in dr.findings if f.symptom == "unapplied_gradient"] == []
+    assert first[0].weight.grad is not None  # (still there: the situation the check must see through)
+
+
+def test_an_optimiser_given_the_id_of_one_freed_before_it_is_watched_as_itself():
+    """CPython gives a freed object's id to the next object made: an optimiser made after another was freed often
+    has the old one's id. Known by id alone, it was taken for the old one, never added to the watched optimisers,
+    and the model it trains was reported as stepped by none (depending on where memory fell)."""
+
+    class Freed:
+        pass
+
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, name="model") as dr:
+        probe = dr.probe
+        gone = Freed()
+        probe.optimizers[id(optimizer)] = (weakref.ref(gone), False)  # (what a freed optimiser with its id left)
+        del gone
+        sgd_steps(model, optimizer, *regression_data(), 3)
+    assert probe.optimizers[id(optimizer)][0]() is optimizer and dr.history.watched.count("SGD") == 1
+
+
 def test_an_optimiser_whose_every_parameter_is_frozen_is_an_error_and_a_frozen_backbone_is_not():
     """A freezing loop over `model.parameters()` meant for the backbone, and `x.requires_grad_()` to silence
     backward()'s 'element 0 of tensors does not require grad': nothing trains. Only a stalled loss was reported,

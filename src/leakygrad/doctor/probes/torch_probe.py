@@ -566,7 +566,9 @@ class TorchProbe:
         self._fresh_roots: dict[str, tuple[weakref.ref, set[str], set[int]]] = {}
         self.info_by_name: dict[str, ModuleInfo] = {}
         self._callable_cache: tuple[int, list[str]] | None = None  # (modules known, those with weights that run)
-        self.optimizers: dict[int, bool] = {}  # id(optimizer) -> watched?
+        # id(optimiser) -> (weak reference to it, watched?): one freed may pass its id on to the next one made (a
+        # script that pretrains with one optimiser and fine-tunes with another), which the reference tells apart
+        self.optimizers: dict[int, tuple[weakref.ref, bool]] = {}
         self._watched_optimizers: weakref.WeakSet = weakref.WeakSet()  # those watched, while they live
         self.primary = None  # weakref to the optimiser whose steps count as training steps
         self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
@@ -606,6 +608,7 @@ class TorchProbe:
         self._plan: ParameterPlan | None = None
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._next_symmetry_check = 0  # the step from which a sampled step looks at whether units are alike
+        self._unstepped_grads: dict[str, tuple] = {}  # parameter no optimiser steps -> (its .grad, weakly; version)
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
         for m in models:
@@ -631,7 +634,7 @@ class TorchProbe:
             self.add_root(model, name, prefixed=len(self._given_models) > 1)
         if self._given_optimizer is not None:
             self.mode = "optimizer"
-            self.optimizers[id(self._given_optimizer)] = True
+            self.optimizers[id(self._given_optimizer)] = (weakref.ref(self._given_optimizer), True)
             self._watched_optimizers.add(self._given_optimizer)
             self.primary = weakref.ref(self._given_optimizer)
             self._primary_params = frozenset(map(id, _stepped_parameters(self._given_optimizer)))
@@ -1319,14 +1322,16 @@ class TorchProbe:
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
     def _is_watched_optimizer(self, optimizer) -> bool:
-        known = self.optimizers.get(id(optimizer))
+        ref, known = self.optimizers.get(id(optimizer), (None, None))
+        if ref is not None and ref() is not optimizer:  # (another optimiser, freed, had this id)
+            known = None
         if known is None:
             params = [p for group in optimizer.param_groups for p in group["params"]]
             # (a script run under the doctor has every optimiser watched: its model may not be discovered yet)
             known = self.discover or any(self._param_label(p) for p in params)
             if self.discover and not any(self._param_label(p) for p in params):
                 self._discover_owner(params)
-            self.optimizers[id(optimizer)] = known
+            self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
                 self._watched_optimizers.add(optimizer)
@@ -1494,9 +1499,17 @@ class TorchProbe:
         not_applied = {}
         for ref, name, label in unstepped:
             p = ref()
-            if p is not None and p.requires_grad and p.grad is not None:
+            if p is not None and p.requires_grad and p.grad is not None and self._written_since_last_look(name, p.grad):
                 not_applied[name] = label
         return not_applied, stepped_outside
+
+    def _written_since_last_look(self, name: str, grad: torch.Tensor) -> bool:
+        """Whether a parameter's gradient, which no optimiser steps, was written since the last check looked at it (a
+        new tensor, or added into: its version moved). A gradient left over from a model trained earlier in the
+        script, which no backward reaches any more, is not one thrown away at every step."""
+        seen = self._unstepped_grads.get(name)
+        self._unstepped_grads[name] = (weakref.ref(grad), grad._version)
+        return seen is None or seen[0]() is not grad or seen[1] != grad._version
 
     def _left_out(self, stepped: set[int]) -> tuple[list, int]:
         """[(weak reference, name, module label)] of the model's parameters not among `stepped` (ids), and how
