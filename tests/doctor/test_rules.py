@@ -201,6 +201,30 @@ def test_dead_relu_thresholds_and_minimum_evidence():
     assert dead_relu_rule(history_of([relu_site(s, 1.0, examples=32) for s in range(5)]), T) == []  # too few seen
 
 
+def test_dead_unit_warnings_at_many_sites_are_one_warning_naming_the_others():
+    """A deep plain ReLU net with half the units of 16 blocks dead gave 16 warnings (sweep 22, f09): one now, at the
+    first site, the others listed; an error stays one per site."""
+
+    def sites(step, dead_by_site):
+        activations = {}
+        for i, (site, dead) in enumerate(dead_by_site.items()):
+            stats = ActivationStats(site, "relu", 100, 64, zero_fraction=0.9, dead_fraction=dead, depth=i + 0.5)
+            stats.window_examples = 512
+            activations[site] = stats
+        return StepRecord(step=step, activations=activations)
+
+    many = {f"blocks.{i}.relu": 0.5 for i in (2, 10, 3, 7, 11)} | {"blocks.12.relu": 0.9}
+    findings = dead_relu_rule(history_of([sites(s, many) for s in range(5)]), T)
+    assert sorted((f.where, f.severity) for f in findings) == [
+        ("blocks.12.relu", "error"),
+        ("blocks.2.relu", "warning"),
+    ]
+    warning = next(f for f in findings if f.severity == "warning")
+    assert list(warning.evidence["also_dead"]) == ["blocks.3.relu", "blocks.7.relu", "blocks.10.relu", "blocks.11.relu"]
+    few = {"a.relu": 0.5, "b.relu": 0.5}
+    assert len(dead_relu_rule(history_of([sites(s, few) for s in range(5)]), T)) == 2
+
+
 def test_history_folds_unit_masks_into_dead_fractions_over_a_window():
     history = History(T)
     for step in range(10):

@@ -395,6 +395,10 @@ def explain_dead_relu(f: Finding):
         f"(this one: {pct(e['zero_fraction'])} of its outputs) but has almost no unit that passes none for any "
         "example."
     )
+    if e.get("also_dead"):
+        sites = list(e["also_dead"].items())
+        shown = ", ".join(f"`{site}` ({pct(share)})" for site, share in sites[:6]) + (", ..." if len(sites) > 6 else "")
+        text += f" Units are dead at {len(sites)} more sites too: {shown}."
     if e.get("zero_gradient_modules"):
         modules = ", ".join(f"`{m}`" for m in e["zero_gradient_modules"])
         text += (

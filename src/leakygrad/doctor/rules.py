@@ -14,7 +14,7 @@ import math
 import statistics
 from collections.abc import Callable
 
-from leakygrad.doctor.findings import Finding
+from leakygrad.doctor.findings import Finding, sort_findings
 from leakygrad.doctor.history import History, LossSeries
 from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
@@ -634,7 +634,22 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         if first is not None and first <= history.healthy_records()[0].step:
             evidence["dead_from_start"] = True  # dead in the first window measured: before any update could kill them
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
-    return findings
+    return _warnings_folded_into_the_first(findings)
+
+
+SEPARATE_DEAD_SITES = 3  # more sites than this with a dead-unit warning: one warning, naming the others
+
+
+def _warnings_folded_into_the_first(findings: list[Finding]) -> list[Finding]:
+    """Dead-unit warnings at many sites (a deep plain ReLU net: half the units of each of 16 blocks) are one
+    condition of the network, told once: at the first site, the others listed with their dead shares. Errors stay
+    one per site."""
+    warnings = [f for f in findings if f.severity == "warning"]
+    if len(warnings) <= SEPARATE_DEAD_SITES:
+        return findings
+    first, *others = sort_findings(warnings)
+    first.evidence["also_dead"] = {f.where: f.evidence["dead_fraction"] for f in others}
+    return [f for f in findings if f not in others]
 
 
 def _site_values(records, site, attribute):
