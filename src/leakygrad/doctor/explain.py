@@ -591,11 +591,6 @@ def explain_nonfinite(f: Finding):
             f"Keep {op}'s argument strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))`. A clamp to "
             "[-1, 1] is not enough: at exactly 1 (a cosine between a vector and itself) the derivative is infinite."
         )
-    if op in ("norm", "linalg_vector_norm", "cdist"):
-        remedies.append(
-            "Keep the norm away from a zero vector: `torch.sqrt((d * d).sum(-1) + 1e-12)` in place of `d.norm(dim=-1)` "
-            "(a distance from a point to itself), or add the epsilon to what is normalised."
-        )
     if phase == "input":
         remedies.append(
             "Check the batch before the model: `torch.isfinite(x).all()`; look for missing values in the data set and "
@@ -636,14 +631,9 @@ INFINITE_DERIVATIVES = {
     "asin": "d/dx asin(x) = 1/sqrt(1 - x^2) is infinite at x = 1 and x = -1",
     "atanh": "d/dx atanh(x) = 1/(1 - x^2) is infinite at x = 1 and x = -1",
     "acosh": "d/dx acosh(x) = 1/sqrt(x^2 - 1) is infinite at x = 1",
-    "norm": "d/dx ||x|| = x / ||x|| is 0/0 at x = 0",
-    "linalg_vector_norm": "d/dx ||x|| = x / ||x|| is 0/0 at x = 0",
-    "cdist": "the gradient of a distance, (x - y) / ||x - y||, is 0/0 where x = y",
-    "std": "the gradient of a standard deviation divides by it: 0/0 where every value is the same",
-    "atan2": "d atan2(y, x) = (x dy - y dx) / (x^2 + y^2) is 0/0 at x = y = 0",
     "xlogy": "d/dy x log(y) = x / y is infinite at y = 0",
     "tan": "d/dx tan(x) = 1 / cos(x)^2 is infinite at x = pi/2",
-}
+}  # (not norms, distances, std or atan2: PyTorch's backward gives 0 where their derivative is 0/0)
 """The local derivative of each operation that can be infinite (or 0/0) where its value is finite."""
 
 
