@@ -745,6 +745,23 @@ def test_an_optimiser_whose_every_parameter_is_frozen_is_an_error_and_a_frozen_b
 
     [f] = run(frozen=lambda model: model)
     assert (f.symptom, f.where, f.severity, f.first_step) == ("no_gradient", "optimizer", "error", 0)
+    # a frozen backbone with an optimiser of its own, stepped first, beside the head's: the head trains
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    model[0].requires_grad_(False)
+    backbone_optimizer, head_optimizer = (
+        torch.optim.SGD(model[0].parameters(), lr=0.1),
+        torch.optim.Adam(model[2].parameters()),
+    )
+    x, y = regression_data()
+    with doctor.watch(model, every=4, name="model") as dr:
+        for _ in range(40):
+            for optimizer in (backbone_optimizer, head_optimizer):
+                optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            for optimizer in (backbone_optimizer, head_optimizer):
+                optimizer.step()
+    assert [f for f in dr.findings if f.evidence.get("all_frozen")] == []
     assert f.evidence["all_frozen"] and f.evidence["parameter_count"] == 4
     assert "requires_grad_()" in f.explanation and "model.backbone.parameters()" in f.remedies[0]
     assert [f for f in run(frozen=lambda model: model[0]) if f.symptom == "no_gradient"] == []

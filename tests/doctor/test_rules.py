@@ -437,6 +437,10 @@ def test_parameters_left_out_one_per_layer_across_many_layers_are_one_finding_ab
     assert f.evidence["scattered"] and f.evidence["biases_and_norms"] and len(f.evidence["modules"]) == 6
     [explained] = diagnose(history_of([check(s, left_out) for s in range(0, 64, 16)]))
     assert "parameter groups" in explained.explanation and "param_groups" in explained.remedies[0]
+    # whole modules made after the optimiser (an adapter in each block): a module each, as before, not a grouping
+    adapters = {f"net.{i}.adapter.weight": f"net.{i}.adapter" for i in range(5)}
+    made_after = unapplied_rule(history_of([check(s, adapters) for s in range(0, 64, 16)]), T)
+    assert sorted(f.where for f in made_after) == [f"net.{i}.adapter" for i in range(5)]
     few = {"net.0.bias": "net.0", "net.1.bias": "net.1"}  # (two layers: named one by one, as before)
     assert sorted(f.where for f in unapplied_rule(history_of([check(s, few) for s in range(0, 64, 16)]), T)) == [
         "net.0",

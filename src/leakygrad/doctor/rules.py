@@ -1037,7 +1037,14 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
 def _one_finding_when_scattered(findings: list[Finding], param_module: dict, history: History) -> list[Finding]:
     """Parameters left out one or two per layer, across many layers (every Linear's bias and every norm's weight),
     are one mistake in the optimiser's parameter groups, not many: one finding, at the module holding them all."""
-    scattered = [f for f in findings if not f.evidence["whole_model"] and "since_step" not in f.evidence]
+
+    def beside_trained(f: Finding) -> bool:  # (a module some of whose parameters are stepped: not one made after)
+        stepped_modules = history.param_module.values()  # (recorded for the parameters stepped)
+        return any(name == f.where or name.startswith(f.where + ".") for name in stepped_modules)
+
+    scattered = [
+        f for f in findings if not f.evidence["whole_model"] and "since_step" not in f.evidence and beside_trained(f)
+    ]
     if len(scattered) <= SEPARATE_UNAPPLIED_MODULES:
         return findings
     params = sorted(p for f in scattered for p in f.evidence["parameters"])

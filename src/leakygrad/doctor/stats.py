@@ -91,7 +91,7 @@ class StepRecord:
     optimizer_checked: bool = False  # an optimiser step came: were the gradients applied?
     grads_not_applied: dict[str, str] = field(default_factory=dict)  # parameter whose gradient none steps -> module
     stepped_outside_model: int = 0  # parameters the optimisers step that belong to no watched model
-    optimizer_parameters: int = 0  # (at an optimiser step) the parameters the optimiser steps
+    optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called

@@ -451,7 +451,8 @@ class StepState:
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
     unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of its unit spread)
-    optimizer_stepped: tuple = (0, 0)  # (at the optimiser step) its parameters, and how many of them are frozen
+    # (at the optimiser step) the parameters the watched optimisers step, and how many of them are frozen
+    stepped_and_frozen: tuple[int, int] = (0, 0)
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
@@ -1350,8 +1351,7 @@ class TorchProbe:
             if self._reset_marks is not None:
                 self._check_reset()
             if self.sampling and self.state is not None:
-                stepped = _stepped_parameters(optimizer)
-                self.state.optimizer_stepped = (len(stepped), sum(not p.requires_grad for p in stepped))
+                self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -1363,6 +1363,12 @@ class TorchProbe:
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
         return None
+
+    def _stepped_and_frozen(self, optimizer) -> tuple[int, int]:
+        """How many parameters the watched optimisers step (this one's, and every other's: a frozen backbone's
+        optimiser beside the head's), and how many of them are frozen (requires_grad=False)."""
+        stepped = {id(p): p for other in [optimizer, *self._watched_optimizers] for p in _stepped_parameters(other)}
+        return len(stepped), sum(not p.requires_grad for p in stepped.values())
 
     def _is_primary(self, optimizer) -> bool:
         """Whether this optimiser's steps are the training steps: the first watched one to step, until another
@@ -1652,7 +1658,7 @@ class TorchProbe:
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
-        record.optimizer_parameters, record.optimizer_frozen = state.optimizer_stepped
+        record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
