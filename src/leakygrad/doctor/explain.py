@@ -185,13 +185,17 @@ def _how_alike(spread: float) -> str:
     return f"the largest difference between two units is {fmt(spread)} of the largest weight"
 
 
+def _how_moved(update_ratio: float | None) -> str:
+    return "updated without an optimiser" if update_ratio is None else f"update/weight ratio {fmt(update_ratio)}"
+
+
 def _explain_symmetric_units(f: Finding):
     e = f.evidence
     units, looks = e["units"], e["alike_at_steps"]
     text = (
         f"All {units} units of `{f.where}` have the same incoming weights and bias ({_how_alike(e['unit_spread'])}), "
         f"from step {looks[0]} to step {looks[-1]}, "
-        f"though the weights move (update/weight ratio {fmt(e['update_ratio'])}). Units that start alike compute "
+        f"though the weights move ({_how_moved(e['update_ratio'])}). Units that start alike compute "
         "the same output for every input, so backprop hands each the same gradient: dL/dW_j = delta_j x, and "
         "delta_j = sum_k W'_kj delta'_k f'(z_j) is the same for every unit j when the layer above reads them all "
         "alike. Every update moves them together, and nothing in the chain rule can ever tell them apart: the "

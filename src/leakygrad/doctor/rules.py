@@ -561,30 +561,55 @@ def symmetric_units_rule(history: History, t: Thresholds) -> list[Finding]:
     recent = history.recent()
     alike = []
     for name, looks in history.unit_spreads.items():
-        run = []  # the looks since the units were last seen to differ
-        for step, spread in looks:
-            run = run + [step] if spread < t.identical_units else []
-        moved = [ratio for ratio in _layer_values(recent, name, "update_ratio") if ratio > 0]
-        if len(run) >= 2 and run[-1] - run[0] >= t.identical_units_steps and moved:
+        steps = _alike_since_last_parted(looks, t)
+        if len(steps) >= 2 and steps[-1] - steps[0] >= t.identical_units_steps and _weights_moved(recent, name):
             depth = next((r.layers[name].depth for r in reversed(recent) if name in r.layers), math.inf)
-            alike.append((depth, name, run, median(moved)))
+            alike.append((depth, name, steps))
     if not alike:
         return []
     alike.sort(key=lambda a: (a[0], a[1]))
-    _, name, looks, moved = alike[0]
+    _, name, steps = alike[0]
     loss = history.current_loss()
     thirds = _loss_thirds(loss)
+    moved = [ratio for ratio in _layer_values(recent, name, "update_ratio") if ratio > 0]
     evidence = {
         "across": "units",
         "units": history.layer_units[name],
         "unit_spread": _sci(history.unit_spreads[name][-1][1]),
-        "alike_at_steps": looks,
-        "update_ratio": _sci(moved),
-        "also_alike": [other for _, other, _, _ in alike[1:]],
+        "alike_at_steps": steps,
+        "update_ratio": _sci(median(moved)) if moved else None,
+        "also_alike": [other for _, other, _ in alike[1:]],
         "loss_first_third": _sci(thirds[0]) if thirds else None,
         "loss_last_third": _sci(thirds[1]) if thirds else None,
     }
-    return [Finding("stalled_loss", name, looks[0], "error", evidence)]
+    # a network that still learns much (the other layers carry it) is warned about; one that cannot, an error
+    severity = "warning" if _loss_fell_by(loss) > t.alike_units_learning else "error"
+    return [Finding("stalled_loss", name, steps[0], severity, evidence)]
+
+
+def _alike_since_last_parted(looks: list[tuple[int, float]], t: Thresholds) -> list[int]:
+    """The steps of the looks that found a layer's units alike, since they were last found well apart. Units alike
+    to the last bit may drift apart by rounding, slowly (a GRU's by 3.5e-4 after a thousand steps): still one unit
+    for the training, until the spread reaches `parted_units`."""
+    steps: list[int] = []
+    drifting = False
+    for step, spread in looks:
+        if spread >= t.parted_units:
+            steps, drifting = [], False
+        elif spread < t.identical_units:
+            steps.append(step)
+            drifting = True
+        elif not drifting:  # (between the thresholds, never alike before: not this)
+            steps = []
+    return steps
+
+
+def _weights_moved(records: list[StepRecord], name: str) -> bool:
+    """Whether a layer's weights moved on recent steps: an update/weight ratio above 0, or (no optimiser measured:
+    weights updated by hand) a weight norm that changed."""
+    if any(ratio > 0 for ratio in _layer_values(records, name, "update_ratio")):
+        return True
+    return len(set(_layer_values(records, name, "weight_norm"))) > 1
 
 
 # --- dead ReLUs and saturated squashing functions ----------------------------------------------------------------

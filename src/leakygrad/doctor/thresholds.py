@@ -94,7 +94,13 @@ class Thresholds:
     SGD with momentum; 0.45 to 1.7 for an output layer initialised alike and driven apart by its targets, and
     about 1 for layers initialised at random. (Not 0: rounding may part alike units by a few parts in 1e7.)"""
     identical_units_steps: int = 16
-    """... found so at two looks at least this many steps apart, the weights moving (an error)."""
+    """... found so at two looks at least this many steps apart, the weights moving (an error; a warning when the
+    loss still shed more than `alike_units_learning` of its first third's mean)."""
+    parted_units: float = 1e-2
+    """Units once alike stay one unit for the training until their spread reaches this: rounding parts them, slowly
+    (a constant-initialised GRU: 1e-6 after 273 steps, 3.5e-4 after 1092)."""
+    alike_units_learning: float = 0.5
+    """A layer of alike units in a network whose loss still fell by more than this share is a warning, not an error."""
 
     # --- parameters without gradient ----------------------------------------------------------------------
     no_gradient_min_checks: int = 2

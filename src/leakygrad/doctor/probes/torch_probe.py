@@ -61,12 +61,11 @@ from leakygrad.doctor.probes.torch_stats import (
     blocked_fraction,
     norm,
     packed_time_step_norms,
-    recurrent_unit_rows,
+    recurrent_unit_blocks,
     spread,
     time_step_norms,
     total,
     unit_axis,
-    unit_rows,
     unit_spread,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
@@ -1598,8 +1597,8 @@ class TorchProbe:
             if info is None:
                 continue
             if info.unit_rows and by_name.get(f"{label}.weight") is not None:
-                weight = by_name[f"{label}.weight"]
-                units, spread_now = weight.shape[0], unit_spread(unit_rows(weight, by_name.get(f"{label}.bias")))
+                weight, bias = by_name[f"{label}.weight"], by_name.get(f"{label}.bias")
+                units, spread_now = weight.shape[0], unit_spread([weight] if bias is None else [weight, bias])
             elif info.recurrent == "sequence" and info.kind in RECURRENT_GATES:
                 units, spread_now = self._recurrent_unit_spread(label, info.kind, by_name)
             else:
@@ -1621,9 +1620,8 @@ class TorchProbe:
             if weight_hh is None:
                 continue
             biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
-            rows = recurrent_unit_rows(RECURRENT_GATES[kind], by_name[name], weight_hh, *biases)
-            spreads.append(unit_spread(rows))
-            units = rows.shape[0]
+            spreads.append(unit_spread(recurrent_unit_blocks(RECURRENT_GATES[kind], by_name[name], weight_hh, *biases)))
+            units = weight_hh.shape[1]
         return units, torch.stack(spreads).amin() if spreads else None
 
     def _build_record(self, unread: UnreadStep) -> None:

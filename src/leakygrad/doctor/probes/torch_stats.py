@@ -405,31 +405,28 @@ def _foreach_norms(tensors: list[torch.Tensor], half: bool) -> list[torch.Tensor
     return list(torch._foreach_norm(tensors))
 
 
-def unit_spread(rows: torch.Tensor) -> torch.Tensor:
-    """How far a layer's units are from all being one and the same, given one row per unit (`unit_rows`): the
-    largest difference between a unit's row and the first unit's, over the largest entry in magnitude. 0 exactly
-    when every unit computes the same function of the same inputs (all zero counts as alike); NaN for NaN rows."""
-    rows = rows.detach()
-    rows = rows.float() if rows.dtype in HALF_PRECISION else rows
-    spread, largest = (rows - rows[:1]).abs().amax(), rows.abs().amax()
+def unit_spread(blocks: list[torch.Tensor]) -> torch.Tensor:
+    """How far a layer's units are from all being one and the same, from `blocks` whose first axis holds the units
+    (a weight, (units, inputs...); a bias, (units,); `recurrent_unit_blocks`): the widest range, across units, of
+    any one incoming weight or bias, over the largest of them in magnitude. 0 exactly when every unit computes the
+    same function of the same inputs (all zero counts as alike); NaN for NaN weights. Reductions only: no copy of
+    a weight is made, however large."""
+    ranges, sizes = [], []
+    for block in blocks:
+        high, low = block.detach().amax(dim=0).float(), block.detach().amin(dim=0).float()  # (per input: over units)
+        ranges.append((high - low).amax())
+        sizes.append(torch.maximum(high.abs().amax(), low.abs().amax()))
+    spread, largest = torch.stack(ranges).amax(), torch.stack(sizes).amax()
     return torch.where(largest > 0, spread / largest, largest)  # (0 where all are 0; NaN stays NaN)
 
 
-def unit_rows(weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """A layer's units as rows: each unit's incoming weights, then its bias. `weight` has one row per unit on its
-    first axis (nn.Linear: (out, in); a convolution: (out channels, in channels, kernel...))."""
-    rows = weight.detach().reshape(weight.shape[0], -1)
-    return rows if bias is None else torch.cat([rows, bias.detach().reshape(-1, 1)], dim=1)
-
-
-def recurrent_unit_rows(gates: int, weight_ih, weight_hh, bias_ih=None, bias_hh=None) -> torch.Tensor:
-    """One layer (and direction) of an nn.RNN, LSTM or GRU as rows, one per hidden unit: each of its `gates`
-    (1, 4 for an LSTM's i, f, g, o, 3 for a GRU's r, z, n) holds a block of `hidden` rows in each weight, and a
-    unit's row gathers its row of every block of the input and hidden weights, and its biases."""
+def recurrent_unit_blocks(gates: int, weight_ih, weight_hh, bias_ih=None, bias_hh=None) -> list[torch.Tensor]:
+    """One layer (and direction) of an nn.RNN, LSTM or GRU as blocks with the hidden units first: each of its
+    `gates` (1; 4 for an LSTM's i, f, g, o; 3 for a GRU's r, z, n) holds `hidden` rows of each weight, and unit j
+    owns row j of every gate. Views, not copies."""
     hidden = weight_hh.shape[1]
-    parts = [w.detach().reshape(gates, hidden, -1).transpose(0, 1).reshape(hidden, -1) for w in (weight_ih, weight_hh)]
-    parts += [b.detach().reshape(gates, hidden).t() for b in (bias_ih, bias_hh) if b is not None]
-    return torch.cat(parts, dim=1)
+    blocks = [w.reshape(gates, hidden, -1).transpose(0, 1) for w in (weight_ih, weight_hh)]  # (hidden, gates, inputs)
+    return blocks + [b.reshape(gates, hidden).t() for b in (bias_ih, bias_hh) if b is not None]
 
 
 def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
