@@ -275,6 +275,64 @@ def test_a_weight_binarised_with_sign_is_named_on_that_weight():
     assert "applied to the weight `model.2.weight`" in f.explanation and "straight-through" in f.remedies[0]
 
 
+def quantised_model(quantise):
+    class QuantisedLinear(nn.Linear):
+        def forward(self, v):
+            return nn.functional.linear(v, quantise(self.weight), self.bias)
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), QuantisedLinear(16, 16), nn.ReLU(), nn.Linear(16, 2))
+
+
+def blocked_findings(model, extra_parameters=(), steps=6):
+    optimizer = torch.optim.SGD([*model.parameters(), *extra_parameters], lr=0.05)
+    x, labels = torch.randn(32, 8), torch.randint(0, 2, (32,))
+    with doctor.watch(model, optimizer, every=1, name="model") as dr:
+        for _ in range(steps):
+            loss = nn.functional.cross_entropy(model(x), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return [f for f in dr.findings if f.symptom == "blocked_gradient"]
+
+
+@pytest.mark.parametrize(
+    "quantise",
+    [
+        lambda w: torch.sign(w) - w.detach() + w,  # straight-through, written around the op
+        lambda w: torch.round(w * 8) / 8 - w.detach() + w,
+        lambda w: w + (torch.round(w * 8) / 8 - w).detach(),  # (the textbook form: the op is out of the graph)
+    ],
+)
+def test_a_quantised_weight_with_a_straight_through_estimator_is_not_blocked(quantise):
+    """`sign(W) - W.detach() + W` passes the gradient to W as if sign were the identity: an error blocked_gradient
+    was raised on it (before this stop too), and this stop's wording said the weight never changes (the review)."""
+    assert blocked_findings(quantised_model(quantise)) == []
+
+
+def test_a_weight_quantised_through_a_scale_is_named_on_that_weight():
+    [f] = blocked_findings(quantised_model(lambda w: torch.round(w * 8) / 8))
+    assert (f.where, f.evidence["site"]) == ("round", "on model.2.weight")  # (was 'after input': the review)
+
+
+def test_a_learnable_scalar_held_in_its_range_is_no_blocked_gradient():
+    """CLIP clamps its learnable temperature's log at ln 100: once there, the clamp passes no gradient to it, by
+    design. It was an error blocked_gradient at `clamp` (the review)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    log_scale = nn.Parameter(torch.tensor(5.0))
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net, self.log_scale = model, log_scale
+
+        def forward(self, v):
+            return self.net(v) * self.log_scale.clamp(max=4.6052).exp()
+
+    assert blocked_findings(Scaled()) == []
+
+
 def test_a_backward_nan_on_an_unsampled_step_is_bounded_by_the_next_loss():
     [finding] = train_sqrt(guarded=False, every=100)  # the NaN weights make the next loss NaN
     assert (finding.where, finding.first_step) == ("fc", 5)

@@ -329,6 +329,35 @@ def beneath_scaling(node):
     return node
 
 
+def straight_through(gate, nodes) -> bool:
+    """Whether an operation whose derivative is zero (round, sign, clamp) is bypassed by a straight-through path
+    written around it: `round(x) - x.detach() + x`, or `sign(W) - W.detach() + W`, an add or a subtraction in
+    `nodes` that reads the operation's input directly beside a path to the operation. The gradient reaches the input
+    through it as if the operation were the identity: by design, no leak. (`x + (round(x) - x).detach()` keeps the
+    operation out of the graph altogether.)"""
+    inputs = [child for child, _ in gate.next_functions if child is not None]
+    if not inputs:
+        return False
+    source = beneath_scaling(inputs[0])
+    for node in nodes:
+        if op_name(node) not in ("add", "sub"):
+            continue
+        children = [child for child, _ in node.next_functions if child is not None]
+        direct = [child for child in children if beneath_scaling(child) is source]
+        if direct and any(_reaches(child, gate, 4) for child in children if child not in direct):
+            return True
+    return False
+
+
+def _reaches(node, target, depth: int) -> bool:
+    """Whether `target` is `node` or lies within `depth` operations below it."""
+    if node is target:
+        return True
+    if depth == 0:
+        return False
+    return any(child is not None and _reaches(child, target, depth - 1) for child, _ in node.next_functions)
+
+
 def floors_at_zero(node) -> bool:
     """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
     or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by

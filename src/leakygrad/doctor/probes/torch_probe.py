@@ -1244,12 +1244,15 @@ class TorchProbe:
                         self._fail("summarising an activation", error)
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
                 gate = "relu6" if op == "hardtanh" and _is_relu6(node) else GATING_OPS.get(op, op)
+                parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
+                if graph_tools.straight_through(node, nodes) or (parameter is not None and parameter[1].numel() == 1):
+                    continue  # bypassed by design; or a learnable scalar held in its range (CLIP's temperature)
                 if node in loss_nodes:
                     site = "loss"
                 elif names.get(node) or inside.get(node):
                     site = f"in {names.get(node) or inside.get(node)}"
-                elif (weight := self._parameter_read(node)) is not None:  # sign(W), round(W): a weight quantised
-                    site = f"on {weight}"
+                elif parameter is not None:
+                    site = f"on {parameter[0]}"
                 else:
                     site = f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
                 key = f"{gate}@{site}"
@@ -1265,14 +1268,15 @@ class TorchProbe:
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
 
-    def _parameter_read(self, node) -> str | None:
-        """The name of the watched parameter an operation reads directly (its input is the parameter itself), if any:
-        `sign(self.weight)` in a binarised layer."""
+    def _parameter_read(self, node) -> tuple[str, torch.Tensor] | None:
+        """(name, tensor) of the watched parameter an operation reads, itself or scaled by a constant, if any:
+        `sign(self.weight)` in a binarised layer, `round(self.weight * 16)` in a quantised one."""
         for child, _ in node.next_functions:
-            variable = getattr(child, "variable", None)  # (an AccumulateGrad node holds its leaf as `variable`)
+            below = graph_tools.beneath_scaling(child) if child is not None else None
+            variable = getattr(below, "variable", None)  # (an AccumulateGrad node holds its leaf as `variable`)
             entry = self._param_label(variable) if variable is not None else None
             if entry is not None:
-                return entry[1]
+                return entry[1], variable
         return None
 
     def _recurrent_regions(self, state: StepState, nodes: list) -> dict:
