@@ -225,16 +225,16 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
     # a loss compared with the wrong targets (broadcast), or a network with a layer of units all alike, stalls whatever
     # the learning rate: that finding is the stall
-    broadcast = any(f.evidence.get("across") in ("broadcast", "units") for f in findings)
+    stall_has_a_cause = any(f.evidence.get("across") in ("broadcast", "units") for f in findings)
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
     # optimiser steps nothing but frozen parameters (nothing trains)
-    negated = any(f.evidence.get("negated") or f.evidence.get("all_frozen") for f in findings)
+    curve_has_a_cause = any(f.evidence.get("negated") or f.evidence.get("all_frozen") for f in findings)
 
     def told_by_its_cause(f: Finding) -> bool:
-        the_stall = broadcast and f.symptom == "stalled_loss" and f.where == "loss"
-        the_curve = negated and f.symptom in ("stalled_loss", "diverging_loss") and f.where == "loss"
+        the_stall = stall_has_a_cause and f.symptom == "stalled_loss" and f.where == "loss"
+        the_curve = curve_has_a_cause and f.symptom in ("stalled_loss", "diverging_loss") and f.where == "loss"
         the_curve = the_curve and not f.evidence.get("negated")
         return the_stall or the_curve or (f.symptom == "saturated_activation" and f.where in twice)
 
