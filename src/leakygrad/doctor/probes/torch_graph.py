@@ -329,19 +329,22 @@ def beneath_scaling(node):
     return node
 
 
-def straight_through(gate, nodes) -> bool:
+def additions(nodes) -> list:
+    """The additions and subtractions among `nodes` (where a straight-through path joins: `straight_through`)."""
+    return [node for node in nodes if op_name(node) in ("add", "sub")]
+
+
+def straight_through(gate, sums) -> bool:
     """Whether an operation whose derivative is zero (round, sign, clamp) is bypassed by a straight-through path
-    written around it: `round(x) - x.detach() + x`, or `sign(W) - W.detach() + W`, an add or a subtraction in
-    `nodes` that reads the operation's input directly beside a path to the operation. The gradient reaches the input
-    through it as if the operation were the identity: by design, no leak. (`x + (round(x) - x).detach()` keeps the
-    operation out of the graph altogether.)"""
+    written around it: `round(x) - x.detach() + x`, or `sign(W) - W.detach() + W`, one of the additions or
+    subtractions `sums` that reads the operation's input directly beside a path to the operation. The gradient
+    reaches the input through it as if the operation were the identity: by design, no leak. (`x + (round(x) -
+    x).detach()` keeps the operation out of the graph altogether.)"""
     inputs = [child for child, _ in gate.next_functions if child is not None]
     if not inputs:
         return False
     source = beneath_scaling(inputs[0])
-    for node in nodes:
-        if op_name(node) not in ("add", "sub"):
-            continue
+    for node in sums:
         children = [child for child, _ in node.next_functions if child is not None]
         direct = [child for child in children if beneath_scaling(child) is source]
         if direct and any(_reaches(child, gate, 4) for child in children if child not in direct):

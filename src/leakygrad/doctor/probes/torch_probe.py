@@ -1222,6 +1222,7 @@ class TorchProbe:
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
         multiplied = set()  # nodes whose output multiplies another computed tensor: x * sigmoid(g) is a gate
+        sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
             op = op_name(node)
             if op not in WATCHED_OPS:
@@ -1245,7 +1246,8 @@ class TorchProbe:
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
                 gate = "relu6" if op == "hardtanh" and _is_relu6(node) else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
-                if graph_tools.straight_through(node, nodes) or (parameter is not None and parameter[1].numel() == 1):
+                sums = graph_tools.additions(nodes) if sums is None else sums
+                if graph_tools.straight_through(node, sums) or (parameter is not None and parameter[1].numel() == 1):
                     continue  # bypassed by design; or a learnable scalar held in its range (CLIP's temperature)
                 if node in loss_nodes:
                     site = "loss"
