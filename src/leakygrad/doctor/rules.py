@@ -11,6 +11,7 @@ from the first sampled step after which the condition held nearly all the time (
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Callable
 
@@ -1024,25 +1025,18 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     checks = history.apply_checks
     if checks < t.min_records:
         return []
-    since = {
-        name: first
-        for name, (first, count) in history.not_applied_run.items()
-        if count >= checks or (count >= t.min_records and history.steps - first >= history.steps / 3)
-    }
-    unapplied = list(since)
+    always, from_part_way = _unapplied_always_and_from_part_way(history, t)
     # every parameter's module: those stepped (recorded at each optimiser step), and those not
     param_module = {**history.param_module, **history.not_applied_module}
     applied = [name for name in history.param_module if name not in history.not_applied]
     by_module: dict[str, list[str]] = {}
-    for name in unapplied:
+    for name in [*always, *from_part_way]:
         by_module.setdefault(_widest_unreached_module(name, param_module, applied), []).append(name)
-    first_checked = history.records[0].step if history.records else 0
     findings = []
     for module, params in sorted(by_module.items()):
         whole = module == "(model)"  # not one of the model's parameters is stepped: its training does nothing
         if whole:
             module = _whole_model_name(params, param_module, history)
-        first_step = min(since[name] for name in params)
         evidence = {
             "parameters": sorted(params),
             "parameter_count": len(params),
@@ -1050,13 +1044,24 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             "stepped_outside_model": history.stepped_outside_model,
             "whole_model": whole,
         }
-        if all(history.not_applied_run[name][1] < checks for name in params):  # (from part-way: no gradient before)
-            evidence["since_step"] = first_step
+        first_step = history.records[0].step if history.records else 0
+        if all(name in from_part_way for name in params):  # (no gradient before: frozen, then unfrozen)
+            first_step = evidence["since_step"] = min(from_part_way[name] for name in params)
             evidence["sampled_steps_since"] = min(history.not_applied_run[name][1] for name in params)
-        else:
-            first_step = first_checked
         findings.append(Finding("unapplied_gradient", module, first_step, "error" if whole else "warning", evidence))
     return _one_finding_when_scattered(findings, param_module, history)
+
+
+def _unapplied_always_and_from_part_way(history: History, t: Thresholds) -> tuple[list[str], dict[str, int]]:
+    """The parameters whose gradient no optimiser applied at every check of the run, and those (-> the step it
+    began) at every check since part-way through, over the last third of the run at least."""
+    always, from_part_way = [], {}
+    for name, (first, count) in history.not_applied_run.items():
+        if count >= history.apply_checks:
+            always.append(name)
+        elif count >= t.min_records and history.steps - first >= history.steps / 3:
+            from_part_way[name] = first
+    return always, from_part_way
 
 
 def _one_finding_when_scattered(findings: list[Finding], param_module: dict, history: History) -> list[Finding]:
@@ -1076,9 +1081,11 @@ def _one_finding_when_scattered(findings: list[Finding], param_module: dict, his
     modules = sorted(f.where for f in scattered)
     common = _common_prefix(modules) or _whole_model_name(params, param_module, history)
     evidence = {
-        **scattered[0].evidence,
         "parameters": params,
         "parameter_count": len(params),
+        "sampled_steps_checked": history.apply_checks,
+        "stepped_outside_model": history.stepped_outside_model,
+        "whole_model": False,
         "modules": modules,
         "scattered": True,
         "biases_and_norms": all(p.endswith("bias") or _is_norm_layer(history, param_module.get(p)) for p in params),
@@ -1090,7 +1097,7 @@ def _one_finding_when_scattered(findings: list[Finding], param_module: dict, his
 def _is_norm_layer(history: History, module: str | None) -> bool:
     """Whether `module` is a normalisation layer (LayerNorm, BatchNorm2d, GroupNorm, RMSNorm, ...), by its kind."""
     layer = next((r.layers[module] for r in reversed(history.records) if module in r.layers), None)
-    return layer is not None and "Norm" in layer.kind
+    return layer is not None and re.search(r"Norm(\d+d)?$", layer.kind) is not None  # (LayerNorm, BatchNorm2d, ...)
 
 
 def _common_prefix(modules: list[str]) -> str:

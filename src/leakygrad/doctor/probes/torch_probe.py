@@ -1614,21 +1614,13 @@ class TorchProbe:
 
     @staticmethod
     def _recurrent_unit_spread(label: str, kind: str, by_name: dict) -> tuple[int, torch.Tensor | None]:
-        """The least unit spread over a recurrent module's layers and directions (`weight_ih_l0`, `..._l1_reverse`):
-        one layer whose units are alike is enough. (A layer projected to fewer outputs, proj_size, is left out.)"""
-        spreads, units = [], 0
-        prefix = f"{label}.weight_ih_l"
-        for name in by_name:
-            if not name.startswith(prefix) or f"{label}.weight_hr_l{name[len(prefix) :]}" in by_name:
-                continue
-            suffix = name[len(prefix) :]  # "0", "1_reverse", ...
-            weight_hh = by_name.get(f"{label}.weight_hh_l{suffix}")
-            if weight_hh is None:
-                continue
-            biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
-            spreads.append(unit_spread(recurrent_unit_blocks(RECURRENT_GATES[kind], by_name[name], weight_hh, *biases)))
-            units = weight_hh.shape[1]
-        return units, torch.stack(spreads).amin() if spreads else None
+        """(hidden units, the least unit spread over a recurrent module's layers and directions): one layer whose
+        units are alike is enough."""
+        layers = list(_recurrent_layers(label, by_name))
+        if not layers:
+            return 0, None
+        spreads = [unit_spread(recurrent_unit_blocks(RECURRENT_GATES[kind], *weights)) for weights in layers]
+        return layers[0][1].shape[1], torch.stack(spreads).amin()
 
     def _build_record(self, unread: UnreadStep) -> None:
         state = unread.state
@@ -1964,6 +1956,19 @@ def _layer_output_read(node, names) -> str | None:
     """The layer whose output an operation reads directly (under reshapes), if one does: `model(x).clamp(0, 1)`."""
     inputs = [child for child, _ in node.next_functions if child is not None]
     return names.get(graph_tools.beneath_reshapes(inputs[0])) if len(inputs) == 1 else None
+
+
+def _recurrent_layers(label: str, by_name: dict):
+    """(weight_ih, weight_hh, bias_ih, bias_hh) of each layer and direction of a recurrent module, from its
+    parameters by name (`rnn.weight_ih_l0`, `rnn.weight_hh_l1_reverse`, ...; a bias None without one). A layer
+    projected to fewer outputs (an LSTM's proj_size: `weight_hr_l0`) is left out: its hidden weight is not square."""
+    prefix = f"{label}.weight_ih_l"
+    for name, weight_ih in by_name.items():
+        suffix = name[len(prefix) :] if name.startswith(prefix) else None  # "0", "1_reverse", ...
+        if suffix is None or f"{label}.weight_hr_l{suffix}" in by_name or f"{label}.weight_hh_l{suffix}" not in by_name:
+            continue
+        biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
+        yield weight_ih, by_name[f"{label}.weight_hh_l{suffix}"], *biases
 
 
 def _stepped_parameters(optimizer) -> list:
