@@ -745,6 +745,23 @@ def test_an_optimiser_whose_every_parameter_is_frozen_is_an_error_and_a_frozen_b
 
     [f] = run(frozen=lambda model: model)
     assert (f.symptom, f.where, f.severity, f.first_step) == ("no_gradient", "optimizer", "error", 0)
+    # a pretraining optimiser still alive (a global of the script), idle, over a trainable throwaway head: not counted
+    torch.manual_seed(0)
+    model, throwaway = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)), nn.Linear(32, 1)
+    pretraining = torch.optim.SGD([*model[0].parameters(), *throwaway.parameters()], lr=0.05)
+    x, y = regression_data()
+    with doctor.watch(model, every=4, name="model") as dr:
+        for _ in range(20):
+            pretraining.zero_grad()
+            nn.functional.mse_loss(throwaway(model[1](model[0](x))), y).backward()
+            pretraining.step()
+        model.requires_grad_(False)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(60):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x.clone().requires_grad_()), y).backward()
+            optimizer.step()
+    assert [f.where for f in dr.findings if f.evidence.get("all_frozen")] == ["optimizer"]
     # a frozen backbone with an optimiser of its own, stepped first, beside the head's: the head trains
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))

@@ -423,8 +423,9 @@ def test_parameters_left_out_one_per_layer_across_many_layers_are_one_finding_ab
     """A no-weight-decay group written with `and` for `or`: every Linear's bias and every LayerNorm's weight in
     neither group. Nine warnings, one per layer, were given for the one mistake (sweep 22, f11)."""
     left_out = {f"net.{i}.bias": f"net.{i}" for i in range(5)} | {"net.5.weight": "net.5"}
+    left_out |= {"net.6.weight": "net.6", "net.6.bias": "net.6"}  # (a LayerNorm left out whole, by the same mistake)
     stepped = {f"net.{i}.weight": f"net.{i}" for i in range(5)} | {"net.5.bias": "net.5"}
-    layers = {f"net.{i}": LayerStats(f"net.{i}", "LayerNorm" if i == 5 else "Linear", i) for i in range(6)}
+    layers = {f"net.{i}": LayerStats(f"net.{i}", "LayerNorm" if i >= 5 else "Linear", i) for i in range(7)}
 
     def check(step, not_applied):
         return StepRecord(
@@ -433,8 +434,8 @@ def test_parameters_left_out_one_per_layer_across_many_layers_are_one_finding_ab
         )  # fmt: skip
 
     [f] = unapplied_rule(history_of([check(s, left_out) for s in range(0, 64, 16)]), T)
-    assert (f.where, f.severity, f.evidence["parameter_count"]) == ("net", "warning", 6)
-    assert f.evidence["scattered"] and f.evidence["biases_and_norms"] and len(f.evidence["modules"]) == 6
+    assert (f.where, f.severity, f.evidence["parameter_count"]) == ("net", "warning", 8)
+    assert f.evidence["scattered"] and f.evidence["biases_and_norms"] and len(f.evidence["modules"]) == 7
     [explained] = diagnose(history_of([check(s, left_out) for s in range(0, 64, 16)]))
     assert "parameter groups" in explained.explanation and "param_groups" in explained.remedies[0]
     # whole modules made after the optimiser (an adapter in each block): a module each, as before, not a grouping

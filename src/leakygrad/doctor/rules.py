@@ -1072,11 +1072,15 @@ def _one_finding_when_scattered(findings: list[Finding], param_module: dict, his
         stepped_modules = history.param_module.values()  # (recorded for the parameters stepped)
         return any(name == f.where or name.startswith(f.where + ".") for name in stepped_modules)
 
-    scattered = [
-        f for f in findings if not f.evidence["whole_model"] and "since_step" not in f.evidence and beside_trained(f)
-    ]
+    def biases_and_norms(f: Finding) -> bool:  # (what a no-weight-decay group is meant to hold)
+        return all(p.endswith("bias") or _is_norm_layer(history, param_module.get(p)) for p in f.evidence["parameters"])
+
+    candidates = [f for f in findings if not f.evidence["whole_model"] and "since_step" not in f.evidence]
+    scattered = [f for f in candidates if beside_trained(f)]
     if len(scattered) <= SEPARATE_UNAPPLIED_MODULES:
         return findings
+    # with them, whole normalisation layers left out (LayerNorm: its weight and bias), by the same grouping
+    scattered += [f for f in candidates if not beside_trained(f) and biases_and_norms(f)]
     params = sorted(p for f in scattered for p in f.evidence["parameters"])
     modules = sorted(f.where for f in scattered)
     common = _common_prefix(modules) or _whole_model_name(params, param_module, history)
@@ -1088,7 +1092,7 @@ def _one_finding_when_scattered(findings: list[Finding], param_module: dict, his
         "whole_model": False,
         "modules": modules,
         "scattered": True,
-        "biases_and_norms": all(p.endswith("bias") or _is_norm_layer(history, param_module.get(p)) for p in params),
+        "biases_and_norms": all(map(biases_and_norms, scattered)),
     }
     merged = Finding("unapplied_gradient", common, min(f.first_step for f in scattered), "warning", evidence)
     return [f for f in findings if f not in scattered] + [merged]

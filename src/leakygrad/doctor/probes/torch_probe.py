@@ -609,6 +609,7 @@ class TorchProbe:
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._next_symmetry_check = 0  # the step from which a sampled step looks at whether units are alike
         self._unstepped_grads: dict[str, tuple] = {}  # parameter no optimiser steps -> (its .grad, weakly; version)
+        self._stepped_since_primary: weakref.WeakSet = weakref.WeakSet()  # watched optimisers since the last step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
         for m in models:
@@ -1348,6 +1349,7 @@ class TorchProbe:
             if not self._is_watched_optimizer(optimizer):
                 return None
             self._stepped_since_backward = True
+            self._stepped_since_primary.add(optimizer)
             if not self._is_primary(optimizer):
                 return None
             self.mode = "optimizer"
@@ -1370,9 +1372,11 @@ class TorchProbe:
         return None
 
     def _stepped_and_frozen(self, optimizer) -> tuple[int, int]:
-        """How many parameters the watched optimisers step (this one's, and every other's: a frozen backbone's
-        optimiser beside the head's), and how many of them are frozen (requires_grad=False)."""
-        stepped = {id(p): p for other in [optimizer, *self._watched_optimizers] for p in _stepped_parameters(other)}
+        """How many parameters the watched optimisers that stepped since the last training step step (this one's,
+        and every other's: a frozen backbone's optimiser beside the head's; not a pretraining optimiser still alive
+        but idle), and how many of them are frozen (requires_grad=False)."""
+        stepping = [optimizer, *self._stepped_since_primary]
+        stepped = {id(p): p for other in stepping for p in _stepped_parameters(other)}
         return len(stepped), sum(not p.requires_grad for p in stepped.values())
 
     def _is_primary(self, optimizer) -> bool:
@@ -1425,6 +1429,7 @@ class TorchProbe:
         try:
             if self.primary is None or self.primary() is not optimizer:
                 return
+            self._stepped_since_primary.clear()  # (a training step ends here)
             if self.sampling and self.state is not None:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
