@@ -33,7 +33,7 @@ class LayerStats:
     calls: int = 0  # a cell (nn.RNNCell, GRUCell, LSTMCell): its calls on this step
     cut_calls: int = 0  # ... given its own last output detached (backprop through time cut before them)
     carried_calls: int = 0  # ... given its own last output with its gradient (backprop through time goes on)
-    # Looked at on a few sampled steps only (0, 16, 32, 64, ...), for a layer whose weight holds one row per unit
+    # Looked at on a few sampled steps only (0, 32, 64, 128, ...), for a layer whose weight holds one row per unit
     # (nn.Linear, a convolution): its units, and the largest difference between two units' incoming weights or biases
     # relative to the largest of them. 0: every unit computes the same function (symmetric initialisation).
     units: int | None = None

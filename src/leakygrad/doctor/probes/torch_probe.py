@@ -81,7 +81,7 @@ DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropou
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
-SYMMETRY_CHECK_GAP = 16  # steps at least between two looks at whether a layer's units are all alike (then doubling)
+SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
 SCALER_OVERFLOWS_TOLERATED = 8  # sampled steps in a row whose scaled backward overflowed before it is reported
@@ -1375,6 +1375,10 @@ class TorchProbe:
         """How many parameters the watched optimisers that stepped since the last training step step (this one's,
         and every other's: a frozen backbone's optimiser beside the head's; not a pretraining optimiser still alive
         but idle), and how many of them are frozen (requires_grad=False)."""
+        own = _stepped_parameters(optimizer)
+        frozen = sum(not p.requires_grad for p in own)
+        if frozen < len(own):  # (the usual case: this one trains something; no need to count the others')
+            return len(own), frozen
         stepping = [optimizer, *self._stepped_since_primary]
         stepped = {id(p): p for other in stepping for p in _stepped_parameters(other)}
         return len(stepped), sum(not p.requires_grad for p in stepped.values())
@@ -1600,7 +1604,7 @@ class TorchProbe:
     def _measure_unit_spread(self, state: StepState) -> None:
         """Whether each layer's units are still one and the same (`unit_spread`), from the weights as the step left
         them. Units with the same incoming weights compute the same output, receive the same gradient and take the
-        same update: alike once, alike for good. So this is looked at rarely (at steps 0, 16, 32, 64, 128, ...),
+        same update: alike once, alike for good. So this is looked at rarely (at steps 0, 32, 64, 128, ...),
         and the rule asks for two looks far apart."""
         by_name = {name: p for name, _, p in state.params}
         for label in {label for _, label, _ in state.params}:
