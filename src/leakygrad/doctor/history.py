@@ -162,7 +162,7 @@ class History:
         self.first_not_reset: int | None = None
         self.modules_not_reset: set[str] = set()  # ... the modules whose parameters' gradients were not reset
         self.graph_cuts: dict[tuple[str, str], int] = {}  # (producer, consumer) -> first step seen
-        # layer -> (step, unit spread) at each look at whether its units are all alike (a few steps: 0, 32, 64, 128, ...)
+        # layer -> (step, unit spread) at each look at whether its units are all alike (steps 0, 32, 64, 128, ...)
         self.unit_spreads: dict[str, list[tuple[int, float]]] = {}
         self.layer_units: dict[str, int] = {}  # ... and its units
         self.nonfinite: NonfiniteEvent | None = None
