@@ -1349,7 +1349,8 @@ class TorchProbe:
             if not self._is_watched_optimizer(optimizer):
                 return None
             self._stepped_since_backward = True
-            self._stepped_since_primary.add(optimizer)
+            if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
+                self._stepped_since_primary.add(optimizer)
             if not self._is_primary(optimizer):
                 return None
             self.mode = "optimizer"
@@ -1433,7 +1434,8 @@ class TorchProbe:
         try:
             if self.primary is None or self.primary() is not optimizer:
                 return
-            self._stepped_since_primary.clear()  # (a training step ends here)
+            if self._stepped_since_primary:
+                self._stepped_since_primary.clear()  # (a training step ends here)
             if self.sampling and self.state is not None:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
