@@ -68,27 +68,12 @@ def test_convolution_filters_all_alike_are_named_at_the_convolution():
     assert finding.where == "model.0" and finding.evidence["units"] == 8
 
 
-def test_layers_started_at_zero_that_their_gradients_part_are_not_named():
+def test_layers_started_at_zero_that_their_gradients_part_are_not_named(run_case):
     """Zero-initialised output layers and residual branches are common and healthy: different targets (or different
-    gradients arriving at each unit) drive their units apart at the first step."""
-
-    class Block(nn.Module):
-        def __init__(self, width):
-            super().__init__()
-            self.inner, self.out = nn.Linear(width, width), nn.Linear(width, width)
-            nn.init.zeros_(self.out.weight)
-            nn.init.zeros_(self.out.bias)
-
-        def forward(self, x):
-            return x + self.out(F.relu(self.inner(x)))
-
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), Block(32), Block(32), nn.Linear(32, 4))
-    nn.init.zeros_(model[3].weight)
-    nn.init.zeros_(model[3].bias)
-    dr = train(model)
-    assert alike(dr) == []
-    spreads = dr.history.unit_spreads
+    gradients arriving at each unit) drive their units apart at the first step (the labelled healthy script)."""
+    doctor_run = run_case("healthy_zero_init_heads").doctor
+    assert alike(doctor_run) == []
+    spreads = doctor_run.history.unit_spreads
     assert set(spreads) >= {"model.0", "model.1.out", "model.3"}
     # (all zero at the first look, whose step the zero output layer passed no gradient back through: alike, unmoved)
     assert spreads["model.1.out"][0][1] == 0

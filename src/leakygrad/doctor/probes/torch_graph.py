@@ -361,6 +361,15 @@ def _reaches(node, target, depth: int) -> bool:
     return any(child is not None and _reaches(child, target, depth - 1) for child, _ in node.next_functions)
 
 
+def saved_value(node, name: str):
+    """A number an autograd node saved for its backward (`_saved_min_val`, `_saved_negative_slope`), or None once
+    the backward has freed it."""
+    try:
+        return getattr(node, name)
+    except RuntimeError:
+        return None
+
+
 def floors_at_zero(node) -> bool:
     """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
     or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by

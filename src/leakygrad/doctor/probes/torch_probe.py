@@ -280,18 +280,13 @@ def _activation_function(node, op: str, on_loss: bool) -> str | None:
 
 def _has_no_slope(node) -> bool:
     """A leaky_relu node whose negative slope is 0: `nn.LeakyReLU(0)`, `negative_slope=0.0`."""
-    try:
-        return node._saved_negative_slope == 0
-    except RuntimeError:  # (its saved values already freed)
-        return False
+    return graph_tools.saved_value(node, "_saved_negative_slope") == 0
 
 
 def _is_relu6(node) -> bool:
     """A hardtanh node that is a ReLU6: hardtanh(z, 0, 6)."""
-    try:
-        return node._saved_min_val == 0 and node._saved_max_val == 6
-    except RuntimeError:  # (its saved values already freed)
-        return False
+    saved = graph_tools.saved_value
+    return saved(node, "_saved_min_val") == 0 and saved(node, "_saved_max_val") == 6
 
 
 def _not_dense(*values) -> bool:
