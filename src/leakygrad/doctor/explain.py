@@ -953,6 +953,8 @@ def explain_unapplied_gradient(f: Finding):
         return _explain_unapplied_since(f)
     if e.get("scattered"):
         return _explain_unapplied_scattered(f)
+    if e.get("unregistered"):
+        return _explain_unapplied_unregistered(f)
     text = (
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "
@@ -1012,6 +1014,32 @@ def _explain_unapplied_scattered(f: Finding):
         "optimizer.param_groups for p in g['params']} == {id(p) for p in model.parameters() if p.requires_grad}`.",
         "A common split: `decay = [p for p in params if p.ndim >= 2]`, `no_decay = [p for p in params if p.ndim < "
         "2]` (biases and norm weights), which together hold every parameter.",
+    ]
+    return text, remedies
+
+
+def _explain_unapplied_unregistered(f: Finding):
+    """Modules kept in a plain list or dict attribute: PyTorch never registered them, so the optimiser, made from
+    `model.parameters()`, does not have them."""
+    e = f.evidence
+    held = e["unregistered"]
+    wrapper = "nn.ModuleDict" if held["container"] == "dict" else "nn.ModuleList"
+    text = (
+        f"`{f.where}` is a plain Python {held['container']} on `{held['owner']}`, holding {held['modules']} module(s). "
+        "PyTorch registers a module assigned to an attribute, or held in nn.ModuleList / nn.ModuleDict, but not one "
+        f"inside a plain {held['container']}: `{held['owner']}.parameters()` does not return their "
+        f"{e['parameter_count']} parameter(s), so the optimiser made from it does not have them (nor do `.to()`, "
+        "`state_dict()` and `train()`/`eval()`). The forward pass uses them all the same, and the backward pass "
+        f"computes their gradient at every step ({e['sampled_steps_checked']} sampled optimiser steps checked); "
+        "no optimiser applies it, so these layers keep their random initial values while the rest of the model "
+        "trains around them."
+    )
+    remedies = [
+        f"Hold them in `{wrapper}`: `self.{f.where.rpartition('.')[2]} = {wrapper}(...)` instead of a plain "
+        f"{held['container']}, then make the optimiser; they are then also saved, moved and switched to eval mode "
+        "with the model.",
+        "If they are meant to stay fixed, freeze them with `requires_grad_(False)`: the backward pass then skips "
+        "their gradients.",
     ]
     return text, remedies
 

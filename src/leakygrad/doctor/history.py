@@ -170,6 +170,8 @@ class History:
         self.onsets: dict[tuple[str, str], int] = {}  # (symptom, where) -> earliest step, kept across thinning
         self.watched: list[str] = []  # names of the models and optimisers watched
         self.models: list[str] = []  # ... of the models alone
+        # modules kept in a plain list/tuple/dict attribute, unregistered: container -> (owner, its type, modules held)
+        self.unregistered: dict[str, tuple[str, str, int]] = {}
         self.max_notes = 50
 
     # --- adding ---------------------------------------------------------------------------------------------

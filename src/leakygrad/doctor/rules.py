@@ -1044,6 +1044,9 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             "stepped_outside_model": history.stepped_outside_model,
             "whole_model": whole,
         }
+        if module in history.unregistered:  # (held in a plain list or dict: `parameters()` does not return them)
+            owner, container_type, held = history.unregistered[module]
+            evidence["unregistered"] = {"owner": owner, "container": container_type, "modules": held}
         first_step = history.records[0].step if history.records else 0
         if all(name in from_part_way for name in params):  # (no gradient before: frozen, then unfrozen)
             first_step = evidence["since_step"] = min(from_part_way[name] for name in params)

@@ -224,6 +224,34 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs, unit_rows)
 
 
+def _modules_in_plain_containers(root: nn.Module) -> list[tuple[str, str, str, list]]:
+    """Modules with parameters kept in a plain list, tuple or dict attribute (`self.blocks = [nn.Linear(...), ...]`)
+    rather than in nn.ModuleList or nn.ModuleDict. PyTorch does not register them: `root.parameters()` (so an optimiser
+    made from it), `.to()`, `state_dict()` and `train()`/`eval()` never see them, though the forward pass uses them.
+    [(container path, owner path, "list"/"tuple"/"dict", [(key, module)])]. A private attribute (`self._teacher =
+    [model]`, a way to keep a module out of `parameters()` on purpose) is left alone, and so is a container whose
+    first item is no module (a list of tensors, of numbers)."""
+    registered = {id(m) for m in root.modules()}
+    found = []
+    for owner, module in root.named_modules():
+        for attribute, value in vars(module).items():
+            if attribute.startswith("_") or not isinstance(value, (list, tuple, dict)) or not value:
+                continue
+            items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            if not isinstance(items[0][1], nn.Module):
+                continue
+            held = []
+            for key, item in items:
+                unseen = isinstance(item, nn.Module) and id(item) not in registered
+                if unseen and next(item.parameters(), None) is not None:
+                    registered.update(id(m) for m in item.modules())
+                    held.append((str(key), item))
+            if held:
+                container = f"{owner}.{attribute}" if owner else attribute
+                found.append((container, owner, type(value).__name__, held))
+    return found
+
+
 def _own_parameters(module: nn.Module) -> list:
     """The parameters a module computes with: its own, and those behind its parametrized weights (spectral_norm,
     weight_norm: the `original` parameters, held by a ParametrizationList that serves only to compute the weight)."""
@@ -690,6 +718,19 @@ class TorchProbe:
                 label = f"{prefix}{owner}" if owner else name
                 self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
                 added_params.add(id(param))
+        for container, owner, kind, held in _modules_in_plain_containers(module):
+            # Named as nn.ModuleList / nn.ModuleDict would name them (`blocks.0`): watched like the registered ones.
+            container = f"{prefix}{container}"
+            self.doctor.history.unregistered[container] = (f"{prefix}{owner}" if owner else name, kind, len(held))
+            for key, item in held:
+                for path, sub in item.named_modules(prefix=f"{container}.{key}"):
+                    if sub not in self.infos:
+                        self.infos[sub] = self.info_by_name[path] = _module_info(path, sub)
+                        added_modules.add(path)
+                for path, param in item.named_parameters(prefix=f"{container}.{key}"):
+                    if id(param) not in self.param_labels:
+                        self.param_labels[id(param)] = (weakref.ref(param), path, path.rpartition(".")[0])
+                        added_params.add(id(param))
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
         return added_modules, added_params
