@@ -689,3 +689,60 @@ def test_an_encoder_run_under_no_grad_with_its_parameters_in_the_optimiser_is_st
     assert (finding.where, finding.severity) == ("encoder", "error")
     assert finding.evidence["forward_ran"] == "without grad" and "reentrant_checkpoint" not in finding.evidence
     assert "`torch.no_grad()`" in finding.explanation and "cuts the graph" not in finding.explanation
+
+
+def triplet_embedding(every):
+    """Triplet loss with batch-hard mining on the digits: the hardest positive and negative of each anchor in the
+    batch. Within a few hundred steps it meets the margin for nearly every anchor: the loss is then 0 or nearly, its
+    clamp blocks (nearly) every element because nothing is left to learn."""
+    x, y = digits()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
+    optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
+    losses, data = [], batches(x, y, 128, seed=0)
+    with leakygrad.doctor.watch(net, optimizer, every=every) as doctor:
+        for _ in range(400):
+            xb, yb = next(data)
+            z = F.normalize(net(xb), dim=1)
+            distance = torch.cdist(z, z)
+            same = yb[:, None] == yb[None, :]
+            hardest_positive = (distance * same).amax(dim=1)
+            hardest_negative = (distance + 4.0 * same).amin(dim=1)
+            loss = torch.clamp(hardest_positive - hardest_negative + 0.2, min=0).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    return doctor, losses
+
+
+def test_a_triplet_loss_that_met_its_margin_is_no_blocked_gradient():
+    """Its clamp blocked 100% on the recent steps: a converged run (a sweep's script), not examples too easy to
+    teach anything while the loss is still above 0, which stays a warning."""
+    doctor, losses = triplet_embedding(16)
+    assert learned(losses) and sum(value == 0 for value in losses[-100:]) >= 30  # (0: every anchor past the margin)
+    assert sorted(losses[-100:])[50] < 1e-3 * losses[0]
+    assert doctor.findings == []
+
+
+def test_a_loss_that_jumps_at_step_1_with_its_objective_after_a_normal_update_is_no_blow_up():
+    """MoCo's queue of negatives holds random vectors at step 0 and real keys from step 1: the contrastive task turns
+    hard, and the loss jumps from 0.07 to 5.9 after one update of a normal size (ratios ~3e-3). It was a diverging
+    loss, an error naming the learning rate. Here the same: the targets switch from a tenth to their full scale."""
+    x, y = digits()
+    generator = torch.Generator().manual_seed(0)
+    target = x @ torch.randn(64, 1, generator=generator)
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    losses = []
+    with leakygrad.doctor.watch(net, optimizer, every=16) as doctor:
+        for step in range(200):
+            scale = 0.03 if step == 0 else 1.0
+            loss = F.mse_loss(net(x[:256]), scale * target[:256])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    assert max(losses) > 10 * losses[0] and losses[-1] > losses[0]  # (what the blow-up test reads)
+    assert [f for f in doctor.findings if f.symptom == "diverging_loss"] == []

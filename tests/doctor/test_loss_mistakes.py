@@ -10,6 +10,11 @@ A loss minimised with its sign flipped (`-F.mse_loss(...)`): gradient ascent on 
 the recorded loss falls. A policy gradient's `-(log_prob * reward).mean()`, a negated objective that is no loss
 function, is left alone.
 
+A loss that is never negative on inputs in its domain, given inputs outside it: binary cross-entropy with targets of
+0 and 255 (a mask not divided by 255), nll_loss given logits (no log_softmax). Both are unbounded below there, and
+the training drives the loss towards minus infinity: a diverging loss named with the input's measured range. Soft
+targets in [0, 1] and cross_entropy are left alone.
+
 A loss computed from a detached copy of the model's output (`out.detach()` left from a logging line) plus a weight
 penalty: backward works, every parameter gets the penalty's gradient and nothing from the data. Named as a
 `blocked_gradient` at `detach`.
@@ -226,3 +231,57 @@ def test_a_frozen_backbone_under_a_raw_parameter_used_in_the_loop_is_no_cut():
             optimizer.step()
     assert dr.notes == [] and all(r.loss_reaches_model is None for r in dr.history.records)
     assert not [f for f in dr.findings if f.evidence.get("model_outputs_reached") is False]
+
+
+def train_classifier(loss_of, steps=48, every=4):
+    """SGD on a small net with 4 outputs, the doctor attached; `loss_of(logits, labels)`."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(128, 8, generator=generator)
+    labels = (x[:, :4] > 0).float()  # four yes/no answers, or the index of the largest of four scores
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for _ in range(steps):
+            loss = loss_of(model(x), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+def test_binary_cross_entropy_given_targets_of_0_and_255_is_a_diverging_loss_with_the_targets_range():
+    """Masks stored as 0/255 given to BCEWithLogits: the loss, never negative on targets in [0, 1], falls without
+    bound; the run got "no leaks found" though its loss reached -5e4 and nothing was learnt."""
+    dr = train_classifier(lambda logits, masks: F.binary_cross_entropy_with_logits(logits, masks * 255))
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    e = f.evidence
+    assert (f.where, f.severity, e["loss_function"], e["input"]) == (
+        "loss", "error", "binary_cross_entropy_with_logits", "targets"
+    )  # fmt: skip
+    assert (e["input_low"], e["input_high"], e["domain"]) == (0.0, 255.0, [0.0, 1.0]) and e["loss_lowest"] < 0
+    assert "from 0 to 255" in f.explanation and "/255" in f.remedies[0].replace(" ", "")
+
+
+def test_nll_loss_given_logits_is_a_diverging_loss_and_the_scores_growing_gradients_are_its_consequence():
+    dr = train_classifier(lambda logits, labels: F.nll_loss(logits, labels.argmax(dim=1)), steps=96)
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    assert (f.where, f.evidence["loss_function"], f.evidence["input"]) == ("loss", "nll_loss", "input")
+    assert f.evidence["input_high"] > 0 and "log_softmax" in f.remedies[0]
+    assert [g.symptom for g in dr.findings] == ["diverging_loss"]  # (the gradients' growth: not a second finding)
+
+
+@pytest.mark.parametrize(
+    "loss_of",
+    [
+        lambda logits, labels: F.binary_cross_entropy_with_logits(logits, 0.8 * labels + 0.1),  # soft targets
+        lambda logits, labels: F.binary_cross_entropy(torch.sigmoid(logits), labels),
+        lambda logits, labels: F.cross_entropy(logits, labels.argmax(dim=1)) / 4,
+        lambda logits, labels: F.nll_loss(F.log_softmax(logits, dim=1), labels.argmax(dim=1)),
+    ],
+)
+def test_losses_given_inputs_in_their_domain_are_not_named(loss_of):
+    dr = train_classifier(loss_of)
+    assert [f for f in dr.findings if f.evidence.get("loss_function")] == []
+    assert dr.history.records[-1].loss_with_domain is not None  # (each was recognised as such a loss)

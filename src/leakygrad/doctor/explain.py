@@ -156,6 +156,46 @@ def _explain_negated_loss(f: Finding):
     return text, remedies
 
 
+def _explain_loss_below_zero(f: Finding):
+    """A loss never negative in its domain went below zero: its input left the domain, where it has no lower bound."""
+    e = f.evidence
+    loss, measured = e["loss_function"], e.get("input") is not None
+    lowest = f"lowest recorded {fmt(e['loss_lowest'])}" if e.get("loss_lowest") is not None else "down to -inf"
+    if loss == "nll_loss":
+        text = (
+            f"`nll_loss` went below zero ({lowest}), which it cannot do on log-probabilities: it is "
+            "-input[target], and log_softmax's outputs are all <= 0"
+            + (f"; its input reached {fmt(e['input_high'])}" if measured else "")
+            + ". So it was given raw scores or probabilities instead, and on those the loss has no lower bound: its "
+            "gradient is -1 at the target's score whatever its value, so the training raises that score without end "
+            "and the loss falls with it."
+        )
+        remedies = [
+            "Give `nll_loss` log-probabilities: `F.nll_loss(F.log_softmax(logits, dim=1), y)`, or use "
+            "`F.cross_entropy(logits, y)`, which does both in one numerically stable step.",
+        ]
+    else:
+        text = (
+            f"`{loss}` went below zero ({lowest}), which it cannot do while its targets are "
+            "probabilities, in [0, 1]"
+            + (f"; here they ranged from {fmt(e['input_low'])} to {fmt(e['input_high'])}" if measured else "")
+            + ". Outside [0, 1] the loss has no lower bound: its gradient with respect to a logit z is sigma(z) - t, "
+            "which for a target t > 1 stays negative however large z grows (for t < 0, positive however small), so "
+            "the training pushes those logits without end, and the loss falls with them, instead of fitting the data."
+        )
+        remedies = [
+            "Scale the targets into [0, 1]: masks stored as 0/255 divided by 255 (or `(mask > 0).float()`); labels "
+            "of -1/+1 mapped to 0/1 (or use `soft_margin_loss`, made for -1/+1).",
+        ]
+    text += (
+        f" Below zero on {e['records_below_zero']} of {e['records']} sampled steps: the falling loss is no sign of "
+        "learning."
+    )
+    if e.get("nonfinite_from_step") is not None:
+        text += f" From step {e['nonfinite_from_step']} it was infinite: the loss itself ran off to -inf (then NaN)."
+    return text, remedies
+
+
 def _explain_broadcast(f: Finding):
     e = f.evidence
     shape, compared = tuple(e["prediction_shape"]), tuple(e["compared_as"])
@@ -1113,6 +1153,8 @@ def explain_diverging_loss(f: Finding):
     e = f.evidence
     if e.get("negated"):
         return _explain_negated_loss(f)
+    if e.get("loss_function") is not None:
+        return _explain_loss_below_zero(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered
         text = (
             f"The loss jumped from {fmt(e['loss_initial'])} at the first step to a mean of {fmt(e['loss_highest'])} "

@@ -147,6 +147,7 @@ class History:
         self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
         self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
         self.param_module: dict[str, str] = {}
+        self.param_nonzero_between: set[str] = set()  # ... nonzero at some step between the sampled ones
         self.not_called: dict[str, int] = {}  # module -> sampled steps on which its forward did not run
         self.without_grad: dict[str, int] = {}  # module -> sampled steps on which it ran with grad recording off
         self.in_reentrant_checkpoint: dict[str, int] = {}  # ... of them, inside checkpoint(use_reentrant=True)
@@ -273,6 +274,8 @@ class History:
 
     def _fold_parameter_checks(self, record: StepRecord) -> None:
         self.param_module.update(record.param_module)
+        self.param_nonzero_between.update(record.params_nonzero_between)
+        record.params_nonzero_between = []
         record.param_module = {}
         for name, has_grad in record.param_has_grad.items():
             self.param_checks[name] = self.param_checks.get(name, 0) + 1

@@ -232,12 +232,23 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
     # optimiser steps nothing but frozen parameters (nothing trains)
     curve_has_a_cause = any(f.evidence.get("negated") or f.evidence.get("all_frozen") for f in findings)
+    # a loss unbounded below (its input out of its domain) drives the scores, and their gradients, up without end
+    unbounded = next((f for f in findings if f.evidence.get("loss_function")), None)
+    curve_has_a_cause = curve_has_a_cause or unbounded is not None
 
     def told_by_its_cause(f: Finding) -> bool:
         the_stall = stall_has_a_cause and f.symptom == "stalled_loss" and f.where == "loss"
         the_curve = curve_has_a_cause and f.symptom in ("stalled_loss", "diverging_loss") and f.where == "loss"
-        the_curve = the_curve and not f.evidence.get("negated")
-        return the_stall or the_curve or (f.symptom == "saturated_activation" and f.where in twice)
+        the_curve = the_curve and not f.evidence.get("negated") and not f.evidence.get("loss_function")
+        the_growth = unbounded and f.symptom == "exploding_gradient" and f.evidence.get("across") == "steps"
+        the_end = unbounded is not None and _the_loss_running_off(f, unbounded)
+        return (
+            the_stall
+            or the_curve
+            or the_growth
+            or the_end
+            or (f.symptom == "saturated_activation" and f.where in twice)
+        )
 
     kept = [
         f
@@ -247,6 +258,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         and not _through_a_recurrent_layer(f, over_time)
         and not told_by_its_cause(f)
     ]
+    if unbounded is not None:
+        ended = next((f.first_step for f in findings if _the_loss_running_off(f, unbounded)), None)
+        if ended is not None:
+            unbounded.evidence["nonfinite_from_step"] = ended
     for f in kept:
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
             f.evidence["other_findings"] = sorted({g.symptom for g in kept if g.symptom != "stalled_loss"})
@@ -521,6 +536,40 @@ def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("diverging_loss", "loss", first_step, "error", evidence)]
 
 
+# --- a loss never negative, below zero: its input left the domain ----------------------------------------------------
+def loss_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A loss that is never negative while its input is in its domain came out negative: binary cross-entropy given
+    targets outside [0, 1] (masks of 0 and 255), nll_loss given scores that are not log-probabilities (logits, or
+    probabilities, without log_softmax). Outside the domain the loss has no lower bound: -t log(sigma(z)) with t = 255
+    falls without end as z grows, so the training drives the logits (and the loss) towards -infinity instead of
+    fitting the data. Impossible in the domain, so one mark is enough: the recent records minimise such a loss, and
+    at least `min_records` of all the records kept recorded it below zero."""
+    if not _marked_on_most(history, "loss_with_domain", t):
+        return []
+    below = [r for r in history.records if r.loss_with_domain and r.loss is not None and r.loss < -t.loss_below_zero]
+    if len(below) < t.min_records:
+        return []
+    finite = [r.loss for r in below if math.isfinite(r.loss)]
+    evidence = {
+        "loss_function": below[-1].loss_with_domain,
+        "loss_lowest": _sci(min(finite)) if finite else None,  # (it may have gone on to -inf)
+        "records_below_zero": len(below),
+        "records": len(history.records),
+    }
+    measured = next((r.loss_outside_domain for r in below if r.loss_outside_domain), None)
+    if measured is not None:  # (read on the CPU: the range of the input at fault, on the first step found negative)
+        evidence.update(
+            input=measured["input"], input_low=_sci(measured["low"]), input_high=_sci(measured["high"]),
+            domain=measured["domain"],
+        )  # fmt: skip
+    return [Finding("diverging_loss", "loss", below[0].step, "error", evidence)]
+
+
+def _the_loss_running_off(f: Finding, unbounded: Finding) -> bool:
+    """A non-finite value first made by the loss itself, unbounded below (`loss_below_zero_rule`): it ran to -inf."""
+    return f.symptom == "nonfinite" and f.where == unbounded.evidence["loss_function"]
+
+
 # --- a prediction broadcast against the batch's targets ---------------------------------------------------------------
 def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
     """The loss compares a prediction of shape (N, 1) with a target of shape (N,): broadcast to (N, N), every
@@ -783,6 +832,8 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
         if last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
+            if _margin_loss_met(history, t):
+                continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
         elif last.floor_at_zero and severity == "warning":
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
@@ -802,6 +853,15 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )
     return findings
+
+
+def _margin_loss_met(history: History, t: Thresholds) -> bool:
+    """Whether the loss (a margin loss: a hinge's clamp or ReLU at its root) sits at its floor of 0 on the recent
+    sampled steps (median below `margin_met` of its first third's mean): the margin is met for every example of
+    most batches, which is what the training asked for (a triplet loss with hard mining that has converged)."""
+    thirds = _loss_thirds(history.current_loss())
+    losses = [r.loss for r in history.recent() if r.loss is not None]
+    return thirds is not None and thirds[0] > 0 and bool(losses) and median(losses) <= t.margin_met * thirds[0]
 
 
 def cut_before_loss_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -846,7 +906,9 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     unreached = sorted(
         name
         for name in checked
-        if history.param_with_grad.get(name, 0) == 0 and not _recurrent_weight_with_nothing_to_carry(name, history)
+        if history.param_with_grad.get(name, 0) == 0
+        and name not in history.param_nonzero_between  # (zero at each sample by chance: a hinge loss's bias)
+        and not _recurrent_weight_with_nothing_to_carry(name, history)
     )
     if not unreached:
         return []
@@ -1236,9 +1298,12 @@ def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | No
     return _sci(norm), _sci(max_norm)
 
 
-def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
+def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
-    already holds the jump when it came in the first steps: the first step's own loss is the reference.)"""
+    already holds the jump when it came in the first steps: the first step's own loss is the reference.) Not when
+    the update right before the jump was measured and of a normal size: the loss jumped with the objective, not the
+    weights (MoCo's queue of negatives, random at step 0 and real keys from step 1, turns an easy task hard)."""
+    loss = history.current_loss()
     initial = loss.buckets[0].first  # (the first step's loss)
     highest = max(value for _, value in smoothed)
     if initial <= 0 or highest <= t.loss_blowup_factor * initial or smoothed[-1][1] < initial * (1 - t.stalled_change):
@@ -1250,7 +1315,17 @@ def _blowup(loss: LossSeries, smoothed: list, t: Thresholds) -> dict | None:
     since_calm = jump.first_step - (calm[-1].last_step if calm else 0)
     if since_calm > max(5, 0.05 * loss.buckets[-1].last_step):
         return None
+    if _update_of_normal_size(history, jump.first_step - 1, t):
+        return None
     return {"loss_initial": _sci(initial), "loss_highest": _sci(highest), "blew_up_at_step": jump.first_step}
+
+
+def _update_of_normal_size(history: History, step: int, t: Thresholds) -> bool:
+    """Whether the update of `step` was sampled, and of a normal size: its largest update/weight ratio in the healthy
+    band, between `update_ratio_low` and `update_ratio_high`."""
+    record = next((r for r in history.records if r.step == step), None)
+    ratios = [] if record is None else [x.update_ratio for x in record.layers.values() if x.update_ratio is not None]
+    return bool(ratios) and t.update_ratio_low <= max(ratios) <= t.update_ratio_high
 
 
 def _stopped_moving(history: History, t: Thresholds) -> int | None:
@@ -1326,11 +1401,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         normal_updates = (
             verdict is None
             and t.update_ratio_low <= overall <= t.update_ratio_high  # (the median in the healthy band)
-            and _blowup(loss, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
+            and _blowup(history, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
         )
         evidence["updates_normal_size"] = normal_updates
         return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
-    blowup = _blowup(loss, smoothed, t)
+    blowup = _blowup(history, smoothed, t)
     if blowup is not None:
         evidence.update(blowup)
         if verdict != "far too high":  # (ratios measured after the jump are a broken network's: no verdict)
@@ -1383,6 +1458,7 @@ RULES = (
     squashed_twice_rule,
     broadcast_rule,
     negated_loss_rule,
+    loss_below_zero_rule,
     symmetric_units_rule,
     growth_rule,
     dead_relu_rule,

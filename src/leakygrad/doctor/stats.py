@@ -94,6 +94,8 @@ class StepRecord:
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
+    # parameters whose gradient, exactly zero at every sampled step before, was nonzero at a step since the last one
+    params_nonzero_between: list[str] = field(default_factory=list)
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
@@ -106,6 +108,12 @@ class StepRecord:
     # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
     prediction_broadcast: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
+    # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose
+    # targets are probabilities; nll_loss, whose input is log-probabilities), and unbounded below outside it
+    loss_with_domain: str | None = None
+    # such a loss came out negative: its input out of its domain (binary cross-entropy's targets outside [0, 1]):
+    # {"loss_function", "input", "low", "high", "domain"} (graph_tools.loss_outside_its_domain)
+    loss_outside_domain: dict | None = None
     # whether the graph of the step's backward passes held any output of the watched modules that ran (None: not
     # walked); False: the loss reached the parameters only directly, as a weight penalty does
     loss_reaches_model: bool | None = None

@@ -149,6 +149,13 @@ class Thresholds:
     float32 sigmoid past |z| of about 17 is exactly 0 or 1, its derivative exactly 0): an error even under a log loss,
     which cannot cancel a derivative of 0. (A mean: a few outputs short of the ends lift it above; a confident
     classifier's logits of +-10 give 4.5e-5.)"""
+    margin_met: float = 1e-2
+    """A margin loss (hinge, triplet) whose recent sampled losses (median) are below this share of its first third's
+    mean has met its margin on nearly every example: its clamp blocks all gradient because there is nothing left to
+    learn, not a leak."""
+    loss_below_zero: float = 1e-4
+    """A loss never negative while its input is in its domain (binary cross-entropy, nll_loss) recorded below minus
+    this has left the domain (float rounding takes such a loss a few 1e-8 below zero at most)."""
     stopped_gradient_share: float = 1e-2
     """Weights that stopped moving part-way are a stall only if the gradient's norm since then (median) is at least
     this share of its norm before: a learning rate cut to almost nothing, not a run converged to a zero gradient."""

@@ -192,8 +192,16 @@ NONNEGATIVE_LOSSES = {"mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "nl
 
 def negated_loss(root) -> str | None:
     """The loss function a backward root negates (`-F.mse_loss(...)`, `-1 * loss`, `0 - loss`, `-loss / 4`), or None:
-    a non-negative loss whose negative is minimised is maximised, and the training climbs its error. Products and
-    quotients by positive constants (an accumulation's 1/k, a gradient scaler's factor) keep the sign."""
+    a non-negative loss whose negative is minimised is maximised, and the training climbs its error."""
+    sign, function = signed_loss(root)
+    return function if sign < 0 else None
+
+
+def signed_loss(root) -> tuple[int, str | None]:
+    """(sign, function) of a backward root that is a loss never negative by its definition (NONNEGATIVE_LOSSES, or a
+    mean of squared or absolute errors) times constants: (-1, "mse_loss") for `-F.mse_loss(...)`, `-1 * loss`,
+    `0 - loss`, `-loss / 4`; (1, "nll_loss") for `F.cross_entropy(...) / k`. Products and quotients by positive
+    constants (an accumulation's 1/k, a gradient scaler's factor) keep the sign. (1, None) for any other root."""
     node, sign = root, 1
     for _ in range(4):  # (a few scalings deep)
         op = op_name(node)
@@ -202,14 +210,39 @@ def negated_loss(root) -> str | None:
             break
         factor = 1.0 if op in ("neg", "rsub") else _constant_factor(node)
         if factor is None:
-            return None
+            return 1, None
         sign = -sign if op in ("neg", "rsub") or factor < 0 else sign
         node = beneath_reshapes(inputs[0])
-    if sign > 0:
-        return None
     if op_name(node) in NONNEGATIVE_LOSSES:
-        return op_name(node)
-    return _mean_of_errors(node)
+        return sign, op_name(node)
+    return sign, _mean_of_errors(node)
+
+
+# losses never negative while their input is in its domain, and unbounded below outside it: the input -> its domain
+# (binary cross-entropy's targets are probabilities; nll_loss's input is log-probabilities: -input[target] >= 0)
+LOSS_DOMAINS = {
+    "binary_cross_entropy_with_logits": ("_saved_target", "targets", (0.0, 1.0)),
+    "binary_cross_entropy": ("_saved_target", "targets", (0.0, 1.0)),
+    "nll_loss": ("_saved_self", "input", (None, 0.0)),  # (no lower bound)
+}
+
+
+def loss_outside_its_domain(root) -> dict | None:
+    """For a loss of LOSS_DOMAINS at the root (times positive constants) that came out negative: the range its
+    input spanned (`{"loss_function", "input", "low", "high", "domain"}`), read from what its node saved, or None."""
+    sign, function = signed_loss(root)
+    if sign < 0 or function not in LOSS_DOMAINS:
+        return None
+    saved, role, domain = LOSS_DOMAINS[function]
+    node = root
+    while op_name(node) != function:  # (beneath the positive scalings signed_loss went through)
+        node = beneath_reshapes(next(child for child, _ in node.next_functions if child is not None))
+    value = saved_value(node, saved)
+    if not isinstance(value, torch.Tensor) or value.numel() == 0:
+        return None
+    value = value.detach()
+    return {"loss_function": function, "input": role, "low": float(value.amin()), "high": float(value.amax()),
+            "domain": list(domain)}  # fmt: skip
 
 
 SIGNED_SCALINGS = ("neg", "rsub", "mul", "div")

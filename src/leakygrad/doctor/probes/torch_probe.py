@@ -81,6 +81,7 @@ DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropou
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
+MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
 ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zeroed through .data (GradientMarks)
@@ -460,6 +461,8 @@ class StepState:
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
+    loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
+    loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
     # one of those made before it (None: none had been made when a backward came; a reentrant checkpoint of the
     # whole model makes them inside the backward)
@@ -476,6 +479,7 @@ class StepState:
     # (at the optimiser step) the parameters the watched optimisers step, and how many of them are frozen
     stepped_and_frozen: tuple[int, int] = (0, 0)
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
+    nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -632,6 +636,10 @@ class TorchProbe:
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._next_symmetry_check = 0  # the step from which a sampled step looks at whether units are alike
         self._unstepped_grads: dict[str, tuple] = {}  # parameter no optimiser steps -> (its .grad, weakly; version)
+        # parameters whose gradient was exactly zero at every sampled step so far -> (the parameter, weakly; a device
+        # flag: nonzero at some step between the sampled ones?), looked at on those steps (`_look_at_zero_suspects`)
+        self._zero_suspects: dict[str, tuple] = {}
+        self._ever_nonzero: set[str] = set()
         self._stepped_since_primary: weakref.WeakSet = weakref.WeakSet()  # watched optimisers since the last step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
@@ -1251,8 +1259,16 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
-        if state.negated_loss is None:
-            state.negated_loss = graph_tools.negated_loss(root_nodes[0])
+        if state.negated_loss is None and state.loss_with_domain is None:
+            sign, function = graph_tools.signed_loss(root_nodes[0])
+            if sign < 0:
+                state.negated_loss = function
+            elif function in graph_tools.LOSS_DOMAINS:
+                state.loss_with_domain = function
+            if state.loss_with_domain and self._losses and self._losses[-1] < -self.thresholds.loss_below_zero:
+                # (a loss never negative came out negative: which of its inputs left its domain, read on the CPU, where
+                # the loss is known at once, and only then)
+                state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
@@ -1394,6 +1410,8 @@ class TorchProbe:
             self._in_step = True
             if self._reset_marks is not None:
                 self._check_reset()
+            if not self.sampling and self._zero_suspects:
+                self._look_at_zero_suspects()
             if self.sampling and self.state is not None:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
@@ -1404,9 +1422,41 @@ class TorchProbe:
                 else:
                     self._hooks_paused = True  # forward calls inside the step (a closure) are not this step's
                     self._measure_parameters(_stepped_parameters(optimizer), snapshot=True)
+                if self._zero_suspects:
+                    self._defer_zero_suspects(self.state)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
         return None
+
+    def _look_at_zero_suspects(self) -> None:
+        """On a step between sampled ones: whether the gradient of a parameter found exactly zero at every sampled step
+        so far is nonzero now (a hinge loss's bias, zero on most steps: the samples may all fall on those). Kept as a
+        flag on the device, read with the next sampled step's statistics: no synchronisation here."""
+        for name, (ref, flag) in list(self._zero_suspects.items()):
+            param = ref()
+            grad = None if param is None else param.grad
+            if grad is None or grad.is_sparse:
+                continue
+            nonzero = torch.any(grad.detach())
+            self._zero_suspects[name] = (ref, nonzero if flag is None else flag.logical_or_(nonzero))
+
+    def _note_zero_suspects(self, record: StepRecord, state: StepState) -> None:
+        """After a sampled step's record: a parameter with an exactly zero gradient, never nonzero before, becomes a
+        suspect (`_look_at_zero_suspects`); one found nonzero is one no more."""
+        for (name, _, param), zero in zip(state.params, record.param_zero_grad.values()):
+            if zero and name not in self._ever_nonzero and name not in self._zero_suspects:
+                if len(self._zero_suspects) < MAX_ZERO_SUSPECTS:
+                    self._zero_suspects[name] = (weakref.ref(param), None)
+            elif record.param_has_grad.get(name):
+                self._ever_nonzero.add(name)
+                self._zero_suspects.pop(name, None)
+
+    def _defer_zero_suspects(self, state: StepState) -> None:
+        """At a sampled step: the suspects' flags join the step's statistics, and start again."""
+        for name, (ref, flag) in list(self._zero_suspects.items()):
+            if flag is not None:
+                state.nonzero_between[name] = state.deferred.scalar(flag.float())
+                self._zero_suspects[name] = (ref, None)
 
     def _stepped_and_frozen(self, optimizer) -> tuple[int, int]:
         """How many parameters the watched optimisers that stepped since the last training step step (this one's,
@@ -1678,6 +1728,9 @@ class TorchProbe:
             record.loss = sum(unread.losses) / len(unread.losses)
         grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
         self._add_parameter_stats(record, state, grads, updates, unread.backward_calls)
+        record.params_nonzero_between = [name for name, i in state.nonzero_between.items() if value(i) > 0]
+        if record.param_zero_grad:
+            self._note_zero_suspects(record, state)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
         for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
@@ -1693,6 +1746,7 @@ class TorchProbe:
             )
         record.prediction_broadcast = state.prediction_broadcast
         record.negated_loss = state.negated_loss
+        record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
