@@ -141,6 +141,40 @@ def test_clipping_far_below_the_gradient_is_named_as_what_holds_a_stalled_run_ba
     assert dr.history.records[-1].clip_max_norm == 1e-6
 
 
+@pytest.mark.parametrize("before_backward", [True, False])
+def test_clipping_called_before_backward_is_named_as_clipping_nothing(before_backward):
+    """`zero_grad(); clip_grad_norm_(...); backward(); step()`: the clipping measures gradients not yet computed (a
+    norm of 0) and the optimiser steps them whole. A ReLU RNN that went to NaN at step 1 so got a NaN finding whose
+    remedy was "clip the gradient norm", which the script believed it did."""
+    torch.manual_seed(0)
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            optimizer.zero_grad()
+            if before_backward:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.01)
+            nn.functional.cross_entropy(model(x), y).backward()
+            if not before_backward:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.01)
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "clip_grad_norm_"]
+    if not before_backward:
+        assert named == [] and dr.history.records[-1].clip_norm > 0.01
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step, f.evidence["clip_measured_norm"]) == (
+        "exploding_gradient",
+        "error",
+        0,
+        0,
+    )
+    assert (
+        f.evidence["grad_norm_stepped"] > 0.01 and "between `loss.backward()` and `optimizer.step()`" in f.remedies[0]
+    )
+
+
 def test_micro_batches_before_the_first_optimizer_step_are_one_step():
     """Gradients accumulated over 4 backward calls per optimiser step, the optimiser not given: it is met only when
     it first steps, and the 4 backward calls before that had counted as steps of their own (14 steps for 10)."""

@@ -196,6 +196,24 @@ def _explain_loss_below_zero(f: Finding):
     return text, remedies
 
 
+def _explain_clipping_before_backward(f: Finding):
+    e = f.evidence
+    text = (
+        f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) measured a gradient norm of 0 on "
+        f"{e['sampled_steps']} sampled steps, while the optimiser then stepped gradients of norm "
+        + (f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf")
+        + ": it runs before `loss.backward()`, after `zero_grad()`, when there "
+        "is no gradient yet, and clips nothing. The gradients backward() computes next reach the optimiser whole: "
+        "the cap the script relies on against exploding gradients is not there."
+    )
+    remedies = [
+        "Call it between `loss.backward()` and `optimizer.step()`: `loss.backward(); "
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); optimizer.step()` (with a GradScaler, "
+        "after `scaler.unscale_(optimizer)`).",
+    ]
+    return text, remedies
+
+
 def _explain_broadcast(f: Finding):
     e = f.evidence
     shape, compared = tuple(e["prediction_shape"]), tuple(e["compared_as"])
@@ -313,6 +331,8 @@ def _explain_cut_every_step(f: Finding):
 
 def explain_exploding_gradient(f: Finding):
     e = f.evidence
+    if e.get("clip_measured_norm") is not None:
+        return _explain_clipping_before_backward(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=False)
     if e.get("through_one_layer"):

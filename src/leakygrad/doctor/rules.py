@@ -570,6 +570,31 @@ def _the_loss_running_off(f: Finding, unbounded: Finding) -> bool:
     return f.symptom == "nonfinite" and f.where == unbounded.evidence["loss_function"]
 
 
+# --- gradient clipping called before backward() -------------------------------------------------------------------
+def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`clip_grad_norm_` measured a norm of exactly 0 on most recent sampled steps that called it, while the
+    gradients the optimiser then stepped were larger than its max_norm: it ran before `backward()` (after
+    `zero_grad()`), on gradients not yet computed, and clipped nothing. The cap the script relies on is not there."""
+    records = history.records  # (all kept: the run may have gone to NaN at once, with its clipping doing nothing)
+    calls = [r for r in records if r.clip_max_norm is not None and r.clip_norm is not None]
+    early = [r for r in calls if r.clip_norm == 0 and _above_the_cap(r)]
+    if len(early) < t.min_records or 2 * len(early) < len(calls) or 2 * len(calls) < len(records):
+        return []
+    finite = [r.grad_norm for r in early if math.isfinite(r.grad_norm)]
+    evidence = {
+        "clip_max_norm": _sci(median([r.clip_max_norm for r in early])),
+        "clip_measured_norm": 0.0,
+        "grad_norm_stepped": _sci(median(finite)) if finite else None,  # (None: NaN or inf at every one)
+        "sampled_steps": len(early),
+    }
+    return [Finding("exploding_gradient", "clip_grad_norm_", early[0].step, "error", evidence)]
+
+
+def _above_the_cap(record: StepRecord) -> bool:
+    """The gradients the optimiser stepped had a norm above clip_grad_norm_'s max_norm (or a NaN or inf one)."""
+    return record.grad_norm is not None and not record.grad_norm <= record.clip_max_norm
+
+
 # --- a prediction broadcast against the batch's targets ---------------------------------------------------------------
 def broadcast_rule(history: History, t: Thresholds) -> list[Finding]:
     """The loss compares a prediction of shape (N, 1) with a target of shape (N,): broadcast to (N, N), every
@@ -1459,6 +1484,7 @@ RULES = (
     broadcast_rule,
     negated_loss_rule,
     loss_below_zero_rule,
+    clipping_before_backward_rule,
     symmetric_units_rule,
     growth_rule,
     dead_relu_rule,
