@@ -1278,3 +1278,36 @@ def test_a_gradient_zero_at_every_sampled_step_but_not_between_them_is_no_missin
     history = dr.history
     assert history.param_with_grad["model.shift"] == 0 and history.param_zero_grad["model.shift"] >= 20  # (as before)
     assert history.param_nonzero_between == {"model.shift"}
+
+
+@pytest.mark.parametrize("detached", [True, False])
+def test_a_generator_whose_loss_is_computed_from_detached_fakes_is_named_without_gradient(detached):
+    """`fake.detach()` made for the discriminator's loss, reused for the generator's: backward works (it reaches
+    D's parameters), the generator's optimiser steps parameters without a gradient, and the generator never
+    learns. Only the first optimiser to step (D's) was measured: a diverging-loss warning on the mixed curve."""
+    torch.manual_seed(0)
+    generator = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+    critic = nn.Sequential(nn.Linear(1, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(critic.parameters(), lr=1e-3, betas=(0.5, 0.999))
+    bce = nn.BCEWithLogitsLoss()
+    with doctor.watch([generator, critic], every=4, name="gan") as dr:
+        for _ in range(120):
+            real = 3 + 0.5 * torch.randn(64, 1)
+            fake = generator(torch.randn(64, 4))
+            loss_d = bce(critic(real), torch.ones(64, 1)) + bce(critic(fake.detach()), torch.zeros(64, 1))
+            opt_d.zero_grad()
+            loss_d.backward()
+            opt_d.step()
+            loss_g = bce(critic(fake.detach() if detached else fake), torch.ones(64, 1))
+            opt_g.zero_grad()
+            loss_g.backward()
+            opt_g.step()
+    named = [f for f in dr.findings if f.evidence.get("optimizer_steps_without_gradient")]
+    if not detached:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity) == ("no_gradient", "error") and f.evidence["modules"] == ["gan.0", "gan.2"]
+    assert f.where == "gan" and "detach" in f.explanation and "D(fake.detach())" in f.remedies[0]
+    assert [g.symptom for g in dr.findings if g.where == "loss"] == []  # (the mixed curve: told by its cause)

@@ -196,6 +196,25 @@ def _explain_loss_below_zero(f: Finding):
     return text, remedies
 
 
+def _explain_optimizer_without_gradient(f: Finding):
+    e = f.evidence
+    modules = ", ".join(f"`{m}`" for m in e["modules"])
+    text = (
+        f"An optimiser steps the parameters of {modules} on {e['sampled_steps']} sampled steps, and not one of them "
+        "has a gradient when it does: the loss differentiated before its step does not reach them, so step() skips "
+        f"them all and `{f.where}` never changes. In a GAN, the usual cause is the generator's loss computed from the "
+        "fake samples detached for the discriminator's step (`D(fake.detach())` reused): backprop stops at the "
+        "detach, before the generator. A loss built under `torch.no_grad()`, or from `.item()` or NumPy values, "
+        "does the same."
+    )
+    remedies = [
+        "Compute this optimiser's loss from the undetached output: `loss_g = bce(D(fake), ones)` with "
+        "`fake = G(z)`; detach only in the discriminator's loss (`D(fake.detach())`).",
+        f"Check after its backward: `any(p.grad is not None for p in {f.where}.parameters())` should be True.",
+    ]
+    return text, remedies
+
+
 def _explain_clipping_before_backward(f: Finding):
     e = f.evidence
     text = (
@@ -884,6 +903,8 @@ def explain_no_gradient(f: Finding):
     e = f.evidence
     if e.get("all_frozen"):
         return _explain_all_frozen(f)
+    if e.get("optimizer_steps_without_gradient"):
+        return _explain_optimizer_without_gradient(f)
     cuts = e.get("graph_cuts") or []
     reached_but_zero = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "

@@ -231,7 +231,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
     # optimiser steps nothing but frozen parameters (nothing trains)
-    curve_has_a_cause = any(f.evidence.get("negated") or f.evidence.get("all_frozen") for f in findings)
+    curve_has_a_cause = any(
+        f.evidence.get("negated") or f.evidence.get("all_frozen") or f.evidence.get("optimizer_steps_without_gradient")
+        for f in findings
+    )
     # a loss unbounded below (its input out of its domain) drives the scores, and their gradients, up without end
     unbounded = next((f for f in findings if f.evidence.get("loss_function")), None)
     curve_has_a_cause = curve_has_a_cause or unbounded is not None
@@ -926,6 +929,20 @@ def frozen_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("no_gradient", "optimizer", first, "error", evidence)]
 
 
+def gradientless_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A second optimiser (a GAN's generator's, beside the discriminator's that steps first) steps, on most recent
+    sampled steps, parameters of which not one has a gradient: the loss differentiated before its step never
+    reaches them (`D(G(z).detach())` reused for the generator's loss), and step() skips them all."""
+    recent = history.recent()
+    marked = [r for r in recent if r.optimizers_without_gradient]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+        return []
+    modules = sorted({name for r in marked for group in r.optimizers_without_gradient for name in group})
+    evidence = {"optimizer_steps_without_gradient": True, "modules": modules, "sampled_steps": len(marked)}
+    first = next(r.step for r in history.records if r.optimizers_without_gradient)
+    return [Finding("no_gradient", _common_prefix(modules) or modules[0], first, "error", evidence)]
+
+
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
     unreached = sorted(
@@ -1485,6 +1502,7 @@ RULES = (
     negated_loss_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
+    gradientless_optimizer_rule,
     symmetric_units_rule,
     growth_rule,
     dead_relu_rule,

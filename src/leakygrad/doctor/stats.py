@@ -94,6 +94,8 @@ class StepRecord:
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
+    # watched optimisers beside the training one that stepped parameters of which none had a gradient: their modules
+    optimizers_without_gradient: list[list[str]] = field(default_factory=list)
     # parameters whose gradient, exactly zero at every sampled step before, was nonzero at a step since the last one
     params_nonzero_between: list[str] = field(default_factory=list)
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called

@@ -480,6 +480,7 @@ class StepState:
     stepped_and_frozen: tuple[int, int] = (0, 0)
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
+    optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -1404,6 +1405,8 @@ class TorchProbe:
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
             if not self._is_primary(optimizer):
+                if self.sampling and self.state is not None:
+                    self._note_step_without_gradient(optimizer)
                 return None
             self.mode = "optimizer"
             self._awaiting = False
@@ -1457,6 +1460,16 @@ class TorchProbe:
             if flag is not None:
                 state.nonzero_between[name] = state.deferred.scalar(flag.float())
                 self._zero_suspects[name] = (ref, None)
+
+    def _note_step_without_gradient(self, optimizer) -> None:
+        """A watched optimiser beside the training one (a GAN's generator's) about to step parameters that require
+        grad and of which not one holds a gradient: the loss differentiated before it does not reach them (the
+        generator's loss computed from `G(z).detach()`). Its modules are noted for the step's record."""
+        params = [p for p in _stepped_parameters(optimizer) if p.requires_grad]
+        if params and all(p.grad is None for p in params):
+            modules = sorted({entry[2] for entry in map(self._param_label, params) if entry is not None})
+            if modules:
+                self.state.optimizers_without_gradient.append(modules)
 
     def _stepped_and_frozen(self, optimizer) -> tuple[int, int]:
         """How many parameters the watched optimisers that stepped since the last training step step (this one's,
@@ -1756,6 +1769,7 @@ class TorchProbe:
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
+        record.optimizers_without_gradient = state.optimizers_without_gradient
         record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
