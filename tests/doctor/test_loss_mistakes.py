@@ -285,3 +285,39 @@ def test_losses_given_inputs_in_their_domain_are_not_named(loss_of):
     dr = train_classifier(loss_of)
     assert [f for f in dr.findings if f.evidence.get("loss_function")] == []
     assert dr.history.records[-1].loss_with_domain is not None  # (each was recognised as such a loss)
+
+
+@pytest.mark.parametrize(
+    "activation, scale, shift, expected",
+    [
+        (nn.ReLU, 1.0, 0.0, ("error", "blocked_gradient")),  # standardised targets: half of them below 0
+        (nn.Tanh, 3.0, 0.0, ("error", "saturated_activation")),  # most beyond +-1
+        (nn.ReLU, 1.0, 5.0, None),  # all above 0: a ReLU output can reach them
+        (nn.Sigmoid, 0.1, 0.5, None),  # all in (0, 1)
+    ],
+)
+def test_a_regression_whose_prediction_is_squashed_into_a_range_its_targets_are_not_in(
+    activation, scale, shift, expected
+):
+    """A ReLU after a regressor's last layer with standardised targets: a prediction pushed towards a negative
+    target stops at 0, where the ReLU passes no gradient; the run lost two orders of magnitude of validation error
+    and got "no leaks found"."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), activation())
+    x, y = regression_data()
+    y = (scale * (y - y.mean()) / y.std() + shift)[:, None]
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(60):
+            loss = F.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "targets_outside" in f.evidence]
+    if expected is None:
+        assert named == [] and dr.history.records[-1].targets_out_of_reach["targets_outside"] == 0
+        return
+    [f] = named
+    assert (f.severity, f.symptom, f.where) == (*expected, "sequential.3")
+    assert f.evidence["targets_outside"] >= 0.4 and "Drop the" in f.remedies[0]
+    assert [g for g in dr.findings if g.where == "sequential.3"] == [f]  # (its other findings: told by this one)

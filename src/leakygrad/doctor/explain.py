@@ -215,6 +215,36 @@ def _explain_optimizer_without_gradient(f: Finding):
     return text, remedies
 
 
+def _explain_targets_out_of_reach(f: Finding):
+    """A regression's prediction squashed into a range (ReLU, sigmoid, tanh) that a share of its targets is not in."""
+    e = f.evidence
+    function, (low, high) = e["prediction_activation"], e["prediction_range"]
+    reach = f">= {fmt(low)}" if high is None else f"between {fmt(low)} and {fmt(high)}"
+    text = (
+        f"The prediction compared by `{e['regression_loss']}` comes straight out of a {function}"
+        + (f" (`{f.where}`)" if e.get("prediction_module") else "")
+        + f", so it is always {reach}, but {pct(e['targets_outside'])} of the targets lie outside that range: "
+        "those can never be fitted. "
+    )
+    if function == "relu":
+        text += (
+            "A prediction pushed towards a negative target stops at 0, and there the ReLU's derivative is 0: the "
+            "chain rule passes no gradient back through it, and the layers below stop learning from that example."
+        )
+    else:
+        text += (
+            f"Predictions pushed towards those targets go into the {function}'s flat tails, where its derivative "
+            "is near 0: the gradient through them vanishes, and the error stays."
+        )
+    remedies = [
+        f"Drop the {function} after the last layer: a regression's output layer is linear (`nn.Linear` last), "
+        "or scale the targets into the range it can reach.",
+        "If the targets are meant to be non-negative or bounded, check their scaling (standardising makes half "
+        "of them negative).",
+    ]
+    return text, remedies
+
+
 def _explain_clipping_before_backward(f: Finding):
     e = f.evidence
     text = (
@@ -528,6 +558,8 @@ def explain_dead_relu(f: Finding):
 
 def explain_saturated_activation(f: Finding):
     e = f.evidence
+    if "targets_outside" in e:
+        return _explain_targets_out_of_reach(f)
     function = e.get("function", "")
     bound = DERIVATIVE_BOUNDS.get(function, "its derivative is near zero in its flat regions")
     text = (
@@ -755,6 +787,8 @@ def _explain_cut_before_loss():
 
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
+    if "targets_outside" in e:
+        return _explain_targets_out_of_reach(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

@@ -227,6 +227,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a loss compared with the wrong targets (broadcast), or a network with a layer of units all alike, stalls whatever
     # the learning rate: that finding is the stall
     stall_has_a_cause = any(f.evidence.get("across") in ("broadcast", "units") for f in findings)
+    # ... and so does a prediction squashed into a range its targets are not in: the activation's other findings too
+    out_of_reach = next((f for f in findings if "targets_outside" in f.evidence), None)
+    stall_has_a_cause = stall_has_a_cause or out_of_reach is not None
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
@@ -250,6 +253,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             or the_curve
             or the_growth
             or the_end
+            or (out_of_reach is not None and f is not out_of_reach and f.where == out_of_reach.where)
             or (f.symptom == "saturated_activation" and f.where in twice)
         )
 
@@ -571,6 +575,33 @@ def loss_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
 def _the_loss_running_off(f: Finding, unbounded: Finding) -> bool:
     """A non-finite value first made by the loss itself, unbounded below (`loss_below_zero_rule`): it ran to -inf."""
     return f.symptom == "nonfinite" and f.where == unbounded.evidence["loss_function"]
+
+
+# --- a prediction squashed into a range its targets are not in -------------------------------------------------------
+def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A regression loss's prediction comes straight out of a ReLU (>= 0), sigmoid (0..1) or tanh (-1..1), and a
+    share of the targets lies outside that range on most recent sampled steps: those can never be fitted. A ReLU's
+    predictions pushed towards a negative target stop at 0, where it passes no gradient (a blocked gradient); a
+    sigmoid's or tanh's are pushed into its flat tails (a saturated activation). A ReLU after a regressor's last
+    layer with standardised targets, half of them negative, is the usual case."""
+    marked = _marked_on_most(history, "targets_out_of_reach", t)
+    if not marked:
+        return []
+    share = median([r.targets_out_of_reach["targets_outside"] for r in marked])
+    severity = _grade(share, t.targets_out_of_reach_warning, t.targets_out_of_reach_error, below=False)
+    if severity is None:
+        return []
+    last = marked[-1].targets_out_of_reach
+    symptom = "blocked_gradient" if last["activation"] == "relu" else "saturated_activation"
+    evidence = {
+        "targets_outside": _sci(share),
+        "prediction_activation": last["activation"],
+        "prediction_range": last["range"],
+        "regression_loss": last["loss"],
+        "prediction_module": last["module"],
+    }
+    first = next(r.step for r in history.records if r.targets_out_of_reach is not None)
+    return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
 
 
 # --- gradient clipping called before backward() -------------------------------------------------------------------
@@ -1503,6 +1534,7 @@ RULES = (
     loss_below_zero_rule,
     clipping_before_backward_rule,
     gradientless_optimizer_rule,
+    targets_out_of_reach_rule,
     symmetric_units_rule,
     growth_rule,
     dead_relu_rule,

@@ -109,6 +109,9 @@ class StepRecord:
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the
     # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
     prediction_broadcast: dict | None = None
+    # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
+    # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
+    targets_out_of_reach: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose
     # targets are probabilities; nll_loss, whose input is log-probabilities), and unbounded below outside it

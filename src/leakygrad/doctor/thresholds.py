@@ -149,6 +149,11 @@ class Thresholds:
     float32 sigmoid past |z| of about 17 is exactly 0 or 1, its derivative exactly 0): an error even under a log loss,
     which cannot cancel a derivative of 0. (A mean: a few outputs short of the ends lift it above; a confident
     classifier's logits of +-10 give 4.5e-5.)"""
+    targets_out_of_reach_warning: float = 0.1
+    """A regression loss whose prediction comes out of a ReLU, sigmoid or tanh, with more than this share of its
+    targets outside the range the prediction can reach (median over the recent sampled steps): warning."""
+    targets_out_of_reach_error: float = 0.25
+    """... more than this share: error."""
     margin_met: float = 1e-2
     """A margin loss (hinge, triplet) whose recent sampled losses (median) are below this share of its first third's
     mean has met its margin on nearly every example: its clamp blocks all gradient because there is nothing left to

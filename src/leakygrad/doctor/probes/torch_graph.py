@@ -330,6 +330,40 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
     return None
 
 
+# what a prediction squashed by these can reach: (lowest, highest), None for no bound
+OUTPUT_RANGES = {"relu": (0.0, None), "sigmoid": (0.0, 1.0), "tanh": (-1.0, 1.0)}
+REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the target)
+
+
+def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
+    """A regression loss (mse, huber, smooth L1) whose prediction comes straight out of a ReLU, sigmoid or tanh,
+    compared with targets: {"loss", "activation", "module", "range", "target"}, the target (detached) to measure
+    against the range the prediction can reach, or None. Targets below 0 behind a ReLU can never be fitted: the
+    predictions pushed towards them sit at 0, where the ReLU passes no gradient."""
+    for node in loss_nodes:
+        op = op_name(node)
+        if op not in REGRESSION_LOSSES:
+            continue
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        target = saved_value(node, "_saved_target")
+        if not inputs or not isinstance(target, torch.Tensor) or target.requires_grad or target.numel() == 0:
+            continue
+        squashing = beneath_reshapes(inputs[0], also=SELECTIONS)
+        activation = op_name(squashing)
+        if activation not in OUTPUT_RANGES:
+            continue
+        return {"loss": op, "activation": activation, "module": module_outputs.get(squashing),
+                "range": list(OUTPUT_RANGES[activation]), "target": target.detach()}  # fmt: skip
+    return None
+
+
+def share_outside(target: torch.Tensor, bounds: list) -> torch.Tensor:
+    """The share of `target`'s entries outside [low, high] (a bound of None: none on that side), on its device."""
+    low, high = bounds
+    outside = target < low if high is None else (target < low) | (target > high)
+    return outside.float().mean()
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

@@ -460,6 +460,9 @@ class StepState:
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
+    # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
+    # index of the share of targets outside the range it can reach)
+    targets_out_of_reach: tuple | None = None
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
@@ -1272,6 +1275,11 @@ class TorchProbe:
                 state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
+        if loss_nodes and state.targets_out_of_reach is None:
+            found = graph_tools.targets_out_of_reach(loss_nodes, names)
+            if found is not None:
+                share = graph_tools.share_outside(found.pop("target"), found["range"])
+                state.targets_out_of_reach = (found, state.deferred.scalar(share))
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -1758,6 +1766,9 @@ class TorchProbe:
                 state.probabilities_into_loss
             )
         record.prediction_broadcast = state.prediction_broadcast
+        if state.targets_out_of_reach is not None:
+            found, share_at = state.targets_out_of_reach
+            record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
