@@ -202,6 +202,17 @@ def signed_loss(root) -> tuple[int, str | None]:
     mean of squared or absolute errors) times constants: (-1, "mse_loss") for `-F.mse_loss(...)`, `-1 * loss`,
     `0 - loss`, `-loss / 4`; (1, "nll_loss") for `F.cross_entropy(...) / k`. Products and quotients by positive
     constants (an accumulation's 1/k, a gradient scaler's factor) keep the sign. (1, None) for any other root."""
+    sign, node = _beneath_scalings(root)
+    if node is None:
+        return 1, None
+    if op_name(node) in NONNEGATIVE_LOSSES:
+        return sign, op_name(node)
+    return sign, _mean_of_errors(node)
+
+
+def _beneath_scalings(root) -> tuple[int, object]:
+    """(sign, node) under a few negations and products or quotients by constants at the root; (1, None) when one of
+    them scales by something that is not a constant."""
     node, sign = root, 1
     for _ in range(4):  # (a few scalings deep)
         op = op_name(node)
@@ -213,9 +224,7 @@ def signed_loss(root) -> tuple[int, str | None]:
             return 1, None
         sign = -sign if op in ("neg", "rsub") or factor < 0 else sign
         node = beneath_reshapes(inputs[0])
-    if op_name(node) in NONNEGATIVE_LOSSES:
-        return sign, op_name(node)
-    return sign, _mean_of_errors(node)
+    return sign, node
 
 
 # losses never negative while their input is in its domain, and unbounded below outside it: the input -> its domain
@@ -230,13 +239,11 @@ LOSS_DOMAINS = {
 def loss_outside_its_domain(root) -> dict | None:
     """For a loss of LOSS_DOMAINS at the root (times positive constants) that came out negative: the range its
     input spanned (`{"loss_function", "input", "low", "high", "domain"}`), read from what its node saved, or None."""
-    sign, function = signed_loss(root)
+    sign, node = _beneath_scalings(root)
+    function = None if node is None else op_name(node)
     if sign < 0 or function not in LOSS_DOMAINS:
         return None
     saved, role, domain = LOSS_DOMAINS[function]
-    node = root
-    while op_name(node) != function:  # (beneath the positive scalings signed_loss went through)
-        node = beneath_reshapes(next(child for child, _ in node.next_functions if child is not None))
     value = saved_value(node, saved)
     if not isinstance(value, torch.Tensor) or value.numel() == 0:
         return None
