@@ -1311,3 +1311,45 @@ def test_a_generator_whose_loss_is_computed_from_detached_fakes_is_named_without
     assert (f.symptom, f.severity) == ("no_gradient", "error") and f.evidence["modules"] == ["gan.0", "gan.2"]
     assert f.where == "gan" and "detach" in f.explanation and "D(fake.detach())" in f.remedies[0]
     assert [g.symptom for g in dr.findings if g.where == "loss"] == []  # (the mixed curve: told by its cause)
+
+
+class AttentionPooling(nn.Module):
+    """Scores (N, T, 1) for each step of a sequence, softmax-weighted sum over the steps, then a classifier."""
+
+    def __init__(self, dim):
+        super().__init__()
+        torch.manual_seed(0)
+        self.dim = dim
+        self.key, self.score, self.head = nn.Linear(4, 16), nn.Linear(16, 1), nn.Linear(4, 2)
+
+    def forward(self, x):
+        weights = torch.softmax(self.score(torch.tanh(self.key(x))), dim=self.dim)
+        return self.head((weights * x).sum(dim=1))
+
+
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_a_softmax_over_an_axis_of_length_1_is_named_with_the_layers_it_starves(dim):
+    """Attention pooling's softmax taken over the scores' last axis, of length 1, instead of the time steps: every
+    weight is exactly 1, and `key` and `score` never get a gradient. It was two no_gradient warnings whose
+    explanation pointed to biases that cancel and dead units."""
+    model = AttentionPooling(dim)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 10, 4, generator=generator)
+    y = (x[:, 3, 0] > 0).long()  # (the answer sits at one step: the pooling must learn to look there)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=4, name="net") as dr:
+        for _ in range(60):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("axis_length") == 1]
+    if dim == 1:
+        assert named == [] and [f for f in dr.findings if f.symptom == "no_gradient"] == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.evidence["shape"], f.evidence["after"]) == (
+        "blocked_gradient", "softmax", "error", [64, 10, 1], "score"
+    )  # fmt: skip
+    assert f.evidence["zero_gradient_modules"] == ["key", "score"] and "dim=1" in f.remedies[0]
+    assert [g.symptom for g in dr.findings if g.symptom == "no_gradient"] == []  # (told by this one)

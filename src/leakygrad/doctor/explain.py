@@ -215,6 +215,24 @@ def _explain_optimizer_without_gradient(f: Finding):
     return text, remedies
 
 
+def _explain_softmax_over_one(f: Finding):
+    e = f.evidence
+    value = "1" if f.where == "softmax" else "0"
+    zeroed = e.get("zero_gradient_modules") or []
+    text = (
+        f"`{f.where}` (after `{e['site']}`) is taken over dim {e['dim']} of a tensor of shape {tuple(e['shape'])}, an "
+        f"axis of length 1: a {f.where} over a single entry has nothing to weigh it against, so every output is "
+        f"exactly {value} whatever its input, and its derivative is exactly 0. The chain rule multiplies every "
+        "gradient reaching it by that 0: nothing that computes its input learns"
+        + (f" ({', '.join(f'`{m}`' for m in zeroed)}: gradient exactly zero)." if zeroed else ".")
+    )
+    remedies = [
+        f"Take the {f.where} over the axis that holds the alternatives: for attention pooling over a sequence of "
+        "shape (N, T, 1), `dim=1` (the time steps), not `dim=-1`.",
+    ]
+    return text, remedies
+
+
 def _explain_targets_out_of_reach(f: Finding):
     """A regression's prediction squashed into a range (ReLU, sigmoid, tanh) that a share of its targets is not in."""
     e = f.evidence
@@ -789,6 +807,8 @@ def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "targets_outside" in e:
         return _explain_targets_out_of_reach(f)
+    if e.get("axis_length") == 1:
+        return _explain_softmax_over_one(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

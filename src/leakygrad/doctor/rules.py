@@ -223,6 +223,20 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if behind_dead_units(f):
             all_dead[0].evidence.setdefault("zero_gradient_modules", []).append(f.where)
+    # a softmax over an axis of length 1 has a derivative of exactly 0: the exactly-zero gradients before it are its
+    trivial_softmax = next((f for f in findings if f.evidence.get("axis_length") == 1), None)
+
+    def behind_the_softmax(f: Finding) -> bool:
+        return (
+            trivial_softmax is not None
+            and f.symptom == "no_gradient"
+            and f.evidence.get("gradient") == "exactly zero"
+            and not f.evidence.get("graph_cuts")
+        )
+
+    for f in findings:
+        if behind_the_softmax(f):
+            trivial_softmax.evidence.setdefault("zero_gradient_modules", []).append(f.where)
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
     # a loss compared with the wrong targets (broadcast), or a network with a layer of units all alike, stalls whatever
     # the learning rate: that finding is the stall
@@ -262,6 +276,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         for f in findings
         if not explained(f)
         and not behind_dead_units(f)
+        and not behind_the_softmax(f)
         and not _through_a_recurrent_layer(f, over_time)
         and not told_by_its_cause(f)
     ]
@@ -602,6 +617,22 @@ def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first = next(r.step for r in history.records if r.targets_out_of_reach is not None)
     return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
+
+
+# --- a softmax over an axis of length 1 ------------------------------------------------------------------------------
+def softmax_over_one_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A softmax taken over an axis of length 1 (attention pooling's `softmax(scores, dim=-1)` on scores of shape
+    (N, T, 1), meant over T) on most recent sampled steps: every output is exactly 1, whatever the scores, and its
+    derivative exactly 0, so nothing that computes the scores ever gets a gradient."""
+    marked = _marked_on_most(history, "softmax_over_one", t)
+    if not marked:
+        return []
+    findings = []
+    for op, found in sorted(marked[-1].softmax_over_one.items()):
+        first = next(r.step for r in history.records if r.softmax_over_one and op in r.softmax_over_one)
+        evidence = {"blocked_fraction": 1.0, "site": found["after"] or "input", "axis_length": 1, **found}
+        findings.append(Finding("blocked_gradient", op, first, "error", evidence))
+    return findings
 
 
 # --- gradient clipping called before backward() -------------------------------------------------------------------
@@ -1535,6 +1566,7 @@ RULES = (
     clipping_before_backward_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
+    softmax_over_one_rule,
     symmetric_units_rule,
     growth_rule,
     dead_relu_rule,

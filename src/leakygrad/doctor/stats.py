@@ -94,6 +94,8 @@ class StepRecord:
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
+    # a softmax or log_softmax taken over an axis of length 1: op -> {"dim", "shape", "after" (the module before it)}
+    softmax_over_one: dict | None = None
     # watched optimisers beside the training one that stepped parameters of which none had a gradient: their modules
     optimizers_without_gradient: list[list[str]] = field(default_factory=list)
     # parameters whose gradient, exactly zero at every sampled step before, was nonzero at a step since the last one

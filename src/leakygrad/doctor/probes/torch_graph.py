@@ -623,6 +623,18 @@ def saved_dim(node) -> int:
     return dim - 2**64 if dim >= 2**63 else dim
 
 
+def softmax_over_one_entry(node) -> dict | None:
+    """A softmax (or log_softmax) taken over an axis of length 1 (`softmax(scores, dim=-1)` on scores of shape
+    (N, T, 1)): every output is exactly 1 (0), its derivative exactly 0. {"dim", "shape"} or None."""
+    try:
+        result, dim = node._saved_result, saved_dim(node)
+    except (AttributeError, RuntimeError):  # (freed: a second backward through a retained graph)
+        return None
+    if result.dim() == 0 or result.shape[dim] != 1 or result.numel() <= 1:
+        return None
+    return {"dim": dim, "shape": list(result.shape)}
+
+
 def _softmax_of_rows_masked_whole(node, candidates) -> bool:
     """A softmax (or log_softmax) whose NaN rows are exactly rows that a masked_fill before it filled whole: every
     score of the row set to -inf (an attention query over a sequence whose every position is padding), so that

@@ -483,6 +483,7 @@ class StepState:
     stepped_and_frozen: tuple[int, int] = (0, 0)
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
+    softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
@@ -1287,6 +1288,10 @@ class TorchProbe:
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
             op = op_name(node)
+            if op in ("softmax", "log_softmax") and op not in state.softmax_over_one:
+                trivial = graph_tools.softmax_over_one_entry(node)
+                if trivial is not None:
+                    state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op not in WATCHED_OPS:
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
@@ -1781,6 +1786,7 @@ class TorchProbe:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
+        record.softmax_over_one = state.softmax_over_one or None
         record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
