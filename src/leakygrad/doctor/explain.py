@@ -1084,6 +1084,8 @@ def explain_accumulating_gradient(f: Finding):
 
 def explain_unapplied_gradient(f: Finding):
     e = f.evidence
+    if e.get("updated_share") is not None:
+        return _explain_rounded_away(f)
     if e.get("since_step") is not None:
         return _explain_unapplied_since(f)
     if e.get("scattered"):
@@ -1151,6 +1153,34 @@ def _explain_unapplied_scattered(f: Finding):
         "2]` (biases and norm weights), which together hold every parameter.",
     ]
     return text, remedies
+
+
+def _explain_rounded_away(f: Finding):
+    """Half-precision weights whose updates round away."""
+    e = f.evidence
+    shares = ", ".join(f"`{name}` {pct(share)}" for name, share in e["updated_share"].items())
+    ratio = e.get("update_ratio_median")
+    text = (
+        f"The weights are kept in {e['dtype']}, and the optimiser's step changed only a few of the entries a nonzero "
+        f"gradient pushed ({shares}: the median share over {e['sampled_steps']} sampled steps). "
+        f"{e['dtype']} keeps {HALF_BITS.get(e['dtype'], 'few')} significant bits: a weight w moves only when its "
+        "update is larger than about half the spacing between the representable numbers around it, "
+        f"|w| / {HALF_STEP.get(e['dtype'], 'a few hundred')}"
+        + (f"; this run's updates are {fmt(ratio)} of the weights (median update/weight ratio)" if ratio else "")
+        + ", so the rest round back to the old value. The backward pass computes the gradient, and rounding throws "
+        "it away: the layers barely train."
+    )
+    remedies = [
+        "Keep the weights in float32 and compute in half precision: `with torch.autocast(device_type, "
+        "dtype=torch.bfloat16):` around the forward pass (mixed precision: the optimiser updates float32 weights).",
+        "If the weights must stay in half precision, use an optimiser that keeps a float32 master copy (or "
+        "stochastic rounding), or updates large enough to move them (Adam's are about the learning rate per weight).",
+    ]
+    return text, remedies
+
+
+HALF_BITS = {"bfloat16": 8, "float16": 11}  # significant bits, the implicit one included
+HALF_STEP = {"bfloat16": 256, "float16": 2048}  # |w| / this: about half the spacing of the numbers around w
 
 
 def _explain_unapplied_unregistered(f: Finding):

@@ -619,6 +619,37 @@ def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
 
 
+# --- updates rounded away in half precision -------------------------------------------------------------------------
+def rounded_away_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Half-precision weights (a model cast to bfloat16) whose optimiser step leaves most of the entries a nonzero
+    gradient pushed unchanged, on most recent sampled steps: bfloat16 keeps 8 significant bits, so an update below
+    about |w|/256 rounds back to w. The gradient is computed and then lost to rounding. One finding for the layers
+    where the median share changed is under `updated_share_low`."""
+    recent = history.recent()
+    marked = [r for r in recent if r.updated_share]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+        return []
+    shares = {}
+    for layer in sorted({name for r in marked for name in r.updated_share}):
+        values = [r.updated_share[layer] for r in marked if layer in r.updated_share]
+        if len(values) >= t.min_records and median(values) < t.updated_share_low:
+            shares[layer] = median(values)
+    if not shares:
+        return []
+    ratios = [r.layers[name].update_ratio for r in marked for name in shares if name in r.layers]
+    ratios = [x for x in ratios if x is not None]
+    evidence = {
+        "dtype": marked[-1].half_precision,
+        "updated_share": {name: _sci(share) for name, share in shares.items()},
+        "update_ratio_median": _sci(median(ratios)) if ratios else None,
+        "sampled_steps": len(marked),
+    }
+    first = next(r.step for r in history.records if r.updated_share)
+    where = _common_prefix(list(shares)) or min(shares)
+    severity = "error" if median(list(shares.values())) < t.updated_share_low / 5 else "warning"
+    return [Finding("unapplied_gradient", where, first, severity, evidence)]
+
+
 # --- a softmax over an axis of length 1 ------------------------------------------------------------------------------
 def softmax_over_one_rule(history: History, t: Thresholds) -> list[Finding]:
     """A softmax taken over an axis of length 1 (attention pooling's `softmax(scores, dim=-1)` on scores of shape
@@ -1567,6 +1598,7 @@ RULES = (
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     softmax_over_one_rule,
+    rounded_away_rule,
     symmetric_units_rule,
     growth_rule,
     dead_relu_rule,

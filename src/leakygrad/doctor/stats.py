@@ -94,6 +94,10 @@ class StepRecord:
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
+    # half-precision parameters (their dtype): per module, the share of the sampled entries a nonzero gradient pushed
+    # that the optimiser step changed at all (an update below half the spacing of bfloat16 numbers rounds away)
+    half_precision: str | None = None
+    updated_share: dict[str, float] = field(default_factory=dict)
     # a softmax or log_softmax taken over an axis of length 1: op -> {"dim", "shape", "after" (the module before it)}
     softmax_over_one: dict | None = None
     # watched optimisers beside the training one that stepped parameters of which none had a gradient: their modules

@@ -48,6 +48,7 @@ from torch.nn.utils.rnn import PackedSequence
 from leakygrad.doctor.probes import torch_graph as graph_tools
 from leakygrad.doctor.probes.torch_graph import NodeTags, op_name
 from leakygrad.doctor.probes.torch_stats import (
+    HALF_PRECISION,
     READ_FROM_INPUT,
     RELU_LIKE,
     ActivationTally,
@@ -475,6 +476,7 @@ class StepState:
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
     update_at: int | None = None  # ... of the first ||change of the sample|| (then each ||sample after||)
+    changed_at: int | None = None  # half precision: ... of the first count of sampled entries changed (then pushed)
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
     weights_after: list = field(default_factory=list)  # ... and after its update
@@ -1674,6 +1676,9 @@ class TorchProbe:
         state = self.state
         if state.snapshot_taken and state.params:
             state.update_at = state.deferred.scalars(state.samples.norms_after_update())
+            if state.samples.half:  # (how many sampled entries changed: in half precision, updates may round away)
+                params = [p for _, _, p in state.params]
+                state.changed_at = state.deferred.scalars(state.samples.changed_and_pushed(params))
         state.snapshot_taken = False
 
     def _parameter_values(self, state: StepState, scalars) -> tuple[list, list, list, list]:
@@ -1757,6 +1762,8 @@ class TorchProbe:
         record.params_nonzero_between = [name for name, i in state.nonzero_between.items() if value(i) > 0]
         if record.param_zero_grad:
             self._note_zero_suspects(record, state)
+        if state.changed_at is not None:
+            self._add_updated_shares(record, state, scalars)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
         for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
@@ -1831,6 +1838,19 @@ class TorchProbe:
                 sums[3] = True
         record.grad_norm = math.sqrt(total) if params else None
         state.module_sums = by_module
+
+    def _add_updated_shares(self, record: StepRecord, state: StepState, scalars) -> None:
+        """Half precision: per module, the share of its sampled entries pushed by a nonzero gradient that the update
+        changed at all (`ParameterSamples.changed_and_pushed`)."""
+        count, start = len(state.params), state.changed_at
+        changed, pushed = scalars[start : start + count], scalars[start + count : start + 2 * count]
+        by_module: dict[str, list[float]] = {}
+        for (_, label, _), c, n in zip(state.params, changed, pushed):
+            sums = by_module.setdefault(label, [0.0, 0.0])
+            sums[0], sums[1] = sums[0] + c, sums[1] + n
+        record.updated_share = {label: min(1.0, c / n) for label, (c, n) in by_module.items() if n > 0}
+        half = next(sample.dtype for sample in state.samples.samples if sample.dtype in HALF_PRECISION)
+        record.half_precision = str(half).removeprefix("torch.")
 
     def _add_layer_stats(self, record: StepRecord, state: StepState, value, vectors) -> None:
         infos = self.info_by_name

@@ -397,6 +397,23 @@ class ParameterSamples:
         torch._foreach_sub_(self.copies, self.samples)  # before - after: the change (its sign does not matter)
         return _foreach_norms(self.copies + self.samples, self.half)
 
+    def changed_and_pushed(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
+        """After `norms_after_update`, for half-precision parameters: per parameter, how many sampled entries changed
+        at all, then how many had a nonzero gradient pushing them (read at the same entries of its gradient; none
+        counted where the two layouts may differ). In bfloat16 an update smaller than half the spacing of
+        representable numbers around a weight rounds away: the weight does not change."""
+        changed = [torch.count_nonzero(c) for c in self.copies]
+        pushed = []
+        for p in params:
+            grad = p.grad
+            same_layout = grad is not None and p.is_contiguous() and grad.is_contiguous() and grad.shape == p.shape
+            pushed.append(
+                torch.count_nonzero(spread(grad.detach(), UPDATE_SAMPLE))
+                if same_layout
+                else torch.zeros((), dtype=torch.int64, device=p.device)
+            )
+        return changed + pushed
+
 
 def _foreach_norms(tensors: list[torch.Tensor], half: bool) -> list[torch.Tensor]:
     """||t|| of each tensor in one call, accumulated in float32 at least when some are half precision."""
