@@ -155,11 +155,34 @@ def regression_with_output_sigmoid(loss_of, steps=150):
     return fit(sigmoid_head(), x, 5 + 2 * torch.tanh(x[:, :1]), loss_of, steps)[0]
 
 
-def test_an_output_sigmoid_pinned_at_1_under_a_squared_error_is_saturated():
+def test_an_output_sigmoid_asked_for_targets_out_of_its_range_is_named_with_them():
     dr = regression_with_output_sigmoid(F.mse_loss)
     saturated = by_symptom(dr, "saturated_activation")["sequential.3"]  # (before: excused as an output probability)
+    assert saturated.severity == "error" and saturated.evidence["targets_outside"] == 1.0
+    assert saturated.evidence["regression_loss"] == "mse_loss" and saturated.evidence["prediction_range"] == [0, 1]
+    assert "between 0 and 1" in saturated.explanation and "Drop the sigmoid" in saturated.remedies[0]
+
+
+def test_an_output_sigmoid_pinned_at_1_under_a_squared_error_is_saturated():
+    """Targets inside (0, 1), but the output sigmoid starts pinned at 1 (a bias of 10, plain SGD): under a squared
+    error, which takes no log to cancel sigma', the loss barely improves (a warning; excused as an output
+    probability before)."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    targets = 0.3 + 0.4 * torch.sigmoid(x[:, :1])
+    model = sigmoid_head()
+    with torch.no_grad():
+        model[2].bias.fill_(10.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(150):
+            loss = F.mse_loss(model(x), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    saturated = by_symptom(dr, "saturated_activation")["sequential.3"]
     assert saturated.severity == "warning" and saturated.evidence["output_activation"] is True
-    assert saturated.evidence["loss_ops"] == ["mse_loss"]
+    assert saturated.evidence["loss_ops"] == ["mse_loss"] and "targets_outside" not in saturated.evidence
     assert "takes no log of it and barely improves" in saturated.explanation
     assert "targets lie inside sigmoid's range (0, 1)" in saturated.remedies[0]
 
