@@ -646,7 +646,6 @@ class TorchProbe:
         # parameters whose gradient was exactly zero at every sampled step so far -> (the parameter, weakly; a device
         # flag: nonzero at some step between the sampled ones?), looked at on those steps (`_look_at_zero_suspects`)
         self._zero_suspects: dict[str, tuple] = {}
-        self._ever_nonzero: set[str] = set()
         self._stepped_since_primary: weakref.WeakSet = weakref.WeakSet()  # watched optimisers since the last step
         self._given_optimizer = optimizer
         models = [] if model is None else list(model) if isinstance(model, (list, tuple)) else [model]
@@ -1459,15 +1458,16 @@ class TorchProbe:
             self._zero_suspects[name] = (ref, nonzero if flag is None else flag.logical_or_(nonzero))
 
     def _note_zero_suspects(self, record: StepRecord, state: StepState) -> None:
-        """After a sampled step's record: a parameter with an exactly zero gradient, never nonzero before, becomes a
-        suspect (`_look_at_zero_suspects`); one found nonzero is one no more."""
+        """After a sampled step's record (before the history folds it): a parameter with an exactly zero gradient,
+        never nonzero at a sampled step before, becomes a suspect (`_look_at_zero_suspects`); one found nonzero is one
+        no more."""
+        with_grad = self.doctor.history.param_with_grad
         for (name, _, param), zero in zip(state.params, record.param_zero_grad.values()):
-            if zero and name not in self._ever_nonzero and name not in self._zero_suspects:
+            if zero and not with_grad.get(name) and name not in self._zero_suspects:
                 if len(self._zero_suspects) < MAX_ZERO_SUSPECTS:
                     self._zero_suspects[name] = (weakref.ref(param), None)
-            elif record.param_has_grad.get(name):
-                self._ever_nonzero.add(name)
-                self._zero_suspects.pop(name, None)
+            elif name in self._zero_suspects and record.param_has_grad.get(name):
+                del self._zero_suspects[name]
 
     def _defer_zero_suspects(self, state: StepState) -> None:
         """At a sampled step: the suspects' flags join the step's statistics, and start again."""
@@ -1760,7 +1760,7 @@ class TorchProbe:
         grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
         self._add_parameter_stats(record, state, grads, updates, unread.backward_calls)
         record.params_nonzero_between = [name for name, i in state.nonzero_between.items() if value(i) > 0]
-        if record.param_zero_grad:
+        if self._zero_suspects or True in record.param_zero_grad.values():  # (usually neither: nothing to do)
             self._note_zero_suspects(record, state)
         if state.changed_at is not None:
             self._add_updated_shares(record, state, scalars)
