@@ -364,13 +364,6 @@ def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
     return None
 
 
-def share_outside(target: torch.Tensor, bounds: list) -> torch.Tensor:
-    """The share of `target`'s entries outside [low, high] (a bound of None: none on that side), on its device."""
-    low, high = bounds
-    outside = target < low if high is None else (target < low) | (target > high)
-    return outside.float().mean()
-
-
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

@@ -63,6 +63,7 @@ from leakygrad.doctor.probes.torch_stats import (
     norm,
     packed_time_step_norms,
     recurrent_unit_blocks,
+    share_outside,
     spread,
     time_step_norms,
     total,
@@ -1280,7 +1281,7 @@ class TorchProbe:
         if loss_nodes and state.targets_out_of_reach is None:
             found = graph_tools.targets_out_of_reach(loss_nodes, names)
             if found is not None:
-                share = graph_tools.share_outside(found.pop("target"), found["range"])
+                share = share_outside(found.pop("target"), found["range"])
                 state.targets_out_of_reach = (found, state.deferred.scalar(share))
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names

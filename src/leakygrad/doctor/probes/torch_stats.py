@@ -466,6 +466,13 @@ def packed_time_step_norms(grad: torch.Tensor, batch_sizes: torch.Tensor) -> tor
     return (squares * (sizes[0] / sizes)).sqrt()
 
 
+def share_outside(target: torch.Tensor, bounds: list) -> torch.Tensor:
+    """The share of `target`'s entries outside [low, high] (a bound of None: none on that side), on its device."""
+    low, high = bounds
+    outside = target < low if high is None else (target < low) | (target > high)
+    return outside.float().mean()
+
+
 def norm(tensor: torch.Tensor) -> torch.Tensor:
     """||tensor||, accumulated in float32 at least (half-precision squares overflow at 256)."""
     t = tensor.detach() if tensor.requires_grad else tensor  # a gradient in a hook rarely requires grad
