@@ -321,3 +321,44 @@ def test_a_regression_whose_prediction_is_squashed_into_a_range_its_targets_are_
     assert (f.severity, f.symptom, f.where) == (*expected, "sequential.3")
     assert f.evidence["targets_outside"] >= 0.4 and "Drop the" in f.remedies[0]
     assert [g for g in dr.findings if g.where == "sequential.3"] == [f]  # (its other findings: told by this one)
+
+
+class MaskedMLP(nn.Module):
+    """Two layers used through `F.linear(x, layer.weight * mask)` (magnitude pruning): their own forward never runs."""
+
+    def __init__(self, keep):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 64), nn.Linear(64, 3)
+        generator = torch.Generator().manual_seed(1)
+        self.masks = [
+            (torch.rand(layer.weight.shape, generator=generator) < keep).float() for layer in (self.fc1, self.fc2)
+        ]
+
+    def forward(self, x):
+        h = torch.relu(F.linear(x, self.fc1.weight * self.masks[0], self.fc1.bias))
+        return F.linear(h, self.fc2.weight * self.masks[1], self.fc2.bias)
+
+
+@pytest.mark.parametrize("keep", [0.005, 1.0])
+def test_a_stall_in_layers_whose_weights_are_read_directly_does_not_blame_the_optimiser(keep):
+    """A sweep's pruning script kept 1% of each weight and read the weights through F.linear: the loss stalled, and
+    the explanation said the optimiser stepped none of the model's weights, which it did. No layer ran, so none
+    was measured: the explanation says so, and names the layers."""
+    torch.manual_seed(0)
+    model = MaskedMLP(keep)
+    x = torch.randn(256, 8)
+    y = (x[:, :3] * torch.tensor([1.0, -2.0, 0.5])).argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=4, name="m") as dr:
+        for _ in range(120):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    stalls = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    if keep == 1.0:
+        assert stalls == []
+        return
+    [f] = stalls
+    assert f.evidence["layers_never_called"] == ["fc1", "fc2"]
+    assert "optimiser steps none" not in f.explanation and "`fc1`, `fc2` never ran" in f.explanation

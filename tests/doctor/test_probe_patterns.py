@@ -2,6 +2,7 @@
 optimisers made anew, frozen layers, half precision, checkpointing, LBFGS, clipping, modules that return a leaf.
 Each test failed before the probe handled its pattern."""
 
+import contextlib
 import gc
 import json
 import os
@@ -1378,3 +1379,128 @@ def test_updates_too_small_for_bfloat16_weights_are_named_as_rounded_away(optimi
     [f] = named
     assert (f.symptom, f.where, f.evidence["dtype"]) == ("unapplied_gradient", "model", "bfloat16")
     assert max(f.evidence["updated_share"].values()) < 0.5 and "torch.autocast" in f.remedies[0]
+
+
+class SwishForgettingGradOutput(torch.autograd.Function):
+    """x * sigmoid(x), whose backward returns the local derivative alone: the mistake of a first custom Function."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return s * (1 + x * (1 - s))
+
+
+class Swish(SwishForgettingGradOutput):
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad_output * s * (1 + x * (1 - s))
+
+
+class NoisyStraightThrough(torch.autograd.Function):
+    """round(x) passing the gradient through with noise: a backward that draws random numbers (and uses
+    grad_output)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * (1 + 0.1 * torch.randn_like(grad_output))
+
+
+class ApplyFunction(nn.Module):
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, x):
+        return self.function.apply(x)
+
+
+def train_with(function, steps=40, watch=True):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), ApplyFunction(function), nn.Linear(32, 32), ApplyFunction(function),
+                          nn.Linear(32, 1))  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = regression_data()
+    losses = []
+    with doctor.watch(model, optimizer, every=4, name="net") if watch else contextlib.nullcontext() as dr:
+        for _ in range(steps):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    return dr, losses, [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("function", [SwishForgettingGradOutput, Swish, NoisyStraightThrough])
+def test_a_custom_backward_that_ignores_grad_output_is_named_as_the_operation(function):
+    """A custom Function whose backward returns dy/dx without multiplying by grad_output: everything below it gets a
+    gradient unrelated to the loss. It was told as a gradient exploding across depth ("weights initialised too
+    large") and a stalled loss. Its backward is called once more, with -2 times the grad_output, on its first three
+    sampled steps; a backward that uses grad_output is no finding, and one that draws random numbers leaves the
+    training's own draws, and so the training, bit for bit as it is unwatched."""
+    dr, losses, params = train_with(function)
+    named = [f for f in dr.findings if f.evidence.get("custom_function")]
+    assert dr.history.custom_backwards[function.__name__]["tests"] == 3
+    if function is not SwishForgettingGradOutput:
+        assert named == []
+        _, plain_losses, plain_params = train_with(function, watch=False)
+        assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(params, plain_params))
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == (
+        "blocked_gradient", "SwishForgettingGradOutput", "error", 0
+    )  # fmt: skip
+    assert f.evidence["inputs_ignoring_grad_output"] == [0] and f.evidence["site"] == "net.2"
+    assert "grad_output * local_derivative" in f.remedies[0] and "dL/dy * dy/dx" in f.explanation
+    assert [g.symptom for g in dr.findings] == ["blocked_gradient"]  # (the rest is its doing)
+
+
+class RecomputingBlock(torch.autograd.Function):
+    """A block whose backward runs autograd itself (as a reversible or checkpointed block does): calling it once
+    more would add to the parameters' gradients, so it is never tested."""
+
+    @staticmethod
+    def forward(ctx, x, layer):
+        ctx.save_for_backward(x)
+        ctx.layer = layer
+        with torch.no_grad():
+            return layer(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            y = ctx.layer(x)
+            torch.autograd.backward(y, grad_output)
+        return x.grad, None
+
+
+def test_a_custom_backward_that_runs_autograd_itself_is_not_called_again():
+    x, y = regression_data()
+    grads = []
+    for watch in (False, True):
+        torch.manual_seed(0)
+        layer, head = nn.Linear(8, 8), nn.Linear(8, 1)
+        model = nn.ModuleDict({"layer": layer, "head": head})
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        with doctor.watch(model, optimizer, every=1, name="net") if watch else contextlib.nullcontext() as dr:
+            for _ in range(3):
+                optimizer.zero_grad()
+                inputs = x.clone().requires_grad_()  # (so that the block's backward runs)
+                nn.functional.mse_loss(head(RecomputingBlock.apply(inputs, layer)), y).backward()
+                grads.append(layer.weight.grad.clone())
+                optimizer.step()
+    assert all(torch.equal(a, b) for a, b in zip(grads[:3], grads[3:])) and dr.history.custom_backwards == {}

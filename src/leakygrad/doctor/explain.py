@@ -36,6 +36,12 @@ def pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
+def _listed(names: list[str], most: int = 6) -> str:
+    """`a`, `b`, `c` (and the count of the rest, past `most`)."""
+    shown = ", ".join(f"`{name}`" for name in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def _layers(count: int) -> str:
     return "1 layer" if count == 1 else f"{count} layers"
 
@@ -229,6 +235,28 @@ def _explain_softmax_over_one(f: Finding):
     remedies = [
         f"Take the {f.where} over the axis that holds the alternatives: for attention pooling over a sequence of "
         "shape (N, T, 1), `dim=1` (the time steps), not `dim=-1`.",
+    ]
+    return text, remedies
+
+
+def _explain_custom_backward(f: Finding):
+    """A custom autograd.Function whose backward returns its local derivative without multiplying by grad_output."""
+    e = f.evidence
+    inputs = ", ".join(str(i) for i in e["inputs_ignoring_grad_output"])
+    text = (
+        f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) returned exactly the same "
+        f"gradient for input {inputs} when it was called again with -2 times the `grad_output` it had been given: it "
+        "does not use `grad_output`. The chain rule asks each backward for dL/dx = dL/dy * dy/dx, the gradient that "
+        "arrives (dL/dy, `grad_output`) times the local derivative dy/dx; this one returns dy/dx alone. So "
+        "everything below it gets a gradient that does not depend on the loss: its size is the local derivative's "
+        f"(norm {fmt(e['grad_input_norm'])} out, for {fmt(e['grad_output_norm'])} in), its direction the same "
+        "whatever the prediction's error, and the layers before it cannot learn the task."
+    )
+    remedies = [
+        f"In `{f.where}.backward`, multiply the local derivative by the gradient it receives: "
+        "`return grad_output * local_derivative` (one product per input).",
+        f"Check it with `torch.autograd.gradcheck({f.where}.apply, (x.double().requires_grad_(),))` on a small "
+        "input before training with it: it compares the backward with finite differences.",
     ]
     return text, remedies
 
@@ -809,6 +837,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_targets_out_of_reach(f)
     if e.get("axis_length") == 1:
         return _explain_softmax_over_one(f)
+    if e.get("custom_function"):
+        return _explain_custom_backward(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""
@@ -1380,6 +1410,15 @@ def explain_stalled_loss(f: Finding):
         elif largest == 0:
             text += (
                 " Not one weight changed: no gradient reaches them, so there is nothing for the optimiser to apply."
+                + _see_other_findings(e)
+            )
+        elif median_ratio is None and e.get("layers_never_called"):
+            layers = e["layers_never_called"]
+            text += (
+                f" No update was measured layer by layer: the forward of {_listed(layers)} never ran, their weights "
+                "being read directly (`F.linear(x, layer.weight * mask)`, a functional call), so the doctor sees "
+                "their parameters stepped but no layer around them. Check what the weights are multiplied by on "
+                "the way (a pruning mask that keeps too few of them zeroes the rest of their gradient)."
                 + _see_other_findings(e)
             )
         elif median_ratio is None:

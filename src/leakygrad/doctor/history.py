@@ -173,6 +173,9 @@ class History:
         self.models: list[str] = []  # ... of the models alone
         # modules kept in a plain list/tuple/dict attribute, unregistered: container -> (owner, its type, modules held)
         self.unregistered: dict[str, tuple[str, str, int]] = {}
+        # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output), "first_step"
+        # (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm" (that test's)}
+        self.custom_backwards: dict[str, dict] = {}
         self.max_notes = 50
 
     # --- adding ---------------------------------------------------------------------------------------------
@@ -196,6 +199,7 @@ class History:
         for cut in record.graph_cuts:
             self.graph_cuts.setdefault(tuple(cut), record.step)
         self._fold_unit_spreads(record)
+        self._fold_custom_backwards(record)
         self.records.append(record)
         self.records_seen += 1
 
@@ -232,6 +236,20 @@ class History:
         self.onsets[key] = min(step, self.onsets.get(key, step))
 
     # --- folding running tallies ------------------------------------------------------------------------------
+    def _fold_custom_backwards(self, record: StepRecord) -> None:
+        """Each custom Function's backward is tested on a few sampled steps only: what they found is kept here, past
+        the thinning of the records."""
+        for name, test in (record.custom_backwards or {}).items():
+            tally = self.custom_backwards.setdefault(name, {"tests": 0, "ignoring": 0, "first_step": None})
+            tally["tests"] += 1
+            if test["ignores_grad_output"]:
+                tally["ignoring"] += 1
+                if tally["first_step"] is None:
+                    tally["first_step"] = record.step
+                    for key in ("after", "grad_output_norm", "grad_input_norm"):
+                        tally[key] = test[key]
+                    tally["inputs"] = test["ignores_grad_output"]
+
     def _fold_unit_masks(self, record: StepRecord) -> None:
         window = self.thresholds.dead_window
         for site, stats in record.activations.items():

@@ -255,6 +255,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a loss unbounded below (its input out of its domain) drives the scores, and their gradients, up without end
     unbounded = next((f for f in findings if f.evidence.get("loss_function")), None)
     curve_has_a_cause = curve_has_a_cause or unbounded is not None
+    # a custom backward that ignores grad_output hands the layers below it a gradient unrelated to the loss: their
+    # gradients' sizes across depth, and the loss's curve, are its doing
+    made_up = any(f.evidence.get("custom_function") for f in findings)
+    curve_has_a_cause = curve_has_a_cause or made_up
 
     def told_by_its_cause(f: Finding) -> bool:
         the_stall = stall_has_a_cause and f.symptom == "stalled_loss" and f.where == "loss"
@@ -262,8 +266,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         the_curve = the_curve and not f.evidence.get("negated") and not f.evidence.get("loss_function")
         the_growth = unbounded and f.symptom == "exploding_gradient" and f.evidence.get("across") == "steps"
         the_end = unbounded is not None and _the_loss_running_off(f, unbounded)
+        the_depth = made_up and f.evidence.get("across") in ("depth", "steps")
         return (
-            the_stall
+            the_depth
+            or the_stall
             or the_curve
             or the_growth
             or the_end
@@ -663,6 +669,28 @@ def softmax_over_one_rule(history: History, t: Thresholds) -> list[Finding]:
         first = next(r.step for r in history.records if r.softmax_over_one and op in r.softmax_over_one)
         evidence = {"blocked_fraction": 1.0, "site": found["after"] or "input", "axis_length": 1, **found}
         findings.append(Finding("blocked_gradient", op, first, "error", evidence))
+    return findings
+
+
+# --- a custom autograd.Function whose backward ignores grad_output --------------------------------------------------
+def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A custom `torch.autograd.Function` whose backward returned the same nonzero gradient when given -2 times its
+    grad_output, on every test of it: it returns its local derivative without multiplying it by the gradient that
+    arrives (the chain rule's dL/dx = dL/dy * dy/dx without the dL/dy). Whatever the loss asks, the layers below it
+    get the same made-up gradient: the loss's gradient stops at that operation."""
+    findings = []
+    for name, tally in sorted(history.custom_backwards.items()):
+        if tally["ignoring"] < tally["tests"] or tally["tests"] == 0:  # (once it used grad_output: not this mistake)
+            continue
+        evidence = {
+            "custom_function": name,
+            "inputs_ignoring_grad_output": tally["inputs"],
+            "site": tally["after"] or "input",
+            "tests": tally["tests"],
+            "grad_output_norm": _sci(tally["grad_output_norm"]),
+            "grad_input_norm": _sci(tally["grad_input_norm"]),
+        }
+        findings.append(Finding("blocked_gradient", name, tally["first_step"], "error", evidence))
     return findings
 
 
@@ -1521,6 +1549,11 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     if too_small is not None:
         evidence["gradient_to_weights_max"] = _sci(too_small)  # too small to move a float32 weight
+    if not ratios:  # (no layer measured: were the layers' own forward ever called, or their weights read directly?)
+        checks = max(history.param_checks.values(), default=0)
+        never = sorted(name for name, count in history.not_called.items() if checks and count == checks)
+        if never:
+            evidence["layers_never_called"] = never
     shrank = _weights_shrank_by(history)
     if shrank is not None and shrank > t.weights_shrank:
         evidence["weights_shrank_by"] = _sci(shrank)  # pulled towards 0: a large update/weight ratio is its sign
@@ -1598,6 +1631,7 @@ RULES = (
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     softmax_over_one_rule,
+    custom_backward_rule,
     rounded_away_rule,
     symmetric_units_rule,
     growth_rule,

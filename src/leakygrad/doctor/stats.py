@@ -100,6 +100,10 @@ class StepRecord:
     updated_share: dict[str, float] = field(default_factory=dict)
     # a softmax or log_softmax taken over an axis of length 1: op -> {"dim", "shape", "after" (the module before it)}
     softmax_over_one: dict | None = None
+    # custom autograd.Functions whose backward was tested on this step (called again with -2 times its grad_output):
+    # name -> {"ignores_grad_output" (its inputs whose gradient came out the same), "inputs" (with a gradient),
+    # "after" (the module before it), "grad_output_norm", "grad_input_norm"}
+    custom_backwards: dict | None = None
     # watched optimisers beside the training one that stepped parameters of which none had a gradient: their modules
     optimizers_without_gradient: list[list[str]] = field(default_factory=list)
     # parameters whose gradient, exactly zero at every sampled step before, was nonzero at a step since the last one

@@ -9,6 +9,7 @@ calls inside a module's `forward`, which module hooks never see.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import re
 from collections import deque
@@ -699,3 +700,44 @@ def _recomputed_nonfinite(node) -> bool:
         return False
     recomputed = _recompute(node)
     return recomputed is not None and inputs_finite and not is_finite(recomputed)
+
+
+# --- a custom autograd.Function's backward: does it use the gradient it is given? ------------------------------------
+# Names in a backward's code that mean calling it once more would do more than compute: run autograd (a reversible
+# or checkpointed block that recomputes its forward and backpropagates through it inside), or step an optimiser.
+_NOT_CALLED_TWICE = {"autograd", "backward", "enable_grad", "set_grad_enabled", "step", "grad_fn", "requires_grad_"}
+
+
+def custom_function(node) -> str | None:
+    """The class name of the user's `torch.autograd.Function` whose backward `node` runs, when that backward may be
+    called once more to test it: written outside PyTorch, and with no autograd or optimiser calls in its code."""
+    if not isinstance(node, torch.autograd.function.BackwardCFunction):
+        return None
+    function = node._forward_cls
+    if function.__module__.split(".")[0] == "torch":  # (PyTorch's own: checkpointing, and the like)
+        return None
+    code = getattr(inspect.unwrap(function.backward), "__code__", None)  # (unwrapped: @once_differentiable)
+    if code is None or not _NOT_CALLED_TWICE.isdisjoint(code.co_names):
+        return None
+    return function.__name__
+
+
+def ignores_grad_output(node, grad_inputs, grad_outputs) -> list[torch.Tensor] | None:
+    """Per input of a custom Function's `node`: whether its backward returned the same nonzero gradient when given
+    -2 times the gradients it was given (a 0-dim bool tensor each, on the device; None for an input without a
+    gradient). The chain rule makes a backward linear in grad_output; one that returns the local derivative alone,
+    forgetting to multiply it by grad_output, returns the same whatever the loss asks of it. Called after the real
+    backward (a post-hook), while the node still holds what it saved; the random generators are restored after, so
+    that the training draws the same numbers."""
+    flipped = [None if g is None else -2 * g for g in grad_outputs]
+    devices = sorted({g.device.index for g in grad_outputs if g is not None and g.is_cuda})
+    with torch.no_grad(), torch.random.fork_rng(devices=devices):
+        again = node.apply(*flipped)
+    again = again if isinstance(again, tuple) else (again,)
+    flags = []
+    for given, other in zip(grad_inputs, again):
+        if not isinstance(given, torch.Tensor) or not isinstance(other, torch.Tensor) or given.shape != other.shape:
+            flags.append(None)
+            continue
+        flags.append((given == other).all() & (given != 0).any())
+    return flags

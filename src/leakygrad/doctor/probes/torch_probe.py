@@ -83,6 +83,7 @@ DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropou
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
+CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
 MAX_UNREAD = 4  # sampled steps whose statistics may be on their way from a GPU at once; then the oldest is awaited
@@ -139,6 +140,7 @@ def _inside_backward() -> bool:
 # `scaler.scale(loss).backward()` hands to backward is loss x scale, a factor the scaler grows and shrinks during
 # training, so the loss is recorded divided by it (see `_scale_of`).
 _original_scale = None
+CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction  # the node of a Python autograd.Function
 GRAD_SCALER_SCALE = torch.amp.GradScaler.scale
 _last_scaled: tuple | None = None  # (weak reference to the scaled loss, the factor: a one-element tensor)
 
@@ -364,6 +366,12 @@ def _saved_activation(node):
         return None
 
 
+def _norm_of_all(tensors) -> torch.Tensor:
+    """The norm of the gradients an autograd node was given or returned, taken together (in float32 at least)."""
+    present = [t for t in tensors if isinstance(t, torch.Tensor)]
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t.float()) for t in present]))
+
+
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         return [value]
@@ -488,6 +496,9 @@ class StepState:
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
+    # a custom autograd.Function tested on this step: its name -> [node, the module before it, per input the deferred
+    # index of "ignores grad_output" (or None), deferred indices of ||grad_output|| and ||grad_input||]
+    custom_backwards: dict = field(default_factory=dict)
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -639,6 +650,7 @@ class TorchProbe:
         self._closure_params = None  # a sampled step whose gradients a closure computes (LBFGS): what it steps
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
+        self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._failures: dict[str, int] = {}
         self._plan: ParameterPlan | None = None
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
@@ -1290,6 +1302,8 @@ class TorchProbe:
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
             op = op_name(node)
+            if isinstance(node, CUSTOM_FUNCTION_NODE):
+                self._test_custom_backward(state, node, names)
             if op in ("softmax", "log_softmax") and op not in state.softmax_over_one:
                 trivial = graph_tools.softmax_over_one_entry(node)
                 if trivial is not None:
@@ -1338,6 +1352,32 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    def _test_custom_backward(self, state: StepState, node, names) -> None:
+        """Call a custom autograd.Function's backward once more after it ran, on its first few sampled steps, to
+        see whether it uses the gradient it is given (see graph_tools.ignores_grad_output)."""
+        name = graph_tools.custom_function(node)
+        if name is None or name in state.custom_backwards or self._custom_checks.get(name, 0) >= CUSTOM_BACKWARD_CHECKS:
+            return
+        self._custom_checks[name] = self._custom_checks.get(name, 0) + 1
+        state.custom_backwards[name] = [node, graph_tools.nearest_upstream(node, names), None, None, None]
+        node.register_hook(functools.partial(self._on_custom_backward, state.ticket, name))
+
+    def _on_custom_backward(self, ticket: Ticket, name: str, grad_inputs, grad_outputs):
+        state = ticket.state  # (the node is looked up in the state, not held by the hook: see _on_nan_prone_grad)
+        if state is None:
+            return
+        entry = state.custom_backwards[name]
+        try:
+            flags = graph_tools.ignores_grad_output(entry[0], grad_inputs, grad_outputs)
+        except Exception:  # (the user's backward cannot run twice, having freed what it saved, say: left untested)
+            return
+        try:
+            entry[2] = [None if flag is None else state.deferred.scalar(flag) for flag in flags]
+            entry[3] = state.deferred.scalar(_norm_of_all(grad_outputs))
+            entry[4] = state.deferred.scalar(_norm_of_all(grad_inputs))
+        except Exception as error:
+            self._fail("testing a custom Function's backward", error)
 
     def _parameter_read(self, node) -> tuple[str, torch.Tensor] | None:
         """(name, tensor) of the watched parameter an operation reads, itself or scaled by a constant, if any:
@@ -1795,6 +1835,17 @@ class TorchProbe:
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
+        record.custom_backwards = {
+            name: {
+                "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
+                "inputs": sum(at is not None for at in flags),
+                "after": after,
+                "grad_output_norm": value(out_at),
+                "grad_input_norm": value(in_at),
+            }
+            for name, (_, after, flags, out_at, in_at) in state.custom_backwards.items()
+            if flags  # (tested: the hook ran, and the backward could be called again)
+        } or None
         record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
