@@ -242,6 +242,20 @@ def test_a_softmax_before_cross_entropy_is_a_vanishing_gradient_at_that_softmax_
     assert f.remedies[0].startswith("Remove the softmax `sequential.3`")
 
 
+def test_a_sigmoid_before_cross_entropy_is_a_vanishing_gradient_at_that_sigmoid_with_the_loss_floor():
+    """A multi-class classifier ending in nn.Sigmoid trained with CrossEntropyLoss: the softmax sees scores in
+    [0, 1], and nothing cancels the sigmoid's derivative. (Before: no finding at all, the saturated output excused
+    as a probability under a log loss.)"""
+    torch.manual_seed(0)
+    model = nn.Sequential(*classifier(ends_in_softmax=False), nn.Sigmoid())
+    dr = train(model, *data())
+    [f] = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    assert f.where == "sequential.3" and f.evidence["across"] == "sigmoid then softmax" and f.evidence["classes"] == 4
+    assert f.evidence["loss_floor"] == pytest.approx(math.log(1 + 3 / math.e), rel=1e-2)
+    assert "no log cancels it here" in f.explanation and f.remedies[0].startswith("Remove the sigmoid `sequential.3`")
+    assert by_symptom(dr, "saturated_activation") == {}  # (the same output, told by its cause)
+
+
 def test_cross_entropy_on_logits_is_no_softmax_twice():
     dr = train(classifier(ends_in_softmax=False), *data())
     assert all(r.probabilities_into_loss is None for r in dr.history.records)

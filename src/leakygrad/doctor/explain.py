@@ -57,6 +57,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_softmax_twice(f)
     if e.get("across") == "sigmoid twice":
         return _explain_sigmoid_twice(f)
+    if e.get("across") == "sigmoid then softmax":
+        return _explain_sigmoid_then_softmax(f)
     derivatives = e.get("activation_mean_derivative") or {}
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
@@ -141,6 +143,27 @@ def _explain_sigmoid_twice(f: Finding):
         f"Remove the sigmoid `{f.where}` from the model and give `BCEWithLogitsLoss` the logits; apply "
         "`torch.sigmoid` only when you need probabilities (at prediction time).",
         "Or keep the probabilities and use `BCELoss` on them, though the logits version is more stable.",
+    ]
+    return text, remedies
+
+
+def _explain_sigmoid_then_softmax(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is a sigmoid, and the loss takes log_softmax of its output (`cross_entropy` / "
+        "`CrossEntropyLoss` expects logits and applies log_softmax itself). The softmax sees scores squashed into "
+        f"[0, 1], so its output stays near uniform: with {e['classes']} classes the loss cannot fall below "
+        f"{fmt(e['loss_floor'])} even for a perfect prediction. And the chain rule multiplies the gradient by the "
+        "sigmoid's derivative, s (1 - s) <= 1/4, which vanishes as the scores saturate: no log cancels it here, as "
+        "`BCEWithLogitsLoss` would."
+    )
+    if e.get("loss_stalled"):
+        text += " The loss has stalled."
+    remedies = [
+        f"Remove the sigmoid `{f.where}` from the model and give `cross_entropy` the logits; apply softmax only "
+        "when you need probabilities (at prediction time).",
+        "If the classes are not exclusive (several labels per example), keep one score per class and use "
+        "`BCEWithLogitsLoss` on the logits instead of cross-entropy.",
     ]
     return text, remedies
 

@@ -245,7 +245,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     out_of_reach = next((f for f in findings if "targets_outside" in f.evidence), None)
     stall_has_a_cause = stall_has_a_cause or out_of_reach is not None
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
-    twice = {f.where for f in findings if f.evidence.get("across") in ("softmax twice", "sigmoid twice")}
+    twice = {f.where for f in findings if f.evidence.get("across") in SQUASHED_TWICE}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
     # optimiser steps nothing but frozen parameters (nothing trains)
     curve_has_a_cause = any(
@@ -514,18 +514,22 @@ def _marked_on_most(history: History, attribute: str, t: Thresholds) -> list[Ste
 
 
 # --- a softmax (or sigmoid) given to a loss that applies one itself -----------------------------------------------
+SQUASHED_TWICE = ("softmax twice", "sigmoid twice", "sigmoid then softmax")  # squashed_twice_rule's findings
+
+
 def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
-    """The model ends in a softmax and the loss (cross_entropy) takes log_softmax of its output again, or ends in a
-    sigmoid and binary_cross_entropy_with_logits applies a sigmoid again: the second squashing sees inputs in [0, 1],
-    so the loss has a floor far above 0, and the gradient is multiplied by the first one's derivative on the way:
-    a vanishing gradient at the model's output."""
+    """The model ends in a softmax (or a sigmoid) and the loss (cross_entropy) takes log_softmax of its output, or
+    ends in a sigmoid and binary_cross_entropy_with_logits applies a sigmoid again: the second squashing sees inputs
+    in [0, 1], so the loss has a floor far above 0, and the gradient is multiplied by the first one's derivative on
+    the way: a vanishing gradient at the model's output."""
     marked = _marked_on_most(history, "probabilities_into_loss", t)
     if not marked:
         return []
     last = marked[-1]
     function, classes = last.probabilities_function or "softmax", last.probabilities_classes or 2
     stalled = _loss_is_stalled(history.current_loss(), t)
-    evidence = {"across": f"{function} twice", "classes": classes}
+    evidence = {"across": "sigmoid then softmax" if function == "sigmoid then softmax" else f"{function} twice"}
+    evidence["classes"] = classes
     if function == "sigmoid":  # -log sigma(p) for a positive, -log(1 - sigma(p)) for a negative, p in [0, 1]
         evidence["loss_floor_positive"] = _sci(math.log(1 + math.exp(-1)))
         evidence["loss_floor_negative"] = _sci(math.log(2))

@@ -330,30 +330,34 @@ def _not_dense(*values) -> bool:
 
 
 # a loss that squashes its input itself -> the squashing a model's output must then not have already
-SQUASHED_BY_LOSS = {"log_softmax": "softmax", "binary_cross_entropy_with_logits": "sigmoid"}
+# the loss's own squashing -> the functions whose outputs it must not be given (a sigmoid before cross_entropy too)
+SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid",)}
 
 
 def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
     """A loss that applies a softmax (cross_entropy's log_softmax) or a sigmoid (binary_cross_entropy_with_logits)
     to an input that is a softmax's or a sigmoid's output already: (that site, the function, the number of classes).
-    The model outputs probabilities, and the loss squashes them a second time."""
+    The model outputs probabilities (or a sigmoid's per-class scores, for cross_entropy: "sigmoid then softmax"),
+    and the loss squashes them a second time."""
     for node in loss_nodes:
-        function = SQUASHED_BY_LOSS.get(op_name(node))
-        if function is None or not node.next_functions or node.next_functions[0][0] is None:
+        op = op_name(node)
+        functions = SQUASHED_BY_LOSS.get(op)
+        if functions is None or not node.next_functions or node.next_functions[0][0] is None:
             continue
         # (its first input is what it squashes: the logits; the others, targets and weights)
         below = graph_tools.beneath_reshapes(node.next_functions[0][0], also=graph_tools.SELECTIONS)
-        if op_name(below) != function:
+        function = op_name(below)
+        if function not in functions:
             continue
-        if function == "sigmoid":
+        if op == "binary_cross_entropy_with_logits":
             classes = 2
         else:
             try:
-                classes = int(below._saved_result.shape[graph_tools.saved_dim(below)])
+                classes = int(node._saved_result.shape[graph_tools.saved_dim(node)])
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
         site = names.get(below) or f"{function} after {graph_tools.nearest_upstream(below, names) or 'input'}"
-        return site, function, classes
+        return site, "sigmoid then softmax" if op == "log_softmax" and function == "sigmoid" else function, classes
     return None
 
 
