@@ -128,6 +128,34 @@ def test_a_negated_loss_is_a_diverging_loss_though_the_recorded_loss_falls(negat
     assert not [g for g in dr.findings if g.symptom == "stalled_loss"]
 
 
+@pytest.mark.parametrize("maximize, objective", [(True, "loss"), (False, "loss"), (True, "log-likelihood")])
+def test_a_loss_stepped_by_an_optimiser_made_with_maximize_true_is_a_diverging_loss(maximize, objective):
+    """`Adam(..., maximize=True)` copied from a policy-gradient script onto a cross-entropy: every step climbs the
+    error. It was told as a loss rising because "its targets move with the model" and a gradient growing from an
+    initialisation too large. Maximising a log-likelihood (no loss function at the root) is what the flag is for."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    x = torch.randn(128, 8)
+    y = x[:, :3].argmax(dim=1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, maximize=maximize)
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        for _ in range(80):
+            cross_entropy = F.cross_entropy(model(x), y)
+            loss = cross_entropy if objective == "loss" else -cross_entropy  # (the mean log-likelihood)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("maximized")]
+    if not maximize or objective != "loss":
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("diverging_loss", "optimizer", "error", 0)
+    assert f.evidence["maximized"] == "nll_loss" and f.evidence["error_grew_by"] > 2
+    assert "`maximize=True`" in f.explanation and f.remedies[0].startswith("Drop `maximize=True`")
+    assert [g.symptom for g in dr.findings] == ["diverging_loss"]  # (the rising loss and its gradients: its doing)
+
+
 def test_the_loss_itself_and_a_negated_objective_that_is_no_loss_function_are_not_named():
     assert all(r.negated_loss is None for r in fit_tanh_regression(F.mse_loss).history.records)
 

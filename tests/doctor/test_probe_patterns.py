@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 import weakref
 from pathlib import Path
 
@@ -254,6 +255,33 @@ def test_gradient_clipping_after_zero_grad_in_place_is_no_missing_zero_grad():
     # zeroed in place: the same tensors, one version on
     findings = clipped_training_findings(zero_grad=lambda optimizer: optimizer.zero_grad(set_to_none=False))
     assert not [f for f in findings if f.symptom == "accumulating_gradient"]
+
+
+@pytest.mark.parametrize("used_up", [True, False])
+def test_clipping_given_the_generator_the_optimiser_used_up_is_named_and_warned_at_the_scripts_line(used_up):
+    """`params = model.parameters()` handed to the optimiser, then to `clip_grad_norm_`: the generator is empty by
+    then, nothing is clipped. It was named as clipping called before backward(); and PyTorch's own warning of it
+    pointed into the doctor's wrapper instead of the script's line."""
+    model = mlp()
+    x, y = regression_data()
+    params = model.parameters() if used_up else list(model.parameters())
+    optimizer = torch.optim.SGD(params, lr=0.01)
+    with warnings.catch_warnings(record=True) as caught, doctor.watch(model, optimizer, every=2) as dr:
+        warnings.simplefilter("always")
+        for _ in range(12):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            torch.nn.utils.clip_grad_norm_(params, 1e-3)
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "clip_grad_norm_"]
+    empty = [w for w in caught if "empty generator" in str(w.message)]
+    if not used_up:
+        assert named == [] and empty == []
+        return
+    [f] = named
+    assert f.symptom == "exploding_gradient" and f.evidence["clip_given_no_parameters"] is True
+    assert "given no parameters at all" in f.explanation and "list(model.parameters())" in f.remedies[0]
+    assert len(empty) == 12 and {Path(w.filename).name for w in empty} == {"test_probe_patterns.py"}
 
 
 def test_lbfgs_is_watched_through_its_closure():

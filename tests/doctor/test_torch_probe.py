@@ -432,6 +432,26 @@ def test_a_nan_from_outside_the_graph_is_not_blamed_on_a_square_and_a_fractional
 
 
 @pytest.mark.parametrize("every", [1, 100])
+def test_a_masked_mean_over_a_batch_whose_mask_is_all_zero_is_a_nan_made_by_the_division(every):
+    """`(error * mask).sum() / mask.sum()` on a batch without a labelled example: 0 / 0. The finding named the
+    product before it (`mul`, the first operation that could make a NaN), the division only among the candidates."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for step in range(3):
+            mask = torch.zeros(16, 1) if step == 1 else (torch.arange(16) % 2).float().reshape(16, 1)
+            loss = ((model(x) - y) ** 2 * mask).sum() / mask.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (finding.where, finding.first_step, finding.evidence["exact"]) == ("div", 1, True)
+    assert "from finite inputs" in finding.explanation and "Dividing by zero" in finding.explanation
+
+
+@pytest.mark.parametrize("every", [1, 100])
 def test_a_nan_in_the_data_is_named_where_it_entered_not_at_the_layer_that_read_it(every):
     """One missing value in a batch: the first layer's matmul read it. The finding said `addmm` made NaN (or one of
     t, addmm, relu), and pointed to --every 1 and detect_anomaly, which name the same addmm."""
@@ -501,6 +521,32 @@ def test_missing_zero_grad_is_seen_and_intentional_accumulation_is_not():
             optimizer.step()
             optimizer.zero_grad(set_to_none=False)
     assert dr.findings == [] and dr.steps == 10
+
+
+@pytest.mark.parametrize("reset, micro_batches", [(False, 1), (True, 1), (True, 3)])
+def test_weights_updated_by_hand_without_resetting_their_gradients_are_accumulating(reset, micro_batches):
+    """A learner's loop with no optimiser: `p -= lr * p.grad` and no `p.grad.zero_()`. Each update applies the sum of
+    every gradient so far. It was told as a diverging loss (lower the learning rate) with growing gradients: the
+    reset was checked only at an optimiser's step. Gradients accumulated by hand over micro-batches, then reset after
+    the update, are not this."""
+    x, y = data()
+    model = FunctionalNet()
+    with doctor.watch(model, every=2, name="net") as dr:
+        for _ in range(30):
+            for _ in range(micro_batches):
+                nn.functional.cross_entropy(model(x), y).backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.2 * p.grad
+                    if reset:
+                        p.grad.zero_()
+    if reset:
+        assert dr.findings == [] and dr.history.reset_checks > 0
+        return
+    [f] = dr.findings  # (the growing gradients and the loss are its doing)
+    assert (f.symptom, f.where, f.severity) == ("accumulating_gradient", "net", "error")
+    assert f.evidence["updated_by_hand"] and f.evidence["steps_not_reset"] == f.evidence["steps_checked"] >= 10
+    assert "p.grad = None" in f.remedies[0]
 
 
 def test_history_stays_bounded_over_a_long_run():

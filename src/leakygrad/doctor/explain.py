@@ -168,6 +168,23 @@ def _explain_sigmoid_then_softmax(f: Finding):
     return text, remedies
 
 
+def _explain_maximized_loss(f: Finding):
+    e = f.evidence
+    loss = e["maximized"]
+    grew = f", {fmt(e['error_grew_by'])}-fold" if e.get("error_grew_by") else ""
+    text = (
+        f"The optimiser was made with `maximize=True`, and the backward pass starts from `{loss}`, a loss that is "
+        "never negative: each step moves the weights along the gradient instead of against it, which is gradient "
+        f"ascent on the error. The loss rose from a mean of {fmt(e['loss_first_third'])} over the first third of the "
+        f"run to {fmt(e['loss_last_third'])} over the last{grew}."
+    )
+    remedies = [
+        "Drop `maximize=True` from the optimiser to minimise the loss; keep it only for an objective you mean to "
+        "increase (a reward, a log-likelihood).",
+    ]
+    return text, remedies
+
+
 def _explain_negated_loss(f: Finding):
     e = f.evidence
     loss = e["negated"]
@@ -316,6 +333,8 @@ def _explain_targets_out_of_reach(f: Finding):
 
 def _explain_clipping_before_backward(f: Finding):
     e = f.evidence
+    if e.get("clip_given_no_parameters"):
+        return _explain_clipping_nothing(f)
     text = (
         f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) measured a gradient norm of 0 on "
         f"{e['sampled_steps']} sampled steps, while the optimiser then stepped gradients of norm "
@@ -328,6 +347,24 @@ def _explain_clipping_before_backward(f: Finding):
         "Call it between `loss.backward()` and `optimizer.step()`: `loss.backward(); "
         "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); optimizer.step()` (with a GradScaler, "
         "after `scaler.unscale_(optimizer)`).",
+    ]
+    return text, remedies
+
+
+def _explain_clipping_nothing(f: Finding):
+    e = f.evidence
+    stepped = f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
+    text = (
+        f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) was given no parameters at all on "
+        f'{e["sampled_steps"]} sampled steps (an empty generator: PyTorch warned "`parameters` is an empty '
+        'generator"), so it measured a norm of 0 and clipped nothing, while the optimiser stepped gradients of '
+        f"norm {stepped}. A generator such as `model.parameters()` can be read once: kept in a variable and handed "
+        "to the optimiser first, it is used up when the clipping reads it. The cap the script relies on against "
+        "exploding gradients is not there."
+    )
+    remedies = [
+        "Pass `model.parameters()` afresh at each call: `torch.nn.utils.clip_grad_norm_(model.parameters(), "
+        "max_norm)`; or keep the parameters in a list (`params = list(model.parameters())`) and use it for both.",
     ]
     return text, remedies
 
@@ -1118,6 +1155,8 @@ def explain_no_gradient(f: Finding):
 def explain_accumulating_gradient(f: Finding):
     e = f.evidence
     norms = ", ".join(f"{fmt(n)}" for _, n in e.get("grad_norm_by_step", [])) or "n/a"
+    if e.get("updated_by_hand"):
+        return _explain_accumulating_by_hand(f, norms)
     text = (
         f"Gradients were not reset between optimiser steps on {e['steps_not_reset']} of {e['steps_checked']} checked "
         "steps. `backward()` adds each new gradient into `.grad`, so without `zero_grad()` step t applies the sum of "
@@ -1131,6 +1170,23 @@ def explain_accumulating_gradient(f: Finding):
         "of them (or `model.zero_grad()` once)"
         + (f": the optimiser that steps {', '.join(f'`{m}`' for m in modules)} is not zeroed." if modules else "."),
         "If you accumulate over micro-batches on purpose, zero after each `optimizer.step()`.",
+    ]
+    return text, remedies
+
+
+def _explain_accumulating_by_hand(f: Finding, norms: str):
+    e = f.evidence
+    text = (
+        f"The weights of `{f.where}` are updated by hand (no optimiser steps), and their gradients were not reset "
+        f"between one update and the next on {e['steps_not_reset']} of {e['steps_checked']} checked steps. "
+        "`backward()` adds each new gradient into `.grad`, so update t applies the sum of every gradient since the "
+        f"start, a growing, stale direction. Gradient norm on sampled steps: {norms}."
+    )
+    remedies = [
+        "Reset each gradient after using it: `p.grad = None` (or `p.grad.zero_()`) right after `p -= lr * p.grad`; "
+        f"or call `{f.where}.zero_grad()` before each `loss.backward()`.",
+        "Or let an optimiser do the update: `torch.optim.SGD(model.parameters(), lr=lr)`, with `zero_grad()` and "
+        "`step()`.",
     ]
     return text, remedies
 
@@ -1331,6 +1387,8 @@ def explain_diverging_loss(f: Finding):
     e = f.evidence
     if e.get("negated"):
         return _explain_negated_loss(f)
+    if e.get("maximized"):
+        return _explain_maximized_loss(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered

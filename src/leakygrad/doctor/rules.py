@@ -252,6 +252,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         f.evidence.get("negated") or f.evidence.get("all_frozen") or f.evidence.get("optimizer_steps_without_gradient")
         for f in findings
     )
+    # ... or maximised by its optimiser: the error grows, and the gradients with it (across depth too)
+    maximized = any(f.evidence.get("maximized") for f in findings)
+    curve_has_a_cause = curve_has_a_cause or maximized
     # a loss unbounded below (its input out of its domain) drives the scores, and their gradients, up without end
     unbounded = next((f for f in findings if f.evidence.get("loss_function")), None)
     curve_has_a_cause = curve_has_a_cause or unbounded is not None
@@ -259,14 +262,20 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # gradients' sizes across depth, and the loss's curve, are its doing
     made_up = any(f.evidence.get("custom_function") for f in findings)
     curve_has_a_cause = curve_has_a_cause or made_up
+    # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
+    summed = any(f.symptom == "accumulating_gradient" for f in findings)
+    curve_has_a_cause = curve_has_a_cause or summed
 
     def told_by_its_cause(f: Finding) -> bool:
         the_stall = stall_has_a_cause and f.symptom == "stalled_loss" and f.where == "loss"
         the_curve = curve_has_a_cause and f.symptom in ("stalled_loss", "diverging_loss") and f.where == "loss"
         the_curve = the_curve and not f.evidence.get("negated") and not f.evidence.get("loss_function")
-        the_growth = unbounded and f.symptom == "exploding_gradient" and f.evidence.get("across") == "steps"
+        the_curve = the_curve and not f.evidence.get("maximized")
+        growth = f.symptom == "exploding_gradient" and f.evidence.get("across") == "steps"
+        the_growth = growth and (unbounded is not None or summed)
         the_end = unbounded is not None and _the_loss_running_off(f, unbounded)
         the_depth = made_up and f.evidence.get("across") in ("depth", "steps")
+        the_depth = the_depth or (maximized and f.symptom == "exploding_gradient" and f.severity == "warning")
         return (
             the_depth
             or the_stall
@@ -568,6 +577,30 @@ def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("diverging_loss", "loss", first_step, "error", evidence)]
 
 
+# --- a loss maximised by its optimiser (maximize=True) ----------------------------------------------------------------
+def maximized_loss_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser was made with `maximize=True` (a line copied from code that maximised a reward), and
+    the backward pass starts from a loss never negative (cross-entropy, a squared error): each step goes up the
+    gradient instead of down it, and the error grows. Reported when it did (the loss of the last third above that
+    of the first)."""
+    marked = _marked_on_most(history, "maximized_loss", t)
+    if not marked:
+        return []
+    loss = history.current_loss()
+    thirds = _loss_thirds(loss)
+    if len(loss) < t.loss_min_steps or thirds is None or not thirds[1] > thirds[0] >= 0:
+        return []
+    first, last = thirds
+    evidence = {
+        "maximized": marked[-1].maximized_loss,
+        "loss_first_third": _sci(first),
+        "loss_last_third": _sci(last),
+        "error_grew_by": _sci(last / first) if first > 0 else None,
+    }
+    first_step = next(r.step for r in history.records if r.maximized_loss is not None)
+    return [Finding("diverging_loss", "optimizer", first_step, "error", evidence)]
+
+
 # --- a loss never negative, below zero: its input left the domain ----------------------------------------------------
 def loss_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
     """A loss that is never negative while its input is in its domain came out negative: binary cross-entropy given
@@ -715,6 +748,8 @@ def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Findi
         "grad_norm_stepped": _sci(median(finite)) if finite else None,  # (None: NaN or inf at every one)
         "sampled_steps": len(early),
     }
+    if all(r.clip_given_nothing for r in early):  # (not too early: given no parameter at all)
+        evidence["clip_given_no_parameters"] = True
     return [Finding("exploding_gradient", "clip_grad_norm_", early[0].step, "error", evidence)]
 
 
@@ -1238,7 +1273,11 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
         "grad_norm_by_step": norms,
         "modules_not_reset": sorted(history.modules_not_reset),
     }
-    return [Finding("accumulating_gradient", "optimizer", history.first_not_reset or 0, "error", evidence)]
+    where = "optimizer"
+    if history.reset_by_hand:  # (no optimiser: the weights are updated by hand, `p -= lr * p.grad`)
+        evidence["updated_by_hand"] = True
+        where = history.models[0] if len(history.models) == 1 else "model"
+    return [Finding("accumulating_gradient", where, history.first_not_reset or 0, "error", evidence)]
 
 
 # --- gradients no optimiser applies ----------------------------------------------------------------------------------
@@ -1630,6 +1669,7 @@ RULES = (
     squashed_twice_rule,
     broadcast_rule,
     negated_loss_rule,
+    maximized_loss_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
     gradientless_optimizer_rule,

@@ -110,6 +110,7 @@ class StepRecord:
     params_nonzero_between: list[str] = field(default_factory=list)
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
+    clip_given_nothing: bool = False  # ... and it was given an empty generator (used up by the optimiser already)
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes
@@ -123,6 +124,7 @@ class StepRecord:
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
     targets_out_of_reach: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
+    maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose
     # targets are probabilities; nll_loss, whose input is log-probabilities), and unbounded below outside it
     loss_with_domain: str | None = None

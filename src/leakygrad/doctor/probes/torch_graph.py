@@ -583,7 +583,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
     # one recomputed from finite inputs to NaN/Inf made it (log(1 - p) of a p rounded to 1, below a product that saved
     # only its other factor); else the first that could have
-    confirmed = next((n for n in candidates if _recomputed_nonfinite(n)), None)
+    confirmed = next((n for n in candidates if _recomputed_nonfinite(n) or _divides_by_zero(n)), None)
     culprit = confirmed or next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
     exact = len(candidates) == 1 or confirmed is not None
     fed = next((node for node in candidates if node in data_fed), None)
@@ -691,6 +691,18 @@ def _recomputed_finite(node) -> bool:
         return False
     recomputed = _recompute(node) if inputs_finite else None
     return recomputed is not None and is_finite(recomputed)
+
+
+def _divides_by_zero(node) -> bool:
+    """A division whose divisor, saved for its backward (a / b saves b), holds an exact zero and is otherwise finite:
+    x / 0 is inf, 0 / 0 NaN (a masked mean `(loss * mask).sum() / mask.sum()` over a batch whose mask is all 0)."""
+    if op_name(node) != "div":
+        return False
+    try:
+        divisor = node._saved_other
+    except (AttributeError, RuntimeError):  # (a division by a number saves none; or freed)
+        return False
+    return isinstance(divisor, torch.Tensor) and is_finite(divisor) and bool((divisor == 0).any())
 
 
 def _recomputed_nonfinite(node) -> bool:

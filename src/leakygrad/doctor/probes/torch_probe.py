@@ -33,6 +33,7 @@ import inspect
 import itertools
 import math
 import sys
+import types
 import warnings
 import weakref
 from collections import deque
@@ -167,13 +168,24 @@ def _scale_of(loss: torch.Tensor) -> torch.Tensor | None:
 _original_clip = None
 CLIP_GRAD_NORM = torch.nn.utils.clip_grad.clip_grad_norm_
 _CLIP_MODULES = (torch.nn.utils, torch.nn.utils.clip_grad)  # (the function, and where the package re-exports it)
+EMPTY = object()  # what `next` returns from a generator with nothing left
+EMPTY_GENERATOR_WARNING = "`parameters` is an empty generator, no gradient clipping will occur."  # (PyTorch's words)
 
 
 def _patched_clip(parameters, max_norm, *args, **kwargs):
+    given_nothing = False
+    if isinstance(parameters, types.GeneratorType):  # (read once: the optimiser may have used it up already)
+        first = next(parameters, EMPTY)
+        if first is EMPTY:
+            # PyTorch warns of it, at the caller of clip_grad_norm_: at the script's line here, not this one's
+            warnings.warn(EMPTY_GENERATOR_WARNING, UserWarning, stacklevel=2)
+            parameters, given_nothing = [], True  # (what it does with an empty list is the same, without a warning)
+        else:
+            parameters = itertools.chain((first,), parameters)
     total = (_original_clip or CLIP_GRAD_NORM)(parameters, max_norm, *args, **kwargs)
     if not _compiled_or_transformed():  # (traced by torch.compile, the note would be compiled in)
         for probe in list(_active_probes):
-            probe.note_clipping(max_norm, total)
+            probe.note_clipping(max_norm, total, given_nothing)
     return total
 
 
@@ -468,7 +480,8 @@ class StepState:
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
-    clipping: tuple | None = None  # (max_norm, deferred index of the norm measured) of the step's last clip_grad_norm_
+    # (max_norm, deferred index of the norm measured, given an empty generator?) of the step's last clip_grad_norm_
+    clipping: tuple | None = None
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
@@ -478,6 +491,8 @@ class StepState:
     # index of the share of targets outside the range it can reach)
     targets_out_of_reach: tuple | None = None
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
+    root_loss: str | None = None  # ... or that is the root itself (times positive constants)
+    maximizes: bool = False  # the training optimiser was made with maximize=True
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
@@ -560,6 +575,7 @@ class GradientMarks:
         self.params = [p for p in params if p.grad is not None]
         self.grads = [weakref.ref(p.grad) for p in self.params]  # (weak: zero_grad() frees them)
         self.versions = [p.grad._version for p in self.params]
+        self.weight_versions = [p._version for p in self.params]  # (an update by hand, `p -= lr * p.grad`, moves it)
         self.moved = [False] * len(self.params)
         self.reset = [False] * len(self.params)
 
@@ -593,11 +609,17 @@ class GradientMarks:
             self.moved[i] = self.moved[i] or version > self.versions[i]
             self.versions[i] = version
 
-    def counts(self) -> tuple[int, list]:
+    def counts(self, updated_only: bool = False) -> tuple[int, list]:
         """(how many gradients were reset, the parameters whose gradient moved and was never reset), at the
-        optimiser step."""
+        optimiser step; or, with `updated_only` (weights updated by hand, no optimiser), at the next backward and
+        among the parameters whose weights changed in between (a gradient accumulated over micro-batches between two
+        updates is not reset between them either)."""
         reset = [r or p.grad is None or p.grad is not grad() for r, p, grad in zip(self.reset, self.params, self.grads)]
-        return sum(reset), [p for p, m, r in zip(self.params, self.moved, reset) if m and not r]
+        kept = [not updated_only or p._version != v for p, v in zip(self.params, self.weight_versions)]
+        return (
+            sum(r for r, k in zip(reset, kept) if k),
+            [p for p, m, r, k in zip(self.params, self.moved, reset, kept) if m and not r and k],
+        )
 
 
 class TorchProbe:
@@ -1112,11 +1134,13 @@ class TorchProbe:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("NaN check hook", error)
 
-    def note_clipping(self, max_norm, total) -> None:
-        """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping."""
+    def note_clipping(self, max_norm, total, given_nothing: bool = False) -> None:
+        """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
+        an empty generator, when `given_nothing`)."""
         try:
             if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
-                self.state.clipping = (float(max_norm), self.state.deferred.scalar(total.detach().float().reshape(())))
+                norm_at = self.state.deferred.scalar(total.detach().float().reshape(()))
+                self.state.clipping = (float(max_norm), norm_at, given_nothing)
         except Exception as error:
             self._fail("noting a clip_grad_norm_", error)
 
@@ -1165,6 +1189,8 @@ class TorchProbe:
                     self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
             if self._reset_marks is not None:
                 self._reset_marks.follow()
+                if self.mode == "backward":  # (no optimiser: the weights are updated by hand between backward passes)
+                    self._check_reset(updated_only=True)
             if self._closure_params is not None:  # the first backward of the step, in its closure (LBFGS)
                 params, self._closure_params = self._closure_params, None
                 self._hooks_paused = True
@@ -1180,7 +1206,10 @@ class TorchProbe:
     def _close_backward_step(self) -> None:
         self._awaiting = False
         if self.sampling and self.state is not None:
+            state = self.state
             self._finish_sampled_step(with_update=False)
+            # were the gradients reset before the next backward? (those of the parameters the step measured)
+            self._reset_marks = GradientMarks([p for _, _, p in state.params] or self._model_parameters())
         self._end_step()
 
     def _resolve_backward_mode(self) -> None:
@@ -1284,6 +1313,7 @@ class TorchProbe:
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
         if state.negated_loss is None and state.loss_with_domain is None:
             sign, function = graph_tools.signed_loss(root_nodes[0])
+            state.root_loss = function if sign > 0 else None
             if sign < 0:
                 state.negated_loss = function
             elif function in graph_tools.LOSS_DOMAINS:
@@ -1476,6 +1506,7 @@ class TorchProbe:
                 self._look_at_zero_suspects()
             if self.sampling and self.state is not None:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
+                self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -1619,13 +1650,14 @@ class TorchProbe:
                 out.append(p)
         return out
 
-    def _check_reset(self) -> None:
-        """At the optimiser step after a sampled one: were the gradients reset in between (`GradientMarks`)?"""
-        reset, stale = self._reset_marks.counts()
+    def _check_reset(self, updated_only: bool = False) -> None:
+        """At the optimiser step after a sampled one (without an optimiser: at the backward after it, `updated_only`):
+        were the gradients reset in between (`GradientMarks`)?"""
+        reset, stale = self._reset_marks.counts(updated_only)
         self._reset_marks = None
         if stale or reset:
             modules = sorted({entry[2] for entry in map(self._param_label, stale) if entry is not None})
-            self.doctor.check_reset(self.step, reset=len(stale) <= reset, modules_not_reset=modules)
+            self.doctor.check_reset(self.step, len(stale) <= reset, modules, by_hand=updated_only)
 
     def _measure_parameters(self, candidates, snapshot: bool) -> None:
         """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries, of the
@@ -1827,6 +1859,7 @@ class TorchProbe:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
+        record.maximized_loss = state.root_loss if state.maximizes else None
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
@@ -1836,6 +1869,7 @@ class TorchProbe:
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
+            record.clip_given_nothing = state.clipping[2]
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
