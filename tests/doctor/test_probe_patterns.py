@@ -284,6 +284,33 @@ def test_clipping_given_the_generator_the_optimiser_used_up_is_named_and_warned_
     assert len(empty) == 12 and {Path(w.filename).name for w in empty} == {"test_probe_patterns.py"}
 
 
+@pytest.mark.parametrize("after_step", [True, False])
+def test_clipping_after_the_optimisers_step_is_named(after_step):
+    """`clip_grad_norm_` after `optimizer.step()`: the update used the gradient unclipped. A run that went to NaN
+    got a nonfinite finding whose remedy was to clip the gradient norm, which the script believed it did."""
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            if not after_step:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+            optimizer.step()
+            if after_step:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))  # (a norm read for a log: no cap)
+    named = [f for f in dr.findings if f.where == "clip_grad_norm_"]
+    if not after_step:
+        assert named == []
+        return
+    [f] = named
+    assert f.symptom == "exploding_gradient" and f.evidence["clip_after_step"] is True
+    assert f.evidence["grad_norm_stepped"] > f.evidence["clip_max_norm"] == 1e-3
+    assert "runs after `optimizer.step()`" in f.explanation
+
+
 def test_lbfgs_is_watched_through_its_closure():
     model = mlp()
     x, y = regression_data()

@@ -351,6 +351,22 @@ def _explain_clipping_before_backward(f: Finding):
     return text, remedies
 
 
+def _explain_clipping_after_step(f: Finding):
+    e = f.evidence
+    stepped = f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
+    text = (
+        f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) runs after `optimizer.step()` on {e['sampled_steps']} "
+        f"sampled steps, while the gradients stepped had a norm of {stepped}: the update has already used them "
+        "unclipped, and the clipped gradients are then cleared by the next `zero_grad()` without being used. The cap "
+        "the script relies on against exploding gradients is not there."
+    )
+    remedies = [
+        "Clip between `loss.backward()` and `optimizer.step()`: `loss.backward(); "
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); optimizer.step()`.",
+    ]
+    return text, remedies
+
+
 def _explain_clipping_nothing(f: Finding):
     e = f.evidence
     stepped = f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
@@ -488,6 +504,8 @@ def explain_exploding_gradient(f: Finding):
     e = f.evidence
     if e.get("clip_measured_norm") is not None:
         return _explain_clipping_before_backward(f)
+    if e.get("clip_after_step"):
+        return _explain_clipping_after_step(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=False)
     if e.get("through_one_layer"):
@@ -829,6 +847,10 @@ def explain_nonfinite(f: Finding):
             "until a value overflowed, the mark of a learning rate too high for this model."
         )
         remedies.insert(0, "Lower the learning rate (try 10x lower), or clip the gradient norm.")
+    if f.evidence.get("clipping_does_nothing"):
+        text += " The script clips the gradient's norm, but where it does so the clipping has no effect: see the "
+        text += "`clip_grad_norm_` finding."
+        remedies.insert(0, "Make the clipping act first (see the `clip_grad_norm_` finding).")
     if phase != "input":  # (the data's NaN is named where it entered: no growth before it, no line to find)
         remedies += [
             "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate.",

@@ -299,7 +299,11 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         ended = next((f.first_step for f in findings if _the_loss_running_off(f, unbounded)), None)
         if ended is not None:
             unbounded.evidence["nonfinite_from_step"] = ended
+    # a clip_grad_norm_ that does not act (before backward, after the step, or given nothing): the NaN it let through
+    clipping_idle = any(f.where == "clip_grad_norm_" for f in kept)
     for f in kept:
+        if clipping_idle and f.symptom == "nonfinite":
+            f.evidence["clipping_does_nothing"] = True
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
             f.evidence["other_findings"] = sorted({g.symptom for g in kept if g.symptom != "stalled_loss"})
     # Weights shrunk towards 0 (a weight decay far too large) make every layer's backward gain tiny: that is the
@@ -738,8 +742,13 @@ def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Findi
     `zero_grad()`), on gradients not yet computed, and clipped nothing. The cap the script relies on is not there."""
     records = history.records  # (all kept: the run may have gone to NaN at once, with its clipping doing nothing)
     calls = [r for r in records if r.clip_max_norm is not None and r.clip_norm is not None]
+    if 2 * len(calls) < len(records):
+        return []
+    late = [r for r in calls if r.clip_after_step and _above_the_cap(r)]
+    if len(late) >= t.min_records and 2 * len(late) >= len(calls):
+        return [_clipping_after_step(late)]
     early = [r for r in calls if r.clip_norm == 0 and _above_the_cap(r)]
-    if len(early) < t.min_records or 2 * len(early) < len(calls) or 2 * len(calls) < len(records):
+    if len(early) < t.min_records or 2 * len(early) < len(calls):
         return []
     finite = [r.grad_norm for r in early if math.isfinite(r.grad_norm)]
     evidence = {
@@ -751,6 +760,20 @@ def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Findi
     if all(r.clip_given_nothing for r in early):  # (not too early: given no parameter at all)
         evidence["clip_given_no_parameters"] = True
     return [Finding("exploding_gradient", "clip_grad_norm_", early[0].step, "error", evidence)]
+
+
+def _clipping_after_step(late: list[StepRecord]) -> Finding:
+    """`clip_grad_norm_` ran after `optimizer.step()` (before the next backward) on most sampled steps that called it,
+    while the gradients stepped were above its max_norm: the update used them unclipped, and what it clipped is then
+    thrown away by zero_grad()."""
+    finite = [r.grad_norm for r in late if math.isfinite(r.grad_norm)]
+    evidence = {
+        "clip_max_norm": _sci(median([r.clip_max_norm for r in late])),
+        "clip_after_step": True,
+        "grad_norm_stepped": _sci(median(finite)) if finite else None,  # (None: NaN or inf at every one)
+        "sampled_steps": len(late),
+    }
+    return Finding("exploding_gradient", "clip_grad_norm_", late[0].step, "error", evidence)
 
 
 def _above_the_cap(record: StepRecord) -> bool:

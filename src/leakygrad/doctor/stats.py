@@ -111,6 +111,7 @@ class StepRecord:
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
     clip_given_nothing: bool = False  # ... and it was given an empty generator (used up by the optimiser already)
+    clip_after_step: bool = False  # ... and it ran after an optimiser step, before the next backward
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes

@@ -480,7 +480,8 @@ class StepState:
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
-    # (max_norm, deferred index of the norm measured, given an empty generator?) of the step's last clip_grad_norm_
+    # (max_norm, deferred index of the norm measured, given an empty generator?, called after an optimiser step
+    # before any backward?) of the step's clip_grad_norm_ with the smallest max_norm
     clipping: tuple | None = None
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
@@ -1139,8 +1140,12 @@ class TorchProbe:
         an empty generator, when `given_nothing`)."""
         try:
             if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
+                if self.state.clipping is not None and self.state.clipping[0] <= float(max_norm):
+                    return  # (the tightest cap of the step is the one that acts: not a norm read for a log, `inf`)
                 norm_at = self.state.deferred.scalar(total.detach().float().reshape(()))
-                self.state.clipping = (float(max_norm), norm_at, given_nothing)
+                # (after the training optimiser's step, before the next backward: the step used the gradient unclipped)
+                after_step = self._stepped_since_backward
+                self.state.clipping = (float(max_norm), norm_at, given_nothing, after_step)
         except Exception as error:
             self._fail("noting a clip_grad_norm_", error)
 
@@ -1869,7 +1874,7 @@ class TorchProbe:
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
-            record.clip_given_nothing = state.clipping[2]
+            record.clip_given_nothing, record.clip_after_step = state.clipping[2:]
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
