@@ -390,3 +390,33 @@ def test_a_stall_in_layers_whose_weights_are_read_directly_does_not_blame_the_op
     [f] = stalls
     assert f.evidence["layers_never_called"] == ["fc1", "fc2"]
     assert "optimiser steps none" not in f.explanation and "`fc1`, `fc2` never ran" in f.explanation
+
+
+@pytest.mark.parametrize("targets", ["raw", "standardised", "bias at the mean"])
+def test_regression_targets_left_in_raw_units_are_named_at_the_loss(targets):
+    """House prices of about 2e5 as targets: the loss's gradient is of their size. It was an exploding gradient
+    'across depth' blamed on an initialisation too large, with a clipping threshold of millions to try."""
+    torch.manual_seed(0)
+    x = torch.randn(512, 8)
+    price = 2e5 + 6e4 * (x[:, 0] + 0.5 * x[:, 1] * x[:, 2])
+    y = ((price - price.mean()) / price.std() if targets == "standardised" else price).unsqueeze(1)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    if targets == "bias at the mean":
+        nn.init.constant_(model[-1].bias, price.mean().item())
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        for _ in range(200):
+            loss = F.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("across") == "target scale"]
+    if targets != "raw":
+        assert named == [] and dr.history.target_scale is not None
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.first_step) == ("exploding_gradient", "mse_loss", 0)
+    assert f.evidence["target_rms"] > 1e5 and f.evidence["prediction_rms"] < 10
+    assert "Standardise the targets" in f.remedies[0] and "raw units" in f.explanation
+    assert not [g for g in dr.findings if g.symptom == "exploding_gradient" and g is not f]  # (folded in)
+

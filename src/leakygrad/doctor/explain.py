@@ -351,6 +351,34 @@ def _explain_clipping_before_backward(f: Finding):
     return text, remedies
 
 
+def _explain_raw_targets(f: Finding):
+    e = f.evidence
+    text = (
+        f"The targets of `{f.where}` are in raw units: their typical size (root mean square) is "
+        f"{fmt(e['target_rms'])}, against {fmt(e['prediction_rms'])} for the network's first predictions. The loss's "
+        "gradient with respect to a prediction, 2 (prediction - target) for a squared error, is of the targets' "
+        "size, and backprop multiplies every layer's gradient by it"
+        + (
+            f" (gradient norm {fmt(e['grad_norm_first'])} at the first sampled step)"
+            if e.get("grad_norm_first")
+            else ""
+        )
+        + ". The layers must grow their weights by orders of magnitude to reach such outputs: with SGD the updates "
+        "are huge and the weights blow up; with Adam, which takes steps of about the learning rate, it takes "
+        "forever."
+    )
+    if e.get("folded"):
+        named = " and ".join(f"`{symptom}`" for symptom in e["folded"])
+        text += f" This run's {named} finding{'s' if len(e['folded']) > 1 else ''} follow from it, and are folded in."
+    remedies = [
+        "Standardise the targets: `y = (y_raw - mean) / std` with the training set's mean and std, and undo it on "
+        "the predictions (`prediction * std + mean`); for targets spanning orders of magnitude (prices), regress "
+        "`log(y)` instead.",
+        "Or start the output layer at the targets' scale: its bias at their mean (`model[-1].bias.data.fill_(mean)`).",
+    ]
+    return text, remedies
+
+
 def _explain_clipping_after_step(f: Finding):
     e = f.evidence
     stepped = f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
@@ -506,6 +534,8 @@ def explain_exploding_gradient(f: Finding):
         return _explain_clipping_before_backward(f)
     if e.get("clip_after_step"):
         return _explain_clipping_after_step(f)
+    if e.get("across") == "target scale":
+        return _explain_raw_targets(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=False)
     if e.get("through_one_layer"):

@@ -177,6 +177,7 @@ class History:
         # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output), "first_step"
         # (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm" (that test's)}
         self.custom_backwards: dict[str, dict] = {}
+        self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
         self.max_notes = 50
 
     # --- adding ---------------------------------------------------------------------------------------------
@@ -201,6 +202,8 @@ class History:
             self.graph_cuts.setdefault(tuple(cut), record.step)
         self._fold_unit_spreads(record)
         self._fold_custom_backwards(record)
+        if record.target_scale is not None and self.target_scale is None:  # (measured on the first few steps only)
+            self.target_scale = {**record.target_scale, "step": record.step}
         self.records.append(record)
         self.records_seen += 1
 

@@ -262,6 +262,20 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # gradients' sizes across depth, and the loss's curve, are its doing
     made_up = any(f.evidence.get("custom_function") for f in findings)
     curve_has_a_cause = curve_has_a_cause or made_up
+    # a regression's targets in raw units: the gradients are of their size, the loss far from them; an error then
+    raw_targets = next((f for f in findings if f.evidence.get("across") == "target scale"), None)
+    consequences = [
+        f
+        for f in findings
+        if raw_targets is not None
+        and (
+            (f.symptom == "exploding_gradient" and f.evidence.get("across") in ("depth", "steps"))
+            or (f.symptom in ("diverging_loss", "stalled_loss") and f.where == "loss")
+        )
+    ]
+    if consequences:
+        raw_targets.severity = "error"
+        raw_targets.evidence["folded"] = sorted({f.symptom for f in consequences})
     # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
     summed = any(f.symptom == "accumulating_gradient" for f in findings)
     curve_has_a_cause = curve_has_a_cause or summed
@@ -278,6 +292,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         the_depth = the_depth or (maximized and f.symptom == "exploding_gradient" and f.severity == "warning")
         return (
             the_depth
+            or any(f is g for g in consequences)
             or the_stall
             or the_curve
             or the_growth
@@ -664,6 +679,27 @@ def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first = next(r.step for r in history.records if r.targets_out_of_reach is not None)
     return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
+
+
+# --- a regression's targets left in raw units ----------------------------------------------------------------------
+def raw_targets_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A regression loss whose targets, on the first sampled steps, were far larger than anything a freshly made
+    network outputs (house prices of 2e5 against predictions near 0): the loss's gradient, 2 (prediction - target),
+    is of the targets' size, and backprop scales every layer's gradient by it. A warning; an error when the run
+    shows it (a gradient exploding or growing, a loss diverging or stalled: those findings are folded into it)."""
+    scale = history.target_scale
+    if scale is None or not scale["target_rms"] > t.raw_target_rms:
+        return []
+    if not scale["target_rms"] > t.raw_target_ratio * scale["prediction_rms"]:  # (a head started at the targets' mean)
+        return []
+    first = history.records[0].grad_norm if history.records else None
+    evidence = {
+        "across": "target scale",
+        "target_rms": _sci(scale["target_rms"]),
+        "prediction_rms": _sci(scale["prediction_rms"]),
+        "grad_norm_first": _sci(first) if first is not None else None,
+    }
+    return [Finding("exploding_gradient", scale["loss"], scale["step"], "warning", evidence)]
 
 
 # --- updates rounded away in half precision -------------------------------------------------------------------------
@@ -1697,6 +1733,7 @@ RULES = (
     clipping_before_backward_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
+    raw_targets_rule,
     softmax_over_one_rule,
     custom_backward_rule,
     rounded_away_rule,

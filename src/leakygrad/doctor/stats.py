@@ -124,6 +124,9 @@ class StepRecord:
     # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
     targets_out_of_reach: dict | None = None
+    # a regression loss on one of the first sampled steps: {"loss", "target_rms", "prediction_rms"}, the targets' and
+    # the predictions' typical size (targets left in raw units, house prices of 2e5, against predictions near 0)
+    target_scale: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose

@@ -165,6 +165,11 @@ class Thresholds:
     loss_below_zero: float = 1e-4
     """A loss never negative while its input is in its domain (binary cross-entropy, nll_loss) recorded below minus
     this has left the domain (float rounding takes such a loss a few 1e-8 below zero at most)."""
+    raw_target_rms: float = 1e3
+    """A regression's targets whose root mean square is above this, on the first sampled steps ..."""
+    raw_target_ratio: float = 100.0
+    """... and this many times the predictions' (a network starts near 0), were left in raw units: the loss's
+    gradient 2 (prediction - target) is of their size, and every layer's with it."""
     stopped_gradient_share: float = 1e-2
     """Weights that stopped moving part-way are a stall only if the gradient's norm since then (median) is at least
     this share of its norm before: a learning rate cut to almost nothing, not a run converged to a zero gradient."""

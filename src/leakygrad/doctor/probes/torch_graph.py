@@ -365,6 +365,20 @@ def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
     return None
 
 
+def regression_target(loss_nodes) -> tuple[str, torch.Tensor, torch.Tensor] | None:
+    """(loss, prediction, target), detached, of the first regression loss (mse, huber, smooth L1) on the loss side
+    that saved both, or None: to compare the targets' scale with the predictions'."""
+    for node in loss_nodes:
+        op = op_name(node)
+        if op not in REGRESSION_LOSSES:
+            continue
+        prediction, target = saved_value(node, "_saved_self"), saved_value(node, "_saved_target")
+        if isinstance(prediction, torch.Tensor) and isinstance(target, torch.Tensor) and target.numel():
+            if target.is_floating_point() and not target.requires_grad:
+                return op, prediction.detach(), target.detach()
+    return None
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

@@ -64,6 +64,7 @@ from leakygrad.doctor.probes.torch_stats import (
     norm,
     packed_time_step_norms,
     recurrent_unit_blocks,
+    root_mean_square,
     share_outside,
     spread,
     time_step_norms,
@@ -84,6 +85,7 @@ DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropou
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
+TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -491,6 +493,8 @@ class StepState:
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
     # index of the share of targets outside the range it can reach)
     targets_out_of_reach: tuple | None = None
+    # a regression loss: (its name, deferred indices of its targets' and its predictions' root mean square)
+    target_scale: tuple | None = None
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
@@ -678,6 +682,7 @@ class TorchProbe:
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
+        self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._failures: dict[str, int] = {}
         self._plan: ParameterPlan | None = None
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
@@ -1329,6 +1334,13 @@ class TorchProbe:
                 state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
+        if loss_nodes and state.target_scale is None and self._target_scale_looks < TARGET_SCALE_LOOKS:
+            found = graph_tools.regression_target(loss_nodes)
+            if found is not None:
+                self._target_scale_looks += 1
+                loss, prediction, target = found
+                rms = state.deferred.scalar
+                state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
         if loss_nodes and state.targets_out_of_reach is None:
             found = graph_tools.targets_out_of_reach(loss_nodes, names)
             if found is not None:
@@ -1860,6 +1872,9 @@ class TorchProbe:
                 state.probabilities_into_loss
             )
         record.prediction_broadcast = state.prediction_broadcast
+        if state.target_scale is not None:
+            loss, target_at, prediction_at = state.target_scale
+            record.target_scale = {"loss": loss, "target_rms": value(target_at), "prediction_rms": value(prediction_at)}
         if state.targets_out_of_reach is not None:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}

@@ -490,3 +490,8 @@ def blocked_fraction(grad_in: torch.Tensor, grad_out: torch.Tensor) -> tuple[tor
     """(elements whose incoming gradient was nonzero but leaves as zero, elements whose incoming was nonzero)."""
     arriving = grad_out != 0
     return (arriving & (grad_in == 0)).sum(), arriving.sum()
+
+
+def root_mean_square(tensor: torch.Tensor) -> torch.Tensor:
+    """sqrt(mean(x^2)), in float32 at least, on the tensor's device: the typical size of its entries."""
+    return torch.linalg.vector_norm(tensor.float()) / math.sqrt(max(tensor.numel(), 1))
