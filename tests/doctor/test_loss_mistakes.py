@@ -419,4 +419,3 @@ def test_regression_targets_left_in_raw_units_are_named_at_the_loss(targets):
     assert f.evidence["target_rms"] > 1e5 and f.evidence["prediction_rms"] < 10
     assert "Standardise the targets" in f.remedies[0] and "raw units" in f.explanation
     assert not [g for g in dr.findings if g.symptom == "exploding_gradient" and g is not f]  # (folded in)
-

@@ -1559,3 +1559,51 @@ def test_a_custom_backward_that_runs_autograd_itself_is_not_called_again():
                 grads.append(layer.weight.grad.clone())
                 optimizer.step()
     assert all(torch.equal(a, b) for a, b in zip(grads[:3], grads[3:])) and dr.history.custom_backwards == {}
+
+
+class ScaledHead(nn.Module):
+    """A learnable temperature held as `kind`: a plain tensor that requires grad, an nn.Parameter made anew in each
+    forward, or a proper nn.Parameter."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.body = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        if kind == "tensor":
+            self.scale = torch.tensor(1.0, requires_grad=True)
+        elif kind == "parameter":
+            self.scale = nn.Parameter(torch.tensor(1.0))
+
+    def forward(self, x):
+        if self.kind == "parameter in forward":
+            self.scale = nn.Parameter(torch.tensor(1.0))
+        return self.body(x) * self.scale
+
+
+@pytest.mark.parametrize("kind", ["tensor", "parameter in forward", "parameter"])
+def test_a_learnable_tensor_no_optimiser_can_see_is_named(kind):
+    """`self.scale = torch.tensor(1.0, requires_grad=True)` gets a gradient that no optimiser applies
+    (`parameters()` leaves it out), and an nn.Parameter assigned in forward() is a new one at every call, never
+    in the optimiser: both were "no leaks found". Inputs made to require grad (the coordinates of a
+    physics-informed loss) belong to no module and are left alone."""
+    torch.manual_seed(0)
+    model = ScaledHead(kind)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = torch.randn(64, 8), torch.randint(0, 3, (64,))
+    with doctor.watch(model, optimizer, every=4, name="net") as dr:
+        for _ in range(40):
+            inputs = x.clone().requires_grad_()
+            loss = nn.functional.cross_entropy(model(inputs), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "net.scale"]
+    if kind == "parameter":
+        assert named == [] and dr.history.loose_leaves == {}
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("unapplied_gradient", "error", 0)
+    if kind == "tensor":
+        assert f.evidence["not_a_parameter"] and "nn.Parameter(torch.tensor(...))" in f.remedies[0]
+    else:
+        assert f.evidence["recreated_each_step"] and "in `__init__`" in f.remedies[0]

@@ -1243,6 +1243,36 @@ def _explain_accumulating_by_hand(f: Finding, norms: str):
     return text, remedies
 
 
+def _explain_not_a_parameter(f: Finding):
+    owner, _, attribute = f.where.rpartition(".")
+    text = (
+        f"`{f.where}` requires grad and receives a gradient at every step, but it is a plain tensor, not an "
+        f"`nn.Parameter`: `{owner}.parameters()` does not return it, so no optimiser updates it. Its value has not "
+        f"changed since step {f.first_step}, and its gradient is computed and thrown away (or piles up in its `.grad`, "
+        "never reset)."
+    )
+    remedies = [
+        f"Make it a parameter: `self.{attribute} = nn.Parameter(torch.tensor(...))` in `__init__`, before the "
+        "optimiser is made over `model.parameters()`.",
+    ]
+    return text, remedies
+
+
+def _explain_parameter_made_in_forward(f: Finding):
+    owner, _, attribute = f.where.rpartition(".")
+    text = (
+        f"`{f.where}` is a new `nn.Parameter` at every step: it is made in `{owner}.forward()` (assigning an "
+        f"`nn.Parameter` to `self.{attribute}` registers a new one at each call). The optimiser, made before, never "
+        "holds it, and each call starts again from its initial value: its gradient is computed and thrown away, "
+        "and it learns nothing."
+    )
+    remedies = [
+        f"Create it once in `__init__` (`self.{attribute} = nn.Parameter(...)`), before the optimiser is made, and "
+        "only read it in `forward()`.",
+    ]
+    return text, remedies
+
+
 def explain_unapplied_gradient(f: Finding):
     e = f.evidence
     if e.get("updated_share") is not None:
@@ -1253,6 +1283,10 @@ def explain_unapplied_gradient(f: Finding):
         return _explain_unapplied_scattered(f)
     if e.get("unregistered"):
         return _explain_unapplied_unregistered(f)
+    if e.get("not_a_parameter"):
+        return _explain_not_a_parameter(f)
+    if e.get("recreated_each_step"):
+        return _explain_parameter_made_in_forward(f)
     text = (
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "

@@ -178,6 +178,8 @@ class History:
         # (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm" (that test's)}
         self.custom_backwards: dict[str, dict] = {}
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
+        # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
+        self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
 
     # --- adding ---------------------------------------------------------------------------------------------
@@ -202,6 +204,13 @@ class History:
             self.graph_cuts.setdefault(tuple(cut), record.step)
         self._fold_unit_spreads(record)
         self._fold_custom_backwards(record)
+        for path, seen in (record.loose_leaves or {}).items():
+            tally = self.loose_leaves.setdefault(
+                path, {"kind": seen["kind"], "looks": 0, "renewed": 0, "changed": False, "first_step": record.step}
+            )
+            tally["looks"] += 1
+            tally["renewed"] += seen["renewed"]
+            tally["changed"] = tally["changed"] or seen["changed"]
         if record.target_scale is not None and self.target_scale is None:  # (measured on the first few steps only)
             self.target_scale = {**record.target_scale, "step": record.step}
         self.records.append(record)

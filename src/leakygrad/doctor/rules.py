@@ -681,6 +681,26 @@ def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
 
 
+# --- learnable tensors that no optimiser can see ---------------------------------------------------------------------
+def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A tensor held by a module that gets a gradient on every look but is no parameter the optimisers know: a plain
+    tensor made with `requires_grad=True`, never changed since (no optimiser steps it: `parameters()` leaves it
+    out); or an `nn.Parameter` registered in `forward()`, a new object at every look (made after the optimiser, and
+    made again from its initial value at every call). Its gradient is computed and thrown away."""
+    findings = []
+    for path, tally in sorted(history.loose_leaves.items()):
+        if tally["looks"] < t.min_records:
+            continue
+        if tally["kind"] == "tensor" and tally["renewed"] == 0 and not tally["changed"]:
+            evidence = {"not_a_parameter": True, "looks": tally["looks"]}
+        elif tally["kind"] == "parameter" and tally["renewed"] == tally["looks"] - 1:
+            evidence = {"recreated_each_step": True, "looks": tally["looks"]}
+        else:
+            continue
+        findings.append(Finding("unapplied_gradient", path, tally["first_step"], "error", evidence))
+    return findings
+
+
 # --- a regression's targets left in raw units ----------------------------------------------------------------------
 def raw_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     """A regression loss whose targets, on the first sampled steps, were far larger than anything a freshly made
@@ -1747,6 +1767,7 @@ RULES = (
     no_gradient_rule,
     accumulating_rule,
     unapplied_rule,
+    loose_leaf_rule,
     loss_rule,
 )
 """Every rule, in the order the report lists symptoms of equal severity."""

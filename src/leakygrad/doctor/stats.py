@@ -127,6 +127,10 @@ class StepRecord:
     # a regression loss on one of the first sampled steps: {"loss", "target_rms", "prediction_rms"}, the targets' and
     # the predictions' typical size (targets left in raw units, house prices of 2e5, against predictions near 0)
     target_scale: dict | None = None
+    # (first sampled steps only) tensors in the graph that require grad, held by a watched module, and no watched
+    # parameter: attribute path -> {"kind" ("tensor": not an nn.Parameter; "parameter": registered since the model was
+    # attached), "renewed" (a new object since the last look), "changed" (its entries since first seen)}
+    loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose

@@ -85,6 +85,8 @@ DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropou
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
+LEAF_ENTRIES_COMPARED = 16  # entries of a loose leaf compared with its first values: did anything update it?
+LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
@@ -495,6 +497,9 @@ class StepState:
     targets_out_of_reach: tuple | None = None
     # a regression loss: (its name, deferred indices of its targets' and its predictions' root mean square)
     target_scale: tuple | None = None
+    # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
+    # object since the last look?, deferred index of "its entries changed since first seen")
+    loose_leaves: dict = field(default_factory=dict)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
@@ -683,6 +688,9 @@ class TorchProbe:
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
+        self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
+        self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
+        self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
         self._failures: dict[str, int] = {}
         self._plan: ParameterPlan | None = None
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
@@ -1346,6 +1354,9 @@ class TorchProbe:
             if found is not None:
                 share = share_outside(found.pop("target"), found["range"])
                 state.targets_out_of_reach = (found, state.deferred.scalar(share))
+        if self._leaf_looks < LOOSE_LEAF_LOOKS:
+            self._leaf_looks += 1
+            self._look_at_loose_leaves(state, nodes)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -1403,6 +1414,38 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    def _look_at_loose_leaves(self, state: StepState, nodes: list) -> None:
+        """Tensors that get a gradient but are no watched parameter, held by a watched module: a plain tensor made
+        with `requires_grad=True` (`self.scale = torch.tensor(1.0, requires_grad=True)`: `parameters()` leaves it out,
+        no optimiser steps it), or an `nn.Parameter` registered in `forward()` (a new one at every call). Inputs made
+        to require grad (an adversarial example, a physics-informed network's coordinates) belong to no module."""
+        for node in nodes:
+            for child, _ in node.next_functions:
+                if type(child) is not graph_tools.PARAMETER_LEAF or id(child.variable) in self.param_labels:
+                    continue
+                found = self._attribute_holding(child.variable)
+                if found is None or found[0] in state.loose_leaves:
+                    continue
+                path, kind = found
+                entries = child.variable.detach().flatten()[:LEAF_ENTRIES_COMPARED]
+                first = self._first_values.setdefault(path, entries.clone())
+                changed = (entries != first).any() if entries.shape == first.shape else torch.tensor(True)
+                last = self._last_leaves.get(path)
+                renewed = last is not None and last() is not child.variable  # (a new object since the last look)
+                self._last_leaves[path] = weakref.ref(child.variable)
+                state.loose_leaves[path] = (kind, renewed, state.deferred.scalar(changed))
+
+    def _attribute_holding(self, tensor: torch.Tensor) -> tuple[str, str] | None:
+        """(path, "parameter" or "tensor") of the watched module's attribute that holds `tensor`, or None."""
+        for module, info in list(self.infos.items()):
+            for attribute, value in module._parameters.items():
+                if value is tensor:
+                    return f"{info.name}.{attribute}", "parameter"
+            for attribute, value in vars(module).items():
+                if value is tensor:
+                    return f"{info.name}.{attribute}", "tensor"
+        return None
 
     def _test_custom_backward(self, state: StepState, node, names) -> None:
         """Call a custom autograd.Function's backward once more after it ran, on its first few sampled steps, to
@@ -1872,6 +1915,10 @@ class TorchProbe:
                 state.probabilities_into_loss
             )
         record.prediction_broadcast = state.prediction_broadcast
+        record.loose_leaves = {
+            path: {"kind": kind, "renewed": renewed, "changed": value(changed_at) > 0}
+            for path, (kind, renewed, changed_at) in state.loose_leaves.items()
+        } or None
         if state.target_scale is not None:
             loss, target_at, prediction_at = state.target_scale
             record.target_scale = {"loss": loss, "target_rms": value(target_at), "prediction_rms": value(prediction_at)}
