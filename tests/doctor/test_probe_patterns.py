@@ -1607,3 +1607,37 @@ def test_a_learnable_tensor_no_optimiser_can_see_is_named(kind):
         assert f.evidence["not_a_parameter"] and "nn.Parameter(torch.tensor(...))" in f.remedies[0]
     else:
         assert f.evidence["recreated_each_step"] and "in `__init__`" in f.remedies[0]
+
+
+class ComplexLinear(nn.Module):
+    def __init__(self, inputs, outputs):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(outputs, inputs, dtype=torch.cfloat) / inputs**0.5)
+
+    def forward(self, x):
+        return x @ self.weight.t()
+
+
+class ComplexReLU(nn.Module):  # Deep Complex Networks' CReLU: a ReLU on the real and on the imaginary part
+    def forward(self, z):
+        return torch.complex(torch.relu(z.real), torch.relu(z.imag))
+
+
+def test_the_relus_of_a_complex_valued_network_are_not_taken_for_the_loss():
+    """Complex layers' outputs were not named in the graph, so the whole model passed for the loss, and its CReLUs for
+    the hinge of a margin loss: a blocked_gradient warning 'mine harder negatives' on a squared error."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        ComplexLinear(6, 32), ComplexReLU(), ComplexLinear(32, 32), ComplexReLU(), ComplexLinear(32, 1)
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    x = torch.randn(128, 6, dtype=torch.cfloat)
+    target = x[:, :1] * (0.9 + 0.1j) - x[:, 1:2] * 0.5j
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(60):
+            loss = (model(x) - target).abs().pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.records[-1].loss_ops and "relu" not in dr.history.records[-1].loss_ops
+    assert [f for f in dr.findings if f.symptom == "blocked_gradient"] == []

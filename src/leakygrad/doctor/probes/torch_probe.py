@@ -1031,7 +1031,7 @@ class TorchProbe:
             if info is None or state is None or not torch.is_grad_enabled():
                 return None
             y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
-            if y is None or not y.is_floating_point():
+            if y is None or not (y.is_floating_point() or y.is_complex()):
                 return None
             name = info.name
             node = y.grad_fn
@@ -1045,7 +1045,7 @@ class TorchProbe:
                     state.outputs_made = True
             else:
                 self._note_output_nodes(state, info, output)
-            if not y.requires_grad:
+            if not y.requires_grad or y.is_complex():  # (a complex layer is named in the graph, not measured)
                 return None
             if isinstance(module, DROPOUTS) and module.training and module.p >= DROPOUT_MOSTLY:
                 state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
