@@ -355,3 +355,27 @@ def test_a_relu6_gating_a_product_as_in_a_hand_written_h_swish_is_no_dead_unit()
     dr = train(model, *data())
     assert by_symptom(dr, "dead_relu") == {}  # (a review found 'dead_relu relu6 after sequential.0' here)
     assert all("relu6" not in site for r in dr.history.records for site in r.activations)
+
+
+class GatedUnit(nn.Module):
+    """WaveNet's gated activation, tanh(W_f x) * sigmoid(W_g x); or, ungated, tanh(W_f x) alone."""
+
+    def __init__(self, gated):
+        super().__init__()
+        self.gated = gated
+        self.filter, self.gate, self.head = nn.Linear(16, 64), nn.Linear(16, 64), nn.Linear(64, 4)
+        nn.init.normal_(self.filter.weight, std=2.0)  # (large pre-activations: the tanh sits in its tails)
+
+    def forward(self, x):
+        h = torch.tanh(self.filter(x))
+        return self.head(h * torch.sigmoid(self.gate(x)) if self.gated else h)
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_the_tanh_of_a_gated_unit_is_not_judged_saturated_but_a_plain_one_is(gated):
+    """WaveNet's gated units got saturated-tanh warnings; a layer norm before the tanh took the saturation away and
+    changed nothing. The sigmoid beside it decides what passes, as in the recurrent layers' gates."""
+    torch.manual_seed(0)
+    dr = train(GatedUnit(gated), *data())
+    saturated = by_symptom(dr, "saturated_activation")
+    assert (saturated == {}) == gated

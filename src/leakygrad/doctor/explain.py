@@ -1201,6 +1201,12 @@ def explain_no_gradient(f: Finding):
         "If freezing it is intended, say so: `module.requires_grad_(False)` and leave its parameters out of the "
         "optimiser.",
     ]
+    if not cuts:  # (no detach seen: as likely, an output nothing reads, such as the last block's unused residual)
+        remedies.insert(
+            0,
+            f"Check that `{f.where}`'s output is used on the way to the loss; if it is not (a branch the last block "
+            "computes and nothing reads), remove the module.",
+        )
     return text, remedies
 
 

@@ -1361,6 +1361,7 @@ class TorchProbe:
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
         multiplied = set()  # nodes whose output multiplies another computed tensor: x * sigmoid(g) is a gate
+        gated_by_sigmoid = set()  # ... and those it multiplies: tanh(f) * sigmoid(g), the gated unit's other half
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
             op = op_name(node)
@@ -1374,7 +1375,11 @@ class TorchProbe:
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
-                        multiplied.update(graph_tools.beneath_scaling(factor) for factor in factors)
+                        below = [graph_tools.beneath_scaling(factor) for factor in factors]
+                        multiplied.update(below)
+                        for one, other in (below, below[::-1]):  # tanh(f) * sigmoid(g): WaveNet's gated unit
+                            if op_name(other) == "sigmoid":
+                                gated_by_sigmoid.add(one)
                 continue
             function = _activation_function(node, op, on_loss=node in loss_nodes)
             if function is not None:
@@ -1383,6 +1388,8 @@ class TorchProbe:
                     # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6) sit
                     # saturated by design: open or shut
                     continue
+                if function == "tanh" and node in gated_by_sigmoid:  # (a gated unit's, or a hand-written LSTM's
+                    continue  # sigmoid(o) * tanh(c): the gate decides what passes, as in the layers PyTorch gates)
                 try:
                     self._tally_activation(state, node, function, owner, saturation)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
