@@ -379,3 +379,19 @@ def test_the_tanh_of_a_gated_unit_is_not_judged_saturated_but_a_plain_one_is(gat
     dr = train(GatedUnit(gated), *data())
     saturated = by_symptom(dr, "saturated_activation")
     assert (saturated == {}) == gated
+
+
+@pytest.mark.parametrize("learns", [True, False])
+def test_units_mostly_dead_in_a_run_that_learns_are_a_warning_not_an_error(learns):
+    """A hypernetwork with 77% of a layer's units dead learnt its task (the loss fell 98%): the error's remedies did
+    not help it. The dead units are capacity lost: a warning. A run that does not learn keeps the error."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 128), nn.ReLU(), nn.Linear(128, 4))
+    with torch.no_grad():
+        model[0].bias[:100] = -50.0  # (dead from the start: no input reaches them)
+    x, _ = data()
+    dr = train(model, x, x[:, :4].argmax(dim=1), steps=100, lr=0.5 if learns else 1e-4)
+    dead = by_symptom(dr, "dead_relu")["sequential.1"]
+    assert dead.evidence["dead_fraction"] > 0.75
+    assert dead.severity == ("warning" if learns else "error")
+    assert ("the live units carry the task" in dead.explanation) == learns

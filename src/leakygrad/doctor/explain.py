@@ -662,6 +662,11 @@ def explain_dead_relu(f: Finding):
         f"(this one: {pct(e['zero_fraction'])} of its outputs) but has almost no unit that passes none for any "
         "example."
     )
+    if e.get("loss_last_third_to_first_step") is not None:
+        text += (
+            f" The loss still fell to {fmt(e['loss_last_third_to_first_step'])} of its first step's (last third): "
+            "the live units carry the task, and the dead ones are capacity lost rather than a training that stopped."
+        )
     if e.get("also_dead"):
         sites = list(e["also_dead"].items())
         shown = ", ".join(f"`{site}` ({pct(share)})" for site, share in sites[:6]) + (", ..." if len(sites) > 6 else "")

@@ -975,6 +975,11 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["feeds_from_weights_zero"] = True  # initialised to zero: no unit ever fired
         if first is not None and first <= history.healthy_records()[0].step:
             evidence["dead_from_start"] = True  # dead in the first window measured: before any update could kill them
+        learnt = _loss_learnt(history)
+        if severity == "error" and fraction < 1 and learnt is not None and learnt < t.dead_but_learning:
+            # most units dead, yet the loss fell to under half its start: the live ones carry the task (a hypernetwork
+            # whose task code is 2-D); capacity lost, not a training that stopped
+            severity, evidence["loss_last_third_to_first_step"] = "warning", _sci(learnt)
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
     return _warnings_folded_into_the_first(findings)
 
@@ -1515,6 +1520,15 @@ def _loss_thirds(loss: LossSeries) -> tuple[float, float] | None:
     if len(thirds) < 3:
         return None
     return thirds[0][1], thirds[-1][1]
+
+
+def _loss_learnt(history: History) -> float | None:
+    """The last third's mean loss over the first step's loss (None: too few steps, or a loss not above 0)."""
+    loss = history.current_loss()
+    thirds = _loss_thirds(loss)
+    if thirds is None or not loss.buckets or not loss.buckets[0].first > 0 or thirds[1] < 0:
+        return None
+    return thirds[1] / loss.buckets[0].first
 
 
 def _loss_fell_by(loss: LossSeries) -> float:
