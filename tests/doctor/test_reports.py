@@ -135,6 +135,10 @@ def test_a_report_with_nothing_or_too_little_to_judge_says_so():
     text = report_text.render(short)
     assert text.startswith("leakygrad doctor: 1 step, 1 sampled")  # (it said "1 steps")
     assert "no leaks found, but only 1 sampled step: most rules need 3" in text
+    # few steps for many backward passes (optimizer.step() once per epoch): not "run longer", which would not help
+    short.history.backward_passes = 43
+    text = report_text.render(short)
+    assert "the optimiser stepped 1 time for 43 backward passes" in text and "run longer" not in text
 
 
 def test_a_chart_with_no_series_says_so_whatever_its_axis():

@@ -177,6 +177,7 @@ class History:
         # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output), "first_step"
         # (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm" (that test's)}
         self.custom_backwards: dict[str, dict] = {}
+        self.backward_passes = 0  # backward() calls through a watched model (several per step when accumulating)
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}

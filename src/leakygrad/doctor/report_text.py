@@ -21,6 +21,9 @@ def first_sentence(text: str, limit: int = 110) -> str:
     return head[: head.rfind(" ")].rstrip(",;:") + "..." if " " in head else head + "..."
 
 
+PASSES_PER_STEP_NOTED = 8  # backward passes per optimiser step from which a short run's summary says so
+
+
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -32,6 +35,13 @@ def no_finding(doctor) -> str:
         return "nothing to judge: no training step was seen (no backward() through a watched model)"
     needed = doctor.thresholds.min_records
     if history.records_seen < needed:
+        passes = history.backward_passes
+        if passes >= PASSES_PER_STEP_NOTED * history.steps:  # (not too short a run: too few optimiser steps)
+            return (
+                f"no leaks found, but only {plural(history.records_seen, 'sampled step')}: the optimiser stepped "
+                f"{plural(history.steps, 'time')} for {passes} backward passes (is `optimizer.step()` outside the "
+                f"batch loop?); most rules need {needed} sampled steps (rerun with --every 1)"
+            )
         return (
             f"no leaks found, but only {plural(history.records_seen, 'sampled step')}: most rules need {needed} "
             "(run longer, or with --every 1)"

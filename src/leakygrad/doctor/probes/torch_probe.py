@@ -1172,6 +1172,7 @@ class TorchProbe:
                 self._losses_between_steps = True  # this step's losses were each stepped on by an optimiser
             self._stepped_since_backward = False
             self._backward_calls += 1
+            self.doctor.history.backward_passes += 1
             loss = roots[0] if roots else None
             if self._reset_marks is not None:
                 self._reset_marks.look_before_backward()
