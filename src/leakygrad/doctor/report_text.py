@@ -49,7 +49,8 @@ def no_finding(doctor) -> str:
     if not history.param_checks and not any(r.layers for r in history.records):
         return (
             "nothing measured: no watched layer has parameters that are trained (frozen with requires_grad=False, "
-            "or stepped by no optimiser), so no gradient could be judged"
+            "stepped by no optimiser, or copied out of the layers: the optimiser steps tensors no watched module "
+            "holds, as `torch.func.stack_module_state` makes), so no gradient could be judged"
         )
     return "no leaks found"
 
