@@ -1641,3 +1641,25 @@ def test_the_relus_of_a_complex_valued_network_are_not_taken_for_the_loss():
             optimizer.step()
     assert dr.history.records[-1].loss_ops and "relu" not in dr.history.records[-1].loss_ops
     assert [f for f in dr.findings if f.symptom == "blocked_gradient"] == []
+
+
+class SquareInPlace(torch.autograd.Function):
+    """x^2 whose backward reuses the memory it saved, writing the gradient into it: a second call would write there
+    once more."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.clone())
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (saved,) = ctx.saved_tensors
+        return saved.mul_(2 * grad_output)
+
+
+def test_a_custom_backward_that_writes_in_place_is_not_called_again():
+    dr, losses, params = train_with(SquareInPlace, steps=12)
+    _, plain_losses, plain_params = train_with(SquareInPlace, steps=12, watch=False)
+    assert dr.history.custom_backwards == {}
+    assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(params, plain_params))

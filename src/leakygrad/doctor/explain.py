@@ -331,6 +331,11 @@ def _explain_targets_out_of_reach(f: Finding):
     return text, remedies
 
 
+def _norm_stepped(e: dict) -> str:
+    """The gradients' norm the optimiser stepped past an idle clip_grad_norm_, as the clipping findings say it."""
+    return f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
+
+
 def _explain_clipping_before_backward(f: Finding):
     e = f.evidence
     if e.get("clip_given_no_parameters"):
@@ -338,7 +343,7 @@ def _explain_clipping_before_backward(f: Finding):
     text = (
         f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) measured a gradient norm of 0 on "
         f"{e['sampled_steps']} sampled steps, while the optimiser then stepped gradients of norm "
-        + (f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf")
+        + _norm_stepped(e)
         + ": it runs before `loss.backward()`, after `zero_grad()`, when there "
         "is no gradient yet, and clips nothing. The gradients backward() computes next reach the optimiser whole: "
         "the cap the script relies on against exploding gradients is not there."
@@ -381,7 +386,7 @@ def _explain_raw_targets(f: Finding):
 
 def _explain_clipping_after_step(f: Finding):
     e = f.evidence
-    stepped = f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
+    stepped = _norm_stepped(e)
     text = (
         f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) runs after `optimizer.step()` on {e['sampled_steps']} "
         f"sampled steps, while the gradients stepped had a norm of {stepped}: the update has already used them "
@@ -397,7 +402,7 @@ def _explain_clipping_after_step(f: Finding):
 
 def _explain_clipping_nothing(f: Finding):
     e = f.evidence
-    stepped = f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
+    stepped = _norm_stepped(e)
     text = (
         f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) was given no parameters at all on "
         f'{e["sampled_steps"]} sampled steps (an empty generator: PyTorch warned "`parameters` is an empty '

@@ -736,16 +736,23 @@ _NOT_CALLED_TWICE = {"autograd", "backward", "enable_grad", "set_grad_enabled", 
 
 def custom_function(node) -> str | None:
     """The class name of the user's `torch.autograd.Function` whose backward `node` runs, when that backward may be
-    called once more to test it: written outside PyTorch, and with no autograd or optimiser calls in its code."""
+    called once more to test it: written outside PyTorch, with no autograd or optimiser calls in its code, and no
+    in-place changes."""
     if not isinstance(node, torch.autograd.function.BackwardCFunction):
         return None
     function = node._forward_cls
     if function.__module__.split(".")[0] == "torch":  # (PyTorch's own: checkpointing, and the like)
         return None
     code = getattr(inspect.unwrap(function.backward), "__code__", None)  # (unwrapped: @once_differentiable)
-    if code is None or not _NOT_CALLED_TWICE.isdisjoint(code.co_names):
+    if code is None or not _NOT_CALLED_TWICE.isdisjoint(code.co_names) or any(map(_in_place, code.co_names)):
         return None
     return function.__name__
+
+
+def _in_place(name: str) -> bool:
+    """A method that changes its tensor in place (`mul_`, `copy_`): a backward that writes into what it saved
+    (to spare memory) would write into it once more if called again."""
+    return name.endswith("_") and not name.startswith("_")
 
 
 def ignores_grad_output(node, grad_inputs, grad_outputs) -> list[torch.Tensor] | None:
