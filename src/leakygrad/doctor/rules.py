@@ -800,7 +800,8 @@ def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Findi
     calls = [r for r in records if r.clip_max_norm is not None and r.clip_norm is not None]
     if 2 * len(calls) < len(records):
         return []
-    late = [r for r in calls if r.clip_after_step and _above_the_cap(r)]
+    # (after the step and before zero_grad() it measures last step's gradients; after zero_grad(), none: a norm of 0)
+    late = [r for r in calls if r.clip_after_step and r.clip_norm != 0 and _above_the_cap(r)]
     if len(late) >= t.min_records and 2 * len(late) >= len(calls):
         return [_clipping_after_step(late)]
     early = [r for r in calls if r.clip_norm == 0 and _above_the_cap(r)]
