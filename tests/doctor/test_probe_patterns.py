@@ -1663,3 +1663,31 @@ def test_a_custom_backward_that_writes_in_place_is_not_called_again():
     _, plain_losses, plain_params = train_with(SquareInPlace, steps=12, watch=False)
     assert dr.history.custom_backwards == {}
     assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(params, plain_params))
+
+
+@pytest.mark.parametrize("unscaled", [False, True])
+def test_clipping_gradients_a_grad_scaler_has_not_unscaled_is_named(unscaled):
+    """Mixed precision with `clip_grad_norm_` but no `scaler.unscale_(optimizer)` before it: the norm measured is
+    the scaler's factor (65536) times the true one, and every update is cut to max_norm / 65536. It was a stalled
+    loss 'held back by the clipping' whose remedy was to raise max_norm to 2e5."""
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu")
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            optimizer.zero_grad()
+            scaler.scale(nn.functional.mse_loss(model(x), y)).backward()
+            if unscaled:
+                scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+    named = [f for f in dr.findings if f.where == "clip_grad_norm_"]
+    if unscaled:
+        assert named == [] and not any(r.clip_on_scaled for r in dr.history.records)
+        return
+    [f] = named
+    assert f.symptom == "exploding_gradient" and f.evidence["loss_scale"] == pytest.approx(65536, rel=1e-2)
+    assert f.evidence["grad_norm_unscaled"] < 1 < f.evidence["clip_measured_norm_scaled"]
+    assert "scaler.unscale_(optimizer)" in f.remedies[0]

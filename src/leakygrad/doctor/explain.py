@@ -384,6 +384,22 @@ def _explain_raw_targets(f: Finding):
     return text, remedies
 
 
+def _explain_clipping_scaled(f: Finding):
+    e = f.evidence
+    text = (
+        f"`clip_grad_norm_` (max_norm {fmt(e['clip_max_norm'])}) runs on gradients that a `GradScaler` has multiplied "
+        f"by its factor ({fmt(e['loss_scale'])}) on {e['sampled_steps']} sampled steps: `scaler.unscale_(optimizer)` "
+        f"was not called first. It measured a norm of {fmt(e['clip_measured_norm_scaled'])}, where the true one is "
+        f"{fmt(e['grad_norm_unscaled'])}, and cut the gradients to max_norm; once the scaler's step unscales them, "
+        f"every update is {fmt(e['clip_max_norm'])} / {fmt(e['loss_scale'])} of a norm-1 step: the training crawls."
+    )
+    remedies = [
+        "Unscale before clipping: `scaler.scale(loss).backward(); scaler.unscale_(optimizer); "
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); scaler.step(optimizer); scaler.update()`.",
+    ]
+    return text, remedies
+
+
 def _explain_clipping_after_step(f: Finding):
     e = f.evidence
     stepped = _norm_stepped(e)
@@ -539,6 +555,8 @@ def explain_exploding_gradient(f: Finding):
         return _explain_clipping_before_backward(f)
     if e.get("clip_after_step"):
         return _explain_clipping_after_step(f)
+    if e.get("clip_on_scaled_gradients"):
+        return _explain_clipping_scaled(f)
     if e.get("across") == "target scale":
         return _explain_raw_targets(f)
     if e.get("across") == "time":

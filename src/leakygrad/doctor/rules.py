@@ -316,6 +316,8 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             unbounded.evidence["nonfinite_from_step"] = ended
     # a clip_grad_norm_ that does not act (before backward, after the step, or given nothing): the NaN it let through
     clipping_idle = any(f.where == "clip_grad_norm_" for f in kept)
+    if any(f.evidence.get("clip_on_scaled_gradients") for f in kept):  # (its "clipped" reading of the stall: this)
+        kept = [f for f in kept if not (f.symptom == "stalled_loss" and f.evidence.get("learning_rate") == "clipped")]
     for f in kept:
         if clipping_idle and f.symptom == "nonfinite":
             f.evidence["clipping_does_nothing"] = True
@@ -800,6 +802,9 @@ def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Findi
     calls = [r for r in records if r.clip_max_norm is not None and r.clip_norm is not None]
     if 2 * len(calls) < len(records):
         return []
+    scaled = [r for r in calls if r.clip_on_scaled and r.clip_scale and r.clip_norm > r.clip_max_norm]
+    if len(scaled) >= t.min_records and 2 * len(scaled) >= len(calls):
+        return [_clipping_scaled_gradients(scaled)]
     # (after the step and before zero_grad() it measures last step's gradients; after zero_grad(), none: a norm of 0)
     late = [r for r in calls if r.clip_after_step and r.clip_norm != 0 and _above_the_cap(r)]
     if len(late) >= t.min_records and 2 * len(late) >= len(calls):
@@ -817,6 +822,22 @@ def clipping_before_backward_rule(history: History, t: Thresholds) -> list[Findi
     if all(r.clip_given_nothing for r in early):  # (not too early: given no parameter at all)
         evidence["clip_given_no_parameters"] = True
     return [Finding("exploding_gradient", "clip_grad_norm_", early[0].step, "error", evidence)]
+
+
+def _clipping_scaled_gradients(scaled: list[StepRecord]) -> Finding:
+    """`clip_grad_norm_` ran on gradients a GradScaler had multiplied by its factor (`scaler.unscale_(optimizer)`
+    not called first), and measured a norm above its max_norm: it cut them to max_norm / scale once unscaled."""
+    norms = [r.clip_norm for r in scaled if math.isfinite(r.clip_norm)]
+    scale = median([r.clip_scale for r in scaled])
+    evidence = {
+        "clip_max_norm": _sci(median([r.clip_max_norm for r in scaled])),
+        "clip_on_scaled_gradients": True,
+        "loss_scale": _sci(scale),
+        "clip_measured_norm_scaled": _sci(median(norms)) if norms else None,
+        "grad_norm_unscaled": _sci(median(norms) / scale) if norms else None,
+        "sampled_steps": len(scaled),
+    }
+    return Finding("exploding_gradient", "clip_grad_norm_", scaled[0].step, "error", evidence)
 
 
 def _clipping_after_step(late: list[StepRecord]) -> Finding:

@@ -112,6 +112,8 @@ class StepRecord:
     clip_norm: float | None = None  # ... and the gradient norm it measured (before clipping)
     clip_given_nothing: bool = False  # ... and it was given an empty generator (used up by the optimiser already)
     clip_after_step: bool = False  # ... and it ran after an optimiser step, before the next backward
+    clip_on_scaled: bool = False  # ... and on gradients a GradScaler had scaled, before `scaler.unscale_`
+    clip_scale: float | None = None  # ... by this factor
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes

@@ -147,7 +147,8 @@ def _inside_backward() -> bool:
 _original_scale = None
 CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction  # the node of a Python autograd.Function
 GRAD_SCALER_SCALE = torch.amp.GradScaler.scale
-_last_scaled: tuple | None = None  # (weak reference to the scaled loss, the factor: a one-element tensor)
+# (weak reference to the scaled loss, the factor: a one-element tensor, weak reference to the scaler)
+_last_scaled: tuple | None = None
 
 
 def _patched_scale(scaler, outputs):
@@ -155,8 +156,20 @@ def _patched_scale(scaler, outputs):
     scaled = (_original_scale or GRAD_SCALER_SCALE)(scaler, outputs)
     factor = getattr(scaler, "_scale", None)
     if isinstance(scaled, torch.Tensor) and scaled is not outputs and isinstance(factor, torch.Tensor):
-        _last_scaled = (weakref.ref(scaled), factor.detach().clone())  # (a copy: update() changes it in place)
+        # (a copy of the factor: update() changes it in place)
+        _last_scaled = (weakref.ref(scaled), factor.detach().clone(), weakref.ref(scaler))
     return scaled
+
+
+def _unscaled_yet() -> bool:
+    """Whether the gradient scaler that scaled the last loss has unscaled the gradients of an optimiser since
+    (`scaler.unscale_(optimizer)`, or its own step): before that they are multiplied by its factor. True when
+    unknown, so that nothing is said."""
+    scaler = _last_scaled[2]() if _last_scaled is not None else None
+    stages = getattr(scaler, "_per_optimizer_states", None)
+    if not isinstance(stages, dict):
+        return True
+    return any(getattr(state.get("stage"), "name", "UNSCALED") != "READY" for state in stages.values())
 
 
 def _scale_of(loss: torch.Tensor) -> torch.Tensor | None:
@@ -485,7 +498,8 @@ class StepState:
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     # (max_norm, deferred index of the norm measured, given an empty generator?, called after an optimiser step
-    # before any backward?) of the step's clip_grad_norm_ with the smallest max_norm
+    # before any backward?, on gradients still scaled by a GradScaler?) of the step's clip_grad_norm_ with the
+    # smallest max_norm
     clipping: tuple | None = None
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
@@ -1158,7 +1172,9 @@ class TorchProbe:
                 norm_at = self.state.deferred.scalar(total.detach().float().reshape(()))
                 # (after the training optimiser's step, before the next backward: the step used the gradient unclipped)
                 after_step = self._stepped_since_backward
-                self.state.clipping = (float(max_norm), norm_at, given_nothing, after_step)
+                # (on gradients a GradScaler multiplied, before `scaler.unscale_(optimizer)`: the norm is scale times)
+                on_scaled = self.state.loss_scaled and not _unscaled_yet()
+                self.state.clipping = (float(max_norm), norm_at, given_nothing, after_step, on_scaled)
         except Exception as error:
             self._fail("noting a clip_grad_norm_", error)
 
@@ -1944,7 +1960,9 @@ class TorchProbe:
         record.modules_in_reentrant_checkpoint = sorted(state.in_reentrant_checkpoint)
         if state.clipping is not None:
             record.clip_max_norm, record.clip_norm = state.clipping[0], value(state.clipping[1])
-            record.clip_given_nothing, record.clip_after_step = state.clipping[2:]
+            record.clip_given_nothing, record.clip_after_step, record.clip_on_scaled = state.clipping[2:]
+            if record.clip_on_scaled and state.loss_scale_at is not None:
+                record.clip_scale = value(state.loss_scale_at)
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
