@@ -1691,3 +1691,29 @@ def test_clipping_gradients_a_grad_scaler_has_not_unscaled_is_named(unscaled):
     assert f.symptom == "exploding_gradient" and f.evidence["loss_scale"] == pytest.approx(65536, rel=1e-2)
     assert f.evidence["grad_norm_unscaled"] < 1 < f.evidence["clip_measured_norm_scaled"]
     assert "scaler.unscale_(optimizer)" in f.remedies[0]
+
+
+@pytest.mark.parametrize("on_logits", [True, False])
+def test_a_dropout_on_the_logits_is_named(on_logits):
+    """nn.Dropout(0.5) left after the last layer: the loss reads logits half zeroed at random. In a sweep's script the
+    weights grew 8-fold and the loss rose, told as a target that moves with the model (reinforcement learning); here
+    the loss still falls, and it is a warning. A dropout between hidden layers is what dropout is for."""
+    torch.manual_seed(0)
+    layers = [nn.Linear(8, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 3)]
+    model = nn.Sequential(*layers, nn.Dropout(0.5)) if on_logits else nn.Sequential(*layers)
+    x = torch.randn(128, 8)
+    y = x[:, :3].argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        for _ in range(80):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("dropout_on_prediction")]
+    if not on_logits:
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.evidence["p"]) == ("blocked_gradient", "model.4", "warning", 0.5)
+    assert f.remedies[0].startswith("Remove `model.4` after the last layer")

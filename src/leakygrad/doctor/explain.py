@@ -279,6 +279,34 @@ def _explain_softmax_over_one(f: Finding):
     return text, remedies
 
 
+def _folded_sentence(e: dict) -> str:
+    """The sentence that names the findings folded into this one ("" when none were)."""
+    folded = e.get("folded") or []
+    if not folded:
+        return ""
+    named = " and ".join(f"`{symptom}`" for symptom in folded)
+    if len(folded) == 1:
+        return f" This run's {named} finding follows from it, and is folded in."
+    return f" This run's {named} findings follow from it, and are folded in."
+
+
+def _explain_dropout_on_prediction(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is a dropout (p = {fmt(e['p'])}) whose output the loss reads directly: the prediction itself "
+        f"(the logits) has {pct(e['p'])} of its entries zeroed at random at every training step, and the rest "
+        f"multiplied by {fmt(1 / (1 - e['p']))}. The loss's gradient reaches none of the dropped entries (dropout's "
+        "local derivative is 0 there), and to be right despite the noise the network learns to grow its logits, "
+        "which makes it overconfident once dropout is off at evaluation."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Remove `{f.where}` after the last layer: put dropout between hidden layers, never on the output the loss "
+        "reads.",
+    ]
+    return text, remedies
+
+
 def _explain_custom_backward(f: Finding):
     """A custom autograd.Function whose backward returns its local derivative without multiplying by grad_output."""
     e = f.evidence
@@ -372,9 +400,7 @@ def _explain_raw_targets(f: Finding):
         "are huge and the weights blow up; with Adam, which takes steps of about the learning rate, it takes "
         "forever."
     )
-    if e.get("folded"):
-        named = " and ".join(f"`{symptom}`" for symptom in e["folded"])
-        text += f" This run's {named} finding{'s' if len(e['folded']) > 1 else ''} follow from it, and are folded in."
+    text += _folded_sentence(e)
     remedies = [
         "Standardise the targets: `y = (y_raw - mean) / std` with the training set's mean and std, and undo it on "
         "the predictions (`prediction * std + mean`); for targets spanning orders of magnitude (prices), regress "
@@ -979,6 +1005,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_softmax_over_one(f)
     if e.get("custom_function"):
         return _explain_custom_backward(f)
+    if e.get("dropout_on_prediction"):
+        return _explain_dropout_on_prediction(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

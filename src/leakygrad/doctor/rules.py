@@ -262,20 +262,22 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # gradients' sizes across depth, and the loss's curve, are its doing
     made_up = any(f.evidence.get("custom_function") for f in findings)
     curve_has_a_cause = curve_has_a_cause or made_up
-    # a regression's targets in raw units: the gradients are of their size, the loss far from them; an error then
-    raw_targets = next((f for f in findings if f.evidence.get("across") == "target scale"), None)
+    # a regression's targets in raw units (the gradients are of their size, the loss far from them), or a dropout on
+    # the logits (which grow to beat its noise): the curve and the gradients' growth are their doing; an error then
+    curve_cause = next((f for f in findings if f.evidence.get("across") == "target scale"), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("dropout_on_prediction")), None)
     consequences = [
         f
         for f in findings
-        if raw_targets is not None
+        if curve_cause is not None
         and (
             (f.symptom == "exploding_gradient" and f.evidence.get("across") in ("depth", "steps"))
             or (f.symptom in ("diverging_loss", "stalled_loss") and f.where == "loss")
         )
     ]
     if consequences:
-        raw_targets.severity = "error"
-        raw_targets.evidence["folded"] = sorted({f.symptom for f in consequences})
+        curve_cause.severity = "error"
+        curve_cause.evidence["folded"] = sorted({f.symptom for f in consequences})
     # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
     summed = any(f.symptom == "accumulating_gradient" for f in findings)
     curve_has_a_cause = curve_has_a_cause or summed
@@ -701,6 +703,21 @@ def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
             continue
         findings.append(Finding("unapplied_gradient", path, tally["first_step"], "error", evidence))
     return findings
+
+
+# --- dropout on the prediction itself ------------------------------------------------------------------------------
+def dropout_into_loss_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A dropout module in training mode whose output the loss reads directly, on most recent sampled steps: the
+    prediction itself (the logits) has a share p of its entries zeroed at random at every step and the rest
+    scaled by 1 / (1 - p). The loss's gradient reaches none of the dropped entries, and to beat the noise the
+    network grows the logits. A warning; an error when the loss diverges or stalls (folded into it)."""
+    marked = _marked_on_most(history, "dropout_into_loss", t)
+    if not marked:
+        return []
+    found = marked[-1].dropout_into_loss
+    evidence = {"dropout_on_prediction": True, "p": found["p"], "blocked_fraction": found["p"]}
+    first = next(r.step for r in history.records if r.dropout_into_loss is not None)
+    return [Finding("blocked_gradient", found["module"], first, "warning", evidence)]
 
 
 # --- a regression's targets left in raw units ----------------------------------------------------------------------
@@ -1790,6 +1807,7 @@ RULES = (
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,
+    dropout_into_loss_rule,
     softmax_over_one_rule,
     custom_backward_rule,
     rounded_away_rule,

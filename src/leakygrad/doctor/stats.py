@@ -123,6 +123,8 @@ class StepRecord:
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the
     # operation, the module, and the two shapes (graph_tools.prediction_broadcast)
     prediction_broadcast: dict | None = None
+    # a dropout module in training mode whose output the loss reads directly (on the logits): {"module", "p"}
+    dropout_into_loss: dict | None = None
     # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
     targets_out_of_reach: dict | None = None

@@ -390,6 +390,17 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
     return None
 
 
+def _dropout_into_loss(loss_nodes, names, dropout_sites: dict) -> dict | None:
+    """The dropout module (in training mode) whose output the loss reads directly: {"module", "p"}, or None. A
+    dropout on the logits themselves zeroes a share p of the prediction at every step."""
+    for node in loss_nodes:
+        for child, _ in node.next_functions:
+            name = names.get(child) if child is not None else None
+            if name in dropout_sites:
+                return {"module": name, "p": dropout_sites[name]}
+    return None
+
+
 def _saved_activation(node):
     """What an activation's node saved for its backward (its output, or for some its input), or None when it is no
     longer held."""
@@ -503,6 +514,8 @@ class StepState:
     clipping: tuple | None = None
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
+    dropout_sites: dict = field(default_factory=dict)  # every dropout module that ran in training mode -> its p
+    dropout_into_loss: dict | None = None  # ... the one whose output the loss reads: {"module", "p"}
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
@@ -1061,8 +1074,10 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad or y.is_complex():  # (a complex layer is named in the graph, not measured)
                 return None
-            if isinstance(module, DROPOUTS) and module.training and module.p >= DROPOUT_MOSTLY:
-                state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
+            if isinstance(module, DROPOUTS) and module.training and module.p > 0:
+                state.dropout_sites[name] = float(module.p)  # (is it the last thing before the loss?)
+                if module.p >= DROPOUT_MOSTLY:
+                    state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
             for t in _tensors(output) if info.recurrent else (y,):  # (an RNN's h_n too: it may be what is cut)
                 if t.is_floating_point():
                     state.output_memory.note(t, name)
@@ -1357,6 +1372,8 @@ class TorchProbe:
                 # (a loss never negative came out negative: which of its inputs left its domain, read on the CPU, where
                 # the loss is known at once, and only then)
                 state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
+        if loss_nodes and state.dropout_sites and state.dropout_into_loss is None:
+            state.dropout_into_loss = _dropout_into_loss(loss_nodes, names, state.dropout_sites)
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         if loss_nodes and state.target_scale is None and self._target_scale_looks < TARGET_SCALE_LOOKS:
@@ -1939,6 +1956,7 @@ class TorchProbe:
                 state.probabilities_into_loss
             )
         record.prediction_broadcast = state.prediction_broadcast
+        record.dropout_into_loss = state.dropout_into_loss
         record.loose_leaves = {
             path: {"kind": kind, "renewed": renewed, "changed": value(changed_at) > 0}
             for path, (kind, renewed, changed_at) in state.loose_leaves.items()
