@@ -549,6 +549,30 @@ def test_weights_updated_by_hand_without_resetting_their_gradients_are_accumulat
     assert "p.grad = None" in f.remedies[0]
 
 
+@pytest.mark.parametrize("zero_grad_inside", [True, False])
+def test_gradients_reset_between_the_micro_batches_of_one_step_are_named(zero_grad_inside):
+    """Gradient accumulation over 4 micro-batches, `loss / 4`, with `zero_grad()` at the top of the micro-batch loop:
+    each step applies the last micro-batch's gradient alone. It was no finding."""
+    x, y = data()
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            for micro_batch in range(4):
+                if zero_grad_inside or micro_batch == 0:
+                    optimizer.zero_grad()
+                (nn.functional.cross_entropy(model(x[micro_batch::4]), y[micro_batch::4]) / 4).backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("reset_between_backward_passes")]
+    if not zero_grad_inside:
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "optimizer", "error")
+    assert f.evidence["backward_passes_per_step"] == 4 and f.evidence["loss_divided_by"] == 4
+    assert "once per optimiser step" in f.remedies[0]
+
+
 def test_history_stays_bounded_over_a_long_run():
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -1305,6 +1305,23 @@ def _explain_accumulating_by_hand(f: Finding, norms: str):
     return text, remedies
 
 
+def _explain_reset_between_backwards(f: Finding):
+    e = f.evidence
+    passes, k = e["backward_passes_per_step"], e["loss_divided_by"]
+    text = (
+        f"Each optimiser step follows {fmt(passes)} backward passes, each loss divided by {fmt(k)} (gradient "
+        "accumulation), but the gradients are reset between them: `zero_grad()` runs inside the loop over "
+        "micro-batches. `backward()` was meant to add the micro-batches' gradients into `.grad`; instead each step "
+        f"applies the last micro-batch's gradient alone, divided by {fmt(k)}, and the others' are computed and thrown "
+        "away: most of the data teaches nothing, and the steps are a fraction of their size."
+    )
+    remedies = [
+        "Call `optimizer.zero_grad()` once per optimiser step, right after `optimizer.step()` (or before the first "
+        "micro-batch), not before each `loss.backward()`.",
+    ]
+    return text, remedies
+
+
 def _explain_not_a_parameter(f: Finding):
     owner, _, attribute = f.where.rpartition(".")
     text = (
@@ -1347,6 +1364,8 @@ def explain_unapplied_gradient(f: Finding):
         return _explain_unapplied_unregistered(f)
     if e.get("not_a_parameter"):
         return _explain_not_a_parameter(f)
+    if e.get("reset_between_backward_passes"):
+        return _explain_reset_between_backwards(f)
     if e.get("recreated_each_step"):
         return _explain_parameter_made_in_forward(f)
     text = (

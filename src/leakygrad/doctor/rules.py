@@ -705,6 +705,36 @@ def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- gradients reset between the micro-batches of one step -----------------------------------------------------------
+def reset_between_backwards_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Several backward passes per optimiser step, each loss divided by a constant k >= 2 (gradient accumulation's
+    `loss / k`), and the gradients reset between them on most recent sampled steps: zero_grad() sits inside the loop
+    over micro-batches, so each step applies the last micro-batch's gradient alone, divided by k. The others' are
+    computed and thrown away."""
+    recent = history.recent()
+    checked = [r for r in recent if r.reset_between_backwards is not None]
+    marked = [r for r in checked if _reset_between_accumulated_losses(r)]
+    if len(marked) < t.min_records or 2 * len(marked) < len(checked) or 2 * len(checked) < len(recent):
+        return []
+    evidence = {
+        "reset_between_backward_passes": True,
+        "backward_passes_per_step": median([r.reset_between_backwards[1] + 1 for r in marked]),
+        "loss_divided_by": _sci(1 / abs(median([r.reset_between_backwards[2] for r in marked]))),
+        "sampled_steps": len(marked),
+    }
+    first = next(r.step for r in history.records if _reset_between_accumulated_losses(r))
+    return [Finding("unapplied_gradient", "optimizer", first, "error", evidence)]
+
+
+def _reset_between_accumulated_losses(record: StepRecord) -> bool:
+    """Every backward pass of the step that followed another found the gradients reset, and the loss was divided by
+    a constant of 2 or more (scaled by at most 1/2)."""
+    if record.reset_between_backwards is None:
+        return False
+    resets, pairs, scale = record.reset_between_backwards
+    return resets == pairs and scale is not None and 0 < abs(scale) <= 0.5
+
+
 # --- dropout on the prediction itself ------------------------------------------------------------------------------
 def dropout_into_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     """A dropout module in training mode whose output the loss reads directly, on most recent sampled steps: the
@@ -1821,6 +1851,7 @@ RULES = (
     no_gradient_rule,
     accumulating_rule,
     unapplied_rule,
+    reset_between_backwards_rule,
     loose_leaf_rule,
     loss_rule,
 )

@@ -125,6 +125,9 @@ class StepRecord:
     prediction_broadcast: dict | None = None
     # a dropout module in training mode whose output the loss reads directly (on the logits): {"module", "p"}
     dropout_into_loss: dict | None = None
+    # several backward passes in the step: (pairs of them with no optimiser step between whose gradients were reset in
+    # between, such pairs, the constant the first loss was scaled by: 1/8 for `loss / 8`)
+    reset_between_backwards: tuple | None = None
     # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
     targets_out_of_reach: dict | None = None

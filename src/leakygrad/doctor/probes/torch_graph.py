@@ -256,6 +256,23 @@ def loss_outside_its_domain(root) -> dict | None:
 SIGNED_SCALINGS = ("neg", "rsub", "mul", "div")
 
 
+def root_scale(root) -> float:
+    """The constant a backward root multiplies its loss by, through a few products and quotients by numbers
+    (`loss / 8`: 0.125; `-0.5 * loss`: -0.5); 1.0 for a root that is no such scaling, or one by an unknown factor."""
+    node, scale = root, 1.0
+    for _ in range(4):  # (a few scalings deep)
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if len(inputs) != 1 or op not in ("mul", "div"):
+            break
+        factor = _constant_factor(node)
+        if not factor:  # (None, or 0)
+            return 1.0
+        scale = scale * factor if op == "mul" else scale / factor
+        node = beneath_reshapes(inputs[0])
+    return scale
+
+
 def _constant_factor(node) -> float | None:
     """The constant a product or quotient node multiplies or divides by (its one saved factor that is a number, on
     the CPU: a factor on a GPU, a gradient scaler's, is taken as positive rather than read, which would wait for the

@@ -515,6 +515,11 @@ class StepState:
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
     dropout_sites: dict = field(default_factory=dict)  # every dropout module that ran in training mode -> its p
+    # backward passes of the step that followed another with no optimiser step between, and of those, how many found
+    # the gradients reset since (a zero_grad() inside a loop of micro-batches); and the first root's constant scale
+    backward_pairs: int = 0
+    reset_between_backwards: int = 0
+    root_scale: float | None = None
     dropout_into_loss: dict | None = None  # ... the one whose output the loss reads: {"module", "p"}
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
@@ -713,6 +718,7 @@ class TorchProbe:
         self._closure_params = None  # a sampled step whose gradients a closure computes (LBFGS): what it steps
         self._global_handles = []
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
+        self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
@@ -914,6 +920,7 @@ class TorchProbe:
         # training cycle (two heads trained on alternate steps, say) cannot hide from samples taken at one phase.
         self.sampling = self.step % self.every == (self.step // self.every) % self.every
         self._backward_calls = 0
+        self._last_gradient = None
         self._losses_between_steps = False
         self._losses = []
         if self.state is not None:
@@ -1218,6 +1225,7 @@ class TorchProbe:
             if first and loss is not None and loss.numel() == 1 and loss.is_floating_point():
                 self._record_loss(loss)
             if self.sampling and self.state is not None and not self._hooks_paused:
+                self._look_for_reset_since_last_backward(self.state)
                 self._walk_graph(roots)  # (not inside the optimiser step: an LBFGS closure's layers are not watched)
         except Exception as error:
             self._fail("before backward", error)
@@ -1237,6 +1245,8 @@ class TorchProbe:
                 # (had they a gradient then? none at the optimiser step: cleared in between, or stepped before this)
                 if self._plan is not None and not self.state.grads_after_backward:
                     self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
+            if self.sampling and self.state is not None:
+                self._last_gradient = self._representative_gradient()
             if self._reset_marks is not None:
                 self._reset_marks.follow()
                 if self.mode == "backward":  # (no optimiser: the weights are updated by hand between backward passes)
@@ -1252,6 +1262,28 @@ class TorchProbe:
                 self._install_module_hooks()
         except Exception as error:
             self._fail("after backward", error)
+
+    def _representative_gradient(self) -> tuple | None:
+        """(parameter, weak reference to its gradient, the gradient's version) of the first parameter the last plan
+        measured that holds a gradient: read again at the step's next backward (`_look_for_reset_since_last_backward`).
+        """
+        for param in self._plan.params if self._plan is not None else ():
+            if param.grad is not None:
+                return param, weakref.ref(param.grad), param.grad._version
+        return None
+
+    def _look_for_reset_since_last_backward(self, state: StepState) -> None:
+        """A backward that follows another in one step, with no optimiser step between: were the gradients reset in
+        between? (zero_grad() at the top of a loop over micro-batches: only the last one's gradient is stepped.)
+        One parameter stands for all: its gradient gone (None), replaced, or zeroed in place (a version on, no
+        backward having run)."""
+        last, self._last_gradient = self._last_gradient, None
+        if last is None or self.mode != "optimizer":  # (without one, each backward is a step of its own)
+            return
+        param, grad, version = last
+        state.backward_pairs += 1
+        if param.grad is None or param.grad is not grad() or param.grad._version != version:
+            state.reset_between_backwards += 1
 
     def _close_backward_step(self) -> None:
         self._awaiting = False
@@ -1361,6 +1393,8 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
+        if state.root_scale is None:
+            state.root_scale = graph_tools.root_scale(root_nodes[0])
         if state.negated_loss is None and state.loss_with_domain is None:
             sign, function = graph_tools.signed_loss(root_nodes[0])
             state.root_loss = function if sign > 0 else None
@@ -1592,6 +1626,7 @@ class TorchProbe:
             if not self._is_watched_optimizer(optimizer):
                 return None
             self._stepped_since_backward = True
+            self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
             if not self._is_primary(optimizer):
@@ -1957,6 +1992,8 @@ class TorchProbe:
             )
         record.prediction_broadcast = state.prediction_broadcast
         record.dropout_into_loss = state.dropout_into_loss
+        if state.backward_pairs:
+            record.reset_between_backwards = (state.reset_between_backwards, state.backward_pairs, state.root_scale)
         record.loose_leaves = {
             path: {"kind": kind, "renewed": renewed, "changed": value(changed_at) > 0}
             for path, (kind, renewed, changed_at) in state.loose_leaves.items()
