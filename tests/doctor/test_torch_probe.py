@@ -431,6 +431,49 @@ def test_a_nan_from_outside_the_graph_is_not_blamed_on_a_square_and_a_fractional
     assert finding.where == "pow"
 
 
+class DoubledSkips(nn.Module):
+    """Residual blocks that return x + f(x), to which the forward adds x once more: 2x + f(x) per block."""
+
+    def __init__(self, doubled, width=32, blocks=12):
+        super().__init__()
+        self.doubled = doubled
+        self.inp, self.out = nn.Linear(8, width), nn.Linear(width, 3)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.ReLU()) for _ in range(blocks))
+
+    def forward(self, x):
+        h = self.inp(x)
+        for block in self.blocks:
+            h = h + block(h) + (h if self.doubled else 0)
+        return self.out(h)
+
+
+@pytest.mark.parametrize("doubled", [True, False])
+def test_a_nan_within_a_few_steps_of_a_network_that_amplifies_from_the_start_is_not_blamed_on_the_learning_rate(
+    doubled,
+):
+    """A skip connection added twice: NaN at step 2, with one finite sampled step before it, too few for the depth
+    rule. The NaN's explanation blamed the learning rate (the loss grew before it); the first record already showed
+    the gradient 2.5e3 times larger at the input end."""
+    torch.manual_seed(0)
+    model = DoubledSkips(doubled)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = data()
+    with doctor.watch(model, optimizer, every=16) as dr:
+        for _ in range(20):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if not doubled:
+        assert nonfinite == []
+        return
+    [f] = nonfinite
+    assert f.evidence["depth_ratio_before"] > 1e3 and f.evidence["depth_measured_at_step"] == 0
+    assert "not the learning rate" in f.explanation and "a skip added twice" in f.remedies[0]
+    assert not f.remedies[0].startswith("Lower the learning rate")
+
+
 @pytest.mark.parametrize("every", [1, 100])
 def test_a_masked_mean_over_a_batch_whose_mask_is_all_zero_is_a_nan_made_by_the_division(every):
     """`(error * mask).sum() / mask.sum()` on a batch without a labelled example: 0 / 0. The finding named the

@@ -925,6 +925,22 @@ def explain_nonfinite(f: Finding):
             "afterwards."
         )
     first, highest = f.evidence.get("loss_before") or (None, None)
+    if f.evidence.get("depth_ratio_before") is not None:
+        e = f.evidence
+        text += (
+            f" Before it, at step {e['depth_measured_at_step']}, the gradient at `{e['input_layer']}` was already "
+            f"{fmt(e['depth_ratio_before'])} times that at `{e['output_layer']}` (a factor of "
+            f"{fmt(e['gain_per_layer_before'])} per layer): the network amplifies what flows through it from its "
+            "first step, before any update could, and the values overflow within a few steps. That is its "
+            "architecture or its initialisation, not the learning rate."
+        )
+        remedies.insert(
+            0,
+            "Check what each block adds: a residual block returns x + f(x) once (a skip added twice, x + (x + f(x)), "
+            "doubles the signal per block); initialise so each layer keeps the scale (He/Xavier, and the last layer "
+            "of each residual branch at zero).",
+        )
+        first = None  # (the loss grew because of it: no learning-rate reading)
     if first is not None and highest > 10 * abs(first):
         text += (
             f" The loss rose from {fmt(first)} to {fmt(highest)} before it: each update made the weights larger "

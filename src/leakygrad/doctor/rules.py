@@ -1579,7 +1579,29 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         # in between (read late, as a GPU's are, without waiting for the device): the run went wrong at that step.
         first, evidence["found_at_step"] = loss_first, event.step
         evidence["loss_before"] = _loss_before(history, loss_first)
+    evidence.update(_amplified_from_the_start(history, first, t))
     return [Finding("nonfinite", event.where, first, "error", evidence)]
+
+
+def _amplified_from_the_start(history: History, first_nonfinite: int, t: Thresholds) -> dict:
+    """A run that went non-finite before the depth rule had records enough to judge (it needs min_records), whose
+    first finite record already shows the gradient growing across depth at the error level: the network amplifies
+    what flows through it before any update could have (a residual added twice doubles it per block), which the
+    growth of the loss would otherwise blame on the learning rate. {} when not."""
+    before = [r for r in history.records if r.step < first_nonfinite]
+    if not before or len(before) >= t.min_records:
+        return {}
+    chain = weighted_chain(before[0])
+    ratio = depth_ratio(before[0], t)
+    if ratio is None or not ratio > t.depth_exploding_error:
+        return {}
+    return {
+        "depth_ratio_before": _sci(ratio),
+        "depth_measured_at_step": before[0].step,
+        "gain_per_layer_before": _sci(ratio ** (1 / (len(chain) - 1))),
+        "input_layer": chain[0].name,
+        "output_layer": chain[-1].name,
+    }
 
 
 # --- the loss: diverging or stalled -------------------------------------------------------------------------------
