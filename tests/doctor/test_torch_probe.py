@@ -474,6 +474,31 @@ def test_a_nan_within_a_few_steps_of_a_network_that_amplifies_from_the_start_is_
     assert not f.remedies[0].startswith("Lower the learning rate")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_an_exp_that_overflows_float16_is_named_not_the_matmul_before_it(dtype):
+    """A hand-written softmax computed in float16: exp(z) is inf past z = 11.1, then inf / inf = NaN. The finding
+    named the float32 `addmm` before the cast, the first operation that could have made a NaN."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = 4 * torch.randn(32, 8), torch.randint(0, 3, (32,))
+    with doctor.watch(model, optimizer, every=100) as dr:
+        for _ in range(3):
+            scores = (model(x) * 20).to(dtype)
+            p = torch.exp(scores) / torch.exp(scores).sum(dim=1, keepdim=True)
+            loss = -torch.log(p[torch.arange(32), y]).float().mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if dtype == torch.float32:
+        assert nonfinite == []
+        return
+    [f] = nonfinite
+    assert (f.where, f.evidence["half_precision_overflow"]) == ("exp", True)
+    assert "float16's largest number is 65504" in f.explanation and "in float32" in f.remedies[0]
+
+
 @pytest.mark.parametrize("every", [1, 100])
 def test_a_masked_mean_over_a_batch_whose_mask_is_all_zero_is_a_nan_made_by_the_division(every):
     """`(error * mask).sum() / mask.sum()` on a batch without a labelled example: 0 / 0. The finding named the

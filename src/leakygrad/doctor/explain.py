@@ -849,7 +849,7 @@ def explain_nonfinite(f: Finding):
             text += " Dividing by zero gives inf (and 0/0 NaN)."
         elif op in ("sqrt", "rsqrt", "pow"):
             text += " sqrt or a fractional power of a negative number is NaN."
-        elif op == "exp":
+        elif op == "exp" and not f.evidence.get("half_precision_overflow"):
             text += " exp overflows float32 above about 88.7."
         elif masked:
             text += (
@@ -925,6 +925,17 @@ def explain_nonfinite(f: Finding):
             "afterwards."
         )
     first, highest = f.evidence.get("loss_before") or (None, None)
+    if f.evidence.get("half_precision_overflow"):
+        text += (
+            " Its result, in half precision, holds infinities: float16's largest number is 65504 (`exp` overflows "
+            "it past 11.1; bfloat16 keeps float32's range but only 8 bits of precision)."
+        )
+        remedies.insert(
+            0,
+            f"Compute `{op}` and what follows it in float32 (`z.float()`), and for a softmax or log-sum-exp use "
+            "`torch.log_softmax` / `F.cross_entropy`, which subtract the maximum first; under `torch.autocast` "
+            "these already run in float32.",
+        )
     if f.evidence.get("depth_ratio_before") is not None:
         e = f.evidence
         text += (

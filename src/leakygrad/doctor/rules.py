@@ -1568,6 +1568,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "candidates": event.candidates,
         "parameters": event.parameters[:12],
         "detail": event.detail,
+        "half_precision_overflow": event.half_precision,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
     }

@@ -174,3 +174,4 @@ class NonfiniteEvent:
     parameters: list[str] = field(default_factory=list)  # parameters that turned nonfinite
     detail: str = ""
     finite_until: int | None = None  # (phase "update", found when a sampled step began) the last step seen finite
+    half_precision: bool = False  # (phase "forward") the op ran in float16/bfloat16, and its result overflowed

@@ -561,6 +561,7 @@ class ForwardCulprit:
     value: str
     parameters: list  # non-finite parameter tensors (phase "update")
     data_fed: bool = False  # (phase "forward") `node` read non-finite data: the NaN/Inf came in with it
+    half_precision: bool = False  # (phase "forward") `node` ran in float16/bfloat16 and saved an infinite result
 
 
 # operations whose tensor arguments may rightly hold inf: bounds
@@ -615,7 +616,10 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     # one recomputed from finite inputs to NaN/Inf made it (log(1 - p) of a p rounded to 1, below a product that saved
     # only its other factor); else the first that could have
     confirmed = next((n for n in candidates if _recomputed_nonfinite(n) or _divides_by_zero(n)), None)
-    culprit = confirmed or next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
+    # else one that ran in half precision and saved an infinite result: float16 overflows past 65504 (exp past 11)
+    overflowed = next((n for n in candidates if _half_precision_overflow(n)), None) if confirmed is None else None
+    culprit = confirmed or overflowed
+    culprit = culprit or next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
     exact = len(candidates) == 1 or confirmed is not None
     fed = next((node for node in candidates if node in data_fed), None)
     if fed is not None and confirmed is None:
@@ -638,7 +642,8 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     elif loss.numel() == 1:
         value = "inf" if math.isinf(float(loss.detach())) else "nan"
     names = [op_name(n) for n in candidates]
-    return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [])
+    half = culprit is overflowed
+    return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [], half_precision=half)
 
 
 def saved_dim(node) -> int:
@@ -722,6 +727,19 @@ def _recomputed_finite(node) -> bool:
         return False
     recomputed = _recompute(node) if inputs_finite else None
     return recomputed is not None and is_finite(recomputed)
+
+
+def _half_precision_overflow(node) -> bool:
+    """A NaN-prone operation whose saved result, in float16 or bfloat16, holds an infinity."""
+    if op_name(node) not in FORWARD_NAN_PRONE:
+        return False
+    try:
+        result = node._saved_result
+    except (AttributeError, RuntimeError):
+        return False
+    if not isinstance(result, torch.Tensor) or result.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    return bool(torch.isinf(result).any())
 
 
 def _divides_by_zero(node) -> bool:

@@ -2299,6 +2299,7 @@ class TorchProbe:
                 exact=culprit.exact,
                 candidates=culprit.candidates,
                 detail="" if culprit.exact else f"one of {', '.join(culprit.candidates)}",
+                half_precision=culprit.half_precision,
             )
         )
 
