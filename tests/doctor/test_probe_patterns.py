@@ -1717,3 +1717,63 @@ def test_a_dropout_on_the_logits_is_named(on_logits):
     [f] = named
     assert (f.symptom, f.where, f.severity, f.evidence["p"]) == ("blocked_gradient", "model.4", "warning", 0.5)
     assert f.remedies[0].startswith("Remove `model.4` after the last layer")
+
+
+class AddAuxiliaryLoss(torch.autograd.Function):
+    """DeepSeek-MoE's: passes x through, and hands the auxiliary loss a gradient of exactly 1 on purpose."""
+
+    @staticmethod
+    def forward(ctx, x, aux_loss):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output, torch.ones((1,), dtype=grad_output.dtype)
+
+
+class CrossEntropyForgettingGradOutput(torch.autograd.Function):
+    """A fused cross-entropy whose backward returns softmax - onehot without multiplying by grad_output."""
+
+    @staticmethod
+    def forward(ctx, logits, target):
+        log_p = logits.log_softmax(dim=1)
+        ctx.save_for_backward(log_p, target)
+        return -log_p.gather(1, target[:, None]).mean()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        log_p, target = ctx.saved_tensors
+        gradient = log_p.exp()
+        gradient[torch.arange(len(target)), target] -= 1
+        return gradient / len(target), None
+
+
+@pytest.mark.parametrize("case", ["auxiliary loss injected", "loss itself", "loss scaled"])
+def test_a_custom_backward_that_injects_a_gradient_or_is_the_loss_itself(case):
+    """A Function whose backward hands one input a constant gradient beside another that uses grad_output injects
+    it on purpose (an auxiliary loss): no finding. A loss Function that leaves grad_output out is right while it is
+    the backward's root (grad_output is 1): a warning, not the error it was; scaled, its gradients are wrong."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(64, 8)
+    y = x[:, :3].argmax(dim=1)
+    with doctor.watch(model, optimizer, every=4, name="net") as dr:
+        for _ in range(40):
+            logits = model(x)
+            if case == "auxiliary loss injected":
+                aux = 1e-3 * logits.pow(2).mean().reshape(1)
+                loss = nn.functional.cross_entropy(AddAuxiliaryLoss.apply(logits, aux), y)
+            else:
+                loss = CrossEntropyForgettingGradOutput.apply(logits, y) * (0.5 if case == "loss scaled" else 1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("custom_function")]
+    if case == "auxiliary loss injected":
+        assert named == [] and dr.history.custom_backwards["AddAuxiliaryLoss"]["tests"] == 3
+        return
+    [f] = named
+    root = case == "loss itself"
+    assert (f.severity, f.evidence.get("grad_output_one", False)) == (("warning", True) if root else ("error", False))
+    assert ("is the loss itself" in f.explanation) == root

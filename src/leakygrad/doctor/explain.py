@@ -320,6 +320,15 @@ def _explain_custom_backward(f: Finding):
         f"(norm {fmt(e['grad_input_norm'])} out, for {fmt(e['grad_output_norm'])} in), its direction the same "
         "whatever the prediction's error, and the layers before it cannot learn the task."
     )
+    if e.get("grad_output_one"):
+        text = (
+            f"The backward of your `torch.autograd.Function` `{f.where}` returned exactly the same gradient for input "
+            f"{inputs} when it was called again with -2 times its `grad_output`: it does not use `grad_output`. "
+            f"Here `{f.where}` is the loss itself, so `grad_output` is 1 and the gradients are right, for now. As soon "
+            "as the loss is scaled (`loss / k` for accumulation, a GradScaler) or summed with another term, the chain "
+            "rule's dL/dx = dL/dy * dy/dx needs the dL/dy this backward leaves out, and the gradients below it will "
+            "be wrong."
+        )
     remedies = [
         f"In `{f.where}.backward`, multiply the local derivative by the gradient it receives: "
         "`return grad_output * local_derivative` (one product per input).",

@@ -174,8 +174,9 @@ class History:
         self.models: list[str] = []  # ... of the models alone
         # modules kept in a plain list/tuple/dict attribute, unregistered: container -> (owner, its type, modules held)
         self.unregistered: dict[str, tuple[str, str, int]] = {}
-        # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output), "first_step"
-        # (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm" (that test's)}
+        # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output for every input),
+        # "first_step" (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm"
+        # (that test's), "grad_output_one" (on every test grad_output was the number 1: the Function is the root)}
         self.custom_backwards: dict[str, dict] = {}
         self.backward_passes = 0  # backward() calls through a watched model (several per step when accumulating)
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
@@ -254,9 +255,14 @@ class History:
         """Each custom Function's backward is tested on a few sampled steps only: what they found is kept here, past
         the thinning of the records."""
         for name, test in (record.custom_backwards or {}).items():
-            tally = self.custom_backwards.setdefault(name, {"tests": 0, "ignoring": 0, "first_step": None})
+            tally = self.custom_backwards.setdefault(
+                name, {"tests": 0, "ignoring": 0, "first_step": None, "grad_output_one": True}
+            )
             tally["tests"] += 1
-            if test["ignores_grad_output"]:
+            tally["grad_output_one"] = tally["grad_output_one"] and test["grad_output_one"]
+            # (every input that got a gradient: one input's constant gradient beside another's that uses grad_output
+            # is an injection on purpose, such as an auxiliary loss's gradient of 1)
+            if test["ignores_grad_output"] and len(test["ignores_grad_output"]) == test["inputs"]:
                 tally["ignoring"] += 1
                 if tally["first_step"] is None:
                     tally["first_step"] = record.step

@@ -836,7 +836,10 @@ def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
             "grad_output_norm": _sci(tally["grad_output_norm"]),
             "grad_input_norm": _sci(tally["grad_input_norm"]),
         }
-        findings.append(Finding("blocked_gradient", name, tally["first_step"], "error", evidence))
+        severity = "error"
+        if tally["grad_output_one"]:  # (the loss itself: grad_output is 1, and leaving it out changes nothing, yet)
+            severity, evidence["grad_output_one"] = "warning", True
+        findings.append(Finding("blocked_gradient", name, tally["first_step"], severity, evidence))
     return findings
 
 

@@ -558,7 +558,8 @@ class StepState:
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     # a custom autograd.Function tested on this step: its name -> [node, the module before it, per input the deferred
-    # index of "ignores grad_output" (or None), deferred indices of ||grad_output|| and ||grad_input||]
+    # index of "ignores grad_output" (or None), deferred indices of ||grad_output|| and ||grad_input||, and of
+    # "grad_output is one number, 1" (the Function is the backward's root) or None]
     custom_backwards: dict = field(default_factory=dict)
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
@@ -1529,7 +1530,7 @@ class TorchProbe:
         if name is None or name in state.custom_backwards or self._custom_checks.get(name, 0) >= CUSTOM_BACKWARD_CHECKS:
             return
         self._custom_checks[name] = self._custom_checks.get(name, 0) + 1
-        state.custom_backwards[name] = [node, graph_tools.nearest_upstream(node, names), None, None, None]
+        state.custom_backwards[name] = [node, graph_tools.nearest_upstream(node, names), None, None, None, None]
         node.register_hook(functools.partial(self._on_custom_backward, state.ticket, name))
 
     def _on_custom_backward(self, ticket: Ticket, name: str, grad_inputs, grad_outputs):
@@ -1545,6 +1546,9 @@ class TorchProbe:
             entry[2] = [None if flag is None else state.deferred.scalar(flag) for flag in flags]
             entry[3] = state.deferred.scalar(_norm_of_all(grad_outputs))
             entry[4] = state.deferred.scalar(_norm_of_all(grad_inputs))
+            given = [g for g in grad_outputs if isinstance(g, torch.Tensor)]
+            if given and all(g.numel() == 1 for g in given):  # (the loss itself: d loss / d loss = 1)
+                entry[5] = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
         except Exception as error:
             self._fail("testing a custom Function's backward", error)
 
@@ -2028,8 +2032,9 @@ class TorchProbe:
                 "after": after,
                 "grad_output_norm": value(out_at),
                 "grad_input_norm": value(in_at),
+                "grad_output_one": one_at is not None and value(one_at) > 0,
             }
-            for name, (_, after, flags, out_at, in_at) in state.custom_backwards.items()
+            for name, (_, after, flags, out_at, in_at, one_at) in state.custom_backwards.items()
             if flags  # (tested: the hook ran, and the backward could be called again)
         } or None
         record.grads_after_backward = state.grads_after_backward
