@@ -68,20 +68,22 @@ def _sci(x: float) -> float:
 
 
 # --- vanishing / exploding across depth ----------------------------------------------------------------------
-def weighted_chain(record: StepRecord) -> list[LayerStats]:
-    """The layers with weights that received a nonzero gradient at their output, nearest the input first."""
+def weighted_chain(record: StepRecord, drop_output: bool = False) -> list[LayerStats]:
+    """The layers with weights that received a nonzero gradient at their output, nearest the input first (without
+    the output-end one, with `drop_output`)."""
     chain = [
         layer
         for layer in record.layers.values()
         if layer.has_weights and layer.out_grad_norm is not None and layer.out_grad_norm > 0
     ]
     chain = [layer for layer in chain if math.isfinite(layer.out_grad_norm)]
-    return sorted(chain, key=lambda layer: layer.depth)
+    chain = sorted(chain, key=lambda layer: layer.depth)
+    return chain[:-1] if drop_output else chain
 
 
-def depth_ratio(record: StepRecord, t: Thresholds) -> float | None:
+def depth_ratio(record: StepRecord, t: Thresholds, drop_output: bool = False) -> float | None:
     """||gradient at the input-end layer|| / ||gradient at the output-end layer|| on one step."""
-    chain = weighted_chain(record)
+    chain = weighted_chain(record, drop_output)
     if len(chain) < t.depth_min_layers:
         return None
     return chain[0].out_grad_norm / chain[-1].out_grad_norm
@@ -89,7 +91,10 @@ def depth_ratio(record: StepRecord, t: Thresholds) -> float | None:
 
 def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     recent = history.recent()
-    measured = [(r, x) for r, x in zip(recent, [depth_ratio(r, t) for r in recent]) if x is not None]
+    # (an output layer that turns features into targets of raw units, 2e5 dollars, multiplies the gradient back by
+    # their scale on purpose: the depth is judged below it)
+    drop = _output_in_target_units(history, t)
+    measured = [(r, x) for r, x in zip(recent, [depth_ratio(r, t, drop) for r in recent]) if x is not None]
     # Judged on most steps, or not at all: a chain long enough on a few steps only (a layer reached by a trickle of
     # gradient through units that are dead on most steps) measures those few steps, not the network.
     if len(measured) < t.min_records or 2 * len(measured) < len(recent):
@@ -104,11 +109,11 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     threshold = t.depth_vanishing_warning if vanishing else t.depth_exploding_warning
 
     def holds(record):
-        x = depth_ratio(record, t)
+        x = depth_ratio(record, t, drop)
         return None if x is None else (x < threshold if vanishing else x > threshold)
 
     last = measured[-1][0]  # (the chain the ratio was measured on: the last step with one)
-    chain = weighted_chain(last)
+    chain = weighted_chain(last, drop)
     names = [layer.name for layer in chain]
     # Vanished completely: layers nearer the input whose gradient arrived as exactly zero (float32 underflows
     # below about 1e-45), left out of the chain, which measures ratios of nonzero norms.
@@ -147,6 +152,16 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     first = onset(history.healthy_records(), holds, t.persistence)
     where = zeroed[0] if zeroed else through or names[0]
     return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
+
+
+def _output_in_target_units(history: History, t: Thresholds) -> bool:
+    """A regression whose targets are in raw units (root mean square above `raw_target_rms`) and whose first
+    predictions were already at their scale (not `raw_target_ratio` times smaller): an output layer made to produce
+    them, its bias at their mean and its weights scaled to their spread."""
+    scale = history.target_scale
+    if scale is None or not scale["target_rms"] > t.raw_target_rms:
+        return False
+    return scale["target_rms"] <= t.raw_target_ratio * scale["prediction_rms"]
 
 
 def _one_layer_to_blame(chain: list, record: StepRecord, gains: dict, ratio: float, t: Thresholds) -> str | None:
