@@ -1477,7 +1477,10 @@ class TorchProbe:
                 elif parameter is not None:
                     site = f"on {parameter[0]}"
                 else:
-                    site = f"after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                    upstream = graph_tools.nearest_upstream(node, names)
+                    if upstream is None and not self._reaches_a_watched_parameter(node):
+                        continue  # (on inputs alone: an adversarial example kept a valid image. Nothing learns there)
+                    site = f"after {upstream or 'input'}"
                 key = f"{gate}@{site}"
                 # (on the loss: a clamp of the model's prediction itself, a weighted layer's output, or of an error or a
                 # probability made from it)
@@ -1551,6 +1554,23 @@ class TorchProbe:
                 entry[5] = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
         except Exception as error:
             self._fail("testing a custom Function's backward", error)
+
+    def _reaches_a_watched_parameter(self, node, limit: int = 256) -> bool:
+        """Whether a watched parameter lies upstream of `node` in the graph (the first `limit` nodes looked at)."""
+        seen, queue = {node}, [node]
+        for current in queue:
+            if len(seen) > limit:
+                return True  # (a graph that large is a model's: assume so)
+            for child, _ in current.next_functions:
+                if child is None or child in seen:
+                    continue
+                if type(child) is graph_tools.PARAMETER_LEAF:
+                    if id(child.variable) in self.param_labels:
+                        return True
+                    continue
+                seen.add(child)
+                queue.append(child)
+        return False
 
     def _parameter_read(self, node) -> tuple[str, torch.Tensor] | None:
         """(name, tensor) of the watched parameter an operation reads, itself or scaled by a constant, if any:
