@@ -368,6 +368,12 @@ def _explain_targets_out_of_reach(f: Finding):
     return text, remedies
 
 
+CLIP_IN_ORDER = (
+    "Clip between `loss.backward()` and `optimizer.step()`: `loss.backward(); "
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); optimizer.step()`"
+)
+
+
 def _norm_stepped(e: dict) -> str:
     """The gradients' norm the optimiser stepped past an idle clip_grad_norm_, as the clipping findings say it."""
     return f"{fmt(e['grad_norm_stepped'])} (median)" if e.get("grad_norm_stepped") is not None else "NaN or inf"
@@ -386,9 +392,7 @@ def _explain_clipping_before_backward(f: Finding):
         "the cap the script relies on against exploding gradients is not there."
     )
     remedies = [
-        "Call it between `loss.backward()` and `optimizer.step()`: `loss.backward(); "
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); optimizer.step()` (with a GradScaler, "
-        "after `scaler.unscale_(optimizer)`).",
+        CLIP_IN_ORDER + " (with a GradScaler, after `scaler.unscale_(optimizer)`).",
     ]
     return text, remedies
 
@@ -445,8 +449,7 @@ def _explain_clipping_after_step(f: Finding):
         "the script relies on against exploding gradients is not there."
     )
     remedies = [
-        "Clip between `loss.backward()` and `optimizer.step()`: `loss.backward(); "
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm); optimizer.step()`.",
+        CLIP_IN_ORDER + ".",
     ]
     return text, remedies
 

@@ -413,7 +413,7 @@ def _saved_activation(node):
 def _norm_of_all(tensors) -> torch.Tensor:
     """The norm of the gradients an autograd node was given or returned, taken together (in float32 at least)."""
     present = [t for t in tensors if isinstance(t, torch.Tensor)]
-    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t.float()) for t in present]))
+    return torch.linalg.vector_norm(torch.stack([norm(t).float() for t in present]))
 
 
 def _tensors(value):
@@ -515,12 +515,12 @@ class StepState:
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
     dropout_sites: dict = field(default_factory=dict)  # every dropout module that ran in training mode -> its p
+    dropout_into_loss: dict | None = None  # ... the one whose output the loss reads: {"module", "p"}
     # backward passes of the step that followed another with no optimiser step between, and of those, how many found
     # the gradients reset since (a zero_grad() inside a loop of micro-batches); and the first root's constant scale
     backward_pairs: int = 0
     reset_between_backwards: int = 0
     root_scale: float | None = None
-    dropout_into_loss: dict | None = None  # ... the one whose output the loss reads: {"module", "p"}
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
@@ -1412,9 +1412,9 @@ class TorchProbe:
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         if loss_nodes and state.target_scale is None and self._target_scale_looks < TARGET_SCALE_LOOKS:
+            self._target_scale_looks += 1  # (a classifier's loss is looked through a few times only, not every step)
             found = graph_tools.regression_target(loss_nodes)
             if found is not None:
-                self._target_scale_looks += 1
                 loss, prediction, target = found
                 rms = state.deferred.scalar
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
