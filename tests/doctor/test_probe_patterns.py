@@ -1009,10 +1009,13 @@ def test_a_clip_function_bound_by_name_during_a_watch_still_works_after_it():
     model = mlp()
     x, y = regression_data()
     with doctor.watch(model, every=1):
-        from torch.nn.utils import clip_grad_norm_
+        from torch.nn.utils import clip_grad_norm_, clip_grad_value_
     nn.functional.mse_loss(model(x), y).backward()
     assert float(clip_grad_norm_(model.parameters(), max_norm=1.0)) > 0
     assert torch.nn.utils.clip_grad_norm_ is torch.nn.utils.clip_grad.clip_grad_norm_
+    clip_grad_value_(model.parameters(), 1e-6)
+    assert all(p.grad.abs().max() <= 1e-6 for p in model.parameters())
+    assert torch.nn.utils.clip_grad_value_ is torch.nn.utils.clip_grad.clip_grad_value_
 
 
 def test_an_optimiser_over_a_model_made_anew_names_a_model_that_is_no_sequential(tmp_path):
@@ -1800,3 +1803,43 @@ def test_a_clamp_on_inputs_alone_is_no_blocked_gradient():
             model_optimizer.step()
     assert [f for f in dr.findings if f.symptom == "blocked_gradient"] == []
     assert not any(key.startswith("clamp") for r in dr.history.records for key in r.ops)
+
+
+def clip_by_value_training(clip_value, watch=True, steps=40):
+    """An MLP on the regression data under SGD, its gradients capped by `clip_grad_value_` before each step: the
+    findings (None unwatched), the losses and the final parameters."""
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    with doctor.watch(model, optimizer, every=2) if watch else contextlib.nullcontext() as dr:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_value_(model.parameters(), clip_value)
+            optimizer.step()
+            losses.append(loss.item())
+    return (dr.findings if watch else None), losses, [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("clip_value", [1e-5, 1.0])
+def test_clipping_by_value_far_below_the_gradients_is_named(clip_value):
+    """`clip_grad_value_(params, 1e-4)` where a norm clip was meant: nearly every entry is capped, each update is
+    lr * clip_value * sign(g). In a sweep's script the run learned to 75% instead of 97%, and nothing was said
+    (only clip_grad_norm_ was watched). A cap above the entries (1.0 here) caps nothing and is no finding. Watching
+    changes nothing of the training either way."""
+    findings, losses, params = clip_by_value_training(clip_value)
+    _, plain_losses, plain_params = clip_by_value_training(clip_value, watch=False)
+    assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(params, plain_params))
+    named = [f for f in findings if f.where == "clip_grad_value_"]
+    if clip_value == 1.0:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
+    assert f.evidence["capped_share"] > 0.9 and f.evidence["clip_value"] == 1e-5
+    assert f.evidence["grad_norm_before_clip"] > 10 * f.evidence["grad_norm_after_clip"]
+    assert "clip_value times the sign of the gradient" in f.explanation
+    assert "clip_grad_norm_(model.parameters(), max_norm=" in f.remedies[0]
+    assert not [g for g in findings if g.symptom == "stalled_loss"]  # (a stall would be this finding's, folded in)

@@ -397,6 +397,28 @@ def _explain_clipping_before_backward(f: Finding):
     return text, remedies
 
 
+def _explain_value_clipping(f: Finding):
+    e = f.evidence
+    text = (
+        f"`clip_grad_value_` (clip_value {fmt(e['clip_value'])}) capped {pct(e['capped_share'])} of the gradients' "
+        f"entries on {e['sampled_steps']} sampled steps: a typical entry is {fmt(e['grad_entry_rms'])} (root mean "
+        f"square), and the cap cut the gradients' norm from {fmt(e['grad_norm_before_clip'])} to "
+        f"{fmt(e['grad_norm_after_clip'])} (medians). A capped entry is clip_value times the sign of the gradient: "
+        "its derivative with respect to the gradient is zero, so how large the chain rule made it no longer reaches "
+        "the update, and every weight moves by at most lr x clip_value per step. The training follows the "
+        "gradients' signs, in steps as small as the cap."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"To guard against exploding gradients, clip the norm instead: `torch.nn.utils.clip_grad_norm_("
+        f"model.parameters(), max_norm={fmt(2 * e['grad_norm_before_clip'])})` (twice the median norm measured "
+        "here) leaves ordinary steps whole and cuts only the spikes.",
+        f"Or raise clip_value well above the typical entry ({fmt(e['grad_entry_rms'])}), so that it caps the rare "
+        "outliers only.",
+    ]
+    return text, remedies
+
+
 def _explain_raw_targets(f: Finding):
     e = f.evidence
     text = (
@@ -1046,6 +1068,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_custom_backward(f)
     if e.get("dropout_on_prediction"):
         return _explain_dropout_on_prediction(f)
+    if "capped_share" in e:
+        return _explain_value_clipping(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

@@ -331,6 +331,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         ended = next((f.first_step for f in findings if _the_loss_running_off(f, unbounded)), None)
         if ended is not None:
             unbounded.evidence["nonfinite_from_step"] = ended
+    # a clip_grad_value_ far below the gradients: the stall is its doing (steps of lr * clip_value at most)
+    capped = next((f for f in kept if "capped_share" in f.evidence), None)
+    stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
+    if capped is not None and stalls:
+        kept = [f for f in kept if not any(f is stall for stall in stalls)]
+        capped.severity, capped.evidence["folded"] = "error", ["stalled_loss"]
     # a clip_grad_norm_ that does not act (before backward, after the step, or given nothing): the NaN it let through
     clipping_idle = any(f.where == "clip_grad_norm_" for f in kept)
     if any(f.evidence.get("clip_on_scaled_gradients") for f in kept):  # (its "clipped" reading of the stall: this)
@@ -917,6 +923,42 @@ def _clipping_after_step(late: list[StepRecord]) -> Finding:
         "sampled_steps": len(late),
     }
     return Finding("exploding_gradient", "clip_grad_norm_", late[0].step, "error", evidence)
+
+
+# --- gradient clipping by value far below the gradients ----------------------------------------------------------
+def value_clipping_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`clip_grad_value_` capped most of the gradients' entries and cut their norm many times over, on most recent
+    sampled steps that called it: its clip_value sits below the gradient itself. Each capped entry's update is
+    lr * clip_value * sign(g): the chain rule's sizes are thrown away, and the steps are as small as the cap."""
+    recent = history.recent()
+    calls = [r for r in recent if r.clip_value is not None and r.clip_value_norms is not None]
+    if len(calls) < t.min_records or 2 * len(calls) < len(recent):
+        return []
+
+    def capped_hard(r: StepRecord) -> bool:
+        return (
+            r.clip_value_norms is not None
+            and r.clip_value_share > t.clip_value_share
+            and r.clip_value_norms[0] > t.clip_heavy_factor * r.clip_value_norms[1]  # (not NaN: no comparison holds)
+        )
+
+    heavy = [r for r in calls if capped_hard(r)]
+    if 2 * len(heavy) <= len(calls):
+        return []
+    first_step = next(r.step for r in history.records if capped_hard(r))
+    share = median([r.clip_value_share for r in heavy])
+    before, after = median([r.clip_value_norms[0] for r in heavy]), median([r.clip_value_norms[1] for r in heavy])
+    entries = median([r.clip_value_entries for r in heavy])
+    evidence = {
+        "clip_value": _sci(median([r.clip_value for r in heavy])),
+        "capped_share": round(share, 3),
+        "grad_norm_before_clip": _sci(before),
+        "grad_norm_after_clip": _sci(after),
+        "grad_entry_rms": _sci(before / math.sqrt(entries)),  # (the size of a typical entry, before the cap)
+        "sampled_steps": len(heavy),
+    }
+    severity = "error" if share > t.clip_value_sign_share else "warning"
+    return [Finding("blocked_gradient", "clip_grad_value_", first_step, severity, evidence)]
 
 
 def _above_the_cap(record: StepRecord) -> bool:
@@ -1875,6 +1917,7 @@ RULES = (
     maximized_loss_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
+    value_clipping_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

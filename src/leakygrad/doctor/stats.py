@@ -114,6 +114,10 @@ class StepRecord:
     clip_after_step: bool = False  # ... and it ran after an optimiser step, before the next backward
     clip_on_scaled: bool = False  # ... and on gradients a GradScaler had scaled, before `scaler.unscale_`
     clip_scale: float | None = None  # ... by this factor
+    clip_value: float | None = None  # torch.nn.utils.clip_grad_value_'s clip_value on this step, if it was called
+    clip_value_share: float | None = None  # ... the share of the gradients' entries beyond it (capped)
+    clip_value_norms: tuple[float, float] | None = None  # ... the gradients' norm before and after the call
+    clip_value_entries: int = 0  # ... and how many entries they have
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes

@@ -114,6 +114,12 @@ class Thresholds:
     clip_heavy_factor: float = 10.0
     """The gradient's norm over clip_grad_norm_'s max_norm above this on most recent sampled steps: the clipping cuts
     every update by that much, and a stall is its doing ("clipped"), not the learning rate's."""
+    clip_value_share: float = 0.5
+    """clip_grad_value_ capped more than this share of the gradients' entries, and cut their norm by more than
+    `clip_heavy_factor`, on most recent sampled steps that called it: the cap sits below the gradient itself, and the
+    update follows the gradients' signs, not their sizes (a warning)."""
+    clip_value_sign_share: float = 0.9
+    """... more than this share: nearly every update is lr * clip_value * sign(g) (an error)."""
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""

@@ -206,21 +206,45 @@ def _patched_clip(parameters, max_norm, *args, **kwargs):
     return total
 
 
+# torch.nn.utils.clip_grad_value_: a clip_value far below the gradient's entries caps nearly all of them, and each
+# update is then about lr * clip_value * sign(g), whatever the gradient's size. While a probe watches, on its sampled
+# steps it measures the gradients before and after the call (what the call does is unchanged).
+_original_clip_value = None
+CLIP_GRAD_VALUE = torch.nn.utils.clip_grad.clip_grad_value_
+
+
+def _patched_clip_value(parameters, clip_value, *args, **kwargs):
+    clip = _original_clip_value or CLIP_GRAD_VALUE
+    if _compiled_or_transformed():
+        return clip(parameters, clip_value, *args, **kwargs)
+    watching = [probe for probe in _active_probes if probe.sampling and probe.state is not None]
+    if not watching:
+        return clip(parameters, clip_value, *args, **kwargs)
+    parameters = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)  # (read twice below)
+    before = [probe.before_value_clipping(parameters, clip_value) for probe in watching]
+    result = clip(parameters, clip_value, *args, **kwargs)
+    for probe, measured in zip(watching, before):
+        probe.note_value_clipping(parameters, clip_value, measured)
+    return result
+
+
 def _activate(probe: TorchProbe) -> None:
-    global _original_backward, _original_scale, _original_clip
+    global _original_backward, _original_scale, _original_clip, _original_clip_value
     if not _active_probes:
         _original_backward = torch.autograd.backward
         torch.autograd.backward = functools.wraps(_original_backward)(_patched_backward)
         _original_scale = torch.amp.GradScaler.scale
         torch.amp.GradScaler.scale = functools.wraps(_original_scale)(_patched_scale)
         _original_clip = torch.nn.utils.clip_grad.clip_grad_norm_
+        _original_clip_value = torch.nn.utils.clip_grad.clip_grad_value_
         for module in _CLIP_MODULES:
             module.clip_grad_norm_ = functools.wraps(_original_clip)(_patched_clip)
+            module.clip_grad_value_ = functools.wraps(_original_clip_value)(_patched_clip_value)
     _active_probes.append(probe)
 
 
 def _deactivate(probe: TorchProbe) -> None:
-    global _original_backward, _original_scale, _original_clip, _last_scaled
+    global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
@@ -228,7 +252,8 @@ def _deactivate(probe: TorchProbe) -> None:
         torch.amp.GradScaler.scale = _original_scale
         for module in _CLIP_MODULES:
             module.clip_grad_norm_ = _original_clip
-        _original_backward = _original_scale = _original_clip = _last_scaled = None
+            module.clip_grad_value_ = _original_clip_value
+        _original_backward = _original_scale = _original_clip = _original_clip_value = _last_scaled = None
 
 
 # --- what the probe knows about each module ----------------------------------------------------------------------
@@ -324,6 +349,17 @@ def _dense(tensor: torch.Tensor) -> bool:
     """A plain strided tensor: not sparse (COO, CSR, ...) and not nested (strided or jagged). Only such a tensor
     has one block of memory (`untyped_storage`), a shape per axis and the reductions the statistics use."""
     return tensor.layout is torch.strided and not tensor.is_nested
+
+
+def _dense_gradients(parameters: list) -> list[torch.Tensor]:
+    """The parameters' gradients that are plain floating-point tensors (what the clipping statistics read)."""
+    grads = [getattr(p, "grad", None) for p in parameters]
+    return [g for g in grads if g is not None and _dense(g) and g.is_floating_point()]
+
+
+def _total_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    """The norm of all the gradients taken as one vector, in float32 at least."""
+    return torch.linalg.vector_norm(torch.stack([norm(g).float() for g in grads]))
 
 
 def _activation_function(node, op: str, on_loss: bool) -> str | None:
@@ -512,6 +548,9 @@ class StepState:
     # before any backward?, on gradients still scaled by a GradScaler?) of the step's clip_grad_norm_ with the
     # smallest max_norm
     clipping: tuple | None = None
+    # (clip_value, deferred indices of the gradients' norm before and of the entries beyond the cap, how many entries,
+    # deferred index of the norm after) of the step's clip_grad_value_ with the smallest cap
+    value_clipping: tuple | None = None
     loss_ops: set = field(default_factory=set)  # names of the operations between the model's outputs and the loss
     dropouts: dict = field(default_factory=dict)  # dropout module name -> (its p, elements), when p >= 0.8
     dropout_sites: dict = field(default_factory=dict)  # every dropout module that ran in training mode -> its p
@@ -1200,6 +1239,36 @@ class TorchProbe:
                 self.state.clipping = (float(max_norm), norm_at, given_nothing, after_step, on_scaled)
         except Exception as error:
             self._fail("noting a clip_grad_norm_", error)
+
+    def before_value_clipping(self, parameters, clip_value) -> tuple | None:
+        """Before `torch.nn.utils.clip_grad_value_(parameters, clip_value)` caps the gradients in place: their norm,
+        and how many of their entries lie beyond the cap (deferred indices), and how many entries there are."""
+        try:
+            grads = _dense_gradients(parameters)
+            if not grads:
+                return None
+            cap = abs(float(clip_value))
+            beyond = torch.stack([(g.detach().abs() > cap).sum() for g in grads]).sum().float()
+            deferred = self.state.deferred
+            return deferred.scalar(_total_norm(grads)), deferred.scalar(beyond), sum(g.numel() for g in grads)
+        except Exception as error:
+            self._fail("measuring before a clip_grad_value_", error)
+            return None
+
+    def note_value_clipping(self, parameters, clip_value, before: tuple | None) -> None:
+        """After `clip_grad_value_`: the norm of the gradients it left, noted with what `before_value_clipping`
+        measured. Of several calls in a step, the tightest cap is kept."""
+        try:
+            grads = _dense_gradients(parameters)
+            if before is None or not grads or self.state is None:
+                return
+            cap = abs(float(clip_value))
+            if self.state.value_clipping is not None and self.state.value_clipping[0] <= cap:
+                return
+            norm_after = self.state.deferred.scalar(_total_norm(grads))
+            self.state.value_clipping = (cap, *before, norm_after)
+        except Exception as error:
+            self._fail("noting a clip_grad_value_", error)
 
     # --- backward (every step) ----------------------------------------------------------------------------------------
     def before_backward(self, tensors) -> None:
@@ -2042,6 +2111,11 @@ class TorchProbe:
             record.clip_given_nothing, record.clip_after_step, record.clip_on_scaled = state.clipping[2:]
             if record.clip_on_scaled and state.loss_scale_at is not None:
                 record.clip_scale = value(state.loss_scale_at)
+        if state.value_clipping is not None:
+            cap, before_at, beyond_at, entries, after_at = state.value_clipping
+            record.clip_value = cap
+            record.clip_value_share = value(beyond_at) / entries
+            record.clip_value_norms, record.clip_value_entries = (value(before_at), value(after_at)), entries
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
