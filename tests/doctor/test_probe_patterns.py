@@ -1843,3 +1843,33 @@ def test_clipping_by_value_far_below_the_gradients_is_named(clip_value):
     assert "clip_value times the sign of the gradient" in f.explanation
     assert "clip_grad_norm_(model.parameters(), max_norm=" in f.remedies[0]
     assert not [g for g in findings if g.symptom == "stalled_loss"]  # (a stall would be this finding's, folded in)
+
+
+@pytest.mark.parametrize("case", ["Adam made anew", "plain SGD made anew", "Adam made once", "Adam made per epoch"])
+def test_an_optimiser_made_anew_at_every_step_is_named_when_it_keeps_state(case):
+    """`optimizer = Adam(...)` inside the batch loop: its moment estimates start empty at every step, and each update
+    is lr * g / |g|. In a sweep's script the test loss was 4x the fixed one's, and nothing was said. Plain SGD keeps
+    nothing between steps, and an optimiser made once, or once per epoch, is what scripts do."""
+    model = mlp()
+    x, y = regression_data()
+    made_once = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model) as dr:
+        for step in range(60):
+            if case == "Adam made anew" or (case == "Adam made per epoch" and step % 20 == 0):
+                optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            elif case == "plain SGD made anew":
+                optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+            else:
+                optimizer = made_once
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "optimizer"]
+    if case != "Adam made anew":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.evidence["optimizer"]) == ("unapplied_gradient", "warning", "Adam")
+    assert f.evidence["optimizers_made_anew"] == 59 and f.evidence["steps"] == 60
+    assert f.evidence["state_lost"] == ["exp_avg", "exp_avg_sq"]
+    assert "lr * g / (|g| + eps)" in f.explanation and "before the training loop" in f.remedies[0]

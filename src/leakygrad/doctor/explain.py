@@ -1415,6 +1415,30 @@ def _explain_parameter_made_in_forward(f: Finding):
     return text, remedies
 
 
+def _explain_optimizer_made_anew(f: Finding):
+    e = f.evidence
+    kind, state = e["optimizer"], ", ".join(f"`{name}`" for name in e["state_lost"])
+    text = (
+        f"A new {kind} was made over the same parameters at {e['optimizers_made_anew']} of {e['steps']} steps: each "
+        f"steps once and is replaced. What it keeps from step to step ({state}) starts empty every time, so every "
+        "update is a first one: the gradients of earlier steps never reach it."
+    )
+    if "exp_avg_sq" in e["state_lost"]:
+        text += (
+            f" {kind}'s first update divides the gradient by its own size: lr * g / (|g| + eps), a step of about lr "
+            "for every weight whatever its gradient, noise included."
+        )
+    elif "momentum_buffer" in e["state_lost"]:
+        text += " The momentum buffer starts at the gradient each time: momentum never builds up."
+    remedies = [
+        "Create the optimiser once, before the training loop, and call only `optimizer.zero_grad()` and "
+        "`optimizer.step()` inside it.",
+        "To change the learning rate during training, set `group['lr']` for each group in `optimizer.param_groups`, "
+        "or use a scheduler (`torch.optim.lr_scheduler`), instead of making a new optimiser.",
+    ]
+    return text, remedies
+
+
 def explain_unapplied_gradient(f: Finding):
     e = f.evidence
     if e.get("updated_share") is not None:
@@ -1431,6 +1455,8 @@ def explain_unapplied_gradient(f: Finding):
         return _explain_reset_between_backwards(f)
     if e.get("recreated_each_step"):
         return _explain_parameter_made_in_forward(f)
+    if e.get("optimizers_made_anew"):
+        return _explain_optimizer_made_anew(f)
     text = (
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "

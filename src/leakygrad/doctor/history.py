@@ -179,6 +179,9 @@ class History:
         # (that test's), "grad_output_one" (on every test grad_output was the number 1: the Function is the root)}
         self.custom_backwards: dict[str, dict] = {}
         self.backward_passes = 0  # backward() calls through a watched model (several per step when accumulating)
+        # optimisers each made over the same parameters as the one before, which had stepped once: {"count",
+        # "first_step", "optimizer" (its class), "state" (what it keeps between steps: `exp_avg`, ...)}
+        self.optimizers_made_anew: dict | None = None
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
@@ -187,6 +190,12 @@ class History:
     # --- adding ---------------------------------------------------------------------------------------------
     def add_loss(self, step: int, value: float) -> None:
         self.loss.add(step, value)
+
+    def note_optimizer_made_anew(self, step: int, optimizer: str, state: list[str]) -> None:
+        """The training optimiser at `step` replaced one over the same parameters that had stepped once."""
+        if self.optimizers_made_anew is None:
+            self.optimizers_made_anew = {"count": 0, "first_step": step, "optimizer": optimizer, "state": state}
+        self.optimizers_made_anew["count"] += 1
 
     def restart_loss(self, step: int) -> None:
         """From `step` on, the losses are another training's (a second model, trained after the first): the loss

@@ -1497,6 +1497,23 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
 SEPARATE_UNAPPLIED_MODULES = 3  # more modules than this with some parameters left out: one finding for all of them
 
 
+def optimizer_made_anew_rule(history: History, t: Thresholds) -> list[Finding]:
+    """An optimiser made anew inside the training loop: each one, over the same parameters, steps once and is
+    replaced. What it keeps between steps (momentum, Adam's moment estimates) starts empty every time, so every update
+    is a first one: momentum never builds, and Adam's first step is lr * g / |g|, a step of lr per weight whatever the
+    gradient's size. Plain SGD keeps nothing, and loses nothing."""
+    made = history.optimizers_made_anew
+    if made is None or not made["state"] or made["count"] < t.optimizer_anew_min or 2 * made["count"] < history.steps:
+        return []
+    evidence = {
+        "optimizer": made["optimizer"],
+        "optimizers_made_anew": made["count"],
+        "steps": history.steps,
+        "state_lost": made["state"],
+    }
+    return [Finding("unapplied_gradient", "optimizer", made["first_step"], "warning", evidence)]
+
+
 def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     """Parameters that had a gradient at every checked optimiser step, yet no optimiser steps them: the backward pass
     computes their gradient, and it is thrown away. One finding per widest module none of whose parameters is
@@ -1934,6 +1951,7 @@ RULES = (
     frozen_optimizer_rule,
     no_gradient_rule,
     accumulating_rule,
+    optimizer_made_anew_rule,
     unapplied_rule,
     reset_between_backwards_rule,
     loose_leaf_rule,

@@ -120,6 +120,9 @@ class Thresholds:
     update follows the gradients' signs, not their sizes (a warning)."""
     clip_value_sign_share: float = 0.9
     """... more than this share: nearly every update is lr * clip_value * sign(g) (an error)."""
+    optimizer_anew_min: int = 20
+    """An optimiser that keeps state (momentum, moment estimates) made anew over the same parameters at least this
+    many times, each after one step of the one before, and at half the steps at least: its state never builds."""
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""

@@ -351,6 +351,15 @@ def _dense(tensor: torch.Tensor) -> bool:
     return tensor.layout is torch.strided and not tensor.is_nested
 
 
+def _state_kept(optimizer) -> list[str]:
+    """What an optimiser keeps per parameter from one step to the next (`exp_avg`, `momentum_buffer`): the tensors in
+    its state, its step count aside. None for plain SGD."""
+    kept = set()
+    for state in list(optimizer.state.values())[:8]:
+        kept.update(key for key, value in state.items() if isinstance(value, torch.Tensor) and value.dim() > 0)
+    return sorted(kept)
+
+
 def _dense_gradients(parameters: list) -> list[torch.Tensor]:
     """The parameters' gradients that are plain floating-point tensors (what the clipping statistics read)."""
     grads = [getattr(p, "grad", None) for p in parameters]
@@ -730,6 +739,8 @@ class TorchProbe:
         self._others_in_a_row = 0  # (with an optimiser given to watch) another's steps since the primary's last
         self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
         self._primary_stepped = False
+        self._primary_steps = 0  # steps the primary optimiser took since it was adopted
+        self._made_anew = False  # ... which replaced one over the same parameters that had stepped once
         self.step = 0
         self.sampling = False
         self.state: StepState | None = None
@@ -1729,6 +1740,7 @@ class TorchProbe:
             self.mode = "optimizer"
             self._awaiting = False
             self._in_step = True
+            self._primary_steps += 1
             if self._reset_marks is not None:
                 self._check_reset()
             if not self.sampling and self._zero_suspects:
@@ -1826,7 +1838,9 @@ class TorchProbe:
         params = frozenset(map(id, _stepped_parameters(optimizer)))
         if self._primary_params and params.isdisjoint(self._primary_params):
             self.doctor.history.restart_loss(self.step)
-        self.primary, self._primary_params = weakref.ref(optimizer), params
+        # (an optimiser made anew at every step, over the same parameters: each one steps once)
+        self._made_anew = params == self._primary_params and self._primary_steps == 1
+        self.primary, self._primary_params, self._primary_steps = weakref.ref(optimizer), params, 0
 
     def _given_is_primary(self, optimizer) -> bool:
         """With an optimiser given to `watch`, its steps are the training steps, whatever another does between them
@@ -1855,6 +1869,9 @@ class TorchProbe:
                 return
             if self._stepped_since_primary:
                 self._stepped_since_primary.clear()  # (a training step ends here)
+            if self._made_anew:  # (its state, made by this first step, is what the one before it threw away)
+                self._made_anew = False
+                self.doctor.history.note_optimizer_made_anew(self.step, type(optimizer).__name__, _state_kept(optimizer))
             if self.sampling and self.state is not None:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
