@@ -419,6 +419,27 @@ def _explain_value_clipping(f: Finding):
     return text, remedies
 
 
+def _explain_huber_delta(f: Finding):
+    e = f.evidence
+    text = (
+        f"`huber_loss` has delta {fmt(e['huber_delta'])}, while its errors (prediction - target) are "
+        f"{fmt(e['error_mean'])} on average, {fmt(e['error_over_delta'])} times delta, and {pct(e['errors_beyond_delta'])} "
+        f"of them lie past it (medians over {e['sampled_steps']} sampled steps). Past delta the Huber loss is "
+        "delta * (|error| - delta / 2), whose derivative is delta * sign(error): backprop starts every example's "
+        "gradient at delta, however wrong the prediction. The loss is an L1 loss scaled down by delta, and with "
+        "SGD every step is as many times smaller."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Set delta to the size of error you want treated quadratically, about the errors' scale (they are "
+        f"{fmt(e['error_mean'])} here; around 1 for standardised targets): `F.huber_loss(prediction, target, "
+        "delta=1.0)`.",
+        "If an L1 loss was meant, use `F.l1_loss`, or `F.smooth_l1_loss(..., beta=...)`, whose gradient past beta is "
+        "sign(error), not delta times it.",
+    ]
+    return text, remedies
+
+
 def _explain_raw_targets(f: Finding):
     e = f.evidence
     text = (
@@ -1070,6 +1091,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_dropout_on_prediction(f)
     if "capped_share" in e:
         return _explain_value_clipping(f)
+    if "huber_delta" in e:
+        return _explain_huber_delta(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

@@ -331,8 +331,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         ended = next((f.first_step for f in findings if _the_loss_running_off(f, unbounded)), None)
         if ended is not None:
             unbounded.evidence["nonfinite_from_step"] = ended
-    # a clip_grad_value_ far below the gradients: the stall is its doing (steps of lr * clip_value at most)
-    capped = next((f for f in kept if "capped_share" in f.evidence), None)
+    # a clip_grad_value_ far below the gradients, or a Huber loss's delta far below the errors: the stall is its doing
+    # (steps of lr * clip_value at most; every example's gradient cut to delta)
+    capped = next((f for f in kept if "capped_share" in f.evidence or "huber_delta" in f.evidence), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
         kept = [f for f in kept if not any(f is stall for stall in stalls)]
@@ -959,6 +960,35 @@ def value_clipping_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     severity = "error" if share > t.clip_value_sign_share else "warning"
     return [Finding("blocked_gradient", "clip_grad_value_", first_step, severity, evidence)]
+
+
+# --- a Huber loss's delta far below the errors -----------------------------------------------------------------------
+def huber_delta_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`huber_loss(prediction, target, delta)` whose errors lie far past delta on most recent sampled steps: past delta
+    its derivative is delta * sign(error), so the gradient of every example is cut down to delta, however large its
+    error. The loss is an L1 loss scaled by delta, and with SGD every step shrinks with it."""
+    recent = history.recent()
+    looked = [r for r in recent if r.huber is not None]
+    if len(looked) < t.min_records or 2 * len(looked) < len(recent):
+        return []
+
+    def far_past(r: StepRecord) -> bool:
+        h = r.huber
+        return h["beyond_delta"] > t.huber_beyond_share and h["error_mean"] > t.huber_delta_ratio * h["delta"]
+
+    far = [r for r in looked if far_past(r)]
+    if 2 * len(far) <= len(looked):
+        return []
+    delta, error = median([r.huber["delta"] for r in far]), median([r.huber["error_mean"] for r in far])
+    evidence = {
+        "huber_delta": _sci(delta),
+        "errors_beyond_delta": round(median([r.huber["beyond_delta"] for r in far]), 3),
+        "error_mean": _sci(error),
+        "error_over_delta": _sci(error / delta),
+        "sampled_steps": len(far),
+    }
+    first_step = next(r.step for r in history.records if r.huber is not None and far_past(r))
+    return [Finding("blocked_gradient", "huber_loss", first_step, "warning", evidence)]
 
 
 def _above_the_cap(record: StepRecord) -> bool:
@@ -1935,6 +1965,7 @@ RULES = (
     loss_below_zero_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
+    huber_delta_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

@@ -120,6 +120,11 @@ class Thresholds:
     update follows the gradients' signs, not their sizes (a warning)."""
     clip_value_sign_share: float = 0.9
     """... more than this share: nearly every update is lr * clip_value * sign(g) (an error)."""
+    huber_delta_ratio: float = 100.0
+    """A huber_loss whose errors' mean size is above this many times its delta, with nearly all of them
+    (`huber_beyond_share`) past delta, on most recent sampled steps: every example's gradient is cut to delta (an
+    L1 loss scaled down by delta), whatever its error."""
+    huber_beyond_share: float = 0.9
     optimizer_anew_min: int = 20
     """An optimiser that keeps state (momentum, moment estimates) made anew over the same parameters at least this
     many times, each after one step of the one before, and at half the steps at least: its state never builds."""

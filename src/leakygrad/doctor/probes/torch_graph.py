@@ -396,6 +396,20 @@ def regression_target(loss_nodes) -> tuple[str, torch.Tensor, torch.Tensor] | No
     return None
 
 
+def huber_errors(loss_nodes) -> tuple[float, torch.Tensor] | None:
+    """(delta, prediction - target, detached) of the first `huber_loss` on the loss side, or None. Past delta its
+    derivative is delta * sign(error): a delta far below the errors scales every example's gradient down to it."""
+    for node in loss_nodes:
+        if op_name(node) != "huber_loss":
+            continue
+        prediction, target = saved_value(node, "_saved_self"), saved_value(node, "_saved_target")
+        delta = getattr(node, "_saved_delta", None)
+        if isinstance(prediction, torch.Tensor) and isinstance(target, torch.Tensor) and isinstance(delta, float):
+            if prediction.numel() and prediction.is_floating_point() and delta > 0:
+                return delta, (prediction.detach() - target.detach()).float()
+    return None
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

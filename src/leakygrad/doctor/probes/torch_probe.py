@@ -577,6 +577,8 @@ class StepState:
     targets_out_of_reach: tuple | None = None
     # a regression loss: (its name, deferred indices of its targets' and its predictions' root mean square)
     target_scale: tuple | None = None
+    # a huber_loss: (its delta, deferred indices of the share of errors past delta and of their mean size)
+    huber: tuple | None = None
     # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
     # object since the last look?, deferred index of "its entries changed since first seen")
     loose_leaves: dict = field(default_factory=dict)
@@ -1498,6 +1500,13 @@ class TorchProbe:
                 loss, prediction, target = found
                 rms = state.deferred.scalar
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
+        if loss_nodes and state.huber is None:
+            found = graph_tools.huber_errors(loss_nodes)
+            if found is not None:  # (how far past delta the errors are: the share, and their mean size)
+                delta, errors = found
+                size = errors.abs()
+                scalar = state.deferred.scalar
+                state.huber = (delta, scalar((size > delta).float().mean()), scalar(size.mean()))
         if loss_nodes and state.targets_out_of_reach is None:
             found = graph_tools.targets_out_of_reach(loss_nodes, names)
             if found is not None:
@@ -2111,6 +2120,9 @@ class TorchProbe:
         if state.target_scale is not None:
             loss, target_at, prediction_at = state.target_scale
             record.target_scale = {"loss": loss, "target_rms": value(target_at), "prediction_rms": value(prediction_at)}
+        if state.huber is not None:
+            delta, beyond_at, mean_at = state.huber
+            record.huber = {"delta": delta, "beyond_delta": value(beyond_at), "error_mean": value(mean_at)}
         if state.targets_out_of_reach is not None:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
