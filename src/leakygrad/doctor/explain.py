@@ -423,11 +423,11 @@ def _explain_huber_delta(f: Finding):
     e = f.evidence
     text = (
         f"`huber_loss` has delta {fmt(e['huber_delta'])}, while its errors (prediction - target) are "
-        f"{fmt(e['error_mean'])} on average, {fmt(e['error_over_delta'])} times delta, and {pct(e['errors_beyond_delta'])} "
-        f"of them lie past it (medians over {e['sampled_steps']} sampled steps). Past delta the Huber loss is "
-        "delta * (|error| - delta / 2), whose derivative is delta * sign(error): backprop starts every example's "
-        "gradient at delta, however wrong the prediction. The loss is an L1 loss scaled down by delta, and with "
-        "SGD every step is as many times smaller."
+        f"{fmt(e['error_mean'])} on average, {fmt(e['error_over_delta'])} times delta, and "
+        f"{pct(e['errors_beyond_delta'])} of them lie past it (medians over {e['sampled_steps']} sampled steps). "
+        "Past delta the Huber loss is delta * (|error| - delta / 2), whose derivative is delta * sign(error): "
+        "backprop starts every example's gradient at delta, however wrong the prediction. The loss is an L1 loss "
+        "scaled down by delta, and with SGD every step is as many times smaller."
     )
     text += _folded_sentence(e)
     remedies = [

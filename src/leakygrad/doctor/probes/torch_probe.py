@@ -1880,7 +1880,8 @@ class TorchProbe:
                 self._stepped_since_primary.clear()  # (a training step ends here)
             if self._made_anew:  # (its state, made by this first step, is what the one before it threw away)
                 self._made_anew = False
-                self.doctor.history.note_optimizer_made_anew(self.step, type(optimizer).__name__, _state_kept(optimizer))
+                kind, kept = type(optimizer).__name__, _state_kept(optimizer)
+                self.doctor.history.note_optimizer_made_anew(self.step, kind, kept)
             if self.sampling and self.state is not None:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
