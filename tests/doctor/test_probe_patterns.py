@@ -1903,3 +1903,41 @@ def test_a_huber_delta_far_below_the_errors_is_named(loss):
     assert (f.symptom, f.first_step, f.evidence["huber_delta"]) == ("blocked_gradient", 0, 1e-3)
     assert f.evidence["errors_beyond_delta"] > 0.9 and f.evidence["error_over_delta"] > 100
     assert "delta * sign(error)" in f.explanation and "delta=1.0" in f.remedies[0]
+
+
+@pytest.mark.parametrize("case", ["EMA loaded back", "EMA kept apart", "target network synced", "checkpoint at start"])
+def test_weights_loaded_back_at_every_step_are_named(case):
+    """`model.load_state_dict(ema.state_dict())` inside the loop: each load overwrites the update the optimiser just
+    made, and with decay 0.9 a tenth of it survives. In a sweep's script the test accuracy was 47% instead of 98%, and
+    nothing was said. An EMA kept in its own model, a DQN-style target network synced from the model (the target is
+    not what the optimiser steps) and a checkpoint loaded before training are what scripts do."""
+    model, ema = mlp(), mlp(seed=1)
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    if case == "checkpoint at start":
+        model.load_state_dict(ema.state_dict())
+    watched = [model, ema] if case == "target network synced" else model  # (the target watched too: not stepped)
+    with doctor.watch(watched, optimizer, every=2, name="model") as dr:
+        if case == "checkpoint at start":
+            model.load_state_dict(ema.state_dict())
+        for _ in range(30):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+            with torch.no_grad():
+                for kept, trained in zip(ema.parameters(), model.parameters()):
+                    kept.mul_(0.9).add_(trained, alpha=0.1)
+            if case == "EMA loaded back":
+                model.load_state_dict(ema.state_dict())
+            elif case == "target network synced":
+                ema.load_state_dict(model.state_dict())
+    assert not model._load_state_dict_post_hooks and not ema._load_state_dict_post_hooks  # (removed with the watch)
+    named = [f for f in dr.findings if f.evidence.get("state_loaded_steps")]
+    if case != "EMA loaded back":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "model", "warning")
+    assert f.evidence["state_loaded_steps"] == 30 and f.evidence["steps"] == 30
+    assert "overwrites what the optimiser's last update did" in f.explanation
+    assert "never back into `model`" in f.remedies[0]

@@ -1462,6 +1462,22 @@ def _explain_optimizer_made_anew(f: Finding):
     return text, remedies
 
 
+def _explain_state_loaded(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}.load_state_dict(...)` replaced the model's weights at {e['state_loaded_steps']} of {e['steps']} "
+        "steps, while the optimiser trains those same weights: each load overwrites what the optimiser's last update "
+        "did. What the gradients teach survives only as far as the copy loaded back follows them; an exponential "
+        "moving average (EMA) with decay 0.99 keeps 1% of each update."
+    )
+    remedies = [
+        f"Keep the copy apart: update the EMA from `{f.where}` after each step, and load it into a separate model "
+        "for evaluation or at the end of training (`torch.optim.swa_utils.AveragedModel` does this), never back "
+        f"into `{f.where}` during training.",
+    ]
+    return text, remedies
+
+
 def explain_unapplied_gradient(f: Finding):
     e = f.evidence
     if e.get("updated_share") is not None:
@@ -1480,6 +1496,8 @@ def explain_unapplied_gradient(f: Finding):
         return _explain_parameter_made_in_forward(f)
     if e.get("optimizers_made_anew"):
         return _explain_optimizer_made_anew(f)
+    if e.get("state_loaded_steps"):
+        return _explain_state_loaded(f)
     text = (
         f"The {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at every one of "
         f"{e['sampled_steps_checked']} sampled optimiser steps, but no optimiser steps them: the backward pass "

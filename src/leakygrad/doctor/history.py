@@ -182,6 +182,9 @@ class History:
         # optimisers each made over the same parameters as the one before, which had stepped once: {"count",
         # "first_step", "optimizer" (its class), "state" (what it keeps between steps: `exp_avg`, ...)}
         self.optimizers_made_anew: dict | None = None
+        # watched model -> {"steps" (with a load_state_dict of it, whose parameters the optimiser steps), "first_step",
+        # "last_step"}
+        self.state_loads: dict[str, dict] = {}
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
@@ -196,6 +199,13 @@ class History:
         if self.optimizers_made_anew is None:
             self.optimizers_made_anew = {"count": 0, "first_step": step, "optimizer": optimizer, "state": state}
         self.optimizers_made_anew["count"] += 1
+
+    def note_state_loaded(self, step: int, model: str) -> None:
+        """`load_state_dict` replaced the weights of `model`, which the training optimiser steps, at `step`."""
+        loads = self.state_loads.setdefault(model, {"steps": 0, "first_step": step, "last_step": None})
+        if loads["last_step"] != step:
+            loads["steps"] += 1
+            loads["last_step"] = step
 
     def restart_loss(self, step: int) -> None:
         """From `step` on, the losses are another training's (a second model, trained after the first): the loss

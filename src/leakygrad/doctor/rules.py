@@ -1544,6 +1544,19 @@ def optimizer_made_anew_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("unapplied_gradient", "optimizer", made["first_step"], "warning", evidence)]
 
 
+def state_loaded_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`model.load_state_dict(...)` at most steps, on a model the training optimiser steps: each load overwrites the
+    weights its last update made (an EMA of the weights, or a saved copy, loaded back into the model being trained).
+    What the gradients taught stays only as far as the loaded copy follows them."""
+    findings = []
+    for model, loads in sorted(history.state_loads.items()):
+        if loads["steps"] < t.state_loads_min or 2 * loads["steps"] < history.steps:
+            continue
+        evidence = {"state_loaded_steps": loads["steps"], "steps": history.steps}
+        findings.append(Finding("unapplied_gradient", model, loads["first_step"], "warning", evidence))
+    return findings
+
+
 def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     """Parameters that had a gradient at every checked optimiser step, yet no optimiser steps them: the backward pass
     computes their gradient, and it is thrown away. One finding per widest module none of whose parameters is
@@ -1983,6 +1996,7 @@ RULES = (
     no_gradient_rule,
     accumulating_rule,
     optimizer_made_anew_rule,
+    state_loaded_rule,
     unapplied_rule,
     reset_between_backwards_rule,
     loose_leaf_rule,

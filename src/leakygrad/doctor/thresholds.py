@@ -128,6 +128,9 @@ class Thresholds:
     optimizer_anew_min: int = 20
     """An optimiser that keeps state (momentum, moment estimates) made anew over the same parameters at least this
     many times, each after one step of the one before, and at half the steps at least: its state never builds."""
+    state_loads_min: int = 20
+    """A watched model whose weights `load_state_dict` replaced on at least this many steps, and on half the steps at
+    least, while the training optimiser steps them: its updates are overwritten (an EMA loaded back each step)."""
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""

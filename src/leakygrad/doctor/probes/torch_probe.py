@@ -770,6 +770,7 @@ class TorchProbe:
         self._in_step = False  # inside the primary optimiser's step
         self._closure_params = None  # a sampled step whose gradients a closure computes (LBFGS): what it steps
         self._global_handles = []
+        self._load_handles = []  # a `load_state_dict` post-hook on each watched model
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
@@ -837,9 +838,9 @@ class TorchProbe:
         except Exception as error:
             self._fail("finishing the run", error)
         self._remove_module_hooks()
-        for handle in self._global_handles:
+        for handle in self._global_handles + self._load_handles:
             handle.remove()
-        self._global_handles = []
+        self._global_handles, self._load_handles = [], []
         _deactivate(self)
         self.attached = False
         if self.state is not None:
@@ -886,7 +887,19 @@ class TorchProbe:
                         added_params.add(id(param))
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
+        on_load = functools.partial(self._on_state_loaded, name)
+        self._load_handles.append(module.register_load_state_dict_post_hook(on_load))
         return added_modules, added_params
+
+    def _on_state_loaded(self, name: str, module: nn.Module, incompatible_keys) -> None:
+        """`load_state_dict` replaced the weights of the watched model `name` (called on it, or on a module that holds
+        it). Noted when the training optimiser steps its parameters: whatever its last update did is overwritten (an
+        EMA copied back at every step)."""
+        try:
+            if self._primary_params and any(id(p) in self._primary_params for p in module.parameters()):
+                self.doctor.history.note_state_loaded(self.step, name)
+        except Exception as error:
+            self._fail("load_state_dict hook", error)
 
     def _param_label(self, param):
         entry = self.param_labels.get(id(param))
