@@ -887,8 +887,9 @@ class TorchProbe:
                         added_params.add(id(param))
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
-        on_load = functools.partial(self._on_state_loaded, name)
-        self._load_handles.append(module.register_load_state_dict_post_hook(on_load))
+        if not isinstance(module, torch.jit.ScriptModule):  # (which refuses hooks of this kind)
+            on_load = functools.partial(self._on_state_loaded, name)
+            self._load_handles.append(module.register_load_state_dict_post_hook(on_load))
         return added_modules, added_params
 
     def _on_state_loaded(self, name: str, module: nn.Module, incompatible_keys) -> None:
