@@ -5,6 +5,7 @@ Each test failed before the probe handled its pattern."""
 import contextlib
 import gc
 import json
+import math
 import os
 import subprocess
 import sys
@@ -1941,3 +1942,82 @@ def test_weights_loaded_back_at_every_step_are_named(case):
     assert f.evidence["state_loaded_steps"] == 30 and f.evidence["steps"] == 30
     assert "overwrites what the optimiser's last update did" in f.explanation
     assert "never back into `model`" in f.remedies[0]
+
+
+class ExU(nn.Module):
+    """A Neural Additive Model's exp-centred unit: clamp(exp(w) * (x - b), 0, 1), a ReLU-1 with a steep slope."""
+
+    def __init__(self, inputs, units, bias_shift=0.0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(inputs, units) * 0.5 + 2.0)
+        self.bias = nn.Parameter(torch.randn(inputs, units) * 0.5 + bias_shift)
+
+    def forward(self, x):
+        return torch.clamp(torch.exp(self.weight) * (x.unsqueeze(-1) - self.bias), 0, 1)
+
+
+@pytest.mark.parametrize("dead", [False, True])
+def test_a_clamp_to_zero_and_a_ceiling_is_judged_as_a_relu_n(dead):
+    """NAM's ExU units clamp to [0, 1] with a steep slope: per example nearly every entry sits at 0 or 1 (no gradient),
+    by design, while nearly every unit passes gradient for some example. It was an error, a clamp blocking 99% of the
+    gradient. A ReLU-n is judged as ReLU6 is, by units that pass gradient for no example of a window: a layer whose
+    biases put every unit above its inputs' range is dead, and named as such."""
+    torch.manual_seed(0)
+    model = nn.Sequential(ExU(4, 32, bias_shift=50.0 if dead else 0.0), nn.Flatten(), nn.Linear(128, 1))
+    x = torch.randn(256, 4)
+    y = x.sin().sum(dim=1, keepdim=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for _ in range(40):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f for f in dr.findings if f.symptom == "blocked_gradient"] == []
+    sites = {site: a.function for r in dr.history.records for site, a in r.activations.items()}
+    assert sites == {"model.0": "relu_n"}
+    dead_found = [f for f in dr.findings if f.symptom == "dead_relu"]
+    if not dead:
+        assert dr.findings == []
+        return
+    [f] = dead_found
+    assert (f.where, f.severity, f.evidence["function"]) == ("model.0", "error", "relu_n")
+    assert "clamp(z, 0, n)" in f.explanation
+
+
+class HardConcreteGate(nn.Module):
+    """L0 regularisation's hard-concrete gate on the inputs (Louizos et al., 2018): x * clamp(s * 1.2 - 0.1, 0, 1),
+    s a stretched sigmoid of a learned log_alpha; the expected L0 norm is a sigmoid of log_alpha."""
+
+    def __init__(self, inputs):
+        super().__init__()
+        self.log_alpha = nn.Parameter(torch.full((inputs,), 2.0))
+
+    def forward(self, x):
+        u = torch.rand_like(self.log_alpha).clamp(1e-6, 1 - 1e-6)
+        s = torch.sigmoid((torch.log(u) - torch.log(1 - u) + self.log_alpha) / (2 / 3))
+        return x * torch.clamp(s * 1.2 - 0.1, 0, 1)
+
+    def expected_l0(self):
+        return torch.sigmoid(self.log_alpha - (2 / 3) * math.log(0.1 / 1.1)).sum()
+
+
+def test_a_hard_concrete_gate_is_no_blocked_gradient_nor_a_saturated_sigmoid():
+    """The gates are meant to end exactly open or shut: the clamp holds most of them at 0 or 1, and the sigmoid of the
+    L0 penalty, taken of log_alpha alone, sits in its tails once each gate is decided. Both were errors (a blocked
+    gradient at `clamp`, a saturated sigmoid) on a run that kept exactly the informative inputs."""
+    torch.manual_seed(0)
+    gate = HardConcreteGate(16)
+    model = nn.Sequential(gate, nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    x = torch.randn(256, 16)
+    y = x[:, :3].sum(dim=1, keepdim=True)
+    optimizer = torch.optim.Adam([{"params": gate.parameters(), "lr": 0.2}, {"params": list(model.parameters())[1:]}])
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for _ in range(120):
+            loss = nn.functional.mse_loss(model(x), y) + 0.05 * gate.expected_l0()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    decided = (gate.log_alpha.detach().abs() > 3).float().mean()
+    assert decided > 0.8  # (the gates did end open or shut: the situation that was a false alarm)
+    assert dr.findings == []

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from leakygrad.doctor import Doctor, Finding, Thresholds, diagnose
+from leakygrad.doctor.explain import explain
 from leakygrad.doctor.findings import sort_findings
 from leakygrad.doctor.history import History
 from leakygrad.doctor.rules import (
@@ -286,6 +287,25 @@ def test_saturation_but_not_of_the_output_probability():
     assert (f.symptom, f.where, f.severity) == ("saturated_activation", "net.1", "error")
     assert saturation_rule(history_of([squash(s, 0.3) for s in range(5)]), T) == []
     assert saturation_rule(history_of([squash(s, 0.95, depth=3) for s in range(5)]), T) == []  # after the last layer
+
+
+@pytest.mark.parametrize("fraction", [0.6, 0.9])
+def test_hidden_units_saturated_in_a_run_that_learns_are_said_less_of(fraction):
+    """A pointer network's scoring tanh saturates as the pointer sharpens, while the loss falls 1.3 -> 0.035: a
+    warning there was a false alarm. In a run whose loss fell below half its start, a saturation at the warning level
+    is not reported, and one at the error level is a warning; in a run that does not learn, both stand."""
+    records = [squash(s, fraction) for s in range(0, 60, 6)]
+    learning = [1.3 * 0.9**step for step in range(60)]
+    stalled = [1.3 - 1e-4 * step for step in range(60)]
+    [unchanged] = saturation_rule(history_of(records, losses=stalled), T)
+    assert unchanged.severity == ("error" if fraction > T.saturated_error else "warning")
+    found = saturation_rule(history_of(records, losses=learning), T)
+    if fraction < T.saturated_error:
+        assert found == []
+        return
+    [f] = found
+    assert f.severity == "warning" and f.evidence["loss_last_third_to_first_step"] < T.dead_but_learning
+    assert "The loss still fell to" in explain(f).explanation
 
 
 # --- ops, parameters, resets, NaN ------------------------------------------------------------------------------------

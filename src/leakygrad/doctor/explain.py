@@ -747,6 +747,11 @@ DEAD_REGIONS = {
         "below 0 or above 6",
         "relu6'(z) = 1 inside (0, 6) and 0 outside: it is flat on both sides",
     ),
+    "relu_n": (
+        "sit at 0 or at their ceiling",
+        "below 0 or above the ceiling n",
+        "A ReLU-n, clamp(z, 0, n), has local derivative 1 inside (0, n) and 0 outside: it is flat on both sides",
+    ),
     "hardswish": ("output zero", "below -3", "hardswish'(z) = 0 wherever z < -3"),
     "leaky_relu": ("output zero", "negative", "With negative_slope=0, leaky_relu'(z) = 0 wherever z < 0, as relu's"),
 }
@@ -831,6 +836,11 @@ def explain_saturated_activation(f: Finding):
         f"measured mean derivative {fmt(e['mean_derivative'])}. Backprop multiplies the gradient by that derivative, "
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
+    if e.get("loss_last_third_to_first_step") is not None:
+        text += (
+            f" The loss still fell to {fmt(e['loss_last_third_to_first_step'])} of its first step's (last third): "
+            "enough gradient gets through to train, but the layers below it learn slower than they could."
+        )
     if e.get("rounded_to_0_or_1"):
         text += (
             f" It is the model's output, rounded to the ends of its range: in float32 a {function} of an input this "

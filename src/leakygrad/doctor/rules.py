@@ -20,7 +20,7 @@ from leakygrad.doctor.history import History, LossSeries
 from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
 
-RELU_FAMILY = ("relu", "relu6", "hardswish", "threshold", "leaky_relu")  # (leaky_relu: of slope 0)
+RELU_FAMILY = ("relu", "relu6", "relu_n", "hardswish", "threshold", "leaky_relu")  # (leaky_relu: of slope 0)
 # losses that take the log of a probability: on a sigmoid's output their 1/sigma cancels sigma' (not once it rounds to
 # exactly 0 or 1)
 LOG_LOSS_OPS = ("log", "log_softmax", "log_sigmoid", "binary_cross_entropy", "nll_loss", "xlogy", "kl_div", "log1p")
@@ -1210,6 +1210,13 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             continue
         if output and not rounded[site]:
             severity = "warning"
+        learnt = None if output else _loss_learnt(history)
+        if learnt is not None and learnt < t.dead_but_learning:
+            # saturated hidden units in a run whose loss fell below half its start: the gradient still reaches the
+            # layers below (a pointer network's scoring tanh, sharpening as it learns); a warning at most
+            if severity == "warning":
+                continue
+            severity = "warning"
 
         def holds(record, site=site):
             stats = record.activations.get(site)
@@ -1226,6 +1233,8 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "feeds_from": last.feeds_from,
             "derivative_threshold": t.saturation_derivative,
         }
+        if learnt is not None and learnt < t.dead_but_learning:
+            evidence["loss_last_third_to_first_step"] = _sci(learnt)
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)
             evidence["loss_ops"] = recent[-1].loss_ops

@@ -442,6 +442,29 @@ def beneath_scaling(node):
     return node
 
 
+def gate_chain(node) -> list:
+    """The nodes a gate multiplying another tensor was computed through, from its factor down: under reshapes,
+    products, quotients, sums and differences with a constant, and a clamp to a range. Each is part of the gate: in a
+    hard-concrete gate, x * clamp(sigmoid(a) * (zeta - gamma) + gamma, 0, 1), the clamp and the sigmoid both."""
+    chain = []
+    for _ in range(12):
+        node = beneath_reshapes(node)
+        chain.append(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op_name(node) not in ("div", "mul", "add", "sub", "clamp", "hardtanh") or len(inputs) != 1:
+            break
+        node = inputs[0]
+    return chain
+
+
+def times_a_tensor(mul_node) -> bool:
+    """Whether a product with one factor in the graph multiplies it by a tensor of values (an input, `x * gate`), not
+    by a constant number: the other factor, saved for the backward, has axes."""
+    other = saved_value(mul_node, "_saved_self")
+    other = saved_value(mul_node, "_saved_other") if other is None else other
+    return isinstance(other, torch.Tensor) and other.dim() > 0
+
+
 def additions(nodes) -> list:
     """The additions and subtractions among `nodes` (where a straight-through path joins: `straight_through`)."""
     return [node for node in nodes if op_name(node) in ("add", "sub")]

@@ -74,7 +74,8 @@ from leakygrad.doctor.probes.torch_stats import (
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
-ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU6: see below)
+ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU-n: see below)
+GATE_FUNCTIONS = ("sigmoid", "hardsigmoid", "relu6", "relu_n")  # multiplying another tensor, these are gates
 GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
@@ -376,8 +377,9 @@ def _activation_function(node, op: str, on_loss: bool) -> str | None:
     loss: that is a margin loss's hinge, a gating op), sigmoid, tanh, hardswish, hardsigmoid, ReLU6, which
     PyTorch computes as hardtanh(z, 0, 6) (any other hardtanh is a clamp to a range: a gating op), or a LeakyReLU
     whose negative slope is 0, a ReLU by another name (with a slope, no unit can die: it is not tallied)."""
-    if op == "hardtanh":
-        return "relu6" if _is_relu6(node) and not on_loss else None
+    if op in ("hardtanh", "clamp"):  # (clamp(z, 0, n) is a ReLU-n: flat below 0 and above n; any other, a gating op)
+        ceiling = None if on_loss else _relu_ceiling(node)
+        return None if ceiling is None else "relu6" if ceiling == 6 else "relu_n"
     if op == "leaky_relu":
         return "leaky_relu" if _has_no_slope(node) and not on_loss else None
     if op not in ACTIVATION_OPS or (op == "relu" and on_loss):
@@ -394,6 +396,19 @@ def _is_relu6(node) -> bool:
     """A hardtanh node that is a ReLU6: hardtanh(z, 0, 6)."""
     saved = graph_tools.saved_value
     return saved(node, "_saved_min_val") == 0 and saved(node, "_saved_max_val") == 6
+
+
+def _relu_ceiling(node) -> float | None:
+    """n, for a hardtanh or clamp node that is a ReLU-n: hardtanh(z, 0, n) or clamp(z, 0, n), n finite and above 0
+    (ReLU6 is n = 6; NAM's ExU units and hard-concrete gates clamp to [0, 1]). None for any other range."""
+    saved = graph_tools.saved_value
+    if op_name(node) == "hardtanh":
+        low, high = saved(node, "_saved_min_val"), saved(node, "_saved_max_val")
+    else:
+        low, high = saved(node, "_saved_min"), saved(node, "_saved_max")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low == 0 and 0 < high < math.inf:
+        return float(high)
+    return None
 
 
 def _not_dense(*values) -> bool:
@@ -1548,20 +1563,24 @@ class TorchProbe:
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
                         below = [graph_tools.beneath_scaling(factor) for factor in factors]
-                        multiplied.update(below)
+                        multiplied.update(step for factor in factors for step in graph_tools.gate_chain(factor))
                         for one, other in (below, below[::-1]):  # tanh(f) * sigmoid(g): WaveNet's gated unit
                             if op_name(other) == "sigmoid":
                                 gated_by_sigmoid.add(one)
+                    elif len(factors) == 1 and graph_tools.times_a_tensor(node):  # (a gate on the inputs: x * g)
+                        multiplied.update(graph_tools.gate_chain(factors[0]))
                 continue
             function = _activation_function(node, op, on_loss=node in loss_nodes)
             if function is not None:
                 owner = inside.get(node)
-                if owner in gated or (function in ("sigmoid", "hardsigmoid", "relu6") and node in multiplied):
-                    # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6) sit
-                    # saturated by design: open or shut
+                if owner in gated or (function in GATE_FUNCTIONS and node in multiplied):
+                    # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6, a
+                    # hard-concrete gate x * clamp(...)) sit saturated by design: open or shut
                     continue
                 if function == "tanh" and node in gated_by_sigmoid:  # (a gated unit's, or a hand-written LSTM's
                     continue  # sigmoid(o) * tanh(c): the gate decides what passes, as in the layers PyTorch gates)
+                if self._of_a_parameter(node):  # (sigmoid(log_alpha - c): a learned choice's probability, no layer's
+                    continue  # output; at an end of its range, the choice is made)
                 try:
                     self._tally_activation(state, node, function, owner, saturation)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
@@ -1675,6 +1694,15 @@ class TorchProbe:
                 queue.append(child)
         return False
 
+    def _of_a_parameter(self, node) -> bool:
+        """Whether an operation is taken of a watched parameter alone, shifted or scaled by constants (an L0 penalty's
+        sigmoid(log_alpha - c), a mixing weight's sigmoid(w)): no data flows through it."""
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if len(inputs) != 1:
+            return False
+        variable = getattr(graph_tools.gate_chain(inputs[0])[-1], "variable", None)  # (AccumulateGrad holds its leaf)
+        return variable is not None and self._param_label(variable) is not None
+
     def _parameter_read(self, node) -> tuple[str, torch.Tensor] | None:
         """(name, tensor) of the watched parameter an operation reads, itself or scaled by a constant, if any:
         `sign(self.weight)` in a binarised layer, `round(self.weight * 16)` in a quantised one."""
@@ -1712,7 +1740,7 @@ class TorchProbe:
             saved = node._saved_self if saved is None else saved
         else:
             saved = node._saved_self if op in READ_FROM_INPUT else node._saved_result
-        y = activation_values(op, saved.detach())
+        y = activation_values(op, saved.detach(), _relu_ceiling(node) if op in ("relu6", "relu_n") else None)
         feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
         feeds_kind = feeds_info.kind if feeds_info else None
         axis = unit_axis(y, feeds_kind)

@@ -274,20 +274,20 @@ def _run_stride(shape: tuple, runs: int, run: int) -> int:
 
 # Activations whose flat region is where no gradient passes (the ReLU family: a unit is dead when it sits there for
 # every example), and the squashing functions read from their input instead of their output.
-RELU_LIKE = ("relu", "relu6", "hardswish", "leaky_relu")  # (a leaky_relu of slope 0: `_activation_function`)
-READ_FROM_INPUT = ("relu6", "hardswish", "hardsigmoid")  # their autograd nodes keep the input, not the output
+RELU_LIKE = ("relu", "relu6", "relu_n", "hardswish", "leaky_relu")  # (a leaky_relu of slope 0, relu_n: clamp(z, 0, n))
+READ_FROM_INPUT = ("relu6", "relu_n", "hardswish", "hardsigmoid")  # their autograd nodes keep the input, not the output
 
 
-def activation_values(function: str, saved: torch.Tensor) -> torch.Tensor:
+def activation_values(function: str, saved: torch.Tensor, ceiling: float | None = None) -> torch.Tensor:
     """What `add_activation` reads for one activation call, from what its autograd node saved (detached).
 
     ReLU, sigmoid and tanh keep their output, read as it is. For the others the node keeps the input z, and the
     ReLU-like ones are read as a value that is > 0 exactly where the local derivative is not zero, so that a unit
     counts as fired, as for a ReLU, when some example passed gradient through it:
-    relu6'(z) = 1 inside (0, 6) and 0 outside; hardswish'(z) = 0 below -3. (Hardsigmoid's input is read by
-    `add_activation` itself.)"""
-    if function == "relu6":
-        return torch.minimum(saved, 6 - saved).clamp_min_(0)
+    relu6'(z) = 1 inside (0, 6) and 0 outside, and a ReLU-n's inside (0, `ceiling`); hardswish'(z) = 0 below -3.
+    (Hardsigmoid's input is read by `add_activation` itself.)"""
+    if function in ("relu6", "relu_n"):
+        return torch.minimum(saved, (ceiling or 6.0) - saved).clamp_min_(0)
     if function == "hardswish":
         return (saved + 3).clamp_min_(0)
     if function == "leaky_relu":  # (of slope 0: its input, or its output, which is relu(z))
