@@ -424,3 +424,31 @@ def test_regression_targets_left_in_raw_units_are_named_at_the_loss(targets):
     assert f.evidence["target_rms"] > 1e5 and f.evidence["prediction_rms"] < 10
     assert "Standardise the targets" in f.remedies[0] and "raw units" in f.explanation
     assert not [g for g in dr.findings if g.symptom == "exploding_gradient" and g is not f]  # (folded in)
+
+
+@pytest.mark.parametrize("pos_weight", [0.0, 11.0, None])
+def test_positive_examples_weighted_zero_are_a_blocked_gradient_at_the_loss(pos_weight):
+    """`BCEWithLogitsLoss(pos_weight=torch.tensor(n_pos // n_neg))`: the integer division is 0 when positives are the
+    fewer, and a positive example's loss, pos_weight * -log(sigmoid(x)), then passes no gradient. In a sweep's
+    script recall was 0 and nothing was said. The right weight (n_neg / n_pos), or none, is no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 1.4).float()  # (about 8% positives)
+    weight = None if pos_weight is None else torch.tensor(pos_weight)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(30):
+            loss = F.binary_cross_entropy_with_logits(model(x)[:, 0], y, pos_weight=weight)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "binary_cross_entropy_with_logits"]
+    if pos_weight != 0.0:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
+    assert f.evidence["pos_weight_min"] == 0 and f.evidence["positives_weighted_zero"] == 1.0
+    assert 0.03 < f.evidence["positive_targets"] < 0.15
+    assert "n_neg / n_pos" in f.remedies[0]

@@ -419,6 +419,23 @@ def _explain_value_clipping(f: Finding):
     return text, remedies
 
 
+def _explain_zero_pos_weight(f: Finding):
+    e = f.evidence
+    text = (
+        f"`binary_cross_entropy_with_logits` is given a pos_weight of {fmt(e['pos_weight_min'])} for "
+        f"{pct(e['positives_weighted_zero'])} of the positive targets ({pct(e['positive_targets'])} of all targets "
+        "are positive). A positive example's loss is pos_weight * -log(sigmoid(x)), so its derivative is pos_weight "
+        "times that of the plain loss: 0. Not one positive example sends a gradient back, and the model learns to "
+        "call everything negative."
+    )
+    remedies = [
+        "pos_weight is the number of negatives over the number of positives, as a float: "
+        "`pos_weight=torch.tensor(n_neg / n_pos)` (an integer division such as `n_pos // n_neg` gives 0 when the "
+        "positives are the fewer).",
+    ]
+    return text, remedies
+
+
 def _explain_huber_delta(f: Finding):
     e = f.evidence
     text = (
@@ -1103,6 +1120,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_value_clipping(f)
     if "huber_delta" in e:
         return _explain_huber_delta(f)
+    if "pos_weight_min" in e:
+        return _explain_zero_pos_weight(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

@@ -962,6 +962,29 @@ def value_clipping_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "clip_grad_value_", first_step, severity, evidence)]
 
 
+# --- positive examples weighted 0 --------------------------------------------------------------------------------------
+def zero_pos_weight_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`binary_cross_entropy_with_logits(..., pos_weight=w)` with w = 0 for most of the positive targets, on most
+    recent sampled steps that had any: a positive example's loss is w * -log(sigmoid(x)), so with w = 0 it passes no
+    gradient back, and the model learns to call everything negative."""
+    marked = _marked_on_most(history, "zero_pos_weight", t)
+    hit = [r for r in marked if r.zero_pos_weight["positives"] > 0]
+    hit = [r for r in hit if 2 * r.zero_pos_weight["positives_weighted_zero"] > r.zero_pos_weight["positives"]]
+    if len(hit) < t.min_records or 2 * len(hit) < len(marked):
+        return []
+    evidence = {
+        "pos_weight_min": hit[-1].zero_pos_weight["pos_weight_min"],
+        "positive_targets": round(median([r.zero_pos_weight["positives"] for r in hit]), 3),
+        "positives_weighted_zero": round(
+            median([r.zero_pos_weight["positives_weighted_zero"] / r.zero_pos_weight["positives"] for r in hit]), 3
+        ),
+        "blocked_fraction": 1.0,
+        "site": "loss",
+    }
+    first = next(r.step for r in history.records if r.zero_pos_weight is not None)
+    return [Finding("blocked_gradient", "binary_cross_entropy_with_logits", first, "error", evidence)]
+
+
 # --- a Huber loss's delta far below the errors -----------------------------------------------------------------------
 def huber_delta_rule(history: History, t: Thresholds) -> list[Finding]:
     """`huber_loss(prediction, target, delta)` whose errors lie far past delta on most recent sampled steps: past delta
@@ -1988,6 +2011,7 @@ RULES = (
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,
+    zero_pos_weight_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

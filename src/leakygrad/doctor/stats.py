@@ -120,6 +120,9 @@ class StepRecord:
     clip_value_entries: int = 0  # ... and how many entries they have
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     huber: dict | None = None  # a huber_loss: {"delta", "beyond_delta" (share of errors past it), "error_mean"}
+    # binary_cross_entropy_with_logits given a pos_weight: {"pos_weight_min", "positives" (their share of the
+    # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}
+    zero_pos_weight: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes
     probabilities_into_loss: str | None = None

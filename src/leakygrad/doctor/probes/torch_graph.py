@@ -396,6 +396,19 @@ def regression_target(loss_nodes) -> tuple[str, torch.Tensor, torch.Tensor] | No
     return None
 
 
+def positive_weight(loss_nodes) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(pos_weight, target), detached, of the first `binary_cross_entropy_with_logits` on the loss side given a
+    pos_weight, or None. A positive example's loss is pos_weight * -log(sigmoid(x)): weighted 0, it passes no
+    gradient back at all (`n_pos // n_neg`, an integer division the wrong way round, is 0)."""
+    for node in loss_nodes:
+        if op_name(node) != "binary_cross_entropy_with_logits":
+            continue
+        weight, target = saved_value(node, "_saved_pos_weight"), saved_value(node, "_saved_target")
+        if isinstance(weight, torch.Tensor) and isinstance(target, torch.Tensor) and weight.numel():
+            return weight.detach(), target.detach()
+    return None
+
+
 def huber_errors(loss_nodes) -> tuple[float, torch.Tensor] | None:
     """(delta, prediction - target, detached) of the first `huber_loss` on the loss side, or None. Past delta its
     derivative is delta * sign(error): a delta far below the errors scales every example's gradient down to it."""

@@ -594,6 +594,9 @@ class StepState:
     target_scale: tuple | None = None
     # a huber_loss: (its delta, deferred indices of the share of errors past delta and of their mean size)
     huber: tuple | None = None
+    # binary_cross_entropy_with_logits given a pos_weight: (deferred indices of its smallest entry, of the share of
+    # the targets that are positive, and of those weighted 0)
+    zero_pos_weight: tuple | None = None
     # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
     # object since the last look?, deferred index of "its entries changed since first seen")
     loose_leaves: dict = field(default_factory=dict)
@@ -1529,6 +1532,15 @@ class TorchProbe:
                 loss, prediction, target = found
                 rms = state.deferred.scalar
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
+        if loss_nodes and state.zero_pos_weight is None:
+            found = graph_tools.positive_weight(loss_nodes)
+            if found is not None:  # (its smallest entry, the positive targets, and those of them weighted 0)
+                weight, target = found
+                positive = target > 0
+                scalar = state.deferred.scalar
+                unweighted = (positive & (weight == 0)).float().mean()  # (pos_weight broadcast over the classes)
+                smallest = scalar(weight.min().float())
+                state.zero_pos_weight = (smallest, scalar(positive.float().mean()), scalar(unweighted))
         if loss_nodes and state.huber is None:
             found = graph_tools.huber_errors(loss_nodes)
             if found is not None:  # (how far past delta the errors are: the share, and their mean size)
@@ -2163,6 +2175,13 @@ class TorchProbe:
         if state.target_scale is not None:
             loss, target_at, prediction_at = state.target_scale
             record.target_scale = {"loss": loss, "target_rms": value(target_at), "prediction_rms": value(prediction_at)}
+        if state.zero_pos_weight is not None:
+            smallest_at, positive_at, unweighted_at = state.zero_pos_weight
+            record.zero_pos_weight = {
+                "pos_weight_min": value(smallest_at),
+                "positives": value(positive_at),
+                "positives_weighted_zero": value(unweighted_at),
+            }
         if state.huber is not None:
             delta, beyond_at, mean_at = state.huber
             record.huber = {"delta": delta, "beyond_delta": value(beyond_at), "error_mean": value(mean_at)}
