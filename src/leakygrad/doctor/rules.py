@@ -962,7 +962,7 @@ def value_clipping_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "clip_grad_value_", first_step, severity, evidence)]
 
 
-# --- positive examples weighted 0 --------------------------------------------------------------------------------------
+# --- positive examples weighted 0 ----------------------------------------------------------------------------------
 def zero_pos_weight_rule(history: History, t: Thresholds) -> list[Finding]:
     """`binary_cross_entropy_with_logits(..., pos_weight=w)` with w = 0 for most of the positive targets, on most
     recent sampled steps that had any: a positive example's loss is w * -log(sigmoid(x)), so with w = 0 it passes no
