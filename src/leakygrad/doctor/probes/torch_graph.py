@@ -512,9 +512,10 @@ def _reaches(node, target, depth: int) -> bool:
 
 def saved_value(node, name: str):
     """A number an autograd node saved for its backward (`_saved_min_val`, `_saved_negative_slope`), or None once
-    the backward has freed it."""
+    the backward has freed it, or when this kind of node saves no such value (`MulBackward1`, a product with a
+    number, saves no `_saved_self`)."""
     try:
-        return getattr(node, name)
+        return getattr(node, name, None)
     except RuntimeError:
         return None
 
