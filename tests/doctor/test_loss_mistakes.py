@@ -452,3 +452,32 @@ def test_positive_examples_weighted_zero_are_a_blocked_gradient_at_the_loss(pos_
     assert f.evidence["pos_weight_min"] == 0 and f.evidence["positives_weighted_zero"] == 1.0
     assert 0.03 < f.evidence["positive_targets"] < 0.15
     assert "n_neg / n_pos" in f.remedies[0]
+
+
+@pytest.mark.parametrize("betas", [(0.999, 0.9), (0.9, 0.999), (0.9, 0.95)])
+def test_adam_betas_swapped_are_named_at_the_optimiser(betas):
+    """`Adam(betas=(0.999, 0.9))`: the square's average forgets faster than the gradient's, and the steps grow past lr
+    whenever recent gradients are small. In a sweep's script the loss went 0.13 -> 60, blamed on the learning rate and
+    the initialisation. The default (0.9, 0.999) and a transformer recipe's (0.9, 0.95) are no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    x = torch.randn(256, 8)
+    y = x[:, :1] * x[:, 1:2]
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, betas=betas)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(400):
+            batch = slice(64 * (step % 4), 64 * (step % 4 + 1))
+            loss = F.mse_loss(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "optimizer"]
+    if betas[0] < betas[1]:
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.first_step, f.evidence["adam_betas"]) == ("diverging_loss", 0, [0.999, 0.9])
+    # the loss fell to 0.04, then rose to 99, the gradients with it: folded into this finding, an error
+    assert f.severity == "error" and f.evidence["folded"] == ["diverging_loss", "exploding_gradient"]
+    assert not [g for g in dr.findings if g.where == "loss" or g.symptom == "exploding_gradient"]
+    assert "betas=(0.9, 0.999)" in f.remedies[0]

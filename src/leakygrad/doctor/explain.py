@@ -1709,12 +1709,30 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
     return text, remedies
 
 
+def _explain_swapped_betas(f: Finding):
+    beta1, beta2 = f.evidence["adam_betas"]
+    text = (
+        f"The optimiser's betas are ({fmt(beta1)}, {fmt(beta2)}): beta1 > beta2, the wrong way round. Adam's step is "
+        "lr * m / sqrt(v), where m averages the gradient over about 1 / (1 - beta1) steps and v its square over about "
+        "1 / (1 - beta2). With v the shorter memory, v falls as soon as the recent gradients are small while m still "
+        "holds the older, larger ones, and the step grows far past lr: the weights are thrown off again and again."
+    )
+    text += _folded_sentence(f.evidence)
+    remedies = [
+        "Swap them back: `betas=(0.9, 0.999)` (the default; beta1 for the gradient's average, beta2 for its "
+        "square's), or (0.9, 0.95) as in many transformer recipes.",
+    ]
+    return text, remedies
+
+
 def explain_diverging_loss(f: Finding):
     e = f.evidence
     if e.get("negated"):
         return _explain_negated_loss(f)
     if e.get("maximized"):
         return _explain_maximized_loss(f)
+    if e.get("adam_betas"):
+        return _explain_swapped_betas(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered

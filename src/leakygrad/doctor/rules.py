@@ -277,10 +277,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # gradients' sizes across depth, and the loss's curve, are its doing
     made_up = any(f.evidence.get("custom_function") for f in findings)
     curve_has_a_cause = curve_has_a_cause or made_up
-    # a regression's targets in raw units (the gradients are of their size, the loss far from them), or a dropout on
-    # the logits (which grow to beat its noise): the curve and the gradients' growth are their doing; an error then
+    # a regression's targets in raw units (the gradients are of their size, the loss far from them), a dropout on the
+    # logits (which grow to beat its noise), or Adam's betas swapped (its steps grow past lr): the curve and the
+    # gradients' growth are their doing; an error then
     curve_cause = next((f for f in findings if f.evidence.get("across") == "target scale"), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("dropout_on_prediction")), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("adam_betas")), None)
     consequences = [
         f
         for f in findings
@@ -644,6 +646,20 @@ def maximized_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first_step = next(r.step for r in history.records if r.maximized_loss is not None)
     return [Finding("diverging_loss", "optimizer", first_step, "error", evidence)]
+
+
+def swapped_betas_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser's Adam betas the wrong way round, beta1 > beta2 (`betas=(0.999, 0.9)`): the update is
+    m / sqrt(v), m averaging the gradient over ~1/(1 - beta1) steps and v its square over ~1/(1 - beta2). With v the
+    shorter memory, it drops as soon as recent gradients are small while m still holds old large ones, and the
+    update grows far past lr. A warning; an error when the run shows it (a diverging loss, a gradient growing or
+    exploding across depth: folded into it)."""
+    marked = _marked_on_most(history, "swapped_betas", t)
+    if not marked:
+        return []
+    first_step = next(r.step for r in history.records if r.swapped_betas is not None)
+    evidence = {"adam_betas": marked[-1].swapped_betas}
+    return [Finding("diverging_loss", "optimizer", first_step, "warning", evidence)]
 
 
 # --- a loss never negative, below zero: its input left the domain ----------------------------------------------------
@@ -2007,6 +2023,7 @@ RULES = (
     broadcast_rule,
     negated_loss_rule,
     maximized_loss_rule,
+    swapped_betas_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
     value_clipping_rule,

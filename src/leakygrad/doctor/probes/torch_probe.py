@@ -352,6 +352,17 @@ def _dense(tensor: torch.Tensor) -> bool:
     return tensor.layout is torch.strided and not tensor.is_nested
 
 
+def _swapped_betas(optimizer) -> list[float] | None:
+    """[beta1, beta2] of the first parameter group whose Adam-style betas have beta1 > beta2 (`betas=(0.999, 0.9)`),
+    or None. beta1 averages the gradient, beta2 its square; the square must be remembered longer."""
+    for group in optimizer.param_groups:
+        betas = group.get("betas")
+        if isinstance(betas, (tuple, list)) and len(betas) == 2 and all(isinstance(b, (int, float)) for b in betas):
+            if betas[0] > betas[1]:
+                return [float(betas[0]), float(betas[1])]
+    return None
+
+
 def _state_kept(optimizer) -> list[str]:
     """What an optimiser keeps per parameter from one step to the next (`exp_avg`, `momentum_buffer`): the tensors in
     its state, its step count aside. None for plain SGD."""
@@ -603,6 +614,7 @@ class StepState:
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
+    swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
@@ -1811,6 +1823,7 @@ class TorchProbe:
             if self.sampling and self.state is not None:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
+                self.state.swapped_betas = _swapped_betas(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -2190,6 +2203,7 @@ class TorchProbe:
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
         record.maximized_loss = state.root_loss if state.maximizes else None
+        record.swapped_betas = state.swapped_betas
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
