@@ -481,3 +481,36 @@ def test_adam_betas_swapped_are_named_at_the_optimiser(betas):
     assert f.severity == "error" and f.evidence["folded"] == ["diverging_loss", "exploding_gradient"]
     assert not [g for g in dr.findings if g.where == "loss" or g.symptom == "exploding_gradient"]
     assert "betas=(0.9, 0.999)" in f.remedies[0]
+
+
+@pytest.mark.parametrize("schedule", ["lambda returns a rate", "lambda returns a factor", "warm-up from 1e-3"])
+def test_a_scheduler_that_holds_the_rate_near_zero_is_the_stalls_learning_rate_verdict(schedule):
+    """`LambdaLR(opt, lambda s: base_lr * warmup(s))`: the lambda must return a factor of the rate given, and this one
+    returns a rate, so the rate in effect is base_lr squared (1e-6). In a sweep's script the stall got no verdict (the
+    fastest layer moved 1.1e-5 of its size per step, just above "far too low") and the remedy to check the inputs. A
+    lambda that returns a factor, or a warm-up that reaches the rate given, is no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    x = torch.randn(256, 8)
+    y = x[:, :3].argmax(dim=1)
+    base_lr = 1e-3
+    optimizer = torch.optim.Adam(model.parameters(), lr=base_lr)
+    if schedule == "warm-up from 1e-3":
+        scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=1e-3, total_iters=20)
+    else:
+        scale = base_lr if schedule == "lambda returns a rate" else 1.0
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: scale * min(1.0, (s + 1) / 10))
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(200):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+    scheduled = [f for f in dr.findings if f.evidence.get("learning_rate") == "scheduled to nothing"]
+    if schedule != "lambda returns a rate":
+        assert scheduled == [] and dr.findings == []
+        return
+    [f] = scheduled
+    assert f.symptom == "stalled_loss" and (f.evidence["lr_in_effect"], f.evidence["lr_given"]) == (1e-6, 1e-3)
+    assert "holds the rate at 1e-6" in f.explanation and "returns a factor" in f.remedies[0]

@@ -1696,6 +1696,20 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
             "only the spikes; or drop the clipping."
         )
         return text, remedies
+    if verdict == "scheduled to nothing":
+        lr, given = e["lr_in_effect"], e["lr_given"]
+        below = f"{fmt(given / lr)} times" if lr else "far"
+        text += (
+            f" A learning-rate scheduler holds the rate at {fmt(lr)} (median), {below} below the {fmt(given)} the "
+            "optimiser was given, at every sampled step: the schedule, not the "
+            "rate given, is what holds the training back."
+        )
+        remedies.append(
+            "Check the scheduler: a `LambdaLR` or `MultiplicativeLR` lambda returns a factor of the given rate "
+            "(`lambda epoch: 0.95 ** epoch`), not a rate; a step decay's `step_size` counts `scheduler.step()` calls "
+            "(per batch or per epoch, as you call it). Print `optimizer.param_groups[0]['lr']` at a few steps."
+        )
+        return text, remedies
     if verdict == "far too low" and e.get("update_ratio_max") is not None:
         text += f" Even the layer that moves most changes by only {fmt(e['update_ratio_max'])} of its size per step."
     if verdict:

@@ -1857,6 +1857,18 @@ def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | No
     return _sci(norm), _sci(max_norm)
 
 
+def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
+    """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
+    the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
+    records = history.records
+    scheduled = [r.lr_schedule for r in records if r.lr_schedule is not None]
+    if len(scheduled) < t.min_records or 2 * len(scheduled) < len(records):
+        return None
+    if not all(lr <= t.lr_schedule_cut * given for lr, given in scheduled):
+        return None
+    return _sci(median([lr for lr, _ in scheduled])), _sci(median([given for _, given in scheduled]))
+
+
 def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
     already holds the jump when it came in the first steps: the first step's own loss is the reference.) Not when
@@ -1998,10 +2010,15 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         first, last = thirds
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
         clipping = _heavy_clipping(history, t)
+        scheduled = _scheduled_to_nothing(history, t)
         if clipping is not None and verdict in (None, "far too low"):
             # the updates are small because clip_grad_norm_ cuts the gradient, whatever the learning rate
             evidence["learning_rate"] = "clipped"
             evidence["grad_norm_before_clip"], evidence["clip_max_norm"] = clipping
+        elif scheduled is not None and verdict in (None, "far too low"):
+            # the updates are small because a scheduler holds the rate near 0, whatever rate the optimiser was given
+            evidence["learning_rate"] = "scheduled to nothing"
+            evidence["lr_in_effect"], evidence["lr_given"] = scheduled
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         initial = loss.buckets[0].first
         if flat and initial > last * (1 + t.fell_early):  # it learned, then stopped: converged, or stuck at a floor

@@ -142,6 +142,10 @@ class Thresholds:
     """A stalled or diverging loss whose layers' weight norms shrank by more than this factor (median over layers)
     since the first sampled step: something pulls the weights towards 0 at every step (a weight decay far too
     large), and the update/weight ratio is large for it, not for the learning rate (`weights_shrank_by`)."""
+    lr_schedule_cut: float = 1e-2
+    """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
+    given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda
+    that returns a rate, not a factor). A warm-up from 0, or a decay to 0 at the end, reaches 1 on the way."""
     fell_early: float = 0.1
     """A stalled loss whose first step was above the last third's mean by more than this share learned first and then
     stopped (`fell_early`): converged to a noisy task's floor, or stuck at a trivial solution; told as either."""

@@ -363,6 +363,17 @@ def _swapped_betas(optimizer) -> list[float] | None:
     return None
 
 
+def _lr_schedule(optimizer) -> tuple[float, float] | None:
+    """(lr, initial_lr) of the optimiser's first parameter group, when a learning-rate scheduler has set `initial_lr`
+    (every `torch.optim.lr_scheduler` does): the rate in effect, and the one the optimiser was given."""
+    group = optimizer.param_groups[0] if optimizer.param_groups else {}
+    lr, initial = group.get("lr"), group.get("initial_lr")
+    if initial is None or lr is None:
+        return None
+    lr, initial = float(lr), float(initial)  # (a tensor learning rate, `capturable`, on the CPU: no wait)
+    return (lr, initial) if initial > 0 and math.isfinite(lr) else None
+
+
 def _state_kept(optimizer) -> list[str]:
     """What an optimiser keeps per parameter from one step to the next (`exp_avg`, `momentum_buffer`): the tensors in
     its state, its step count aside. None for plain SGD."""
@@ -615,6 +626,7 @@ class StepState:
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
+    lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
@@ -1824,6 +1836,7 @@ class TorchProbe:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
+                self.state.lr_schedule = _lr_schedule(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -2204,6 +2217,7 @@ class TorchProbe:
         record.negated_loss = state.negated_loss
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
+        record.lr_schedule = state.lr_schedule
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
