@@ -514,3 +514,30 @@ def test_a_scheduler_that_holds_the_rate_near_zero_is_the_stalls_learning_rate_v
     [f] = scheduled
     assert f.symptom == "stalled_loss" and (f.evidence["lr_in_effect"], f.evidence["lr_given"]) == (1e-6, 1e-3)
     assert "holds the rate at 1e-6" in f.explanation and "returns a factor" in f.remedies[0]
+
+
+@pytest.mark.parametrize("divided", [False, True])
+def test_a_divergence_under_accumulated_losses_not_divided_names_the_sum(divided):
+    """Gradients accumulated over 16 micro-batches with the learning rate tuned for their mean, but each loss not
+    divided by 16: every step is 16 times too large. In a sweep's script the divergence was told as a learning rate
+    too high, without the reason; it now says the micro-batches' gradients are summed, and to divide each loss."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 3))
+    x = torch.randn(512, 8)
+    y = x[:, :3].argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(40):
+            for micro in range(16):
+                batch = slice(32 * micro, 32 * (micro + 1))
+                loss = F.cross_entropy(model(x[batch]), y[batch])
+                (loss / 16 if divided else loss).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    diverging = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    if divided:
+        assert diverging == []
+        return
+    [f] = diverging
+    assert f.evidence["micro_batches_summed"] == 16
+    assert "16 times their mean" in f.explanation and f.remedies[0].startswith("Divide each micro-batch's loss")

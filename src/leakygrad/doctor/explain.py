@@ -1765,6 +1765,17 @@ def explain_diverging_loss(f: Finding):
         )
         advice, remedies = _learning_rate_advice(e)
     text += advice
+    if e.get("micro_batches_summed"):
+        k = e["micro_batches_summed"]
+        text += (
+            f" Each optimiser step comes after {fmt(k)} backward passes whose gradients add up, and the losses were not "
+            f"divided by {fmt(k)}: every step applies the sum of {fmt(k)} micro-batches' gradients, {fmt(k)} times their "
+            f"mean, as if the learning rate were {fmt(k)} times larger."
+        )
+        remedies.append(
+            f"Divide each micro-batch's loss by the number accumulated, `(loss / {fmt(k)}).backward()`, so that a step "
+            "applies their mean; or lower the learning rate as many times."
+        )
     if e.get("updates_normal_size"):
         text += (
             " The updates have a normal size, so a learning rate too high is an unlikely cause: a loss whose targets "

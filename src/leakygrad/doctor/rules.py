@@ -1857,6 +1857,18 @@ def _heavy_clipping(history: History, t: Thresholds) -> tuple[float, float] | No
     return _sci(norm), _sci(max_norm)
 
 
+def _note_summed_micro_batches(evidence: dict, history: History, t: Thresholds) -> None:
+    """A diverging loss under gradient accumulation whose losses were not divided (several backward passes per
+    optimiser step, the gradients never reset between them, each loss's root scaled by more than 1/2) on most recent
+    sampled steps: each step applies k micro-batches' gradients summed, k times the mean's. Noted as
+    `micro_batches_summed` (k), the likely reason the learning rate is too high."""
+    recent = history.recent()
+    checked = [r.reset_between_backwards for r in recent if r.reset_between_backwards is not None]
+    summed = [pairs + 1 for resets, pairs, scale in checked if resets == 0 and not abs(scale or 1.0) <= 0.5]
+    if len(summed) >= t.min_records and 2 * len(summed) >= len(recent):
+        evidence["micro_batches_summed"] = median(summed)
+
+
 def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
     the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
@@ -1980,10 +1992,12 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             and _blowup(history, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
         )
         evidence["updates_normal_size"] = normal_updates
+        _note_summed_micro_batches(evidence, history, t)
         return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
     blowup = _blowup(history, smoothed, t)
     if blowup is not None:
         evidence.update(blowup)
+        _note_summed_micro_batches(evidence, history, t)
         if verdict != "far too high":  # (ratios measured after the jump are a broken network's: no verdict)
             evidence["learning_rate"] = None
         return [Finding("diverging_loss", "loss", blowup["blew_up_at_step"], "error", evidence)]
