@@ -527,7 +527,7 @@ def test_a_divergence_under_accumulated_losses_not_divided_names_the_sum(divided
     y = x[:, :3].argmax(dim=1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
     with doctor.watch(model, optimizer, every=2) as dr:
-        for step in range(40):
+        for _ in range(40):
             for micro in range(16):
                 batch = slice(32 * micro, 32 * (micro + 1))
                 loss = F.cross_entropy(model(x[batch]), y[batch])

@@ -1768,9 +1768,9 @@ def explain_diverging_loss(f: Finding):
     if e.get("micro_batches_summed"):
         k = e["micro_batches_summed"]
         text += (
-            f" Each optimiser step comes after {fmt(k)} backward passes whose gradients add up, and the losses were not "
-            f"divided by {fmt(k)}: every step applies the sum of {fmt(k)} micro-batches' gradients, {fmt(k)} times their "
-            f"mean, as if the learning rate were {fmt(k)} times larger."
+            f" Each optimiser step comes after {fmt(k)} backward passes whose gradients add up, and the losses were "
+            f"not divided by {fmt(k)}: every step applies the sum of {fmt(k)} micro-batches' gradients, {fmt(k)} times "
+            f"their mean, as if the learning rate were {fmt(k)} times larger."
         )
         remedies.append(
             f"Divide each micro-batch's loss by the number accumulated, `(loss / {fmt(k)}).backward()`, so that a step "
