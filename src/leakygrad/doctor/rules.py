@@ -1250,7 +1250,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         if output and not rounded[site]:
             severity = "warning"
         learnt = None if output else _loss_learnt(history)
-        if learnt is not None and learnt < t.dead_but_learning:
+        if learnt is not None and learnt < t.saturated_but_learning:
             # saturated hidden units in a run whose loss fell below half its start: the gradient still reaches the
             # layers below (a pointer network's scoring tanh, sharpening as it learns); a warning at most
             if severity == "warning":
@@ -1272,7 +1272,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "feeds_from": last.feeds_from,
             "derivative_threshold": t.saturation_derivative,
         }
-        if learnt is not None and learnt < t.dead_but_learning:
+        if learnt is not None and learnt < t.saturated_but_learning:
             evidence["loss_last_third_to_first_step"] = _sci(learnt)
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)

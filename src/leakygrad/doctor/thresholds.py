@@ -188,8 +188,12 @@ class Thresholds:
     this has left the domain (float rounding takes such a loss a few 1e-8 below zero at most)."""
     dead_but_learning: float = 0.5
     """Units dead at the error level, but not all of them, in a run whose last third's loss fell below this share of its
-    first step's: a warning (the live units carry the task; capacity is lost), not an error. Likewise hidden units
-    saturated at the error level (a warning), and at the warning level (nothing said)."""
+    first step's: a warning (the live units carry the task; capacity is lost), not an error."""
+    saturated_but_learning: float = 0.1
+    """Hidden units saturated in a run whose last third's loss fell below this share of its first step's (a pointer
+    network's scoring tanh, sharpening as it learns): at the error level a warning, at the warning level nothing said.
+    Stricter than for dead units: a saturating initialisation also inflates the first loss (13 -> 5.5 on 10 classes
+    is no learning)."""
     raw_target_rms: float = 1e3
     """A regression's targets whose root mean square is above this, on the first sampled steps ..."""
     raw_target_ratio: float = 100.0
