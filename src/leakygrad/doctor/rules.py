@@ -1250,9 +1250,10 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         if output and not rounded[site]:
             severity = "warning"
         learnt = None if output else _loss_learnt(history)
-        if learnt is not None and learnt < t.saturated_but_learning:
-            # saturated hidden units in a run whose loss fell below half its start: the gradient still reaches the
-            # layers below (a pointer network's scoring tanh, sharpening as it learns); a warning at most
+        learning = learnt is not None and learnt < t.saturated_but_learning
+        if learning:
+            # saturated hidden units in a run whose loss fell below a tenth of its start: the gradient still reaches
+            # the layers below (a pointer network's scoring tanh, sharpening as it learns); a warning at most
             if severity == "warning":
                 continue
             severity = "warning"
@@ -1272,7 +1273,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "feeds_from": last.feeds_from,
             "derivative_threshold": t.saturation_derivative,
         }
-        if learnt is not None and learnt < t.saturated_but_learning:
+        if learning:
             evidence["loss_last_third_to_first_step"] = _sci(learnt)
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)

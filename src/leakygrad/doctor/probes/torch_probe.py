@@ -370,7 +370,9 @@ def _lr_schedule(optimizer) -> tuple[float, float] | None:
     lr, initial = group.get("lr"), group.get("initial_lr")
     if initial is None or lr is None:
         return None
-    lr, initial = float(lr), float(initial)  # (a tensor learning rate, `capturable`, on the CPU: no wait)
+    if any(isinstance(x, torch.Tensor) and x.device.type != "cpu" for x in (lr, initial)):
+        return None  # (a tensor learning rate on a GPU, `capturable`: reading it would wait for the device)
+    lr, initial = float(lr), float(initial)
     return (lr, initial) if initial > 0 and math.isfinite(lr) else None
 
 
@@ -397,8 +399,9 @@ def _total_norm(grads: list[torch.Tensor]) -> torch.Tensor:
 def _activation_function(node, op: str, on_loss: bool) -> str | None:
     """The activation an autograd node computes, when the graph walk should tally it as one: a ReLU (not one on the
     loss: that is a margin loss's hinge, a gating op), sigmoid, tanh, hardswish, hardsigmoid, ReLU6, which
-    PyTorch computes as hardtanh(z, 0, 6) (any other hardtanh is a clamp to a range: a gating op), or a LeakyReLU
-    whose negative slope is 0, a ReLU by another name (with a slope, no unit can die: it is not tallied)."""
+    PyTorch computes as hardtanh(z, 0, 6), and any ReLU-n, hardtanh or clamp to (0, n) (a clamp to another range
+    is a gating op), or a LeakyReLU whose negative slope is 0, a ReLU by another name (with a slope, no unit can
+    die: it is not tallied)."""
     if op in ("hardtanh", "clamp"):  # (clamp(z, 0, n) is a ReLU-n: flat below 0 and above n; any other, a gating op)
         ceiling = None if on_loss else _relu_ceiling(node)
         return None if ceiling is None else "relu6" if ceiling == 6 else "relu_n"
