@@ -2021,3 +2021,40 @@ def test_a_hard_concrete_gate_is_no_blocked_gradient_nor_a_saturated_sigmoid():
     decided = (gate.log_alpha.detach().abs() > 3).float().mean()
     assert decided > 0.8  # (the gates did end open or shut: the situation that was a false alarm)
     assert dr.findings == []
+
+
+class LastStepReader(nn.Module):
+    def __init__(self, at_real_end):
+        super().__init__()
+        self.rnn, self.head, self.at_real_end = nn.GRU(1, 32, batch_first=True), nn.Linear(32, 2), at_real_end
+
+    def forward(self, x, lengths):
+        out, _ = self.rnn(x)
+        return self.head(out[torch.arange(len(x)), lengths - 1] if self.at_real_end else out[:, -1])
+
+
+@pytest.mark.parametrize("at_real_end", [False, True])
+def test_a_readout_after_the_padding_is_named_in_the_vanishing_finding(at_real_end):
+    """Sequences of 8-19 steps right-padded with zeros to 60, read at the last padded step (`out[:, -1]`): the loss
+    reaches the real steps only across 40-odd steps of padding. It was a gradient vanishing over time with remedies
+    for long memories (attention, truncated backprop); the finding now says the late steps are padding, and its first
+    remedy is to read each sequence at its own last step. Read there, nothing is found."""
+    torch.manual_seed(0)
+    lengths = torch.randint(8, 20, (128,))
+    x = torch.randn(128, 60, 1) * (torch.arange(60)[None] < lengths[:, None]).float()[..., None]
+    y = (x[:, :3, 0].sum(dim=1) > 0).long()
+    model = LastStepReader(at_real_end)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for _ in range(30):
+            loss = nn.functional.cross_entropy(model(x, lengths), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    over_time = [f for f in dr.findings if f.evidence.get("across") == "time"]
+    if at_real_end:
+        assert not [f for f in over_time if f.evidence.get("late_steps_padding") is not None]
+        return
+    [f] = over_time
+    assert f.symptom == "vanishing_gradient" and f.evidence["late_steps_padding"] == 1.0
+    assert "The late time steps are padding" in f.explanation and "lengths - 1" in f.remedies[0]

@@ -718,6 +718,18 @@ def _explain_time(f: Finding, vanishing: bool):
                 "depends on the early inputs."
             )
         remedies = _vanishing_time_remedies(e.get("kind") or "")
+        if e.get("late_steps_padding") is not None:
+            text += (
+                f" The late time steps are padding: the input there is all zeros for {pct(e['late_steps_padding'])} of "
+                "the sequences. A readout at the last time step (`out[:, -1]`) sees the real steps only through the "
+                "padding after them, and the gradient must cross it to reach them."
+            )
+            remedies.insert(
+                0,
+                "Read each sequence's output at its own last real step, `out[torch.arange(N), lengths - 1]`, or pack "
+                "the sequences (`nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, "
+                "enforce_sorted=False)`) and use the final hidden state `h_n`.",
+            )
     else:
         text += (
             " The factor is above 1, so it compounds: the earliest steps get gradients large enough to wreck the "

@@ -358,6 +358,14 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
+def _late_steps_padded(layer: LayerStats, edge: int) -> float | None:
+    """The mean share of the sequences whose input is all zeros over a recurrent layer's last `edge` time steps."""
+    padding = layer.time_padding
+    if not padding or len(padding) != len(layer.time_grad_norms or ()):
+        return None
+    return sum(padding[-edge:]) / edge
+
+
 def _through_a_recurrent_layer(f: Finding, over_time: dict[str, str]) -> bool:
     """A finding across depth at least half of whose change (in orders of magnitude) happens across a recurrent
     layer with the same finding across time."""
@@ -462,6 +470,10 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             "kind": layer.kind,
             "loss_stalled": loss_stalled,
         }
+        padded = _late_steps_padded(layer, edge)
+        if vanishing and padded is not None and padded > t.late_padding_share:
+            # the late steps are padding: a readout at the last step reaches the real ones through the padding
+            evidence["late_steps_padding"] = _sci(padded)
         where = f"{name} (time steps 0-{edge - 1} of {steps})"
         symptom = "vanishing_gradient" if vanishing else "exploding_gradient"
         findings.append(Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence))

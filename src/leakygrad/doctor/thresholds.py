@@ -131,6 +131,9 @@ class Thresholds:
     state_loads_min: int = 20
     """A watched model whose weights `load_state_dict` replaced on at least this many steps, and on half the steps at
     least, while the training optimiser steps them: its updates are overwritten (an EMA loaded back each step)."""
+    late_padding_share: float = 0.5
+    """A gradient vanishing across time whose latest time steps are all-zero inputs for more than this share of the
+    sequences: they are padding, and the output read at the last step reaches the real steps through it."""
     one_layer_share: float = 0.8
     """Across depth: when the gradient's change through one layer is at least this share of the whole change (in
     orders of magnitude), that layer is named (`through_one_layer`) rather than the input end of the network."""

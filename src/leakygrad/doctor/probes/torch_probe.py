@@ -63,6 +63,7 @@ from leakygrad.doctor.probes.torch_stats import (
     blocked_fraction,
     norm,
     packed_time_step_norms,
+    padding_by_time_step,
     recurrent_unit_blocks,
     root_mean_square,
     share_outside,
@@ -578,6 +579,7 @@ class StepState:
     output_memory: OutputMemory = field(default_factory=OutputMemory)  # where the outputs with grad live
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
+    time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
@@ -1147,6 +1149,8 @@ class TorchProbe:
         elif isinstance(x, torch.Tensor) and x.dim() >= 2:
             time_axis = 1 if (getattr(module, "batch_first", False) and x.dim() == 3) else 0
             data, norms_by_step = x, functools.partial(time_step_norms, time_axis=time_axis)
+            if x.is_floating_point():  # (padded but not packed: which steps are zeros, for the time rule)
+                self.state.time_padding[info.name] = self.state.deferred.vector(padding_by_time_step(x, time_axis))
         else:
             return None  # an unusual input: no per-time-step view
         if not data.is_floating_point():
@@ -2355,6 +2359,8 @@ class TorchProbe:
         name = layer.name
         if name in state.time_norms:
             layer.time_grad_norms = (vectors[state.time_norms[name]] / scale).tolist()
+            if name in state.time_padding:
+                layer.time_padding = vectors[state.time_padding[name]].tolist()
         elif name in state.cell_calls:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):

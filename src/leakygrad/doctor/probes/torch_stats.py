@@ -453,6 +453,12 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
     return torch.linalg.vector_norm(grad.movedim(time_axis, 0).reshape(steps, -1).float(), dim=1)
 
 
+def padding_by_time_step(x: torch.Tensor, time_axis: int) -> torch.Tensor:
+    """The share of the sequences whose input at each time step is all zeros (padding), on the tensor's device."""
+    empty = (x.detach() == 0).all(dim=-1)  # (time, batch), (batch, time), or (time,) unbatched
+    return empty.float().mean(dim=1 - time_axis) if empty.dim() == 2 else empty.float()
+
+
 def packed_time_step_norms(grad: torch.Tensor, batch_sizes: torch.Tensor) -> torch.Tensor:
     """||gradient|| at each time step of a PackedSequence's data, whose rows hold the steps one after another
     (batch_sizes[t] rows at step t: the sequences still running then). Each step's norm is scaled to the whole
