@@ -541,3 +541,32 @@ def test_a_divergence_under_accumulated_losses_not_divided_names_the_sum(divided
     [f] = diverging
     assert f.evidence["micro_batches_summed"] == 16
     assert "16 times their mean" in f.explanation and f.remedies[0].startswith("Divide each micro-batch's loss")
+
+
+@pytest.mark.parametrize("divided_twice", [True, False])
+def test_a_stall_on_inputs_scaled_down_twice_says_the_inputs_look_alike(divided_twice):
+    """Pixels divided by 255 twice (0 to 0.004): next to the first layer's bias the inputs are nothing, every example
+    gives it nearly the same output, and SGD stalls. The stall was told to check the inputs and labels, without what
+    was measured; it now says the first layer's outputs barely differ across the batch, and to standardise."""
+    torch.manual_seed(0)
+    pixels = torch.randint(0, 256, (512, 16)).float()
+    y = (pixels[:, :4].sum(dim=1) > pixels[:, 4:8].sum(dim=1)).long()
+    x = pixels / 255 / 255 if divided_twice else (pixels - pixels.mean(0)) / pixels.std(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        for step in range(200):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert len(dr.history.input_spreads) == 4  # (looked at on the first sampled steps only)
+    stalls = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    if not divided_twice:
+        assert stalls == [] and min(look["spread"] for look in dr.history.input_spreads) > 0.5
+        return
+    [f] = stalls
+    assert f.evidence["inputs_alike"]["layer"] == "model.0" and f.evidence["inputs_alike"]["spread"] < 0.05
+    assert "nearly the same output for every example" in f.explanation
+    assert f.remedies[0].startswith("Standardise the inputs")

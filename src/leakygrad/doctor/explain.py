@@ -1841,6 +1841,20 @@ def explain_stalled_loss(f: Finding):
         )
     advice, remedies = _learning_rate_advice(e)
     text += advice
+    if e.get("inputs_alike"):
+        alike = e["inputs_alike"]
+        text += (
+            f" The first layer with weights, `{alike['layer']}`, gives nearly the same output for every example: its "
+            f"outputs differ across a batch by {pct(alike['spread'])} of their size (first sampled steps). Its inputs "
+            "are far smaller than its bias (scaled down twice, say by 255 and again), or vary little around a large "
+            "mean: the network sees almost one input, and the gradient w.r.t. the first layer's weights, input times "
+            "output gradient, is as small as the inputs."
+        )
+        remedies.insert(
+            0,
+            "Standardise the inputs once, per feature: `x = (x - mean) / std` with the training set's statistics "
+            "(check their range: `x.min(), x.max(), x.std()`).",
+        )
     if e.get("stopped_moving_at_step") is not None:
         remedies.insert(
             0,

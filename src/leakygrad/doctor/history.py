@@ -186,6 +186,7 @@ class History:
         # "last_step"}
         self.state_loads: dict[str, dict] = {}
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
+        self.input_spreads: list[dict] = []  # the first sampled steps' record.input_spread (measured there only)
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -234,6 +235,8 @@ class History:
             tally["changed"] = tally["changed"] or seen["changed"]
         if record.target_scale is not None and self.target_scale is None:  # (measured on the first few steps only)
             self.target_scale = {**record.target_scale, "step": record.step}
+        if record.input_spread is not None:  # (measured on the first few sampled steps only)
+            self.input_spreads.append(record.input_spread)
         self.records.append(record)
         self.records_seen += 1
 

@@ -1882,6 +1882,16 @@ def _note_summed_micro_batches(evidence: dict, history: History, t: Thresholds) 
         evidence["micro_batches_summed"] = median(summed)
 
 
+def _inputs_alike(history: History, t: Thresholds) -> dict | None:
+    """{"layer", "spread"} when the first weighted layer's outputs, on the first sampled steps, differed between the
+    examples of a batch by less than `inputs_alike` of their size (median): the inputs barely vary next to its bias."""
+    looks = history.input_spreads
+    spreads = [look["spread"] for look in looks if math.isfinite(look["spread"])]
+    if not spreads or not median(spreads) < t.inputs_alike:
+        return None
+    return {"layer": looks[0]["layer"], "spread": _sci(median(spreads))}
+
+
 def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
     the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
@@ -2046,6 +2056,9 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # the updates are small because a scheduler holds the rate near 0, whatever rate the optimiser was given
             evidence["learning_rate"] = "scheduled to nothing"
             evidence["lr_in_effect"], evidence["lr_given"] = scheduled
+        alike = _inputs_alike(history, t)
+        if alike is not None:
+            evidence["inputs_alike"] = alike
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         initial = loss.buckets[0].first
         if flat and initial > last * (1 + t.fell_early):  # it learned, then stopped: converged, or stuck at a floor

@@ -149,6 +149,10 @@ class Thresholds:
     """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
     given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda
     that returns a rate, not a factor). A warm-up from 0, or a decay to 0 at the end, reaches 1 on the way."""
+    inputs_alike: float = 0.05
+    """A stalled loss whose first weighted layer gave outputs whose spread across the batch was below this share of
+    their size on the first sampled steps (median): every example looks nearly the same to the network (inputs far
+    smaller than the layer's bias, or varying little around a large mean): evidence `inputs_alike`."""
     fell_early: float = 0.1
     """A stalled loss whose first step was above the last third's mean by more than this share learned first and then
     stopped (`fell_early`): converged to a noisy task's floor, or stuck at a trivial solution; told as either."""

@@ -64,6 +64,7 @@ from leakygrad.doctor.probes.torch_stats import (
     norm,
     packed_time_step_norms,
     padding_by_time_step,
+    spread_across_batch,
     recurrent_unit_blocks,
     root_mean_square,
     share_outside,
@@ -90,6 +91,7 @@ RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows 
 LEAF_ENTRIES_COMPARED = 16  # entries of a loose leaf compared with its first values: did anything update it?
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
+INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -580,6 +582,8 @@ class StepState:
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
+    # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
+    input_spread: tuple | None = None
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
@@ -822,6 +826,7 @@ class TorchProbe:
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
+        self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1205,6 +1210,8 @@ class TorchProbe:
                 if t.is_floating_point():
                     state.output_memory.note(t, name)
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
+            if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
+                self._look_at_input_spread(state, info, y)
             if (info.has_weights or info.recurrent) and node is not None:
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
@@ -1216,6 +1223,16 @@ class TorchProbe:
             if not _not_dense(output):  # (a sparse or nested output, a layer of a graph network say: unmeasured)
                 self._fail("forward hook", error)
         return None
+
+    def _look_at_input_spread(self, state: StepState, info: ModuleInfo, y: torch.Tensor) -> None:
+        """On the first few sampled steps: how much the first weighted layer's outputs differ between examples.
+        Inputs far smaller than the layer's bias (divided by 255 twice), or varying little around a large mean, give
+        every example nearly the same output, and nothing to learn from. (An embedding reads indices: not judged.)"""
+        self._input_spread_looks += 1
+        if not info.kind.startswith("Embedding") and y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent:
+            state.input_spread = (info.name, state.deferred.scalar(spread_across_batch(y)))
+        else:
+            state.input_spread = ()
 
     def _note_output_nodes(self, state: StepState, info: ModuleInfo, output) -> None:
         """The autograd nodes that made a layer's outputs: they name the layer in the graph."""
@@ -2215,6 +2232,9 @@ class TorchProbe:
                 "positives": value(positive_at),
                 "positives_weighted_zero": value(unweighted_at),
             }
+        if state.input_spread:
+            layer, spread_at = state.input_spread
+            record.input_spread = {"layer": layer, "spread": value(spread_at)}
         if state.huber is not None:
             delta, beyond_at, mean_at = state.huber
             record.huber = {"delta": delta, "beyond_delta": value(beyond_at), "error_mean": value(mean_at)}

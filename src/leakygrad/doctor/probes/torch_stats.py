@@ -453,6 +453,14 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
     return torch.linalg.vector_norm(grad.movedim(time_axis, 0).reshape(steps, -1).float(), dim=1)
 
 
+def spread_across_batch(y: torch.Tensor) -> torch.Tensor:
+    """How much a layer's outputs differ between the examples of a batch (axis 0), over their size: the standard
+    deviation across the batch, averaged over the rest, divided by the root mean square. Near 0: every example gives
+    the layer nearly the same output."""
+    y = y.detach().float()
+    return y.std(dim=0).mean() / y.square().mean().sqrt()
+
+
 def padding_by_time_step(x: torch.Tensor, time_axis: int) -> torch.Tensor:
     """The share of the sequences whose input at each time step is all zeros (padding), on the tensor's device."""
     empty = (x.detach() == 0).all(dim=-1)  # (time, batch), (batch, time), or (time,) unbatched
