@@ -483,31 +483,42 @@ def test_adam_betas_swapped_are_named_at_the_optimiser(betas):
     assert "betas=(0.9, 0.999)" in f.remedies[0]
 
 
-@pytest.mark.parametrize("schedule", ["lambda returns a rate", "lambda returns a factor", "warm-up from 1e-3"])
+@pytest.mark.parametrize(
+    "schedule", ["lambda returns a rate", "lambda returns a factor", "warm-up from 1e-3", "Noam, labels of noise"]
+)
 def test_a_scheduler_that_holds_the_rate_near_zero_is_the_stalls_learning_rate_verdict(schedule):
     """`LambdaLR(opt, lambda s: base_lr * warmup(s))`: the lambda must return a factor of the rate given, and this one
     returns a rate, so the rate in effect is base_lr squared (1e-6). In a sweep's script the stall got no verdict (the
     fastest layer moved 1.1e-5 of its size per step, just above "far too low") and the remedy to check the inputs. A
-    lambda that returns a factor, or a warm-up that reaches the rate given, is no finding."""
+    lambda that returns a factor, or a warm-up that reaches the rate given, is no finding. Nor is the Annotated
+    Transformer's Noam schedule, `Adam(lr=1.0)` under a lambda that returns the rate by design: a review found a stall
+    over labels of noise blamed on it, though its updates had a normal size."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
     x = torch.randn(256, 8)
     y = x[:, :3].argmax(dim=1)
     base_lr = 1e-3
-    optimizer = torch.optim.Adam(model.parameters(), lr=base_lr)
-    if schedule == "warm-up from 1e-3":
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0 if schedule.startswith("Noam") else base_lr)
+    if schedule.startswith("Noam"):
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 3e-3 * min(1.0, (s + 1) / 10))
+    elif schedule == "warm-up from 1e-3":
         scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=1e-3, total_iters=20)
     else:
         scale = base_lr if schedule == "lambda returns a rate" else 1.0
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: scale * min(1.0, (s + 1) / 10))
     with doctor.watch(model, optimizer, every=4) as dr:
         for _ in range(200):
+            if schedule.startswith("Noam"):
+                y = torch.randint(0, 3, (256,))  # (labels of noise, new at every step: nothing to learn)
             loss = F.cross_entropy(model(x), y)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             scheduler.step()
     scheduled = [f for f in dr.findings if f.evidence.get("learning_rate") == "scheduled to nothing"]
+    if schedule.startswith("Noam"):  # (the stall is found, and not blamed on the schedule)
+        assert scheduled == [] and [f.symptom for f in dr.findings] == ["stalled_loss"]
+        return
     if schedule != "lambda returns a rate":
         assert scheduled == [] and dr.findings == []
         return
@@ -570,3 +581,26 @@ def test_a_stall_on_inputs_scaled_down_twice_says_the_inputs_look_alike(divided_
     assert f.evidence["inputs_alike"]["layer"] == "model.0" and f.evidence["inputs_alike"]["spread"] < 0.05
     assert "nearly the same output for every example" in f.explanation
     assert f.remedies[0].startswith("Standardise the inputs")
+
+
+def test_a_huber_loss_whose_errors_pass_delta_in_a_run_that_learns_is_no_finding():
+    """`F.huber_loss` at its default delta of 1 on targets around 300 with noise of 150, under Adam: the errors lie far
+    past delta (it acts as an L1 loss, a median regression), and Adam's steps do not shrink with the gradient's size.
+    A review found a warning there; with the loss fallen below half its start, the run learns, and nothing is said."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+    x = torch.randn(2048, 8)
+    y = 300 + 60 * (x @ torch.randn(8)) + 150 * torch.randn(2048)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
+    losses = []
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(200):
+            batch = slice(128 * (step % 16), 128 * (step % 16 + 1))
+            loss = F.huber_loss(model(x[batch]).squeeze(1), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    assert sum(losses[-20:]) / 20 < 0.5 * losses[0]  # (it learns)
+    assert dr.history.records[-1].huber["error_mean"] > 100  # (its errors far past delta: what was a false alarm)
+    assert [f for f in dr.findings if f.where == "huber_loss"] == []

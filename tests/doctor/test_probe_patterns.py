@@ -1906,13 +1906,17 @@ def test_a_huber_delta_far_below_the_errors_is_named(loss):
     assert "delta * sign(error)" in f.explanation and "delta=1.0" in f.remedies[0]
 
 
-@pytest.mark.parametrize("case", ["EMA loaded back", "EMA kept apart", "target network synced", "checkpoint at start"])
+@pytest.mark.parametrize(
+    "case", ["EMA loaded back", "EMA kept apart", "target network synced", "checkpoint at start", "episodic reset"]
+)
 def test_weights_loaded_back_at_every_step_are_named(case):
     """`model.load_state_dict(ema.state_dict())` inside the loop: each load overwrites the update the optimiser just
     made, and with decay 0.9 a tenth of it survives. In a sweep's script the test accuracy was 47% instead of 98%, and
     nothing was said. An EMA kept in its own model, a DQN-style target network synced from the model (the target is
-    not what the optimiser steps) and a checkpoint loaded before training are what scripts do."""
+    not what the optimiser steps) and a checkpoint loaded before training are what scripts do; so is episodic
+    test-time adaptation (TENT), which resets the model to one fixed snapshot before every step, on purpose."""
     model, ema = mlp(), mlp(seed=1)
+    snapshot = {key: value.clone() for key, value in model.state_dict().items()}
     x, y = regression_data()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     if case == "checkpoint at start":
@@ -1930,6 +1934,8 @@ def test_weights_loaded_back_at_every_step_are_named(case):
                     kept.mul_(0.9).add_(trained, alpha=0.1)
             if case == "EMA loaded back":
                 model.load_state_dict(ema.state_dict())
+            elif case == "episodic reset":
+                model.load_state_dict(snapshot)
             elif case == "target network synced":
                 ema.load_state_dict(model.state_dict())
     assert not model._load_state_dict_post_hooks and not ema._load_state_dict_post_hooks  # (removed with the watch)
@@ -2058,3 +2064,59 @@ def test_a_readout_after_the_padding_is_named_in_the_vanishing_finding(at_real_e
     [f] = over_time
     assert f.symptom == "vanishing_gradient" and f.evidence["late_steps_padding"] == 1.0
     assert "The late time steps are padding" in f.explanation and "lengths - 1" in f.remedies[0]
+
+
+def test_a_clamp_that_makes_the_models_output_is_not_a_relu_n():
+    """An autoencoder whose forward ends in `clamp(decoded, 0, 1)` (images live in [0, 1]) on images whose border is
+    always 0: the border's outputs rightly sit below 0, clamped to their target. A review found them called a dead
+    ReLU-n (72% of the units of `model`); the clamp is the output's range, not a hidden layer's activation."""
+
+    class ClampedAutoencoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encode, self.decode = nn.Linear(64, 16), nn.Linear(16, 64)
+
+        def forward(self, x):
+            return torch.clamp(self.decode(torch.relu(self.encode(x))), 0, 1)
+
+    torch.manual_seed(0)
+    images = torch.zeros(512, 8, 8)
+    images[:, 2:6, 2:6] = torch.rand(512, 4, 4)  # (three quarters of the pixels always 0)
+    images = images.flatten(1)
+    model = ClampedAutoencoder()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for step in range(80):
+            batch = images[64 * (step % 8) : 64 * (step % 8 + 1)]
+            loss = nn.functional.mse_loss(model(batch), batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert not any(a.function == "relu_n" for r in dr.history.records for a in r.activations.values())
+    assert [f for f in dr.findings if f.where == "model"] == []
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_a_mask_after_a_saturated_sigmoid_does_not_hide_it(masked):
+    """A hidden sigmoid saturated by weights 20 times too large, then a hand-written dropout, `h * mask / 0.9`: a
+    review found the product with a tensor of no history taken for a gate on the inputs, and the saturation unsaid.
+    Only a hard gate (a clamp in the factor's chain) multiplying the inputs is a gate."""
+    torch.manual_seed(0)
+    first, last = nn.Linear(16, 64), nn.Linear(64, 3)
+    with torch.no_grad():
+        first.weight.mul_(20)
+    x = torch.randn(512, 16)
+    y = x[:, :3].argmax(dim=1)
+    model = nn.ModuleList([first, last])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for step in range(60):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            h = torch.sigmoid(first(x[batch]))
+            if masked:
+                h = h * (torch.rand_like(h) > 0.1).float() / 0.9
+            loss = nn.functional.cross_entropy(last(h), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f.symptom for f in dr.findings if f.symptom == "saturated_activation"] == ["saturated_activation"]

@@ -995,21 +995,24 @@ def zero_pos_weight_rule(history: History, t: Thresholds) -> list[Finding]:
     """`binary_cross_entropy_with_logits(..., pos_weight=w)` with w = 0 for most of the positive targets, on most
     recent sampled steps that had any: a positive example's loss is w * -log(sigmoid(x)), so with w = 0 it passes no
     gradient back, and the model learns to call everything negative."""
+
+    def unweighted(r: StepRecord) -> bool:  # (most of the step's positive targets weighted 0)
+        w = r.zero_pos_weight
+        return w is not None and w["positives"] > 0 and 2 * w["positives_weighted_zero"] > w["positives"]
+
     marked = _marked_on_most(history, "zero_pos_weight", t)
-    hit = [r for r in marked if r.zero_pos_weight["positives"] > 0]
-    hit = [r for r in hit if 2 * r.zero_pos_weight["positives_weighted_zero"] > r.zero_pos_weight["positives"]]
+    hit = [r for r in marked if unweighted(r)]
     if len(hit) < t.min_records or 2 * len(hit) < len(marked):
         return []
+    share = median([r.zero_pos_weight["positives_weighted_zero"] / r.zero_pos_weight["positives"] for r in hit])
     evidence = {
         "pos_weight_min": hit[-1].zero_pos_weight["pos_weight_min"],
         "positive_targets": round(median([r.zero_pos_weight["positives"] for r in hit]), 3),
-        "positives_weighted_zero": round(
-            median([r.zero_pos_weight["positives_weighted_zero"] / r.zero_pos_weight["positives"] for r in hit]), 3
-        ),
-        "blocked_fraction": 1.0,
+        "positives_weighted_zero": round(share, 3),
+        "blocked_fraction": round(share, 3),  # (of the positives' gradient)
         "site": "loss",
     }
-    first = next(r.step for r in history.records if r.zero_pos_weight is not None)
+    first = next(r.step for r in history.records if unweighted(r))
     return [Finding("blocked_gradient", "binary_cross_entropy_with_logits", first, "error", evidence)]
 
 
@@ -1030,6 +1033,9 @@ def huber_delta_rule(history: History, t: Thresholds) -> list[Finding]:
     far = [r for r in looked if far_past(r)]
     if 2 * len(far) <= len(looked):
         return []
+    learnt = _loss_learnt(history)
+    if learnt is not None and learnt < t.dead_but_learning:
+        return []  # (the loss fell below half its start: an L1-like regression that learns, Adam's scale-free steps)
     delta, error = median([r.huber["delta"] for r in far]), median([r.huber["error_mean"] for r in far])
     evidence = {
         "huber_delta": _sci(delta),
@@ -2052,8 +2058,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # the updates are small because clip_grad_norm_ cuts the gradient, whatever the learning rate
             evidence["learning_rate"] = "clipped"
             evidence["grad_norm_before_clip"], evidence["clip_max_norm"] = clipping
-        elif scheduled is not None and verdict in (None, "far too low"):
+        elif scheduled is not None and (verdict == "far too low" or overall < t.scheduled_ratio * t.update_ratio_low):
             # the updates are small because a scheduler holds the rate near 0, whatever rate the optimiser was given
+            # (and small they must be: `Adam(lr=1.0)` under a LambdaLR that returns the rate, as in the Annotated
+            # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
             evidence["lr_in_effect"], evidence["lr_given"] = scheduled
         alike = _inputs_alike(history, t)

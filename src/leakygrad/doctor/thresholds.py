@@ -153,6 +153,10 @@ class Thresholds:
     """A stalled loss whose first weighted layer gave outputs whose spread across the batch was below this share of
     their size on the first sampled steps (median): every example looks nearly the same to the network (inputs far
     smaller than the layer's bias, or varying little around a large mean): evidence `inputs_alike`."""
+    scheduled_ratio: float = 10.0
+    """... and only when the updates are small: the learning-rate verdict "far too low", or a median update/weight
+    ratio under this many times `update_ratio_low` (a Noam schedule written as `Adam(lr=1.0)` under a LambdaLR that
+    returns the rate is held at 1e-3 of its "given" 1.0 by design, and moves the weights at a normal pace)."""
     fell_early: float = 0.1
     """A stalled loss whose first step was above the last third's mean by more than this share learned first and then
     stopped (`fell_early`): converged to a noisy task's floor, or stuck at a trivial solution; told as either."""

@@ -368,7 +368,8 @@ def _swapped_betas(optimizer) -> list[float] | None:
 
 def _lr_schedule(optimizer) -> tuple[float, float] | None:
     """(lr, initial_lr) of the optimiser's first parameter group, when a learning-rate scheduler has set `initial_lr`
-    (every `torch.optim.lr_scheduler` does): the rate in effect, and the one the optimiser was given."""
+    (the `torch.optim.lr_scheduler` schedules do; `ReduceLROnPlateau` does not): the rate in effect, and the one the
+    optimiser was given."""
     group = optimizer.param_groups[0] if optimizer.param_groups else {}
     lr, initial = group.get("lr"), group.get("initial_lr")
     if initial is None or lr is None:
@@ -381,7 +382,7 @@ def _lr_schedule(optimizer) -> tuple[float, float] | None:
 
 def _state_kept(optimizer) -> list[str]:
     """What an optimiser keeps per parameter from one step to the next (`exp_avg`, `momentum_buffer`): the tensors in
-    its state, its step count aside. None for plain SGD."""
+    its state, its step count aside. Empty for plain SGD."""
     kept = set()
     for state in list(optimizer.state.values())[:8]:
         kept.update(key for key, value in state.items() if isinstance(value, torch.Tensor) and value.dim() > 0)
@@ -821,7 +822,8 @@ class TorchProbe:
         self._in_step = False  # inside the primary optimiser's step
         self._closure_params = None  # a sampled step whose gradients a closure computes (LBFGS): what it steps
         self._global_handles = []
-        self._load_handles = []  # a `load_state_dict` post-hook on each watched model
+        self._load_handles = []  # a `load_state_dict` pre-hook on each watched model
+        self._last_loads: dict[str, tuple] = {}  # model -> (memory, version) of the first stepped tensor it last loaded
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
@@ -940,16 +942,26 @@ class TorchProbe:
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
         if not isinstance(module, torch.jit.ScriptModule):  # (which refuses hooks of this kind)
-            on_load = functools.partial(self._on_state_loaded, name)
-            self._load_handles.append(module.register_load_state_dict_post_hook(on_load))
+            on_load = functools.partial(self._on_state_loading, name)
+            self._load_handles.append(module.register_load_state_dict_pre_hook(on_load))
         return added_modules, added_params
 
-    def _on_state_loaded(self, name: str, module: nn.Module, incompatible_keys) -> None:
-        """`load_state_dict` replaced the weights of the watched model `name` (called on it, or on a module that holds
-        it). Noted when the training optimiser steps its parameters: whatever its last update did is overwritten (an
-        EMA copied back at every step)."""
+    def _on_state_loading(self, name: str, module: nn.Module, state_dict, prefix: str, *rest) -> None:
+        """`load_state_dict` is about to replace weights of the watched model `name` (called on it, or on a module
+        that holds it). Noted when it loads parameters the training optimiser steps, from values that changed since
+        its last load: whatever the optimiser's last update did is overwritten (an EMA copied back at every step).
+        A fixed snapshot loaded again and again (episodic test-time adaptation resetting to the source model) is
+        told apart by its first tensor: the same memory, not written since."""
         try:
-            if self._primary_params and any(id(p) in self._primary_params for p in module.parameters()):
+            if not self._primary_params:
+                return
+            stepped = [key for key, p in module.named_parameters(prefix=prefix) if id(p) in self._primary_params]
+            loaded = next((state_dict[key] for key in stepped if key in state_dict), None)
+            if not isinstance(loaded, torch.Tensor):
+                return
+            mark = (loaded.data_ptr(), loaded._version)
+            if self._last_loads.get(name) != mark:
+                self._last_loads[name] = mark
                 self.doctor.history.note_state_loaded(self.step, name)
         except Exception as error:
             self._fail("load_state_dict hook", error)
@@ -1584,7 +1596,7 @@ class TorchProbe:
             found = graph_tools.positive_weight(loss_nodes)
             if found is not None:  # (its smallest entry, the positive targets, and those of them weighted 0)
                 weight, target = found
-                positive = target > 0
+                positive = target >= 0.5  # (with label smoothing, a negative's target is a little above 0)
                 scalar = state.deferred.scalar
                 unweighted = (positive & (weight == 0)).float().mean()  # (pos_weight broadcast over the classes)
                 smallest = scalar(weight.min().float())
@@ -1627,10 +1639,16 @@ class TorchProbe:
                         for one, other in (below, below[::-1]):  # tanh(f) * sigmoid(g): WaveNet's gated unit
                             if op_name(other) == "sigmoid":
                                 gated_by_sigmoid.add(one)
-                    elif len(factors) == 1 and graph_tools.times_a_tensor(node):  # (a gate on the inputs: x * g)
-                        multiplied.update(graph_tools.gate_chain(factors[0]))
+                    elif len(factors) == 1 and graph_tools.times_a_tensor(node):
+                        # a hard gate on the inputs, x * clamp(..., 0, 1) (hard-concrete); not a mask or a
+                        # hand-written dropout after an activation, `h * mask`, whose activation is judged
+                        chain = graph_tools.gate_chain(factors[0])
+                        if any(op_name(step) in ("clamp", "hardtanh") for step in chain):
+                            multiplied.update(chain)
                 continue
-            function = _activation_function(node, op, on_loss=node in loss_nodes)
+            # (a clamp that makes the model's own output, an image kept in [0, 1], is no hidden layer's activation)
+            on_loss = node in loss_nodes or (op == "clamp" and names.get(node) in self.root_names)
+            function = _activation_function(node, op, on_loss=on_loss)
             if function is not None:
                 owner = inside.get(node)
                 if owner in gated or (function in GATE_FUNCTIONS and node in multiplied):

@@ -456,8 +456,9 @@ def time_step_norms(grad: torch.Tensor, time_axis: int) -> torch.Tensor:
 def spread_across_batch(y: torch.Tensor) -> torch.Tensor:
     """How much a layer's outputs differ between the examples of a batch (axis 0), over their size: the standard
     deviation across the batch, averaged over the rest, divided by the root mean square. Near 0: every example gives
-    the layer nearly the same output."""
-    y = y.detach().float()
+    the layer nearly the same output. Read from the first 64 examples (a large first convolution's output, copied
+    to float32 whole, would be a large allocation)."""
+    y = y.detach()[:64].float()
     return y.std(dim=0).mean() / y.square().mean().sqrt()
 
 
