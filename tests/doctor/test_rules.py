@@ -290,25 +290,20 @@ def test_saturation_but_not_of_the_output_probability():
 
 
 @pytest.mark.parametrize("fraction", [0.6, 0.9])
-def test_hidden_units_saturated_in_a_run_that_learns_are_said_less_of(fraction):
-    """A pointer network's scoring tanh saturates as the pointer sharpens, while the loss falls 1.3 -> 0.035: a
-    warning there was a false alarm. In a run whose loss fell below half its start, a saturation at the warning level
-    is not reported, and one at the error level is a warning; in a run that does not learn, both stand, and in one
-    whose loss fell only from an inflated start (13 -> 5.5 on ten classes, a saturating initialisation) too."""
+def test_hidden_units_saturated_in_a_run_that_learns_are_a_warning_at_most(fraction):
+    """A pointer network's scoring tanh saturates as the pointer sharpens, while the loss falls 1.3 -> 0.035. In a
+    run whose loss fell below a tenth of its start, a saturation at the error level is a warning (the gradient still
+    gets through to train), and one at the warning level stays one (most outputs flat is said, as the issue asks). In
+    a run that does not learn, and in one whose loss fell only from an inflated start (13 -> 5.5 on ten classes, a
+    saturating initialisation), the error stands."""
     records = [squash(s, fraction) for s in range(0, 60, 6)]
-    inflated = [13 - 7.5 * min(1.0, step / 20) for step in range(60)]
-    assert [f.severity for f in saturation_rule(history_of(records, losses=inflated), T)] == [
-        "error" if fraction > T.saturated_error else "warning"
-    ]
-    learning = [1.3 * 0.9**step for step in range(60)]
+    level = "error" if fraction > T.saturated_error else "warning"
     stalled = [1.3 - 1e-4 * step for step in range(60)]
-    [unchanged] = saturation_rule(history_of(records, losses=stalled), T)
-    assert unchanged.severity == ("error" if fraction > T.saturated_error else "warning")
-    found = saturation_rule(history_of(records, losses=learning), T)
-    if fraction < T.saturated_error:
-        assert found == []
-        return
-    [f] = found
+    inflated = [13 - 7.5 * min(1.0, step / 20) for step in range(60)]
+    learning = [1.3 * 0.9**step for step in range(60)]
+    assert [f.severity for f in saturation_rule(history_of(records, losses=stalled), T)] == [level]
+    assert [f.severity for f in saturation_rule(history_of(records, losses=inflated), T)] == [level]
+    [f] = saturation_rule(history_of(records, losses=learning), T)
     assert f.severity == "warning" and f.evidence["loss_last_third_to_first_step"] < T.saturated_but_learning
     assert "The loss still fell to" in explain(f).explanation
 

@@ -1272,8 +1272,6 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         if learning:
             # saturated hidden units in a run whose loss fell below a tenth of its start: the gradient still reaches
             # the layers below (a pointer network's scoring tanh, sharpening as it learns); a warning at most
-            if severity == "warning":
-                continue
             severity = "warning"
 
         def holds(record, site=site):

@@ -201,10 +201,9 @@ class Thresholds:
     """Units dead at the error level, but not all of them, in a run whose last third's loss fell below this share of its
     first step's: a warning (the live units carry the task; capacity is lost), not an error."""
     saturated_but_learning: float = 0.1
-    """Hidden units saturated in a run whose last third's loss fell below this share of its first step's (a pointer
-    network's scoring tanh, sharpening as it learns): at the error level a warning, at the warning level nothing said.
-    Stricter than for dead units: a saturating initialisation also inflates the first loss (13 -> 5.5 on 10 classes
-    is no learning)."""
+    """Hidden units saturated at the error level in a run whose last third's loss fell below this share of its first
+    step's (a pointer network's scoring tanh, sharpening as it learns): a warning, not an error. Stricter than for dead
+    units: a saturating initialisation also inflates the first loss (13 -> 5.5 on 10 classes is no learning)."""
     raw_target_rms: float = 1e3
     """A regression's targets whose root mean square is above this, on the first sampled steps ..."""
     raw_target_ratio: float = 100.0
