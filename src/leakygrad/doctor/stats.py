@@ -121,9 +121,9 @@ class StepRecord:
     clip_value_entries: int = 0  # ... and how many entries they have
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
+    lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     # the first weighted layer's output: {"layer", "spread" (its spread across the batch over its size)}
     input_spread: dict | None = None
-    lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     huber: dict | None = None  # a huber_loss: {"delta", "beyond_delta" (share of errors past it), "error_mean"}
     # binary_cross_entropy_with_logits given a pos_weight: {"pos_weight_min", "positives" (their share of the
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}

@@ -421,12 +421,6 @@ def _has_no_slope(node) -> bool:
     return graph_tools.saved_value(node, "_saved_negative_slope") == 0
 
 
-def _is_relu6(node) -> bool:
-    """A hardtanh node that is a ReLU6: hardtanh(z, 0, 6)."""
-    saved = graph_tools.saved_value
-    return saved(node, "_saved_min_val") == 0 and saved(node, "_saved_max_val") == 6
-
-
 def _relu_ceiling(node) -> float | None:
     """n, for a hardtanh or clamp node that is a ReLU-n: hardtanh(z, 0, n) or clamp(z, 0, n), n finite and above 0
     (ReLU6 is n = 6; NAM's ExU units and hard-concrete gates clamp to [0, 1]). None for any other range."""
@@ -1665,7 +1659,7 @@ class TorchProbe:
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
             elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
-                gate = "relu6" if op == "hardtanh" and _is_relu6(node) else GATING_OPS.get(op, op)
+                gate = "relu6" if op == "hardtanh" and _relu_ceiling(node) == 6 else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
                 sums = graph_tools.additions(nodes) if sums is None else sums
                 if graph_tools.straight_through(node, sums) or (parameter is not None and parameter[1].numel() == 1):
