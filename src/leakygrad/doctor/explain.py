@@ -436,6 +436,26 @@ def _explain_zero_pos_weight(f: Finding):
     return text, remedies
 
 
+def _explain_soft_targets(f: Finding):
+    e = f.evidence
+    text = (
+        f"`cross_entropy` is given class probabilities as targets, but their rows sum to {fmt(e['target_row_sum'])} "
+        f"on average ({pct(e['rows_summing_over_one'])} of them to more than 1): several classes are marked 1 in one "
+        "row, a multi-label target. A softmax shares one unit of probability among the classes, and the derivative "
+        "of -sum(t * log softmax(z)) with respect to the logits is s * softmax(z) - t, with s the row's sum: it is 0 "
+        f"once each of the k marked classes has probability 1/k (about {fmt(e['probability_per_class_at_most'])} "
+        "here). Backprop stops pushing a tag up halfway, and the tags of one example compete instead of each being "
+        "learnt."
+    )
+    remedies = [
+        "For a multi-label task, give each class its own sigmoid: `F.binary_cross_entropy_with_logits(logits, "
+        "multi_hot)`, and predict the tags whose logit is above 0.",
+        "If one class per example is meant, give `cross_entropy` the class indices (`target.argmax(1)`), or "
+        "probabilities that sum to 1 (`target / target.sum(1, keepdim=True)`).",
+    ]
+    return text, remedies
+
+
 def _explain_huber_delta(f: Finding):
     e = f.evidence
     text = (
@@ -1134,6 +1154,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_huber_delta(f)
     if "pos_weight_min" in e:
         return _explain_zero_pos_weight(f)
+    if "target_row_sum" in e:
+        return _explain_soft_targets(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""
@@ -1974,4 +1996,23 @@ EXPLAINERS = {
 def explain(finding: Finding) -> Finding:
     """Fill the finding's explanation and remedies from its evidence."""
     finding.explanation, finding.remedies = EXPLAINERS[finding.symptom](finding)
+    if finding.evidence.get("batches_of_one_class"):
+        _add_batches_of_one_class(finding)
     return finding
+
+
+def _add_batches_of_one_class(finding: Finding) -> None:
+    """A finding in a run whose batches each hold one class: that comes first in its explanation and remedies."""
+    b = finding.evidence["batches_of_one_class"]
+    finding.explanation = (
+        f"The batches each hold {fmt(b['classes_per_batch'])} class (median, batches of {fmt(b['batch_size'])} "
+        f"examples, {b['classes']} classes), and the class changes from one stretch of steps to the next: the "
+        "dataset is sorted by class and read in order. Each step's gradient then pulls every layer towards "
+        "predicting the batch's one class, and the next stretch undoes it; that is what the rest of this finding "
+        "measures. " + finding.explanation
+    )
+    finding.remedies = [
+        "Shuffle the training data every epoch: `DataLoader(dataset, batch_size=..., shuffle=True)`, or index the "
+        "tensors by `torch.randperm(n)`.",
+        *finding.remedies,
+    ]

@@ -187,6 +187,8 @@ class History:
         self.state_loads: dict[str, dict] = {}
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
         self.input_spreads: list[dict] = []  # the first sampled steps' record.input_spread (measured there only)
+        self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
+        self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -237,6 +239,10 @@ class History:
             self.target_scale = {**record.target_scale, "step": record.step}
         if record.input_spread is not None:  # (measured on the first few sampled steps only)
             self.input_spreads.append(record.input_spread)
+        if record.soft_targets is not None:
+            self.soft_targets.append(record.soft_targets)
+        if record.batch_classes is not None:
+            self.batch_classes.append(record.batch_classes)
         self.records.append(record)
         self.records_seen += 1
 

@@ -1016,6 +1016,56 @@ def zero_pos_weight_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "binary_cross_entropy_with_logits", first, "error", evidence)]
 
 
+# --- class probabilities that sum to more than 1 ---------------------------------------------------------------------
+def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A cross-entropy given class probabilities as targets whose rows sum to more than 1, on the first sampled steps
+    (median): a multi-hot target (2.4 tags an example) given to `cross_entropy`. A softmax shares one unit of
+    probability among the classes, and the derivative of -sum(t * log softmax(z)) is s * softmax(z) - t with s the
+    row's sum: it is 0 where each of k tagged classes has probability 1/k. The gradient stops pushing a tag up
+    halfway (at 1/2 for two tags), however sure the example is."""
+    looks = [look for look in history.soft_targets if math.isfinite(look["row_sum"])]
+    if not looks or min(look["low"] for look in looks) < 0 or max(look["high"] for look in looks) > 1:
+        return []  # (weights, not probabilities: a policy gradient's advantages times a one-hot action)
+    row_sum, over_one = median([look["row_sum"] for look in looks]), median([look["rows_over_one"] for look in looks])
+    if not (row_sum > t.target_row_sum and over_one > t.target_rows_over_one):
+        return []
+    evidence = {
+        "target_row_sum": round(row_sum, 3),
+        "rows_summing_over_one": round(over_one, 3),
+        "probability_per_class_at_most": round(1 / row_sum, 3),  # (where the gradient stops, for a typical row)
+        "site": "loss",
+    }
+    return [Finding("blocked_gradient", "cross_entropy", history.records[0].step, "error", evidence)]
+
+
+def _batches_of_one_class(history: History, t: Thresholds) -> dict | None:
+    """{"classes_per_batch", "batch_size", "classes", "most_frequent_classes"} when most of a classifier's batches
+    looked at held at most `batch_classes_few` classes, of batches of 16 or more, while the most frequent class
+    changed between them (3 or more different ones): the dataset is sorted by class and read in order."""
+    looks = [look for look in history.batch_classes if look["batch"] >= 16 and math.isfinite(look["distinct"])]
+    if len(looks) < t.min_records or looks[0]["classes"] < 3:
+        return None
+    few = [look for look in looks if look["distinct"] <= t.batch_classes_few]
+    most_frequent = sorted({int(look["most_frequent"]) for look in looks})
+    if 4 * len(few) < 3 * len(looks) or len(most_frequent) < 3:
+        return None
+    return {
+        "classes_per_batch": median([look["distinct"] for look in looks]),
+        "batch_size": median([look["batch"] for look in looks]),
+        "classes": looks[0]["classes"],
+        "most_frequent_classes": most_frequent[:10],
+    }
+
+
+def _with_batches_of_one_class(findings: list[Finding], history: History, t: Thresholds) -> list[Finding]:
+    """The findings, each given evidence `batches_of_one_class` when the batches hold one class each: units that die,
+    a loss that stalls or blows up, under a gradient that points to another class every few steps."""
+    sorted_data = _batches_of_one_class(history, t) if findings else None
+    for f in findings if sorted_data is not None else ():
+        f.evidence["batches_of_one_class"] = sorted_data
+    return findings
+
+
 # --- a Huber loss's delta far below the errors -----------------------------------------------------------------------
 def huber_delta_rule(history: History, t: Thresholds) -> list[Finding]:
     """`huber_loss(prediction, target, delta)` whose errors lie far past delta on most recent sampled steps: past delta
@@ -1197,7 +1247,7 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             # whose task code is 2-D); capacity lost, not a training that stopped
             severity, evidence["loss_last_third_to_first_step"] = "warning", _sci(learnt)
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
-    return _warnings_folded_into_the_first(findings)
+    return _with_batches_of_one_class(_warnings_folded_into_the_first(findings), history, t)
 
 
 SEPARATE_DEAD_SITES = 3  # more sites than this with a dead-unit warning: one warning, naming the others
@@ -1958,6 +2008,11 @@ def _gradient_kept_up(history: History, since: int, t: Thresholds) -> bool:
 
 
 def loss_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The loss's curve: diverging, or stalled, with what the parameters' statistics say of why."""
+    return _with_batches_of_one_class(_loss_rule(history, t), history, t)
+
+
+def _loss_rule(history: History, t: Thresholds) -> list[Finding]:
     loss = history.current_loss()  # (a second model trained after the first: its own curve)
     smoothed = loss.smoothed()
     if len(loss) < t.loss_min_steps or len(smoothed) < 3:
@@ -2092,6 +2147,7 @@ RULES = (
     value_clipping_rule,
     huber_delta_rule,
     zero_pos_weight_rule,
+    soft_targets_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

@@ -128,6 +128,11 @@ class StepRecord:
     # binary_cross_entropy_with_logits given a pos_weight: {"pos_weight_min", "positives" (their share of the
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}
     zero_pos_weight: dict | None = None
+    # a cross-entropy's class-probability targets (first sampled steps): {"row_sum" (mean), "rows_over_one" (share),
+    # "low", "high" (entries)}
+    soft_targets: dict | None = None
+    # a classifier's batch (a few sampled steps): {"batch", "classes", "distinct" (classes in it), "most_frequent"}
+    batch_classes: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes
     probabilities_into_loss: str | None = None

@@ -204,6 +204,16 @@ class Thresholds:
     """Hidden units saturated at the error level in a run whose last third's loss fell below this share of its first
     step's (a pointer network's scoring tanh, sharpening as it learns): a warning, not an error. Stricter than for dead
     units: a saturating initialisation also inflates the first loss (13 -> 5.5 on 10 classes is no learning)."""
+    target_row_sum: float = 1.1
+    """A cross-entropy given class probabilities whose rows sum to more than this on the first sampled steps (median of
+    the mean row sum) ..."""
+    target_rows_over_one: float = 0.25
+    """... with more than this share of its rows summing past 1: a multi-hot target, out of a softmax's reach (a
+    probability target sums to 1: label smoothing, mixup and distillation's targets do, up to rounding)."""
+    batch_classes_few: int = 2
+    """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
+    steps that counted them, while the most frequent class changed between them: the data are sorted by class and
+    not shuffled (evidence `batches_of_one_class`)."""
     raw_target_rms: float = 1e3
     """A regression's targets whose root mean square is above this, on the first sampled steps ..."""
     raw_target_ratio: float = 100.0

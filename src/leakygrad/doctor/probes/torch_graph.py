@@ -423,6 +423,52 @@ def huber_errors(loss_nodes) -> tuple[float, torch.Tensor] | None:
     return None
 
 
+def soft_targets(root) -> tuple[torch.Tensor, int] | None:
+    """(target, dim), the target detached, of a cross-entropy given class probabilities at the backward root: PyTorch
+    builds `cross_entropy(logits, target)` with a float target as -sum(target * log_softmax(logits, dim)) / N, and a
+    hand-written one is the same graph. Followed down from the root through sums, means, negations, products and
+    quotients by numbers, and the terms of a sum of losses; None when there is none. (A per-row division by a tensor,
+    as in a supervised contrastive loss's mean over each row's positives, normalises the target: not followed.)"""
+    stack, looked = [root], 0
+    while stack and looked < 32:
+        node, looked = stack.pop(), looked + 1
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op in ("add", "sub"):
+            stack.extend(inputs)
+        elif len(inputs) != 1:
+            continue
+        elif op in ("neg", "sum", "mean") or (op == "div" and _constant_factor(node) is not None):
+            stack.append(inputs[0])
+        elif op == "mul":
+            below = beneath_reshapes(inputs[0])
+            if op_name(below) == "log_softmax":
+                result = saved_value(below, "_saved_result")
+                for name in ("_saved_other", "_saved_self"):
+                    target = saved_value(node, name)
+                    if isinstance(target, torch.Tensor) and isinstance(result, torch.Tensor):
+                        if target.is_floating_point() and not target.requires_grad and target.shape == result.shape:
+                            return target.detach(), saved_dim(below)
+            elif _constant_factor(node) is not None:
+                stack.append(inputs[0])
+    return None
+
+
+def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
+    """(target, number of classes, ignore_index) of the first `nll_loss` (cross_entropy's) on the loss side that
+    compares one row of class scores per example with a class index each, or None: a batch's targets, to count the
+    classes it holds."""
+    for node in loss_nodes:
+        if op_name(node) != "nll_loss":
+            continue
+        scores, target = saved_value(node, "_saved_self"), saved_value(node, "_saved_target")
+        if isinstance(scores, torch.Tensor) and isinstance(target, torch.Tensor) and scores.dim() == 2:
+            if target.dim() == 1 and target.numel() == scores.shape[0] and not target.is_floating_point():
+                ignore = node._saved_ignore_index
+                return target.detach(), scores.shape[1], ignore - 2**64 if ignore >= 2**63 else ignore
+    return None
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

@@ -92,6 +92,11 @@ LEAF_ENTRIES_COMPARED = 16  # entries of a loose leaf compared with its first va
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
+SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its float targets) are summed by row
+# a classifier's batches: the classes each holds are counted on this many first sampled steps that had one, then on
+# those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
+CLASS_COUNT_FIRST_LOOKS = 4
+CLASS_COUNT_LOOKS = 16
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -623,6 +628,12 @@ class StepState:
     # binary_cross_entropy_with_logits given a pos_weight: (deferred indices of its smallest entry, of the share of
     # the targets that are positive, and of those weighted 0)
     zero_pos_weight: tuple | None = None
+    # a cross-entropy given class probabilities: deferred indices of their rows' mean sum, of the share of rows that
+    # sum to more than 1, and of their smallest and largest entries
+    soft_targets: tuple | None = None
+    # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
+    # most frequent one)
+    batch_classes: tuple | None = None
     # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
     # object since the last look?, deferred index of "its entries changed since first seen")
     loose_leaves: dict = field(default_factory=dict)
@@ -823,6 +834,9 @@ class TorchProbe:
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
+        self._soft_target_looks = 0  # ... on which a cross-entropy's float targets were summed by row
+        self._class_target_steps = 0  # sampled steps whose loss compared class scores with class indices
+        self._class_count_looks = 0  # ... of them, those whose batch's classes were counted
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1586,6 +1600,13 @@ class TorchProbe:
                 loss, prediction, target = found
                 rms = state.deferred.scalar
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
+        if state.soft_targets is None and self._soft_target_looks < SOFT_TARGET_LOOKS:
+            self._look_at_soft_targets(state, root_nodes[0])
+        if loss_nodes and state.batch_classes is None:
+            found = graph_tools.class_targets(loss_nodes)
+            if found is not None:
+                self._class_target_steps += 1
+                self._count_batch_classes(state, *found)
         if loss_nodes and state.zero_pos_weight is None:
             found = graph_tools.positive_weight(loss_nodes)
             if found is not None:  # (its smallest entry, the positive targets, and those of them weighted 0)
@@ -1687,6 +1708,37 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    def _look_at_soft_targets(self, state: StepState, root) -> None:
+        """A cross-entropy given class probabilities as its target: how their rows sum. A softmax's outputs sum to 1,
+        so targets whose rows sum to more (a multi-hot target, 2.4 tags an example) are out of its reach."""
+        found = graph_tools.soft_targets(root)
+        if found is None:
+            return
+        self._soft_target_looks += 1
+        target, dim = found
+        if target.numel() == 0:
+            return
+        rows = target.float().sum(dim)
+        scalar = state.deferred.scalar
+        over_one = (rows > 1.01).float().mean()  # (label smoothing's and mixup's rows sum to 1 up to rounding)
+        state.soft_targets = (scalar(rows.mean()), scalar(over_one), scalar(target.amin()), scalar(target.amax()))
+
+    def _count_batch_classes(self, state: StepState, target: torch.Tensor, classes: int, ignore_index: int) -> None:
+        """How many classes a classifier's batch holds, and which is the most frequent: on a few first sampled steps,
+        then on those whose count is a power of two. Batches of one class each come from a dataset sorted by class
+        and not shuffled: each stretch of steps pulls the model towards one class."""
+        seen = self._class_target_steps
+        if self._class_count_looks >= CLASS_COUNT_LOOKS or (seen > CLASS_COUNT_FIRST_LOOKS and seen & (seen - 1)):
+            return
+        self._class_count_looks += 1
+        if target.numel() < 2:
+            return
+        ordered = target.sort().values
+        ignored = (ordered == ignore_index).any()
+        distinct = (ordered[1:] != ordered[:-1]).sum() + 1 - ignored.long()
+        scalar = state.deferred.scalar
+        state.batch_classes = (target.numel(), classes, scalar(distinct.float()), scalar(target.mode().values.float()))
 
     def _look_at_loose_leaves(self, state: StepState, nodes: list) -> None:
         """Tensors that get a gradient but are no watched parameter, held by a watched module: a plain tensor made
@@ -2243,6 +2295,22 @@ class TorchProbe:
                 "pos_weight_min": value(smallest_at),
                 "positives": value(positive_at),
                 "positives_weighted_zero": value(unweighted_at),
+            }
+        if state.soft_targets is not None:
+            row_sum_at, over_one_at, low_at, high_at = state.soft_targets
+            record.soft_targets = {
+                "row_sum": value(row_sum_at),
+                "rows_over_one": value(over_one_at),
+                "low": value(low_at),
+                "high": value(high_at),
+            }
+        if state.batch_classes is not None:
+            batch, classes, distinct_at, most_at = state.batch_classes
+            record.batch_classes = {
+                "batch": batch,
+                "classes": classes,
+                "distinct": value(distinct_at),
+                "most_frequent": value(most_at),
             }
         if state.input_spread:
             layer, spread_at = state.input_spread
