@@ -395,3 +395,80 @@ def test_units_mostly_dead_in_a_run_that_learns_are_a_warning_not_an_error(learn
     assert dead.evidence["dead_fraction"] > 0.75
     assert dead.severity == ("warning" if learns else "error")
     assert ("the live units carry the task" in dead.explanation) == learns
+
+
+class TinyAttention(nn.Module):
+    """One attention layer over 8 tokens of 8 features, its scores shaped as `kind` says, and a classifier after it."""
+
+    def __init__(self, kind: str, d: int = 64):
+        super().__init__()
+        self.kind = kind
+        self.inp, self.q, self.k, self.v = nn.Linear(8, d), nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.bias = nn.Parameter(torch.zeros(8, 8))  # (a learned relative-position bias, added to the scores)
+        self.head = nn.Linear(d, 4)
+
+    def forward(self, x):
+        t = self.inp(x.view(-1, 8, 8))
+        d = t.shape[-1]
+        scores = self.q(t) @ self.k(t).transpose(1, 2)
+        if self.kind == "times sqrt(d)":
+            scores = scores * math.sqrt(d)
+        elif self.kind == "causal, times sqrt(d), with a bias":
+            causal = torch.triu(torch.ones(8, 8, dtype=torch.bool), 1)
+            scores = (scores * math.sqrt(d) + self.bias).masked_fill(causal, float("-inf"))
+        elif self.kind == "causal, over sqrt(d)":
+            causal = torch.triu(torch.ones(8, 8, dtype=torch.bool), 1)
+            scores = (scores / math.sqrt(d)).masked_fill(causal, float("-inf"))
+        else:
+            scores = scores / math.sqrt(d)
+        h = F.softmax(scores, -1) @ self.v(t)
+        return self.head(h.mean(1))
+
+
+@pytest.mark.parametrize(
+    "kind", ["times sqrt(d)", "causal, times sqrt(d), with a bias", "over sqrt(d)", "causal, over sqrt(d)"]
+)
+def test_attention_scores_multiplied_by_sqrt_d_saturate_the_softmax_from_the_start(kind):
+    """Scaled dot-product attention written with `* sqrt(d)` instead of `/ sqrt(d)`: the scores are 64 times too large
+    and the softmax is one-hot from the first step, so its derivative diag(p) - p p^T passes almost no gradient to the
+    queries and keys. In a sweep's script the test loss was 0.54 against 0.40 and nothing was said. Divided, causal
+    or not, the attention starts spread and there is no finding."""
+    torch.manual_seed(0)
+    model = TinyAttention(kind)
+    x, y = torch.randn(64, 64), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    found = [f for f in dr.findings if f.where.startswith("softmax")]
+    if "over" in kind:
+        assert found == []
+        assert all(look["capacity"] > 0.8 for _, looks in dr.history.attention for look in looks.values())
+        return
+    [f] = found
+    assert (f.symptom, f.severity, f.first_step) == ("saturated_activation", "warning", 0)
+    assert f.evidence["derivative_capacity"] < 0.25 and f.evidence["scores_scaled_by"] == 8.0
+    assert "multiplied by 8" in f.explanation and "sqrt(d_k)" in f.remedies[0]
+
+
+def test_a_sharp_softmax_that_is_no_attention_is_not_judged_from_the_start():
+    """A Gumbel-softmax at a low temperature over a linear layer's logits is one-hot on purpose: it is no attention
+    (its input is no product of queries and keys), and attention's rule leaves it alone."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    readout = nn.Linear(8, 4)
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.Adam([*model.parameters(), *readout.parameters()], lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            code = F.gumbel_softmax(model(x) * 10, tau=0.1)
+            loss = F.cross_entropy(readout(code), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.attention == []
+    assert not [f for f in dr.findings if "softmax" in f.where]

@@ -873,10 +873,38 @@ def explain_dead_relu(f: Finding):
     return text, remedies
 
 
+def _explain_saturated_attention(f: Finding):
+    """An attention's softmax nearly one-hot from the first sampled steps."""
+    e = f.evidence
+    scale = e["scores_scaled_by"]
+    text = (
+        f"The attention weights out of `{f.where}` are nearly one-hot from the first sampled steps: each row's largest "
+        f"weight is {fmt(e['max_probability'])} on average, over {e['entries']} entries, where a freshly initialised "
+        "attention spreads its weights nearly evenly. The softmax's derivative is diag(p) - p p^T, whose size "
+        "1 - sum(p^2) is 1 - 1/m for a row spread over m entries and 0 for a one-hot row; here it keeps "
+        f"{pct(e['derivative_capacity'])} of the even rows' value. So backprop passes almost no gradient to the "
+        "scores, and the queries and keys under them barely learn where to look."
+    )
+    if scale > 1:
+        text += (
+            f" The scores are multiplied by {fmt(scale)} before the softmax: scaled dot-product attention divides "
+            "q . k by sqrt(d_k), so that scores of d_k summed products stay of unit size."
+        )
+    remedies = [
+        "Divide the scores by sqrt(d_k) (the head's width): `scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)`, or "
+        "use `F.scaled_dot_product_attention(q, k, v)`, which does.",
+        "If the scores are large for another reason (inputs not normalised before the query and key projections), "
+        "put a LayerNorm before them.",
+    ]
+    return text, remedies
+
+
 def explain_saturated_activation(f: Finding):
     e = f.evidence
     if "targets_outside" in e:
         return _explain_targets_out_of_reach(f)
+    if "derivative_capacity" in e:
+        return _explain_saturated_attention(f)
     function = e.get("function", "")
     bound = DERIVATIVE_BOUNDS.get(function, "its derivative is near zero in its flat regions")
     text = (

@@ -189,6 +189,7 @@ class History:
         self.input_spreads: list[dict] = []  # the first sampled steps' record.input_spread (measured there only)
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
+        self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -243,6 +244,8 @@ class History:
             self.soft_targets.append(record.soft_targets)
         if record.batch_classes is not None:
             self.batch_classes.append(record.batch_classes)
+        if record.attention is not None:
+            self.attention.append((record.step, record.attention))
         self.records.append(record)
         self.records_seen += 1
 

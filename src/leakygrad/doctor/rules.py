@@ -1038,6 +1038,32 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "cross_entropy", history.records[0].step, "error", evidence)]
 
 
+# --- attention saturated from the start -------------------------------------------------------------------------------
+def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
+    """An attention's softmax whose rows were nearly one-hot on the first sampled steps (the median capacity of its
+    derivative under `attention_capacity`), where a freshly initialised network's attention is spread nearly evenly:
+    its scores start too large (multiplied by sqrt(d) where scaled dot-product attention divides by it). The softmax's
+    derivative diag(p) - p p^T is near 0 for a one-hot row: the queries and keys get almost no gradient."""
+    findings = []
+    sites = sorted({site for _, looks in history.attention for site in looks})
+    for site in sites:
+        looks = [(step, looks[site]) for step, looks in history.attention if site in looks]
+        capacities = [look["capacity"] for _, look in looks if math.isfinite(look["capacity"])]
+        if not capacities or not median(capacities) < t.attention_capacity:
+            continue
+        evidence = {
+            "function": "softmax",
+            "derivative_capacity": _sci(median(capacities)),
+            "max_probability": _sci(median([look["max_probability"] for _, look in looks])),
+            "entries": looks[-1][1]["entries"],
+            "scores_scaled_by": _sci(looks[-1][1]["scale"]),
+            "from_start": True,
+            "sampled_steps": len(capacities),
+        }
+        findings.append(Finding("saturated_activation", site, looks[0][0], "warning", evidence))
+    return findings
+
+
 def _batches_of_one_class(history: History, t: Thresholds) -> dict | None:
     """{"classes_per_batch", "batch_size", "classes", "most_frequent_classes"} when most of a classifier's batches
     looked at held at most `batch_classes_few` classes, of batches of 16 or more, while the most frequent class
@@ -2148,6 +2174,7 @@ RULES = (
     huber_delta_rule,
     zero_pos_weight_rule,
     soft_targets_rule,
+    attention_saturation_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

@@ -131,6 +131,9 @@ class StepRecord:
     # a cross-entropy's class-probability targets (first sampled steps): {"row_sum" (mean), "rows_over_one" (share),
     # "low", "high" (entries)}
     soft_targets: dict | None = None
+    # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
+    # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean)}
+    attention: dict | None = None
     # a classifier's batch (a few sampled steps): {"batch", "classes", "distinct" (classes in it), "most_frequent"}
     batch_classes: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or

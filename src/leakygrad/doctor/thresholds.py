@@ -210,6 +210,10 @@ class Thresholds:
     target_rows_over_one: float = 0.25
     """... with more than this share of its rows summing past 1: a multi-hot target, out of a softmax's reach (a
     probability target sums to 1: label smoothing, mixup and distillation's targets do, up to rounding)."""
+    attention_capacity: float = 0.25
+    """An attention's softmax whose derivative kept less than this share of what rows spread evenly would have
+    (1 - sum p^2 against 1 - 1/m), on the first sampled steps (median): saturated from the start, its scores too large
+    (a freshly initialised attention is spread nearly evenly: 0.9-1; scores multiplied by sqrt(64) gave 0.16)."""
     batch_classes_few: int = 2
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and

@@ -454,6 +454,35 @@ def soft_targets(root) -> tuple[torch.Tensor, int] | None:
     return None
 
 
+SCORE_SHAPING = ("masked_fill", "add", "sub")  # a mask or a position bias added to (or filled into) the scores
+
+
+def attention_scores(softmax_node) -> float | None:
+    """The constant the scores under a softmax were multiplied by (`q @ k.T / sqrt(d)`: 1/sqrt(d)), when they are
+    attention scores: a product of two computed tensors (`bmm`), reached through reshapes, products and quotients by
+    numbers, and masks or biases added or filled in. None for any other softmax (a classifier's, a router's, a
+    Gumbel-softmax's over logits from a linear layer)."""
+    scale, node = 1.0, softmax_node.next_functions[0][0] if softmax_node.next_functions else None
+    for _ in range(8):
+        if node is None:
+            return None
+        node = beneath_reshapes(node)
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op in ("bmm", "baddbmm"):  # (baddbmm: nn.MultiheadAttention's, adding its mask)
+            return scale if len(inputs) == 2 else None
+        if op in ("mul", "div") and len(inputs) == 1:
+            factor = _constant_factor(node)
+            if not factor:
+                return None
+            scale = scale * factor if op == "mul" else scale / factor
+        elif op not in SCORE_SHAPING or not inputs:
+            return None
+        # (scores + bias: the scores are the branch that is a product of two computed tensors, looked at first)
+        node = next((child for child in inputs if op_name(beneath_reshapes(child)) in ("bmm", "mul", "div")), inputs[0])
+    return None
+
+
 def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
     """(target, number of classes, ignore_index) of the first `nll_loss` (cross_entropy's) on the loss side that
     compares one row of class scores per example with a class index each, or None: a batch's targets, to count the

@@ -97,6 +97,7 @@ SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its
 # those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
 CLASS_COUNT_FIRST_LOOKS = 4
 CLASS_COUNT_LOOKS = 16
+ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -631,6 +632,9 @@ class StepState:
     # a cross-entropy given class probabilities: deferred indices of their rows' mean sum, of the share of rows that
     # sum to more than 1, and of their smallest and largest entries
     soft_targets: tuple | None = None
+    # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
+    # capacity (see _look_at_attention) and of the rows' mean largest probability)
+    attention: dict = field(default_factory=dict)
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
@@ -837,6 +841,7 @@ class TorchProbe:
         self._soft_target_looks = 0  # ... on which a cross-entropy's float targets were summed by row
         self._class_target_steps = 0  # sampled steps whose loss compared class scores with class indices
         self._class_count_looks = 0  # ... of them, those whose batch's classes were counted
+        self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1645,6 +1650,8 @@ class TorchProbe:
                 trivial = graph_tools.softmax_over_one_entry(node)
                 if trivial is not None:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
+            if op == "softmax" and self._attention_looks < ATTENTION_LOOKS and node not in loss_nodes:
+                self._look_at_attention(state, node, names)
             if op not in WATCHED_OPS:
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
@@ -1708,6 +1715,28 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    def _look_at_attention(self, state: StepState, node, names) -> None:
+        """An attention's softmax, on the first sampled steps: how much of its derivative is left. The softmax's
+        Jacobian is diag(p) - p p^T, and 1 - sum(p^2), its trace, measures it: 1 - 1/m for a row spread evenly over m
+        entries, 0 for a one-hot row, where no gradient reaches the scores (nor the queries and keys under them). The
+        capacity is the rows' total over what rows spread evenly over their unmasked entries would have."""
+        scale = graph_tools.attention_scores(node)
+        p = graph_tools.saved_value(node, "_saved_result")
+        if scale is None or not isinstance(p, torch.Tensor) or p.dim() < 2 or p.numel() == 0:
+            return
+        dim = graph_tools.saved_dim(node)
+        if p.shape[dim] < 4:
+            return
+        if not state.attention:
+            self._attention_looks += 1
+        p = p.detach().float()
+        left = (1 - (p * p).sum(dim)).sum()
+        unmasked = (p > 0).sum(dim).clamp(min=1).float()
+        capacity = left / (1 - 1 / unmasked).sum()  # (NaN when every row has one entry: not judged)
+        site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
+        scalar = state.deferred.scalar
+        state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()))
 
     def _look_at_soft_targets(self, state: StepState, root) -> None:
         """A cross-entropy given class probabilities as its target: how their rows sum. A softmax's outputs sum to 1,
@@ -2303,6 +2332,11 @@ class TorchProbe:
                 "rows_over_one": value(over_one_at),
                 "low": value(low_at),
                 "high": value(high_at),
+            }
+        if state.attention:
+            record.attention = {
+                site: {"entries": entries, "scale": scale, "capacity": value(left_at), "max_probability": value(max_at)}
+                for site, (entries, scale, left_at, max_at) in state.attention.items()
             }
         if state.batch_classes is not None:
             batch, classes, distinct_at, most_at = state.batch_classes
