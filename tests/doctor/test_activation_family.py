@@ -472,3 +472,29 @@ def test_a_sharp_softmax_that_is_no_attention_is_not_judged_from_the_start():
             optimizer.step()
     assert dr.history.attention == []
     assert not [f for f in dr.findings if "softmax" in f.where]
+
+
+@pytest.mark.parametrize("slope", [True, 0.01])
+def test_a_leaky_relu_with_a_slope_of_1_makes_the_network_linear_and_is_named_as_the_stalls_cause(slope):
+    """`nn.LeakyReLU(True)`, meant as inplace=True, sets the negative slope to 1: the identity, and the network is
+    one linear map. On a task no linear map fits (XOR of signs) the loss stalls; in a sweep's script that stall was
+    told with "check the inputs and labels". A slope of 0.01 learns the task and there is no finding."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 2)
+    y = ((x[:, 0] > 0) ^ (x[:, 1] > 0)).long()
+    hidden = [nn.Linear(2, 32), nn.LeakyReLU(slope), nn.Linear(32, 32), nn.LeakyReLU(slope)]
+    model = nn.Sequential(*hidden, nn.Linear(32, 2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(200):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    if slope != 1:
+        assert dr.findings == []
+        return
+    [stall] = dr.findings
+    assert stall.symptom == "stalled_loss"
+    assert stall.evidence["identity_activations"] == ["sequential.1", "sequential.3"]
+    assert "negative slope of 1" in stall.explanation and "LeakyReLU(0.01, inplace=True)" in stall.remedies[0]

@@ -689,3 +689,118 @@ def test_batches_of_one_class_are_named_in_the_findings_they_cause(shuffled):
         assert evidence["classes_per_batch"] <= 2 and evidence["classes"] == 10
         assert len(evidence["most_frequent_classes"]) >= 3
         assert "shuffle=True" in f.remedies[0] and f.explanation.startswith("The batches each hold")
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return torch.tensor(digits.data[:1024], dtype=torch.float32) / 16, torch.from_numpy(digits.target[:1024])
+
+
+@pytest.mark.parametrize("unscaled", [False, True])
+def test_a_loss_multiplied_before_backward_and_never_divided_back_is_named_with_the_nans(unscaled):
+    """`(loss * 1024).backward()` with the gradients never divided back (an fp16 loss scale kept in float32): every
+    SGD step is 1024 times too large and the run ends in NaN. In a sweep's script that was told as a learning rate
+    too high ("try 10x lower", which still gave NaN). Dividing the gradients back before the step is no finding."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(48):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            (loss * 1024.0).backward()
+            if unscaled:
+                for p in model.parameters():
+                    p.grad.div_(1024.0)
+            optimizer.step()
+    told = [f for f in dr.findings if "loss_multiplied_by" in f.evidence]
+    if unscaled:
+        assert dr.findings == []
+        return
+    assert told and told[0].symptom in ("nonfinite", "diverging_loss", "exploding_gradient")
+    assert all(f.evidence["loss_multiplied_by"] == 1024 for f in told)
+    assert told[0].explanation.startswith("The loss is multiplied by 1024") and "div_(1024)" in told[0].remedies[0]
+
+
+def test_a_gradient_scalers_factor_is_not_taken_for_the_users_constant():
+    """`GradScaler.scale(loss)` multiplies the loss by its own factor (65536 at first) and unscales the gradients
+    itself: the records leave that factor out."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu")
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x[:64]), y[:64])
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    assert dr.history.records and all(r.root_scale is None for r in dr.history.records)
+    assert not [f for f in dr.findings if "loss_multiplied_by" in f.evidence]
+
+
+@pytest.mark.parametrize("loss_kind", ["mse of a softmax", "cross_entropy"])
+def test_a_softmax_compared_by_a_squared_error_is_named_as_the_stalls_cause(loss_kind):
+    """`F.mse_loss(softmax(logits), one_hot)` in a deep tanh network: the gradient reaches the logits only through
+    the softmax's Jacobian, and the loss stalls. In a sweep's script that was told as a learning rate on the low side
+    (10x the rate still gave 0.82 against 0.94). Cross-entropy on the logits is no finding."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    layers = [nn.Linear(64, 64), nn.Tanh()]
+    for _ in range(5):
+        layers += [nn.Linear(64, 64), nn.Tanh()]
+    model = nn.Sequential(*layers, nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(96):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            logits = model(x[batch])
+            if loss_kind == "cross_entropy":
+                loss = F.cross_entropy(logits, y[batch])
+            else:
+                loss = F.mse_loss(F.softmax(logits, dim=1), F.one_hot(y[batch], 10).float())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    stalls = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    if loss_kind == "cross_entropy":
+        assert all("softmax_into_squared_error" not in f.evidence for f in dr.findings)
+        return
+    [stall] = stalls
+    assert stall.evidence["softmax_into_squared_error"] == "softmax after sequential.12"
+    assert stall.explanation.startswith("`mse_loss` compares the probabilities")
+    assert "cross_entropy" in stall.remedies[0] and "No other leak" not in stall.explanation
+
+
+@pytest.mark.parametrize("stepped", [False, True])
+def test_a_warm_up_from_zero_whose_scheduler_never_steps_is_an_error_that_says_so(stepped):
+    """`LambdaLR(optimizer, lambda s: min(1, s / warmup))` with `scheduler.step()` never called: the rate stays at its
+    first value, exactly 0, and nothing trains. In a sweep's script it was a warning that did not name the missing
+    call. Stepped, the same schedule trains and there is no finding."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / 20))
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(96):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if stepped:
+                scheduler.step()
+    if stepped:
+        assert dr.findings == []
+        return
+    [stall] = dr.findings
+    assert (stall.symptom, stall.severity) == ("stalled_loss", "error")
+    assert stall.evidence["lr_exactly_zero"] and stall.evidence["lr_in_effect"] == 0
+    assert "scheduler.step()" in stall.remedies[0]

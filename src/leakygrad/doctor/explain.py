@@ -1766,6 +1766,16 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
             "optimiser was given, at every sampled step: the schedule, not the "
             "rate given, is what holds the training back."
         )
+        if e.get("lr_exactly_zero"):
+            text += (
+                " The rate in effect is exactly 0, so no weight moves at all: a warm-up that starts from 0 "
+                "(`LambdaLR(optimizer, lambda step: step / warmup)`) whose `scheduler.step()` is never called stays "
+                "at its first value, 0."
+            )
+            remedies.append(
+                "Call `scheduler.step()` after each `optimizer.step()` (per batch, for a warm-up counted in steps), "
+                "and check that the schedule's first value is not 0 if it is meant to be stepped per epoch."
+            )
         remedies.append(
             "Check the scheduler: a `LambdaLR` or `MultiplicativeLR` lambda returns a factor of the given rate "
             "(`lambda epoch: 0.95 ** epoch`), not a rate; a step decay's `step_size` counts `scheduler.step()` calls "
@@ -1999,10 +2009,16 @@ def _weights_shrank(factor) -> str:
     )
 
 
+# evidence of a stall's cause that the explanation gives first (explain's _add_cause): no "no other leak" then
+STALL_CAUSES = ("identity_activations", "softmax_into_squared_error", "batches_of_one_class")
+
+
 def _see_other_findings(e: dict) -> str:
     others = e.get("other_findings")
     if others:
         return " See the other findings: " + ", ".join(others) + "."
+    if any(e.get(cause) for cause in STALL_CAUSES):
+        return ""
     return " No other leak was found at the measured points: check that the inputs and the labels match."
 
 
@@ -2024,9 +2040,56 @@ EXPLAINERS = {
 def explain(finding: Finding) -> Finding:
     """Fill the finding's explanation and remedies from its evidence."""
     finding.explanation, finding.remedies = EXPLAINERS[finding.symptom](finding)
-    if finding.evidence.get("batches_of_one_class"):
+    e = finding.evidence
+    if e.get("softmax_into_squared_error"):
+        _add_cause(finding, *_softmax_into_squared_error(e["softmax_into_squared_error"]))
+    if e.get("identity_activations"):
+        _add_cause(finding, *_identity_activations(e["identity_activations"]))
+    if e.get("loss_multiplied_by"):
+        _add_cause(finding, *_loss_multiplied(e["loss_multiplied_by"]))
+    if e.get("batches_of_one_class"):
         _add_batches_of_one_class(finding)
     return finding
+
+
+def _add_cause(finding: Finding, text: str, remedy: str) -> None:
+    """A cause found beside a finding's own reading: its explanation and remedy come first."""
+    finding.explanation = text + " " + finding.explanation
+    finding.remedies = [remedy, *finding.remedies]
+
+
+def _loss_multiplied(factor: float) -> tuple[str, str]:
+    factor = f"{factor:g}"  # (1024, not 1.02e+03)
+    return (
+        f"The loss is multiplied by {factor} before `backward()`, and nothing divides the gradients back before "
+        f"the optimiser step: by the chain rule every gradient is {factor} times the loss's own, and so is every "
+        "SGD step (a float16 loss scale kept in float32 training, say). What follows is that step's doing.",
+        f"Divide the gradients by {factor} before `optimizer.step()` (`for p in model.parameters(): "
+        f"p.grad.div_({factor})`), or drop the factor: in float32 no loss scaling is needed, and "
+        "`torch.amp.GradScaler` does it (and its unscaling) for float16.",
+    )
+
+
+def _identity_activations(sites: list) -> tuple[str, str]:
+    where = ", ".join(f"`{site}`" for site in sites)
+    many = len(sites) > 1
+    return (
+        f"The LeakyReLU{'s' if many else ''} at {where} {'have' if many else 'has'} a negative slope of 1: "
+        f"{'each is' if many else 'it is'} the identity (`nn.LeakyReLU(True)` sets the slope, not inplace), so "
+        "its derivative is 1 everywhere and the layers around it compose into one linear map, which cannot fit a "
+        "task that is not linear.",
+        "Give the slope as a number, and `inplace` by name: `nn.LeakyReLU(0.01, inplace=True)` (or `nn.ReLU()`).",
+    )
+
+
+def _softmax_into_squared_error(site: str) -> tuple[str, str]:
+    return (
+        f"`mse_loss` compares the probabilities out of `{site}` with the targets: the squared error's gradient "
+        "reaches the logits only through the softmax's Jacobian diag(p) - p p^T, which is small wherever the "
+        "prediction is confident, right or wrong, so a confidently wrong example hardly teaches anything (with "
+        "cross-entropy the gradient at the logits is p - y, whole).",
+        "For classification, give `F.cross_entropy` the logits (drop the softmax) and the class indices.",
+    )
 
 
 def _add_batches_of_one_class(finding: Finding) -> None:

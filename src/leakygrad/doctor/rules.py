@@ -1083,12 +1083,47 @@ def _batches_of_one_class(history: History, t: Thresholds) -> dict | None:
     }
 
 
-def _with_batches_of_one_class(findings: list[Finding], history: History, t: Thresholds) -> list[Finding]:
-    """The findings, each given evidence `batches_of_one_class` when the batches hold one class each: units that die,
-    a loss that stalls or blows up, under a gradient that points to another class every few steps."""
-    sorted_data = _batches_of_one_class(history, t) if findings else None
-    for f in findings if sorted_data is not None else ():
-        f.evidence["batches_of_one_class"] = sorted_data
+def _loss_multiplied_by(history: History, t: Thresholds) -> float | None:
+    """The constant every recorded backward root multiplied its loss by, when it is `loss_scaled_up` or more (not a
+    GradScaler's: its own factor is left out of the records): `(loss * 1024).backward()` with the gradients never
+    divided back, an fp16 habit kept in float32."""
+    scales = [r.root_scale for r in history.records if r.root_scale is not None]
+    if not scales or 2 * len(scales) < len(history.records) or not min(scales) >= t.loss_scaled_up:
+        return None
+    return float(f"{median(scales):.6g}")  # (1024, as written: not rounded to 1020)
+
+
+def _curve_causes(history: History) -> dict:
+    """Evidence for a stalled loss from the graph: a LeakyReLU with a slope of 1 (`identity_activations`), a softmax
+    compared by a squared error (`softmax_into_squared_error`), each on most recent sampled steps."""
+    recent = history.recent()
+    causes = {}
+    for key in ("identity_activations", "softmax_into_squared_error"):
+        seen = [getattr(r, key) for r in recent if getattr(r, key)]
+        if seen and 2 * len(seen) >= len(recent):
+            causes[key] = seen[-1]
+    return causes
+
+
+def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -> list[Finding]:
+    """Evidence about the whole run, given to the findings it explains, after the rules and their folding: batches
+    of one class each (units that die, a loss that stalls or blows up, under a gradient that points to another class
+    every few steps); a loss multiplied by a large constant before backward (NaNs, a divergence, gradients that
+    explode: every step is that many times too large); a network made linear, or a squared error of probabilities,
+    under a stall."""
+    if not findings:
+        return findings
+    sorted_data = _batches_of_one_class(history, t)
+    scaled_by = _loss_multiplied_by(history, t)
+    causes = _curve_causes(history)
+    for f in findings:
+        on_the_curve = f.where == "loss" and f.symptom in ("stalled_loss", "diverging_loss")
+        if sorted_data is not None and (f.symptom == "dead_relu" or on_the_curve):
+            f.evidence["batches_of_one_class"] = sorted_data
+        if scaled_by is not None and f.symptom in ("nonfinite", "diverging_loss", "exploding_gradient"):
+            f.evidence["loss_multiplied_by"] = scaled_by
+        if f.symptom == "stalled_loss" and f.where == "loss":
+            f.evidence.update(causes)
     return findings
 
 
@@ -1273,7 +1308,7 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             # whose task code is 2-D); capacity lost, not a training that stopped
             severity, evidence["loss_last_third_to_first_step"] = "warning", _sci(learnt)
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
-    return _with_batches_of_one_class(_warnings_folded_into_the_first(findings), history, t)
+    return _warnings_folded_into_the_first(findings)
 
 
 SEPARATE_DEAD_SITES = 3  # more sites than this with a dead-unit warning: one warning, naming the others
@@ -2034,11 +2069,6 @@ def _gradient_kept_up(history: History, since: int, t: Thresholds) -> bool:
 
 
 def loss_rule(history: History, t: Thresholds) -> list[Finding]:
-    """The loss's curve: diverging, or stalled, with what the parameters' statistics say of why."""
-    return _with_batches_of_one_class(_loss_rule(history, t), history, t)
-
-
-def _loss_rule(history: History, t: Thresholds) -> list[Finding]:
     loss = history.current_loss()  # (a second model trained after the first: its own curve)
     smoothed = loss.smoothed()
     if len(loss) < t.loss_min_steps or len(smoothed) < 3:
@@ -2143,6 +2173,8 @@ def _loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
             evidence["lr_in_effect"], evidence["lr_given"] = scheduled
+            if scheduled[0] == 0:  # (exactly: nothing trains at all, an error)
+                evidence["lr_exactly_zero"] = True
         alike = _inputs_alike(history, t)
         if alike is not None:
             evidence["inputs_alike"] = alike
@@ -2155,7 +2187,8 @@ def _loss_rule(history: History, t: Thresholds) -> list[Finding]:
         first_step = loss.buckets[0].first_step
         if stopped:
             first_step = evidence["stopped_moving_at_step"] = stopped_at
-        return [Finding("stalled_loss", "loss", first_step, "warning", evidence)]
+        severity = "error" if evidence.get("lr_exactly_zero") else "warning"
+        return [Finding("stalled_loss", "loss", first_step, severity, evidence)]
     return []
 
 

@@ -139,6 +139,9 @@ class StepRecord:
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes
     probabilities_into_loss: str | None = None
+    softmax_into_squared_error: str | None = None  # the site of a softmax whose output mse_loss compares with targets
+    identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act
+    root_scale: float | None = None  # the constant the backward's root multiplies its loss by (not a GradScaler's)
     probabilities_function: str | None = None
     probabilities_classes: int | None = None
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the

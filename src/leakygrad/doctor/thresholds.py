@@ -210,6 +210,10 @@ class Thresholds:
     target_rows_over_one: float = 0.25
     """... with more than this share of its rows summing past 1: a multi-hot target, out of a softmax's reach (a
     probability target sums to 1: label smoothing, mixup and distillation's targets do, up to rounding)."""
+    loss_scaled_up: float = 64.0
+    """A backward root that multiplies its loss by this constant or more on every sampled step (no GradScaler): the
+    gradients are that many times the loss's, and NaNs, a divergence or exploding gradients are told with it
+    (evidence `loss_multiplied_by`: an fp16 loss scale kept without dividing the gradients back)."""
     attention_capacity: float = 0.25
     """An attention's softmax whose derivative kept less than this share of what rows spread evenly would have
     (1 - sum p^2 against 1 - 1/m), on the first sampled steps (median): saturated from the start, its scores too large

@@ -479,6 +479,19 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
     return None
 
 
+def _softmax_into_squared_error(loss_nodes, names) -> str | None:
+    """The site of a softmax whose output `mse_loss` compares with its targets (a classifier's probabilities against
+    one-hot targets), or None. The squared error's gradient reaches the logits only through the softmax's Jacobian,
+    diag(p) - p p^T, small wherever the prediction is confident, right or wrong."""
+    for node in loss_nodes:
+        if op_name(node) != "mse_loss" or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        below = graph_tools.beneath_reshapes(node.next_functions[0][0], also=graph_tools.SELECTIONS)
+        if op_name(below) == "softmax":
+            return names.get(below) or f"softmax after {graph_tools.nearest_upstream(below, names) or 'input'}"
+    return None
+
+
 def _dropout_into_loss(loss_nodes, names, dropout_sites: dict) -> dict | None:
     """The dropout module (in training mode) whose output the loss reads directly: {"module", "p"}, or None. A
     dropout on the logits themselves zeroes a share p of the prediction at every step."""
@@ -618,6 +631,8 @@ class StepState:
     root_scale: float | None = None
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
+    softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
+    identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
     # index of the share of targets outside the range it can reach)
@@ -1581,6 +1596,8 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
+        if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
+            state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
             state.root_scale = graph_tools.root_scale(root_nodes[0])
         if state.negated_loss is None and state.loss_with_domain is None:
@@ -1671,6 +1688,9 @@ class TorchProbe:
             # (a clamp that makes the model's own output, an image kept in [0, 1], is no hidden layer's activation)
             on_loss = node in loss_nodes or (op == "clamp" and names.get(node) in self.root_names)
             function = _activation_function(node, op, on_loss=on_loss)
+            if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
+                # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
+                state.identity_activations.add(names.get(node) or graph_tools.nearest_upstream(node, names) or "input")
             if function is not None:
                 owner = inside.get(node)
                 if owner in gated or (function in GATE_FUNCTIONS and node in multiplied):
@@ -2308,6 +2328,10 @@ class TorchProbe:
                 state.probabilities_into_loss
             )
         record.prediction_broadcast = state.prediction_broadcast
+        record.softmax_into_squared_error = state.softmax_into_squared_error
+        record.identity_activations = sorted(state.identity_activations) or None
+        if not state.loss_scaled:  # (a GradScaler's factor, its own business, is not the user's constant)
+            record.root_scale = state.root_scale
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
             record.reset_between_backwards = (state.reset_between_backwards, state.backward_pairs, state.root_scale)
