@@ -804,3 +804,32 @@ def test_a_warm_up_from_zero_whose_scheduler_never_steps_is_an_error_that_says_s
     assert (stall.symptom, stall.severity) == ("stalled_loss", "error")
     assert stall.evidence["lr_exactly_zero"] and stall.evidence["lr_in_effect"] == 0
     assert "scheduler.step()" in stall.remedies[0]
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_hand_written_update_that_rebinds_the_name_is_told_as_such(in_place):
+    """Hand-written SGD with `p = p - lr * p.grad` in a loop: the name is bound to a new tensor and no parameter ever
+    changes. In a sweep's script the stall said "the optimiser steps none of them", with no optimiser in the script.
+    Updated in place, the same loop trains and there is no finding."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    with doctor.watch(model, every=4) as dr:
+        for step in range(96):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            model.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    if in_place:
+                        p -= 0.1 * p.grad
+                    else:
+                        p = p - 0.1 * p.grad  # noqa: PLW2901
+    if in_place:
+        assert dr.findings == []
+        return
+    [stall] = dr.findings
+    assert stall.symptom == "stalled_loss" and stall.evidence["without_optimizer"]
+    assert "`p = p - lr * p.grad`" in stall.explanation and "optimiser steps none" not in stall.explanation
+    assert stall.remedies[0].startswith("Update the parameters in place")

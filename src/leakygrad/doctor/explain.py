@@ -1957,6 +1957,17 @@ def explain_stalled_loss(f: Finding):
                 "the way (a pruning mask that keeps too few of them zeroes the rest of their gradient)."
                 + _see_other_findings(e)
             )
+        elif median_ratio is None and e.get("without_optimizer"):
+            text += (
+                " No optimiser steps the model, and no update of its weights was measured between the sampled steps. "
+                "A hand-written update `p = p - lr * p.grad` in a loop binds a new tensor to the loop's name and "
+                "leaves the parameter as it was." + _see_other_findings(e)
+            )
+            remedies.insert(
+                0,
+                "Update the parameters in place, under `torch.no_grad()`: `for p in model.parameters(): "
+                "p -= lr * p.grad` (then `p.grad = None`), or use `torch.optim.SGD(model.parameters(), lr)`.",
+            )
         elif median_ratio is None:
             text += (
                 " No update of the model's weights was measured: the optimiser steps none of them (was it made over "

@@ -2380,6 +2380,7 @@ class TorchProbe:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
+        record.without_optimizer = self.mode == "backward"
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
         record.lr_schedule = state.lr_schedule
