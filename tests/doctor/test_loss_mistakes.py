@@ -833,3 +833,29 @@ def test_a_hand_written_update_that_rebinds_the_name_is_told_as_such(in_place):
     assert stall.symptom == "stalled_loss" and stall.evidence["without_optimizer"]
     assert "`p = p - lr * p.grad`" in stall.explanation and "optimiser steps none" not in stall.explanation
     assert stall.remedies[0].startswith("Update the parameters in place")
+
+
+def test_a_stall_after_nans_reached_the_weights_does_not_blame_the_optimiser():
+    """A "safe" distance `torch.where(d2 > 0, d2.sqrt(), 0)`: the diagonal's sqrt has an infinite derivative, its
+    backward makes NaN, and Adam steps every weight to NaN; the loss stays finite (`d2 > 0` is False for NaN) and
+    flat. The stall said "the optimiser steps none of them", which Adam did; it points to the NaN now."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(64):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            z = model(x[batch])
+            d2 = (z[:, None, :] - z[None, :, :]).pow(2).sum(-1)
+            d = torch.where(d2 > 0, d2.sqrt(), torch.zeros_like(d2))
+            same = (y[batch][:, None] == y[batch][None, :]).float()
+            loss = (same * d.pow(2) + (1 - same) * F.relu(2.0 - d).pow(2)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    symptoms = {f.symptom: f for f in dr.findings}
+    assert symptoms["nonfinite"].where == "sqrt"
+    stall = symptoms["stalled_loss"]
+    assert "NaN or inf reached them" in stall.explanation
+    assert "optimiser steps none" not in stall.explanation and "No optimiser steps" not in stall.explanation

@@ -1968,6 +1968,11 @@ def explain_stalled_loss(f: Finding):
                 "Update the parameters in place, under `torch.no_grad()`: `for p in model.parameters(): "
                 "p -= lr * p.grad` (then `p.grad = None`), or use `torch.optim.SGD(model.parameters(), lr)`.",
             )
+        elif median_ratio is None and "nonfinite" in (e.get("other_findings") or []):
+            text += (
+                " No update of the model's weights could be measured: NaN or inf reached them (see the nonfinite "
+                "finding), and a ratio of non-finite sizes is no measure." + _see_other_findings(e)
+            )
         elif median_ratio is None:
             text += (
                 " No update of the model's weights was measured: the optimiser steps none of them (was it made over "

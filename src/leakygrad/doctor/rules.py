@@ -2179,7 +2179,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         if alike is not None:
             evidence["inputs_alike"] = alike
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
-        if all(r.without_optimizer for r in history.recent()):
+        looked = history.recent()
+        if looked and all(r.without_optimizer for r in looked):
             evidence["without_optimizer"] = True
         initial = loss.buckets[0].first
         if flat and initial > last * (1 + t.fell_early):  # it learned, then stopped: converged, or stuck at a floor
