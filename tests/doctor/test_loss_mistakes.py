@@ -20,6 +20,8 @@ penalty: backward works, every parameter gets the penalty's gradient and nothing
 `blocked_gradient` at `detach`.
 """
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -859,3 +861,61 @@ def test_a_stall_after_nans_reached_the_weights_does_not_blame_the_optimiser():
     stall = symptoms["stalled_loss"]
     assert "NaN or inf reached them" in stall.explanation
     assert "optimiser steps none" not in stall.explanation and "No optimiser steps" not in stall.explanation
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_gradient_penalty_taken_without_create_graph_is_a_blocked_gradient_at_autograd_grad(create_graph):
+    """Input-gradient regularisation, `ce + lam * ||d ce / d x||^2`, with `torch.autograd.grad(..., retain_graph=True)`
+    and no `create_graph=True`: the penalty is a constant, and the model trains as if it were not there. In a sweep's
+    script nothing was said. With create_graph=True there is no finding."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(48):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            xb = x[batch].clone().requires_grad_(True)
+            ce = F.cross_entropy(model(xb), y[batch])
+            options = {"create_graph": True} if create_graph else {"retain_graph": True}
+            (gx,) = torch.autograd.grad(ce * len(xb), xb, **options)
+            loss = ce + 10.0 * gx.pow(2).sum(1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "autograd.grad"]
+    if create_graph:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
+    assert "create_graph=True" in f.remedies[0]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_physics_informed_residual_whose_second_derivative_has_no_graph_is_found(create_graph):
+    """A physics-informed network for u'' = -pi^2 sin(pi x): u'' taken without create_graph=True is a constant to the
+    weights, though the residual still has a graph back to the input coordinates x. The run stalls; before, the stall
+    was all that was said (a limit of sweep 23). With create_graph=True it trains and there is no finding."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
+    ends = torch.tensor([[0.0], [1.0]])
+    with doctor.watch(net, optimizer, every=8) as dr:
+        for _ in range(300):
+            x = torch.rand(64, 1, requires_grad=True)
+            u = net(x)
+            (du,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=True)
+            (d2u,) = torch.autograd.grad(du, x, torch.ones_like(du), create_graph=create_graph)
+            residual = d2u + math.pi**2 * torch.sin(math.pi * x)
+            loss = (residual**2).mean() + 10 * (net(ends) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "autograd.grad"]
+    if create_graph:
+        assert named == []
+        return
+    [f] = named
+    assert f.symptom == "blocked_gradient" and "reaches no parameter" in f.explanation
+    assert not [g for g in dr.findings if g.symptom == "stalled_loss"]  # (folded into it)

@@ -436,6 +436,22 @@ def _explain_zero_pos_weight(f: Finding):
     return text, remedies
 
 
+def _explain_penalty_without_graph(f: Finding):
+    text = (
+        "`torch.autograd.grad` is called without `create_graph=True`, and the loss adds a term that reaches no "
+        f"parameter (on {f.evidence['sampled_steps']} sampled steps): the gradient it returns is a plain tensor, with "
+        "no record of how it was computed from the weights, so a term made of it (a gradient penalty, double "
+        "backprop, a physics-informed residual) is a constant to the parameters. It adds to the loss's value and "
+        "passes them no gradient: the model is trained as if the term were not there. (`retain_graph=True` only "
+        "silences the error a second backward through the same graph would raise.)"
+    )
+    remedies = [
+        "Pass `create_graph=True` to `torch.autograd.grad` when its result goes into the loss: "
+        "`g, = torch.autograd.grad(out, x, create_graph=True)`, so that backward differentiates through it.",
+    ]
+    return text, remedies
+
+
 def _explain_soft_targets(f: Finding):
     e = f.evidence
     text = (
@@ -1184,6 +1200,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_zero_pos_weight(f)
     if "target_row_sum" in e:
         return _explain_soft_targets(f)
+    if e.get("constant_loss_term"):
+        return _explain_penalty_without_graph(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

@@ -335,7 +335,11 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             unbounded.evidence["nonfinite_from_step"] = ended
     # a clip_grad_value_ far below the gradients, or a Huber loss's delta far below the errors: the stall is its doing
     # (steps of lr * clip_value at most; every example's gradient cut to delta)
-    capped = next((f for f in kept if "capped_share" in f.evidence or "huber_delta" in f.evidence), None)
+    # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
+    capped = next(
+        (f for f in kept if {"capped_share", "huber_delta", "constant_loss_term"} & f.evidence.keys()),
+        None,
+    )
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
         kept = [f for f in kept if not any(f is stall for stall in stalls)]
@@ -1036,6 +1040,21 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
         "site": "loss",
     }
     return [Finding("blocked_gradient", "cross_entropy", history.records[0].step, "error", evidence)]
+
+
+# --- a gradient penalty with no graph -------------------------------------------------------------------------------
+def penalty_without_graph_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`torch.autograd.grad` called without `create_graph=True`, in steps whose loss adds a term that has no graph, on
+    most recent sampled steps (and `min_records`): the gradient it returned is a constant, and so is the penalty made
+    of it (double backprop, a WGAN's gradient penalty, a physics-informed residual). It adds to the loss's value;
+    backprop passes nothing through it (`retain_graph=True` only silences the error a second backward would raise)."""
+    recent = history.recent()
+    hit = [r for r in recent if r.penalty_without_graph]
+    if len(hit) < t.min_records or 2 * len(hit) < len(recent):
+        return []
+    first = next(r.step for r in history.records if r.penalty_without_graph)
+    evidence = {"create_graph": False, "constant_loss_term": True, "sampled_steps": len(hit), "site": "loss"}
+    return [Finding("blocked_gradient", "autograd.grad", first, "error", evidence)]
 
 
 # --- attention saturated from the start -------------------------------------------------------------------------------
@@ -2211,6 +2230,7 @@ RULES = (
     zero_pos_weight_rule,
     soft_targets_rule,
     attention_saturation_rule,
+    penalty_without_graph_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

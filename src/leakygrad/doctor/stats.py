@@ -141,6 +141,8 @@ class StepRecord:
     probabilities_into_loss: str | None = None
     softmax_into_squared_error: str | None = None  # the site of a softmax whose output mse_loss compares with targets
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act
+    # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph
+    penalty_without_graph: bool = False
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     root_scale: float | None = None  # the constant the backward's root multiplies its loss by (not a GradScaler's)
     probabilities_function: str | None = None

@@ -483,6 +483,28 @@ def attention_scores(softmax_node) -> float | None:
     return None
 
 
+def loss_terms(root) -> list:
+    """The terms of the backward's root, when it is a sum (through constant factors, negations and means): `ce + lam *
+    penalty` gives the node of each term, and None for a term that has no graph at all (a penalty computed from
+    tensors with no history: a gradient taken without create_graph, a value computed under no_grad). [] when the root
+    is no sum."""
+    terms, stack, looked = [], [root], 0
+    while stack and looked < 16:
+        node, looked = stack.pop(), looked + 1
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op in ("add", "sub"):
+            terms.extend([None] * (len(node.next_functions) - len(inputs)))
+            stack.extend(inputs)
+        elif node is not root and not terms and len(inputs) == 1 and op in ("neg", "mean", "sum"):
+            stack.append(inputs[0])
+        elif len(inputs) == 1 and _constant_factor(node) is not None and op in ("mul", "div"):
+            stack.append(inputs[0])
+        elif node is not root:
+            terms.append(node)
+    return terms if looked > 1 else []
+
+
 def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
     """(target, number of classes, ignore_index) of the first `nll_loss` (cross_entropy's) on the loss side that
     compares one row of class scores per example with a class index each, or None: a batch's targets, to count the

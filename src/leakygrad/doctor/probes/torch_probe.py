@@ -238,9 +238,26 @@ def _patched_clip_value(parameters, clip_value, *args, **kwargs):
     return result
 
 
+# torch.autograd.grad: a gradient taken without create_graph=True is a constant to a later backward. A penalty made of
+# it (double backprop, a WGAN's gradient penalty, a physics-informed residual) adds to the loss and passes no gradient.
+_original_grad = None
+AUTOGRAD_GRAD = torch.autograd.grad
+
+
+def _patched_grad(outputs, inputs, *args, **kwargs):
+    result = (_original_grad or AUTOGRAD_GRAD)(outputs, inputs, *args, **kwargs)
+    create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
+    if not create_graph and not _compiled_or_transformed() and not _inside_backward():
+        for probe in list(_active_probes):
+            probe.note_grad_without_graph()
+    return result
+
+
 def _activate(probe: TorchProbe) -> None:
-    global _original_backward, _original_scale, _original_clip, _original_clip_value
+    global _original_backward, _original_scale, _original_clip, _original_clip_value, _original_grad
     if not _active_probes:
+        _original_grad = torch.autograd.grad
+        torch.autograd.grad = functools.wraps(_original_grad)(_patched_grad)
         _original_backward = torch.autograd.backward
         torch.autograd.backward = functools.wraps(_original_backward)(_patched_backward)
         _original_scale = torch.amp.GradScaler.scale
@@ -254,11 +271,13 @@ def _activate(probe: TorchProbe) -> None:
 
 
 def _deactivate(probe: TorchProbe) -> None:
-    global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled
+    global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled, _original_grad
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
         torch.autograd.backward = _original_backward
+        torch.autograd.grad = _original_grad
+        _original_grad = None
         torch.amp.GradScaler.scale = _original_scale
         for module in _CLIP_MODULES:
             module.clip_grad_norm_ = _original_clip
@@ -633,6 +652,8 @@ class StepState:
     probabilities_into_loss: tuple | None = None
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
+    grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
+    constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
     # index of the share of targets outside the range it can reach)
@@ -1357,6 +1378,11 @@ class TorchProbe:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("NaN check hook", error)
 
+    def note_grad_without_graph(self) -> None:
+        """`torch.autograd.grad` was called without `create_graph=True` during this sampled step."""
+        if self.sampling and self.state is not None:
+            self.state.grad_without_graph = True
+
     def note_clipping(self, max_norm, total, given_nothing: bool = False) -> None:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
         an empty generator, when `given_nothing`)."""
@@ -1600,6 +1626,10 @@ class TorchProbe:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
             state.root_scale = graph_tools.root_scale(root_nodes[0])
+        if state.constant_loss_term is None and state.grad_without_graph:
+            # (a term with no graph, or one that reaches no parameter: a residual of inputs alone, a constant to them)
+            terms = graph_tools.loss_terms(root_nodes[0])
+            state.constant_loss_term = any(t is None or not self._reaches_a_watched_parameter(t) for t in terms)
         if state.negated_loss is None and state.loss_with_domain is None:
             sign, function = graph_tools.signed_loss(root_nodes[0])
             state.root_loss = function if sign > 0 else None
@@ -2381,6 +2411,7 @@ class TorchProbe:
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
         record.without_optimizer = self.mode == "backward"
+        record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
         record.lr_schedule = state.lr_schedule
