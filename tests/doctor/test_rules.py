@@ -1091,3 +1091,16 @@ def test_heavy_clipping_is_named_only_for_a_stall_not_for_a_diverging_loss():
         "clipped",
         1.0,
     )
+
+
+@pytest.mark.parametrize("layers", [6, 42])
+def test_a_gradient_vanishing_through_dozens_of_plain_layers_puts_residual_connections_first(layers):
+    """A 41-layer plain ReLU stack (residual blocks that lost their skip, sweep 27's q02): He initialisation, the first
+    remedy given, still left it at chance; the residual connection fixes it. From 20 weighted layers on it comes first;
+    a shallow stack keeps the initialisation first."""
+    evidence = {"across": "depth", "ratio": 1e-12, "input_layer": "m.0", "output_layer": "m.9", "layers": layers}
+    evidence |= {"mean_factor_per_layer": 0.43, "activation_mean_derivative": {"relu": 0.5}, "kinds": ["Linear"]}
+    finding = explain(Finding("vanishing_gradient", "m.0", 0, "error", evidence))
+    first = "Add residual connections" if layers >= 20 else "Initialise for the activation"
+    assert finding.remedies[0].startswith(first)
+    assert len(finding.remedies) == 3

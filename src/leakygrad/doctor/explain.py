@@ -47,6 +47,9 @@ def _layers(count: int) -> str:
 
 
 # --- vanishing / exploding --------------------------------------------------------------------------------------
+DEEP_PLAIN_STACK = 20  # weighted layers in a chain from which residual connections come first among the remedies
+
+
 def explain_vanishing_gradient(f: Finding):
     e = f.evidence
     if e.get("across") == "time":
@@ -91,13 +94,17 @@ def explain_vanishing_gradient(f: Finding):
         "inputs) and keep the squashing function only where an output must be bounded."
     ]
     remedies = replace if squashed else []
-    remedies += [
+    initialise = (
         "Initialise for the activation: `nn.init.kaiming_normal_` (He) for ReLU-family, `nn.init.xavier_uniform_` "
         "for tanh/sigmoid (with `gain=nn.init.calculate_gain('tanh')` for tanh), so each layer keeps the gradient's "
-        "scale.",
-        "Put a normalisation layer (BatchNorm / LayerNorm) between layers.",
-        "Add residual connections (x + f(x)): the identity path has derivative 1 whatever f does.",
-    ]
+        "scale."
+    )
+    normalise = "Put a normalisation layer (BatchNorm / LayerNorm) between layers."
+    residual = "Add residual connections (x + f(x)): the identity path has derivative 1 whatever f does."
+    # (through dozens of layers a gain of 1 per layer is a knife's edge that no initialisation holds for long: the
+    # identity path of a residual connection is what deep networks rely on)
+    deep = (e.get("layers") or 0) >= DEEP_PLAIN_STACK
+    remedies += [residual, initialise, normalise] if deep else [initialise, normalise, residual]
     if squashing and not squashed:
         remedies += replace
     if e.get("weights_shrank_by"):
