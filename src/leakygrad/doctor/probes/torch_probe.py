@@ -93,8 +93,8 @@ LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are look
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
 SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its float targets) are summed by row
-# a classifier's batches: the classes each holds are counted on this many first sampled steps that had one, then on
-# those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
+# a classifier's batches: the classes each holds are counted on this many first sampled backward passes with a loss,
+# then on those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
 CLASS_COUNT_FIRST_LOOKS = 4
 CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
@@ -874,9 +874,9 @@ class TorchProbe:
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
-        self._soft_target_looks = 0  # ... on which a cross-entropy's float targets were summed by row
-        self._class_target_steps = 0  # sampled steps whose loss compared class scores with class indices
-        self._class_count_looks = 0  # ... of them, those whose batch's classes were counted
+        self._soft_target_looks = 0  # sampled backward passes looked through for a cross-entropy's float targets
+        self._loss_walks = 0  # backward passes of sampled steps with a loss side (see _count_batch_classes)
+        self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
@@ -1654,11 +1654,13 @@ class TorchProbe:
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
         if state.soft_targets is None and self._soft_target_looks < SOFT_TARGET_LOOKS:
             self._look_at_soft_targets(state, root_nodes[0])
-        if loss_nodes and state.batch_classes is None:
-            found = graph_tools.class_targets(loss_nodes)
-            if found is not None:
-                self._class_target_steps += 1
-                self._count_batch_classes(state, *found)
+        if loss_nodes and state.batch_classes is None and self._class_count_looks < CLASS_COUNT_LOOKS:
+            self._loss_walks += 1
+            seen = self._loss_walks
+            if seen <= CLASS_COUNT_FIRST_LOOKS or not seen & (seen - 1):  # (the first few, then 8, 16, 32, ...)
+                found = graph_tools.class_targets(loss_nodes)
+                if found is not None:
+                    self._count_batch_classes(state, *found)
         if loss_nodes and state.zero_pos_weight is None:
             found = graph_tools.positive_weight(loss_nodes)
             if found is not None:  # (its smallest entry, the positive targets, and those of them weighted 0)
@@ -1791,10 +1793,10 @@ class TorchProbe:
     def _look_at_soft_targets(self, state: StepState, root) -> None:
         """A cross-entropy given class probabilities as its target: how their rows sum. A softmax's outputs sum to 1,
         so targets whose rows sum to more (a multi-hot target, 2.4 tags an example) are out of its reach."""
+        self._soft_target_looks += 1
         found = graph_tools.soft_targets(root)
         if found is None:
             return
-        self._soft_target_looks += 1
         target, dim = found
         if target.numel() == 0:
             return
@@ -1807,9 +1809,6 @@ class TorchProbe:
         """How many classes a classifier's batch holds, and which is the most frequent: on a few first sampled steps,
         then on those whose count is a power of two. Batches of one class each come from a dataset sorted by class
         and not shuffled: each stretch of steps pulls the model towards one class."""
-        seen = self._class_target_steps
-        if self._class_count_looks >= CLASS_COUNT_LOOKS or (seen > CLASS_COUNT_FIRST_LOOKS and seen & (seen - 1)):
-            return
         self._class_count_looks += 1
         if target.numel() < 2:
             return
