@@ -919,3 +919,19 @@ def test_a_physics_informed_residual_whose_second_derivative_has_no_graph_is_fou
     [f] = named
     assert f.symptom == "blocked_gradient" and "reaches no parameter" in f.explanation
     assert not [g for g in dr.findings if g.symptom == "stalled_loss"]  # (folded into it)
+
+
+def test_a_loss_multiplied_under_adam_is_not_taken_for_larger_steps():
+    """Adam divides each step by the gradient's running size, so a loss multiplied by 1024 moves it as the loss itself
+    would: the factor is not recorded, and nothing that goes wrong in such a run is told as its doing."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x[:64]), y[:64])
+            optimizer.zero_grad()
+            (loss * 1024.0).backward()
+            optimizer.step()
+    assert dr.history.records and all(r.root_scale is None for r in dr.history.records)

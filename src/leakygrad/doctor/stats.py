@@ -144,7 +144,9 @@ class StepRecord:
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph
     penalty_without_graph: bool = False
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
-    root_scale: float | None = None  # the constant the backward's root multiplies its loss by (not a GradScaler's)
+    # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
+    # are divided by the gradient's size: Adam's do not grow with it)
+    root_scale: float | None = None
     probabilities_function: str | None = None
     probabilities_classes: int | None = None
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the

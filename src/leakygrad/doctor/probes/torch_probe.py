@@ -391,6 +391,14 @@ def _swapped_betas(optimizer) -> list[float] | None:
     return None
 
 
+# optimisers that divide each step by a running size of the gradient: a loss multiplied by a constant moves them alike
+SIZE_NORMALISING = tuple(
+    getattr(torch.optim, name)
+    for name in ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "SparseAdam")
+    if hasattr(torch.optim, name)
+)
+
+
 def _lr_schedule(optimizer) -> tuple[float, float] | None:
     """(lr, initial_lr) of the optimiser's first parameter group, when a learning-rate scheduler has set `initial_lr`
     (the `torch.optim.lr_scheduler` schedules do; `ReduceLROnPlateau` does not): the rate in effect, and the one the
@@ -652,6 +660,7 @@ class StepState:
     probabilities_into_loss: tuple | None = None
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
+    step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
     constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
@@ -2002,6 +2011,9 @@ class TorchProbe:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
+                self.state.step_size_normalised = isinstance(optimizer, SIZE_NORMALISING) or any(
+                    "betas" in group for group in optimizer.param_groups
+                )
                 self.state.lr_schedule = _lr_schedule(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
@@ -2359,7 +2371,8 @@ class TorchProbe:
         record.prediction_broadcast = state.prediction_broadcast
         record.softmax_into_squared_error = state.softmax_into_squared_error
         record.identity_activations = sorted(state.identity_activations) or None
-        if not state.loss_scaled:  # (a GradScaler's factor, its own business, is not the user's constant)
+        # (a GradScaler's factor is its own business, not the user's constant; and Adam's steps do not grow with it)
+        if not state.loss_scaled and not state.step_size_normalised:
             record.root_scale = state.root_scale
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
