@@ -808,11 +808,12 @@ def test_a_warm_up_from_zero_whose_scheduler_never_steps_is_an_error_that_says_s
     assert "scheduler.step()" in stall.remedies[0]
 
 
-@pytest.mark.parametrize("in_place", [False, True])
-def test_a_hand_written_update_that_rebinds_the_name_is_told_as_such(in_place):
+@pytest.mark.parametrize("in_place, lr", [(False, 0.1), (True, 0.1), (True, 1e-7)])
+def test_a_hand_written_update_that_rebinds_the_name_is_told_as_such(in_place, lr):
     """Hand-written SGD with `p = p - lr * p.grad` in a loop: the name is bound to a new tensor and no parameter ever
     changes. In a sweep's script the stall said "the optimiser steps none of them", with no optimiser in the script.
-    Updated in place, the same loop trains and there is no finding."""
+    Updated in place, the same loop trains and there is no finding; at a rate far too low, the stall says the weights
+    do move, and points to the rate."""
     x, y = _digits()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
@@ -825,11 +826,17 @@ def test_a_hand_written_update_that_rebinds_the_name_is_told_as_such(in_place):
             with torch.no_grad():
                 for p in model.parameters():
                     if in_place:
-                        p -= 0.1 * p.grad
+                        p -= lr * p.grad
                     else:
-                        p = p - 0.1 * p.grad  # noqa: PLW2901
-    if in_place:
+                        p = p - lr * p.grad  # noqa: PLW2901
+    if in_place and lr == 0.1:
         assert dr.findings == []
+        return
+    if in_place:
+        [stall] = dr.findings
+        assert stall.evidence["without_optimizer"] and stall.evidence["weights_moved"]
+        assert "they do change" in stall.explanation and "p = p -" not in stall.explanation
+        assert "optimiser steps none" not in stall.explanation
         return
     [stall] = dr.findings
     assert stall.symptom == "stalled_loss" and stall.evidence["without_optimizer"]
@@ -935,3 +942,111 @@ def test_a_loss_multiplied_under_adam_is_not_taken_for_larger_steps():
             (loss * 1024.0).backward()
             optimizer.step()
     assert dr.history.records and all(r.root_scale is None for r in dr.history.records)
+
+
+def test_gradients_taken_without_create_graph_on_purpose_are_no_finding():
+    """First-order MAML takes the weights' gradient without create_graph on purpose, and FGSM the input's, each loss
+    summed from `torch.zeros(())`: neither is a penalty made of a constant (a review found both reported as one)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 40), nn.ReLU(), nn.Linear(40, 1))
+    params = list(net.parameters())
+    meta = torch.optim.Adam(params, lr=1e-3)
+    with doctor.watch(net, meta, every=2) as maml:
+        for _ in range(24):
+            total = torch.zeros(())
+            for _ in range(2):
+                amplitude, xs, xq = 1 + 4 * torch.rand(1), 10 * torch.rand(10, 1) - 5, 10 * torch.rand(10, 1) - 5
+                inner = torch.autograd.grad(F.mse_loss(net(xs), amplitude * torch.sin(xs)), params)
+                fast = [p - 0.01 * g for p, g in zip(params, inner)]
+                h = F.relu(F.linear(xq, fast[0], fast[1]))
+                total = total + F.mse_loss(F.linear(h, fast[2], fast[3]), amplitude * torch.sin(xq))
+            meta.zero_grad()
+            (total / 2).backward()
+            meta.step()
+    x = torch.randn(256, 16)
+    y = (x[:, :2].sum(1) > 0).long()
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=2) as fgsm:
+        for _ in range(24):
+            xr = x.clone().requires_grad_()
+            (g,) = torch.autograd.grad(F.cross_entropy(model(xr), y), xr)
+            total = torch.zeros(())
+            for xb in (x, (x + 0.05 * g.sign()).detach()):
+                total = total + 0.5 * F.cross_entropy(model(xb), y)
+            optimizer.zero_grad()
+            total.backward()
+            optimizer.step()
+    for dr in (maml, fgsm):
+        assert not [f for f in dr.findings if f.where == "autograd.grad"]
+        assert not any(r.penalty_without_graph for r in dr.history.records)
+
+
+@pytest.mark.parametrize("loss_kind", ["supervised contrastive", "label distribution"])
+def test_targets_that_sum_past_1_by_design_are_no_multi_hot_finding(loss_kind):
+    """A supervised contrastive loss over a batch's similarities (3 positives a row, aiming at 1/3 each) and an
+    unnormalised Gaussian label distribution over ordered bins both give cross-entropy targets whose rows sum past 1,
+    by design (a review found both reported as multi-hot targets)."""
+    torch.manual_seed(0)
+    if loss_kind == "supervised contrastive":
+        ids = torch.arange(32).repeat(4)
+        positives = (ids[:, None] == ids[None, :]).float() - torch.eye(128)
+        x = torch.randn(32, 20).repeat(4, 1)
+        model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 16))
+    else:
+        x = torch.randn(256, 10)
+        age = ((x[:, :3].sum(1) + 5) * 2).clamp(0, 19)
+        target = torch.exp(-((torch.arange(20.0)[None] - age[:, None]) ** 2) / 2)
+        model = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 20))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            if loss_kind == "supervised contrastive":
+                z = F.normalize(model(x + 0.1 * torch.randn_like(x)), dim=1)
+                similarity = (z @ z.T / 0.1).masked_fill(torch.eye(128, dtype=torch.bool), -1e9)
+                loss = -(positives * F.log_softmax(similarity, dim=1)).sum(1).mean() / 3
+            else:
+                loss = F.cross_entropy(model(x), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert not [f for f in dr.findings if f.where == "cross_entropy"]
+
+
+def test_a_loss_multiplied_and_divided_back_before_the_step_is_not_blamed():
+    """`(loss * 1024).backward()` with every gradient divided by 1024 in place before an SGD step that diverges for
+    its own reason (a rate far too high): the factor is not told as the cause (a review found it was)."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=5.0)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(32):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            (loss * 1024.0).backward()
+            for p in model.parameters():
+                p.grad.div_(1024.0)
+            optimizer.step()
+    assert dr.history.records and all(r.root_scale is None for r in dr.history.records)
+    assert not [f for f in dr.findings if "loss_multiplied_by" in f.evidence]
+
+
+def test_a_delayed_warm_up_that_is_stepped_is_not_a_rate_of_exactly_0():
+    """A schedule at 0 for the first 150 of 200 steps, then rising, stepped every step: the rate was 0 on most sampled
+    steps but not all, and the weights moved; no "scheduler.step() is never called" (a review found it said so)."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 0).long()
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0, s - 150) / 20000)
+    with doctor.watch(model, optimizer, every=16) as dr:
+        for _ in range(200):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+    assert not [f for f in dr.findings if f.evidence.get("lr_exactly_zero")]

@@ -1982,7 +1982,7 @@ def explain_stalled_loss(f: Finding):
                 "the way (a pruning mask that keeps too few of them zeroes the rest of their gradient)."
                 + _see_other_findings(e)
             )
-        elif median_ratio is None and e.get("without_optimizer"):
+        elif median_ratio is None and e.get("without_optimizer") and not e.get("weights_moved"):
             text += (
                 " No optimiser steps the model, and no update of its weights was measured between the sampled steps. "
                 "A hand-written update `p = p - lr * p.grad` in a loop binds a new tensor to the loop's name and "
@@ -1992,6 +1992,17 @@ def explain_stalled_loss(f: Finding):
                 0,
                 "Update the parameters in place, under `torch.no_grad()`: `for p in model.parameters(): "
                 "p -= lr * p.grad` (then `p.grad = None`), or use `torch.optim.SGD(model.parameters(), lr)`.",
+            )
+        elif median_ratio is None and e.get("without_optimizer"):  # (updated by hand, and the weights moved)
+            text += (
+                " No optimiser steps the model: its weights are updated by hand, and they do change between the "
+                "sampled steps, but how much an update moves them is measured at an optimiser's step only. A "
+                "hand-written learning rate far too low stalls a run so." + _see_other_findings(e)
+            )
+            remedies.insert(
+                0,
+                "Print the size of an update next to its weights (`(lr * p.grad).norm() / p.norm()`, around 1e-3 is "
+                "healthy), or use `torch.optim.SGD(model.parameters(), lr)`, whose steps the doctor measures.",
             )
         elif median_ratio is None and "nonfinite" in (e.get("other_findings") or []):
             text += (

@@ -1022,14 +1022,14 @@ def zero_pos_weight_rule(history: History, t: Thresholds) -> list[Finding]:
 
 # --- class probabilities that sum to more than 1 ---------------------------------------------------------------------
 def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
-    """A cross-entropy given class probabilities as targets whose rows sum to more than 1, on the first sampled steps
-    (median): a multi-hot target (2.4 tags an example) given to `cross_entropy`. A softmax shares one unit of
+    """A cross-entropy given targets of 0s and 1s whose rows sum to more than 1, on the first sampled steps (median): a
+    multi-hot target (2.4 tags an example) given to `cross_entropy`. A softmax shares one unit of
     probability among the classes, and the derivative of -sum(t * log softmax(z)) is s * softmax(z) - t with s the
     row's sum: it is 0 where each of k tagged classes has probability 1/k. The gradient stops pushing a tag up
     halfway (at 1/2 for two tags), however sure the example is."""
     looks = [look for look in history.soft_targets if math.isfinite(look["row_sum"])]
-    if not looks or min(look["low"] for look in looks) < 0 or max(look["high"] for look in looks) > 1:
-        return []  # (weights, not probabilities: a policy gradient's advantages times a one-hot action)
+    if not looks or not all(look["binary"] for look in looks):
+        return []  # (a label distribution, unnormalised on purpose; a policy gradient's advantages times an action)
     row_sum, over_one = median([look["row_sum"] for look in looks]), median([look["rows_over_one"] for look in looks])
     if not (row_sum > t.target_row_sum and over_one > t.target_rows_over_one):
         return []
@@ -2192,15 +2192,17 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
             evidence["lr_in_effect"], evidence["lr_given"] = scheduled
-            if scheduled[0] == 0:  # (exactly: nothing trains at all, an error)
-                evidence["lr_exactly_zero"] = True
+            if all(r.lr_schedule[0] == 0 for r in history.records if r.lr_schedule is not None):
+                evidence["lr_exactly_zero"] = True  # (at every sampled step: nothing trains at all, an error)
         alike = _inputs_alike(history, t)
         if alike is not None:
             evidence["inputs_alike"] = alike
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
-        if looked and all(r.without_optimizer for r in looked):
+        layers = sorted({name for r in looked for name, layer in r.layers.items() if layer.has_weights})
+        if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)
             evidence["without_optimizer"] = True
+            evidence["weights_moved"] = any(_weights_moved(looked, name) for name in layers)
         initial = loss.buckets[0].first
         if flat and initial > last * (1 + t.fell_early):  # it learned, then stopped: converged, or stuck at a floor
             plateau = next((step for step, value in smoothed if value <= last * (1 + t.stalled_change)), None)

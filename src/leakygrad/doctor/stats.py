@@ -129,7 +129,7 @@ class StepRecord:
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}
     zero_pos_weight: dict | None = None
     # a cross-entropy's class-probability targets (first sampled steps): {"row_sum" (mean), "rows_over_one" (share),
-    # "low", "high" (entries)}
+    # "binary" (every entry 0 or 1)}
     soft_targets: dict | None = None
     # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
     # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean)}

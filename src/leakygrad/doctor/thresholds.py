@@ -216,8 +216,9 @@ class Thresholds:
     (evidence `loss_multiplied_by`: an fp16 loss scale kept without dividing the gradients back)."""
     attention_capacity: float = 0.25
     """An attention's softmax whose derivative kept less than this share of what rows spread evenly would have
-    (1 - sum p^2 against 1 - 1/m), on the first sampled steps (median): saturated from the start, its scores too large
-    (a freshly initialised attention is spread nearly evenly: 0.9-1; scores multiplied by sqrt(64) gave 0.16)."""
+    (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its
+    scores too large (a freshly initialised attention is spread nearly evenly: 0.98-1.0 in healthy scripts, a causal
+    mask over 8 entries lowers that to 0.75; scores multiplied by sqrt(64) gave 0.08)."""
     batch_classes_few: int = 2
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and

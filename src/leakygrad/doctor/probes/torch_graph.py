@@ -442,7 +442,9 @@ def soft_targets(root) -> tuple[torch.Tensor, int] | None:
             stack.append(inputs[0])
         elif op == "mul":
             below = beneath_reshapes(inputs[0])
-            if op_name(below) == "log_softmax":
+            # (a contrastive loss's similarities over a batch, supervised with k positives a row, aim at 1/k each by
+            # design: not a classifier's logits)
+            if op_name(below) == "log_softmax" and attention_scores(below) is None:
                 result = saved_value(below, "_saved_result")
                 for name in ("_saved_other", "_saved_self"):
                     target = saved_value(node, name)
@@ -459,8 +461,9 @@ SCORE_SHAPING = ("masked_fill", "add", "sub")  # a mask or a position bias added
 
 def attention_scores(softmax_node) -> float | None:
     """The constant the scores under a softmax were multiplied by (`q @ k.T / sqrt(d)`: 1/sqrt(d)), when they are
-    attention scores: a product of two computed tensors (`bmm`), reached through reshapes, products and quotients by
-    numbers, and masks or biases added or filled in. None for any other softmax (a classifier's, a router's, a
+    attention scores, or similarities: a product of two computed tensors (`bmm`, `mm`), reached through reshapes,
+    products and quotients by numbers, and masks or biases added or filled in (the first term of a sum that is such
+    a product or a scaling of one is followed). None for any other softmax (a classifier's, a router's, a
     Gumbel-softmax's over logits from a linear layer)."""
     scale, node = 1.0, softmax_node.next_functions[0][0] if softmax_node.next_functions else None
     for _ in range(8):
@@ -469,8 +472,9 @@ def attention_scores(softmax_node) -> float | None:
         node = beneath_reshapes(node)
         op = op_name(node)
         inputs = [child for child, _ in node.next_functions if child is not None]
-        if op in ("bmm", "baddbmm"):  # (baddbmm: nn.MultiheadAttention's, adding its mask)
-            return scale if len(inputs) == 2 else None
+        if op in ("bmm", "baddbmm", "mm"):  # (baddbmm: nn.MultiheadAttention's, adding its mask)
+            computed = [child for child in inputs if type(child) is not PARAMETER_LEAF]  # (not `x @ W`: a layer)
+            return scale if len(computed) == 2 else None
         if op in ("mul", "div") and len(inputs) == 1:
             factor = _constant_factor(node)
             if not factor:
@@ -484,25 +488,24 @@ def attention_scores(softmax_node) -> float | None:
 
 
 def loss_terms(root) -> list:
-    """The terms of the backward's root, when it is a sum (through constant factors, negations and means): `ce + lam *
-    penalty` gives the node of each term, and None for a term that has no graph at all (a penalty computed from
-    tensors with no history: a gradient taken without create_graph, a value computed under no_grad). [] when the root
-    is no sum."""
+    """The terms of the backward's root, when it is a sum (under negations and constant factors): `ce + lam * penalty`
+    gives the node of each term, and None for a term added that has no graph at all (a penalty computed from tensors
+    with no history: a gradient taken without create_graph, a value computed under no_grad). A sum's first operand
+    with no graph is the start of a running total (`loss = torch.zeros(()); loss = loss + term`), not a term. [] when
+    the root is no sum."""
     terms, stack, looked = [], [root], 0
     while stack and looked < 16:
         node, looked = stack.pop(), looked + 1
         op = op_name(node)
         inputs = [child for child, _ in node.next_functions if child is not None]
         if op in ("add", "sub"):
-            terms.extend([None] * (len(node.next_functions) - len(inputs)))
+            terms.extend(None for child, _ in node.next_functions[1:] if child is None)
             stack.extend(inputs)
-        elif node is not root and not terms and len(inputs) == 1 and op in ("neg", "mean", "sum"):
-            stack.append(inputs[0])
-        elif len(inputs) == 1 and _constant_factor(node) is not None and op in ("mul", "div"):
+        elif len(inputs) == 1 and (op == "neg" or (op in ("mul", "div") and _constant_factor(node) is not None)):
             stack.append(inputs[0])
         elif node is not root:
             terms.append(node)
-    return terms if looked > 1 else []
+    return terms
 
 
 def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:

@@ -249,7 +249,7 @@ def _patched_grad(outputs, inputs, *args, **kwargs):
     create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
     if not create_graph and not _compiled_or_transformed() and not _inside_backward():
         for probe in list(_active_probes):
-            probe.note_grad_without_graph()
+            probe.note_grad_without_graph(inputs)
     return result
 
 
@@ -661,6 +661,7 @@ class StepState:
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
+    gradients_changed_before_step: bool = False  # ... found a gradient changed in place since the last backward
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
     constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
@@ -675,7 +676,7 @@ class StepState:
     # the targets that are positive, and of those weighted 0)
     zero_pos_weight: tuple | None = None
     # a cross-entropy given class probabilities: deferred indices of their rows' mean sum, of the share of rows that
-    # sum to more than 1, and of their smallest and largest entries
+    # sum to more than 1, and of "every entry is 0 or 1"
     soft_targets: tuple | None = None
     # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
     # capacity (see _look_at_attention) and of the rows' mean largest probability)
@@ -1387,10 +1388,14 @@ class TorchProbe:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("NaN check hook", error)
 
-    def note_grad_without_graph(self) -> None:
-        """`torch.autograd.grad` was called without `create_graph=True` during this sampled step."""
+    def note_grad_without_graph(self, inputs) -> None:
+        """`torch.autograd.grad` was called without `create_graph=True` during this sampled step, with respect to
+        `inputs`. Not when they are parameters the probe watches: first-order MAML's inner step takes the weights'
+        gradient so on purpose (and no penalty on the weights' gradient is meant to be a constant)."""
         if self.sampling and self.state is not None:
-            self.state.grad_without_graph = True
+            inputs = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
+            if not any(id(t) in self.param_labels for t in inputs if isinstance(t, torch.Tensor)):
+                self.state.grad_without_graph = True
 
     def note_clipping(self, max_norm, total, given_nothing: bool = False) -> None:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
@@ -1503,9 +1508,9 @@ class TorchProbe:
 
     def _representative_gradient(self) -> tuple | None:
         """(parameter, weak reference to its gradient, the gradient's version) of the first parameter the last plan
-        measured that holds a gradient: read again at the step's next backward (`_look_for_reset_since_last_backward`).
-        """
-        for param in self._plan.params if self._plan is not None else ():
+        measured (before the first optimiser step, the model's) that holds a gradient: read again at the step's next
+        backward (`_look_for_reset_since_last_backward`) or at its optimiser step (changed in place before it?)."""
+        for param in self._plan.params if self._plan is not None else self._model_parameters():
             if param.grad is not None:
                 return param, weakref.ref(param.grad), param.grad._version
         return None
@@ -1700,6 +1705,8 @@ class TorchProbe:
         multiplied = set()  # nodes whose output multiplies another computed tensor: x * sigmoid(g) is a gate
         gated_by_sigmoid = set()  # ... and those it multiplies: tanh(f) * sigmoid(g), the gated unit's other half
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
+        # (a step whose attention is measured measures every attention softmax in it)
+        attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
             op = op_name(node)
             if isinstance(node, CUSTOM_FUNCTION_NODE):
@@ -1708,7 +1715,7 @@ class TorchProbe:
                 trivial = graph_tools.softmax_over_one_entry(node)
                 if trivial is not None:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
-            if op == "softmax" and self._attention_looks < ATTENTION_LOOKS and node not in loss_nodes:
+            if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
             if op not in WATCHED_OPS:
                 if op == "mul":
@@ -1779,9 +1786,12 @@ class TorchProbe:
 
     def _look_at_attention(self, state: StepState, node, names) -> None:
         """An attention's softmax, on the first sampled steps: how much of its derivative is left. The softmax's
-        Jacobian is diag(p) - p p^T, and 1 - sum(p^2), its trace, measures it: 1 - 1/m for a row spread evenly over m
+        Jacobian is diag(p) - p p^T, and 1 - sum(p^2), its trace, measures it: 1 - 1/n for a row spread evenly over n
         entries, 0 for a one-hot row, where no gradient reaches the scores (nor the queries and keys under them). The
-        capacity is the rows' total over what rows spread evenly over their unmasked entries would have."""
+        capacity is the rows' mean over 1 - 1/n, n the row's length. (Masked entries lower it for a row spread over
+        the rest: a causal mask over 8 entries to 0.75, over 64 to 0.94, one key left of 60 to 0; a one-hot row gives
+        0 whatever the mask. Counting the entries that are not 0 would take those a saturated softmax rounds to 0 for
+        masked ones.)"""
         scale = graph_tools.attention_scores(node)
         p = graph_tools.saved_value(node, "_saved_result")
         if scale is None or not isinstance(p, torch.Tensor) or p.dim() < 2 or p.numel() == 0:
@@ -1792,10 +1802,9 @@ class TorchProbe:
         if not state.attention:
             self._attention_looks += 1
         p = p.detach().float()
-        left = (1 - (p * p).sum(dim)).sum()
-        unmasked = (p > 0).sum(dim).clamp(min=1).float()
-        capacity = left / (1 - 1 / unmasked).sum()  # (NaN when every row has one entry: not judged)
-        site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
+        capacity = (1 - (p * p).sum(dim)).mean() / (1 - 1 / p.shape[dim])
+        # (further than a layer's output is looked for: a fused qkv projection lies a dozen reshapes below)
+        site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
         scalar = state.deferred.scalar
         state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()))
 
@@ -1812,7 +1821,8 @@ class TorchProbe:
         rows = target.float().sum(dim)
         scalar = state.deferred.scalar
         over_one = (rows > 1.01).float().mean()  # (label smoothing's and mixup's rows sum to 1 up to rounding)
-        state.soft_targets = (scalar(rows.mean()), scalar(over_one), scalar(target.amin()), scalar(target.amax()))
+        binary = ((target == 0) | (target == 1)).all().float()  # (a multi-hot target; not a label distribution)
+        state.soft_targets = (scalar(rows.mean()), scalar(over_one), scalar(binary))
 
     def _count_batch_classes(self, state: StepState, target: torch.Tensor, classes: int, ignore_index: int) -> None:
         """How many classes a classifier's batch holds, and which is the most frequent: on a few first sampled steps,
@@ -1992,6 +2002,10 @@ class TorchProbe:
             if not self._is_watched_optimizer(optimizer):
                 return None
             self._stepped_since_backward = True
+            if self.sampling and self.state is not None and self._last_gradient is not None:
+                # (divided back, clipped or replaced since the backward: what the step uses is not what backward made)
+                param, grad, version = self._last_gradient
+                self.state.gradients_changed_before_step = param.grad is not grad() or param.grad._version != version
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -2371,8 +2385,9 @@ class TorchProbe:
         record.prediction_broadcast = state.prediction_broadcast
         record.softmax_into_squared_error = state.softmax_into_squared_error
         record.identity_activations = sorted(state.identity_activations) or None
-        # (a GradScaler's factor is its own business, not the user's constant; and Adam's steps do not grow with it)
-        if not state.loss_scaled and not state.step_size_normalised:
+        # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
+        # gradients divided back in place before the step are the loss's own again)
+        if not (state.loss_scaled or state.step_size_normalised or state.gradients_changed_before_step):
             record.root_scale = state.root_scale
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
@@ -2392,12 +2407,11 @@ class TorchProbe:
                 "positives_weighted_zero": value(unweighted_at),
             }
         if state.soft_targets is not None:
-            row_sum_at, over_one_at, low_at, high_at = state.soft_targets
+            row_sum_at, over_one_at, binary_at = state.soft_targets
             record.soft_targets = {
                 "row_sum": value(row_sum_at),
                 "rows_over_one": value(over_one_at),
-                "low": value(low_at),
-                "high": value(high_at),
+                "binary": value(binary_at) == 1,
             }
         if state.attention:
             record.attention = {
