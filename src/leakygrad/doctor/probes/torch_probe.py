@@ -394,7 +394,20 @@ def _swapped_betas(optimizer) -> list[float] | None:
 # optimisers that divide each step by a running size of the gradient: a loss multiplied by a constant moves them alike
 SIZE_NORMALISING = tuple(
     getattr(torch.optim, name)
-    for name in ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "SparseAdam")
+    for name in (
+        "Adam",
+        "AdamW",
+        "Adamax",
+        "NAdam",
+        "RAdam",
+        "RMSprop",
+        "Adagrad",
+        "Adadelta",
+        "SparseAdam",
+        "Adafactor",
+        "Rprop",
+        "Muon",
+    )
     if hasattr(torch.optim, name)
 )
 
