@@ -443,6 +443,22 @@ def _explain_zero_pos_weight(f: Finding):
     return text, remedies
 
 
+def _explain_inverted_loss_mask(f: Finding):
+    e = f.evidence
+    text = (
+        f"The per-token loss is multiplied by a mask that keeps the padding: {pct(e['padding_of_kept'])} of the "
+        f"positions it keeps are padding (token {e['padding_idx']}, the embedding's padding_idx), and it keeps "
+        f"{pct(e['real_tokens_kept'])} of the real tokens. The derivative of loss * mask with respect to the loss is "
+        "the mask, so every real token's gradient is multiplied by 0: the model learns only what to predict at the "
+        "padding, and the loss, taken over padding alone, falls fast."
+    )
+    remedies = [
+        "Build the mask the other way round: `mask = torch.arange(T)[None] < lengths[:, None]` (or `ids != pad`), "
+        "so that it keeps the real tokens; or give `cross_entropy` the padding's target as `ignore_index`.",
+    ]
+    return text, remedies
+
+
 def _explain_penalty_without_graph(f: Finding):
     text = (
         "`torch.autograd.grad` is called without `create_graph=True`, and the loss adds a term that reaches no "
@@ -1209,6 +1225,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_soft_targets(f)
     if e.get("constant_loss_term"):
         return _explain_penalty_without_graph(f)
+    if "padding_of_kept" in e:
+        return _explain_inverted_loss_mask(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

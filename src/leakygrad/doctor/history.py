@@ -190,6 +190,7 @@ class History:
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
+        self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -246,6 +247,8 @@ class History:
             self.batch_classes.append(record.batch_classes)
         if record.attention is not None:
             self.attention.append((record.step, record.attention))
+        if record.loss_mask is not None:
+            self.loss_masks.append((record.step, record.loss_mask))
         self.records.append(record)
         self.records_seen += 1
 

@@ -1057,6 +1057,28 @@ def penalty_without_graph_rule(history: History, t: Thresholds) -> list[Finding]
     return [Finding("blocked_gradient", "autograd.grad", first, "error", evidence)]
 
 
+# --- a loss mask that keeps the padding ---------------------------------------------------------------------------
+def inverted_loss_mask_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A per-token loss multiplied by a mask that keeps the padding (the tokens an embedding read at its padding_idx)
+    and drops the real tokens, on the first sampled steps (median): the mask was built the wrong way round
+    (`arange(T) >= lengths`). Every real token's loss, and so its gradient, is multiplied by 0."""
+    looks = [look for _, look in history.loss_masks if math.isfinite(look["padding_of_kept"])]
+    if not looks:
+        return []
+    padding_of_kept = median([look["padding_of_kept"] for look in looks])
+    real_kept = median([look["real_kept"] for look in looks])
+    if not (padding_of_kept > t.mask_keeps_padding and real_kept < 1 - t.mask_keeps_padding):
+        return []
+    evidence = {
+        "padding_of_kept": round(padding_of_kept, 3),
+        "real_tokens_kept": round(real_kept, 3),
+        "padding_idx": looks[-1]["padding_idx"],
+        "blocked_fraction": round(1 - real_kept, 3),  # (of the real tokens' gradient)
+        "site": "loss",
+    }
+    return [Finding("blocked_gradient", "mul", history.loss_masks[0][0], "error", evidence)]
+
+
 # --- attention saturated from the start -------------------------------------------------------------------------------
 def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     """An attention's softmax whose rows were nearly one-hot on the first sampled steps (the median capacity of its
@@ -2233,6 +2255,7 @@ RULES = (
     soft_targets_rule,
     attention_saturation_rule,
     penalty_without_graph_rule,
+    inverted_loss_mask_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     raw_targets_rule,

@@ -134,6 +134,9 @@ class StepRecord:
     # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
     # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean)}
     attention: dict | None = None
+    # a per-token loss's mask against the tokens an embedding with a padding_idx read (first sampled steps):
+    # {"padding_idx", "padding_of_kept" (share of the kept positions that are padding), "real_kept" (of real tokens)}
+    loss_mask: dict | None = None
     # a classifier's batch (a few sampled steps): {"batch", "classes", "distinct" (classes in it), "most_frequent"}
     batch_classes: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or

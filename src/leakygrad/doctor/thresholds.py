@@ -214,6 +214,10 @@ class Thresholds:
     """A backward root that multiplies its loss by this constant or more on every sampled step (no GradScaler): the
     gradients are that many times the loss's, and NaNs, a divergence or exploding gradients are told with it
     (evidence `loss_multiplied_by`: an fp16 loss scale kept without dividing the gradients back)."""
+    mask_keeps_padding: float = 0.9
+    """A per-token loss's mask whose kept positions are more than this share padding (the tokens an embedding read
+    at its padding_idx), on the first sampled steps (median), while it keeps less than 1 minus this share of the real
+    tokens: built the wrong way round, it blocks every real token's gradient."""
     attention_capacity: float = 0.25
     """An attention's softmax whose derivative kept less than this share of what rows spread evenly would have
     (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its

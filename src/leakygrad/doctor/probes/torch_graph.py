@@ -508,6 +508,23 @@ def loss_terms(root) -> list:
     return terms
 
 
+PER_TOKEN_LOSSES = ("nll_loss", "nll_loss2_d", "binary_cross_entropy_with_logits", "mse_loss")  # (2_d: 2-D targets)
+
+
+def loss_mask(loss_nodes) -> torch.Tensor | None:
+    """The constant mask (detached) a per-example loss left unreduced is multiplied by on the loss side
+    (`(ce * mask).sum() / mask.sum()`, ce from `cross_entropy(..., reduction="none")`), or None."""
+    for node in loss_nodes:
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op_name(node) != "mul" or len(inputs) != 1 or op_name(beneath_reshapes(inputs[0])) not in PER_TOKEN_LOSSES:
+            continue
+        for name in ("_saved_other", "_saved_self"):
+            mask = saved_value(node, name)
+            if isinstance(mask, torch.Tensor) and not mask.requires_grad and mask.numel() > 1:
+                return mask.detach()
+    return None
+
+
 def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
     """(target, number of classes, ignore_index) of the first `nll_loss` (cross_entropy's) on the loss side that
     compares one row of class scores per example with a class index each, or None: a batch's targets, to count the

@@ -98,6 +98,7 @@ SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its
 CLASS_COUNT_FIRST_LOOKS = 4
 CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
+LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -694,6 +695,11 @@ class StepState:
     # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
     # capacity (see _look_at_attention) and of the rows' mean largest probability)
     attention: dict = field(default_factory=dict)
+    # the tokens the first nn.Embedding with a padding_idx read: (their indices, padding_idx); and, a per-token loss
+    # multiplied by a mask of their shape: deferred indices of the share of the positions it keeps that are padding,
+    # and of the share of the real tokens it keeps
+    token_ids: tuple | None = None
+    loss_mask: tuple | None = None
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
@@ -901,6 +907,7 @@ class TorchProbe:
         self._loss_walks = 0  # backward passes of sampled steps with a loss side (see _count_batch_classes)
         self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
+        self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1296,6 +1303,9 @@ class TorchProbe:
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
                 self._look_at_input_spread(state, info, y)
+            if state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS and info.kind == "Embedding":
+                if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
+                    state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
             if (info.has_weights or info.recurrent) and node is not None:
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
@@ -1688,6 +1698,8 @@ class TorchProbe:
                 found = graph_tools.class_targets(loss_nodes)
                 if found is not None:
                     self._count_batch_classes(state, *found)
+        if loss_nodes and state.token_ids is not None and state.loss_mask is None:
+            self._look_at_loss_mask(state, loss_nodes)
         if loss_nodes and state.zero_pos_weight is None:
             found = graph_tools.positive_weight(loss_nodes)
             if found is not None:  # (its smallest entry, the positive targets, and those of them weighted 0)
@@ -1820,6 +1832,22 @@ class TorchProbe:
         site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
         scalar = state.deferred.scalar
         state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()))
+
+    def _look_at_loss_mask(self, state: StepState, loss_nodes) -> None:
+        """A per-token loss multiplied by a mask of the tokens' shape, on the first sampled steps with both: which
+        positions it keeps. A mask meant to drop the padding, built the wrong way round (`arange(T) >= lengths`), keeps
+        the padding only: every real token's loss is multiplied by 0, and so is its gradient."""
+        self._loss_mask_looks += 1
+        mask = graph_tools.loss_mask(loss_nodes)
+        ids, padding_idx = state.token_ids
+        if mask is None or mask.numel() != ids.numel() or mask.device != ids.device:
+            return
+        kept, padding = mask.reshape(-1) != 0, ids.reshape(-1) == padding_idx
+        real = ~padding
+        scalar = state.deferred.scalar
+        padding_of_kept = (kept & padding).sum().float() / kept.sum().clamp(min=1).float()
+        real_kept = (kept & real).sum().float() / real.sum().clamp(min=1).float()
+        state.loss_mask = (padding_idx, scalar(padding_of_kept), scalar(real_kept))
 
     def _look_at_soft_targets(self, state: StepState, root) -> None:
         """A cross-entropy given class probabilities as its target: how their rows sum. A softmax's outputs sum to 1,
@@ -2430,6 +2458,13 @@ class TorchProbe:
             record.attention = {
                 site: {"entries": entries, "scale": scale, "capacity": value(left_at), "max_probability": value(max_at)}
                 for site, (entries, scale, left_at, max_at) in state.attention.items()
+            }
+        if state.loss_mask is not None:
+            padding_idx, padding_at, real_at = state.loss_mask
+            record.loss_mask = {
+                "padding_idx": padding_idx,
+                "padding_of_kept": value(padding_at),
+                "real_kept": value(real_at),
             }
         if state.batch_classes is not None:
             batch, classes, distinct_at, most_at = state.batch_classes
