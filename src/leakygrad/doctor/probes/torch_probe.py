@@ -2046,7 +2046,8 @@ class TorchProbe:
             if self.sampling and self.state is not None and self._last_gradient is not None:
                 # (divided back, clipped or replaced since the backward: what the step uses is not what backward made)
                 param, grad, version = self._last_gradient
-                self.state.gradients_changed_before_step = param.grad is not grad() or param.grad._version != version
+                now = param.grad  # (None: cleared, set_to_none)
+                self.state.gradients_changed_before_step = now is None or now is not grad() or now._version != version
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
