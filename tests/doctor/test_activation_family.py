@@ -419,6 +419,9 @@ class TinyAttention(nn.Module):
         elif self.kind == "causal, over sqrt(d)":
             causal = torch.triu(torch.ones(8, 8, dtype=torch.bool), 1)
             scores = (scores / math.sqrt(d)).masked_fill(causal, float("-inf"))
+        elif self.kind == "padded, over sqrt(d)":  # (sets of 1 to 3 items padded to 8: rows spread over few keys)
+            padding = torch.arange(8)[None, None, :] >= 1 + torch.arange(len(t))[:, None, None] % 3
+            scores = (scores / math.sqrt(d)).masked_fill(padding, float("-inf"))
         else:
             scores = scores / math.sqrt(d)
         h = F.softmax(scores, -1) @ self.v(t)
@@ -426,7 +429,14 @@ class TinyAttention(nn.Module):
 
 
 @pytest.mark.parametrize(
-    "kind", ["times sqrt(d)", "causal, times sqrt(d), with a bias", "over sqrt(d)", "causal, over sqrt(d)"]
+    "kind",
+    [
+        "times sqrt(d)",
+        "causal, times sqrt(d), with a bias",
+        "over sqrt(d)",
+        "causal, over sqrt(d)",
+        "padded, over sqrt(d)",
+    ],
 )
 def test_attention_scores_multiplied_by_sqrt_d_saturate_the_softmax_from_the_start(kind):
     """Scaled dot-product attention written with `* sqrt(d)` instead of `/ sqrt(d)`: the scores are 64 times too large
@@ -456,17 +466,22 @@ def test_attention_scores_multiplied_by_sqrt_d_saturate_the_softmax_from_the_sta
     assert "multiplied by 8" in f.explanation and "sqrt(d_k)" in f.remedies[0]
 
 
-def test_a_sharp_softmax_that_is_no_attention_is_not_judged_from_the_start():
-    """A Gumbel-softmax at a low temperature over a linear layer's logits is one-hot on purpose: it is no attention
-    (its input is no product of queries and keys), and attention's rule leaves it alone."""
+@pytest.mark.parametrize("sharpening", ["gumbel", "router x @ W.T"])
+def test_a_sharp_softmax_that_is_no_attention_is_not_judged_from_the_start(sharpening):
+    """A Gumbel-softmax at a low temperature over a linear layer's logits, or a router's softmax over `x @ W.T` (a
+    hand-written linear layer, W a weight) at a low temperature, is one-hot on purpose: neither is attention (no
+    product of queries and keys), and attention's rule leaves them alone."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
-    readout = nn.Linear(8, 4)
+    readout, router = nn.Linear(8, 4), nn.Parameter(torch.randn(8, 8))
     x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
-    optimizer = torch.optim.Adam([*model.parameters(), *readout.parameters()], lr=1e-3)
+    optimizer = torch.optim.Adam([*model.parameters(), *readout.parameters(), router], lr=1e-3)
     with doctor.watch(model, optimizer, every=2) as dr:
         for _ in range(12):
-            code = F.gumbel_softmax(model(x) * 10, tau=0.1)
+            if sharpening == "gumbel":
+                code = F.gumbel_softmax(model(x) * 10, tau=0.1)
+            else:
+                code = F.softmax(model(x) @ router.T * 100, dim=-1)
             loss = F.cross_entropy(readout(code), y)
             optimizer.zero_grad()
             loss.backward()

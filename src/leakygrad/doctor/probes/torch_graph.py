@@ -459,13 +459,14 @@ def soft_targets(root) -> tuple[torch.Tensor, int] | None:
 SCORE_SHAPING = ("masked_fill", "add", "sub")  # a mask or a position bias added to (or filled into) the scores
 
 
-def attention_scores(softmax_node) -> float | None:
-    """The constant the scores under a softmax were multiplied by (`q @ k.T / sqrt(d)`: 1/sqrt(d)), when they are
+def attention_scores(softmax_node) -> tuple[float, torch.Tensor | None] | None:
+    """(the constant the scores under a softmax were multiplied by, the mask filled into them or None), when they are
     attention scores, or similarities: a product of two computed tensors (`bmm`, `mm`), reached through reshapes,
     products and quotients by numbers, and masks or biases added or filled in (the first term of a sum that is such
-    a product or a scaling of one is followed). None for any other softmax (a classifier's, a router's, a
-    Gumbel-softmax's over logits from a linear layer)."""
-    scale, node = 1.0, softmax_node.next_functions[0][0] if softmax_node.next_functions else None
+    a product or a scaling of one is followed). `q @ k.T / sqrt(d)` gives 1/sqrt(d); `masked_fill(mask, -inf)` its
+    mask, True where filled. None for any other softmax (a classifier's, a router's, a Gumbel-softmax's over logits
+    from a linear layer, `x @ W.T` with W a weight)."""
+    scale, mask, node = 1.0, None, softmax_node.next_functions[0][0] if softmax_node.next_functions else None
     for _ in range(8):
         if node is None:
             return None
@@ -473,8 +474,12 @@ def attention_scores(softmax_node) -> float | None:
         op = op_name(node)
         inputs = [child for child, _ in node.next_functions if child is not None]
         if op in ("bmm", "baddbmm", "mm"):  # (baddbmm: nn.MultiheadAttention's, adding its mask)
-            computed = [child for child in inputs if type(child) is not PARAMETER_LEAF]  # (not `x @ W`: a layer)
-            return scale if len(computed) == 2 else None
+            # (two computed tensors: not `x @ W.T` with W a weight, whose node is a parameter's under a transpose)
+            computed = [child for child in inputs if type(beneath_reshapes(child)) is not PARAMETER_LEAF]
+            return (scale, mask) if len(computed) == 2 else None
+        if op == "masked_fill" and mask is None:
+            filled = saved_value(node, "_saved_mask")
+            mask = filled.detach() if isinstance(filled, torch.Tensor) and filled.dtype == torch.bool else None
         if op in ("mul", "div") and len(inputs) == 1:
             factor = _constant_factor(node)
             if not factor:
@@ -490,19 +495,21 @@ def attention_scores(softmax_node) -> float | None:
 def loss_terms(root) -> list:
     """The terms of the backward's root, when it is a sum (under negations and constant factors): `ce + lam * penalty`
     gives the node of each term, and None for a term added that has no graph at all (a penalty computed from tensors
-    with no history: a gradient taken without create_graph, a value computed under no_grad). A sum's first operand
-    with no graph is the start of a running total (`loss = torch.zeros(()); loss = loss + term`), not a term. [] when
-    the root is no sum."""
-    terms, stack, looked = [], [root], 0
+    with no history: a gradient taken without create_graph, a value computed under no_grad). The first operand with no
+    graph of a sum inside another sum is taken for the start of a running total (`loss = torch.zeros(()); loss = loss
+    + a; loss = loss + b`), not a term; at the root's own sum it is a term (`pde_residual + boundary`). [] when the
+    root is no sum."""
+    terms, stack, looked = [], [(root, False)], 0
     while stack and looked < 16:
-        node, looked = stack.pop(), looked + 1
+        (node, inside_a_sum), looked = stack.pop(), looked + 1
         op = op_name(node)
         inputs = [child for child, _ in node.next_functions if child is not None]
         if op in ("add", "sub"):
-            terms.extend(None for child, _ in node.next_functions[1:] if child is None)
-            stack.extend(inputs)
+            operands = node.next_functions[1:] if inside_a_sum else node.next_functions
+            terms.extend(None for child, _ in operands if child is None)
+            stack.extend((child, True) for child in inputs)
         elif len(inputs) == 1 and (op == "neg" or (op in ("mul", "div") and _constant_factor(node) is not None)):
-            stack.append(inputs[0])
+            stack.append((inputs[0], inside_a_sum))
         elif node is not root:
             terms.append(node)
     return terms

@@ -246,6 +246,8 @@ AUTOGRAD_GRAD = torch.autograd.grad
 
 
 def _patched_grad(outputs, inputs, *args, **kwargs):
+    if not isinstance(inputs, (torch.Tensor, tuple, list)):  # (`model.parameters()`: a generator, read once, here)
+        inputs = tuple(inputs)
     result = (_original_grad or AUTOGRAD_GRAD)(outputs, inputs, *args, **kwargs)
     create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
     if not create_graph and not _compiled_or_transformed() and not _inside_backward():
@@ -1411,6 +1413,19 @@ class TorchProbe:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("NaN check hook", error)
 
+    def _discount_the_clip(self) -> None:
+        """clip_grad_norm_ multiplies the gradients in place whether it cuts them or not (by min(1, max_norm / total)):
+        one version on, which is not the user's change. A change before it (two versions or more) is noted; then the
+        gradient as the clip left it is what a later change is judged against (gradients divided back after it)."""
+        if not (self.sampling and self.state is not None and self._last_gradient is not None):
+            return
+        param, grad, version = self._last_gradient
+        now = param.grad
+        if now is None or now is not grad() or now._version > version + 1:
+            self.state.gradients_changed_before_step = True
+        else:
+            self._last_gradient = (param, grad, now._version)
+
     def note_grad_without_graph(self, inputs) -> None:
         """`torch.autograd.grad` was called without `create_graph=True` during this sampled step, with respect to
         `inputs`. Not when they are parameters the probe watches: first-order MAML's inner step takes the weights'
@@ -1424,6 +1439,7 @@ class TorchProbe:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
         an empty generator, when `given_nothing`)."""
         try:
+            self._discount_the_clip()
             if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
                 if self.state.clipping is not None and self.state.clipping[0] <= float(max_norm):
                     return  # (the tightest cap of the step is the one that acts: not a norm read for a log, `inf`)
@@ -1817,17 +1833,26 @@ class TorchProbe:
         the rest: a causal mask over 8 entries to 0.75, over 64 to 0.94, one key left of 60 to 0; a one-hot row gives
         0 whatever the mask. Counting the entries that are not 0 would take those a saturated softmax rounds to 0 for
         masked ones.)"""
-        scale = graph_tools.attention_scores(node)
+        found = graph_tools.attention_scores(node)
         p = graph_tools.saved_value(node, "_saved_result")
-        if scale is None or not isinstance(p, torch.Tensor) or p.dim() < 2 or p.numel() == 0:
+        if found is None or not isinstance(p, torch.Tensor) or p.dim() < 2 or p.numel() == 0:
             return
-        dim = graph_tools.saved_dim(node)
+        (scale, mask), dim = found, graph_tools.saved_dim(node) % p.dim()
         if p.shape[dim] < 4:
             return
         if not state.attention:
             self._attention_looks += 1
         p = p.detach().float()
-        capacity = (1 - (p * p).sum(dim)).mean() / (1 - 1 / p.shape[dim])
+        # entries a row may spread over: all, or those a masked_fill left (rows left one or none are not judged)
+        n = torch.full(p.shape[:dim] + p.shape[dim + 1 :], float(p.shape[dim]), device=p.device)
+        if mask is not None and mask.device == p.device:
+            try:
+                n = (~torch.broadcast_to(mask, p.shape)).sum(dim).float()
+            except RuntimeError:  # (a mask that does not broadcast to the scores: all entries counted)
+                pass
+        judged = (n >= 2).float()
+        kept = (1 - (p * p).sum(dim)) / (1 - 1 / n.clamp(min=2))
+        capacity = (kept * judged).sum() / judged.sum()  # (NaN when no row is judged: not judged)
         # (further than a layer's output is looked for: a fused qkv projection lies a dozen reshapes below)
         site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
         scalar = state.deferred.scalar
@@ -2047,7 +2072,8 @@ class TorchProbe:
                 # (divided back, clipped or replaced since the backward: what the step uses is not what backward made)
                 param, grad, version = self._last_gradient
                 now = param.grad  # (None: cleared, set_to_none)
-                self.state.gradients_changed_before_step = now is None or now is not grad() or now._version != version
+                changed = now is None or now is not grad() or now._version != version
+                self.state.gradients_changed_before_step = self.state.gradients_changed_before_step or changed
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
