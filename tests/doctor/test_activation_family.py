@@ -472,17 +472,18 @@ def test_a_sharp_softmax_that_is_no_attention_is_not_judged_from_the_start(sharp
     hand-written linear layer, W a weight) at a low temperature, is one-hot on purpose: neither is attention (no
     product of queries and keys), and attention's rule leaves them alone."""
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
-    readout, router = nn.Linear(8, 4), nn.Parameter(torch.randn(8, 8))
+    body = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    model = nn.ModuleDict({"body": body, "readout": nn.Linear(8, 4)})  # (the softmax between them: no loss's)
+    router = nn.Parameter(torch.randn(8, 8))
     x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
-    optimizer = torch.optim.Adam([*model.parameters(), *readout.parameters(), router], lr=1e-3)
+    optimizer = torch.optim.Adam([*model.parameters(), router], lr=1e-3)
     with doctor.watch(model, optimizer, every=2) as dr:
         for _ in range(12):
             if sharpening == "gumbel":
-                code = F.gumbel_softmax(model(x) * 10, tau=0.1)
+                code = F.gumbel_softmax(body(x) * 10, tau=0.1)
             else:
-                code = F.softmax(model(x) @ router.T * 100, dim=-1)
-            loss = F.cross_entropy(readout(code), y)
+                code = F.softmax(body(x) @ router.T * 100, dim=-1)
+            loss = F.cross_entropy(model["readout"](code), y)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
