@@ -1044,9 +1044,10 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
 
 # --- a gradient penalty with no graph -------------------------------------------------------------------------------
 def penalty_without_graph_rule(history: History, t: Thresholds) -> list[Finding]:
-    """`torch.autograd.grad` called without `create_graph=True`, in steps whose loss adds a term that has no graph, on
-    most recent sampled steps (and `min_records`): the gradient it returned is a constant, and so is the penalty made
-    of it (double backprop, a WGAN's gradient penalty, a physics-informed residual). It adds to the loss's value;
+    """`torch.autograd.grad` called without `create_graph=True` (not for the watched weights), in steps whose loss
+    adds a term that has no graph or reaches no parameter, on most recent sampled steps (and `min_records`): the
+    gradient it returned is a constant to the weights, and so is the term made of it (double backprop, a WGAN's
+    gradient penalty, a physics-informed residual). It adds to the loss's value;
     backprop passes nothing through it (`retain_graph=True` only silences the error a second backward would raise)."""
     recent = history.recent()
     hit = [r for r in recent if r.penalty_without_graph]
@@ -2221,8 +2222,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["inputs_alike"] = alike
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
-        layers = sorted({name for r in looked for name, layer in r.layers.items() if layer.has_weights})
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)
+            layers = {name for r in looked for name, layer in r.layers.items() if layer.has_weights}
             evidence["without_optimizer"] = True
             evidence["weights_moved"] = any(_weights_moved(looked, name) for name in layers)
         initial = loss.buckets[0].first
