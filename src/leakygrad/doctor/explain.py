@@ -478,9 +478,9 @@ def _explain_penalty_without_graph(f: Finding):
 def _explain_soft_targets(f: Finding):
     e = f.evidence
     text = (
-        f"`cross_entropy` is given class probabilities as targets, but their rows sum to {fmt(e['target_row_sum'])} "
-        f"on average ({pct(e['rows_summing_over_one'])} of them to more than 1): several classes are marked 1 in one "
-        "row, a multi-label target. A softmax shares one unit of probability among the classes, and the derivative "
+        f"`cross_entropy` is given targets of 0s and 1s whose rows sum to {fmt(e['target_row_sum'])} on average "
+        f"({pct(e['rows_summing_over_one'])} of them to more than 1): several classes are marked 1 in one row, a "
+        "multi-label target. A softmax shares one unit of probability among the classes, and the derivative "
         "of -sum(t * log softmax(z)) with respect to the logits is s * softmax(z) - t, with s the row's sum: it is 0 "
         f"once each of the k marked classes has probability 1/k (about {fmt(e['probability_per_class_at_most'])} "
         "here). Backprop stops pushing a tag up halfway, and the tags of one example compete instead of each being "
