@@ -238,3 +238,34 @@ def test_ctrl_c_while_the_scripts_threads_run_on_still_writes_the_report(tmp_pat
     assert process.returncode == 130, stderr
     assert "interrupted while the script's threads were still running" in stderr
     assert '"steps": 3' in report.read_text()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")  # (TorchScript is deprecated; still in use)
+def test_a_model_traced_under_the_doctor_passes_the_traces_own_check(tmp_path):
+    """`torch.jit.trace` runs the model twice and compares the two graphs. The doctor's forward hooks, looking at the
+    first layer's outputs on the first call only, named a value after their own local variable on one run and not the
+    other, and the script stopped with "Graphs differed across invocations" (a healthy script of an earlier sweep,
+    run again). The hooks do nothing while a trace records."""
+    script = tmp_path / "traced.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+            torch.manual_seed(0)
+            net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+            model = torch.jit.trace(net, torch.randn(2, 16))
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+            for _ in range(20):
+                loss = nn.functional.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            print("trained")
+            """
+        )
+    )
+    run = run_script(str(script))
+    assert run.exit_code == 0 and run.doctor.steps == 20
+    assert run.doctor.notes == []

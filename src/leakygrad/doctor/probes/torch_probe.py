@@ -2892,10 +2892,15 @@ def _peak(per_unit: list[torch.Tensor]) -> torch.Tensor:
 
 
 def _compiled_or_transformed() -> bool:
-    """Inside code torch.compile is tracing, or inside a torch.func transform (vmap, grad): where the hooks do
-    nothing. Traced, they would be compiled into the model; under a transform, the tensors are functorch's
-    wrappers (no storage to read) and the parameters its stand-ins."""
-    return torch.compiler.is_compiling() or torch._C._functorch.peek_interpreter_stack() is not None
+    """Inside code torch.compile or torch.jit.trace is tracing, or inside a torch.func transform (vmap, grad): where
+    the hooks do nothing. Traced, they would be compiled into the model (and `jit.trace`, which runs the model twice
+    and compares the graphs, fails when a hook looks on one run and not the other); under a transform, the tensors
+    are functorch's wrappers (no storage to read) and the parameters its stand-ins."""
+    return (
+        torch.compiler.is_compiling()
+        or torch.jit.is_tracing()
+        or torch._C._functorch.peek_interpreter_stack() is not None
+    )
 
 
 def _global_name(module: nn.Module) -> str | None:
