@@ -1129,8 +1129,9 @@ def _loss_multiplied_by(history: History, t: Thresholds) -> float | None:
     """The constant every recorded backward root multiplied its loss by, when it is `loss_scaled_up` or more (not a
     GradScaler's: its own factor is left out of the records): `(loss * 1024).backward()` with the gradients never
     divided back, an fp16 habit kept in float32."""
-    scales = [r.root_scale for r in history.records if r.root_scale is not None]
-    if not scales or 2 * len(scales) < len(history.records) or not min(scales) >= t.loss_scaled_up:
+    known = [r for r in history.records if not r.root_scale_unknown]  # (not the steps whose gradients were NaN already)
+    scales = [r.root_scale for r in known if r.root_scale is not None]
+    if not scales or 2 * len(scales) < len(known) or not min(scales) >= t.loss_scaled_up:
         return None
     return float(f"{median(scales):.6g}")  # (1024, as written: not rounded to 1020)
 

@@ -150,6 +150,7 @@ class StepRecord:
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)
     root_scale: float | None = None
+    root_scale_unknown: bool = False  # ... not known: the gradients were already NaN or inf (dividing leaves them so)
     probabilities_function: str | None = None
     probabilities_classes: int | None = None
     # the loss compared a module's output of shape (N, 1) with a target of shape (N,), broadcast to (N, N): the

@@ -677,7 +677,11 @@ class StepState:
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
-    gradients_changed_before_step: bool = False  # ... found a gradient changed in place since the last backward
+    # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
+    # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
+    gradient_sample: torch.Tensor | None = None
+    gradients_changed_at: int | None = None
+    gradients_changed_before_step: bool = False  # ... or the gradient was cleared or replaced before the step
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
     constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
@@ -1413,18 +1417,28 @@ class TorchProbe:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("NaN check hook", error)
 
-    def _discount_the_clip(self) -> None:
-        """clip_grad_norm_ multiplies the gradients in place whether it cuts them or not (by min(1, max_norm / total)):
-        one version on, which is not the user's change. A change before it (two versions or more) is noted; then the
-        gradient as the clip left it is what a later change is judged against (gradients divided back after it)."""
-        if not (self.sampling and self.state is not None and self._last_gradient is not None):
+    def _keep_gradient_sample(self, state: StepState) -> None:
+        """Under a loss multiplied by a large constant (not a GradScaler's), the norm of one gradient as backward left
+        it: compared at the optimiser step, it tells whether the gradients were divided back in between."""
+        scale = state.root_scale
+        if scale is None or abs(scale) < self.thresholds.loss_scaled_up or state.loss_scaled:
             return
-        param, grad, version = self._last_gradient
-        now = param.grad
-        if now is None or now is not grad() or now._version > version + 1:
-            self.state.gradients_changed_before_step = True
-        else:
-            self._last_gradient = (param, grad, now._version)
+        if self._last_gradient is not None:
+            state.gradient_sample = norm(self._last_gradient[0].grad.detach()).float()
+
+    def _compare_gradient_sample(self, state: StepState) -> None:
+        """At the optimiser step: is that gradient's norm still what backward left? (A clip that does not cut multiplies
+        it by exactly 1: unchanged. NaN then and now is unchanged too: NaN divided back is NaN.)"""
+        param = self._last_gradient[0] if self._last_gradient is not None else None
+        now = None if param is None else param.grad
+        if now is None:  # (cleared)
+            state.gradients_changed_before_step = True
+            return
+        before, after = state.gradient_sample, norm(now.detach()).float()
+        # (1: changed; 0: unchanged; NaN: not known, a gradient of 0, NaN or inf, which dividing leaves so)
+        telling = before.isfinite() & (before > 0)
+        differs = torch.where(telling, (after != before).float(), torch.nan)
+        state.gradients_changed_at = state.deferred.scalar(differs)
 
     def note_grad_without_graph(self, inputs) -> None:
         """`torch.autograd.grad` was called without `create_graph=True` during this sampled step, with respect to
@@ -1439,7 +1453,6 @@ class TorchProbe:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
         an empty generator, when `given_nothing`)."""
         try:
-            self._discount_the_clip()
             if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
                 if self.state.clipping is not None and self.state.clipping[0] <= float(max_norm):
                     return  # (the tightest cap of the step is the one that acts: not a norm read for a log, `inf`)
@@ -1529,6 +1542,7 @@ class TorchProbe:
                     self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
             if self.sampling and self.state is not None:
                 self._last_gradient = self._representative_gradient()
+                self._keep_gradient_sample(self.state)
             if self._reset_marks is not None:
                 self._reset_marks.follow()
                 if self.mode == "backward":  # (no optimiser: the weights are updated by hand between backward passes)
@@ -2068,12 +2082,8 @@ class TorchProbe:
             if not self._is_watched_optimizer(optimizer):
                 return None
             self._stepped_since_backward = True
-            if self.sampling and self.state is not None and self._last_gradient is not None:
-                # (divided back, clipped or replaced since the backward: what the step uses is not what backward made)
-                param, grad, version = self._last_gradient
-                now = param.grad  # (None: cleared, set_to_none)
-                changed = now is None or now is not grad() or now._version != version
-                self.state.gradients_changed_before_step = self.state.gradients_changed_before_step or changed
+            if self.sampling and self.state is not None and self.state.gradient_sample is not None:
+                self._compare_gradient_sample(self.state)
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -2455,8 +2465,10 @@ class TorchProbe:
         record.identity_activations = sorted(state.identity_activations) or None
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
-        if not (state.loss_scaled or state.step_size_normalised or state.gradients_changed_before_step):
+        changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)
+        if not (state.loss_scaled or state.step_size_normalised or changed):  # (0.0 or None: kept as backward made it)
             record.root_scale = state.root_scale
+        record.root_scale_unknown = changed is not None and math.isnan(changed)
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
             record.reset_between_backwards = (state.reset_between_backwards, state.backward_pairs, state.root_scale)
