@@ -707,11 +707,13 @@ def _digits():
     return torch.tensor(digits.data[:1024], dtype=torch.float32) / 16, torch.from_numpy(digits.target[:1024])
 
 
-@pytest.mark.parametrize("unscaled", [False, True])
-def test_a_loss_multiplied_before_backward_and_never_divided_back_is_named_with_the_nans(unscaled):
+@pytest.mark.parametrize("divided_by", [None, 1.0, 1024.0])
+def test_a_loss_multiplied_before_backward_and_never_divided_back_is_named_with_the_nans(divided_by):
     """`(loss * 1024).backward()` with the gradients never divided back (an fp16 loss scale kept in float32): every
     SGD step is 1024 times too large and the run ends in NaN. In a sweep's script that was told as a learning rate
-    too high ("try 10x lower", which still gave NaN). Dividing the gradients back before the step is no finding."""
+    too high ("try 10x lower", which still gave NaN). Dividing the gradients back before the step is no finding;
+    dividing them by 1.0 in place (the sweep's script: `div_(scale if FIX else 1.0)`) divides nothing back."""
+    unscaled = divided_by == 1024.0
     x, y = _digits()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -722,9 +724,9 @@ def test_a_loss_multiplied_before_backward_and_never_divided_back_is_named_with_
             loss = F.cross_entropy(model(x[batch]), y[batch])
             optimizer.zero_grad()
             (loss * 1024.0).backward()
-            if unscaled:
+            if divided_by is not None:
                 for p in model.parameters():
-                    p.grad.div_(1024.0)
+                    p.grad.div_(divided_by)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1e30)  # (a loose cap: it multiplies by 1 in place)
             optimizer.step()
     told = [f for f in dr.findings if "loss_multiplied_by" in f.evidence]
