@@ -542,8 +542,7 @@ def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
         scores, target = saved_value(node, "_saved_self"), saved_value(node, "_saved_target")
         if isinstance(scores, torch.Tensor) and isinstance(target, torch.Tensor) and scores.dim() == 2:
             if target.dim() == 1 and target.numel() == scores.shape[0] and not target.is_floating_point():
-                ignore = node._saved_ignore_index
-                return target.detach(), scores.shape[1], ignore - 2**64 if ignore >= 2**63 else ignore
+                return target.detach(), scores.shape[1], signed(node._saved_ignore_index)
     return None
 
 
@@ -822,10 +821,14 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
 
 
 def saved_dim(node) -> int:
-    """A node's saved `dim` (softmax's, say) as a Python index: it is saved as an unsigned integer, -1 reading
-    2^64 - 1."""
-    dim = node._saved_dim
-    return dim - 2**64 if dim >= 2**63 else dim
+    """A node's saved `dim` (softmax's, say) as a Python index."""
+    return signed(node._saved_dim)
+
+
+def signed(saved: int) -> int:
+    """A negative integer a node saved (a dim, an ignore_index) as the Python int it was: autograd saves them as
+    unsigned 64-bit integers, -1 reading 2^64 - 1."""
+    return saved - 2**64 if saved >= 2**63 else saved
 
 
 def softmax_over_one_entry(node) -> dict | None:

@@ -395,24 +395,8 @@ def _swapped_betas(optimizer) -> list[float] | None:
 
 
 # optimisers that divide each step by a running size of the gradient: a loss multiplied by a constant moves them alike
-SIZE_NORMALISING = tuple(
-    getattr(torch.optim, name)
-    for name in (
-        "Adam",
-        "AdamW",
-        "Adamax",
-        "NAdam",
-        "RAdam",
-        "RMSprop",
-        "Adagrad",
-        "Adadelta",
-        "SparseAdam",
-        "Adafactor",
-        "Rprop",
-        "Muon",
-    )
-    if hasattr(torch.optim, name)
-)
+SIZE_NORMALISING_NAMES = "Adam AdamW Adamax NAdam RAdam RMSprop Adagrad Adadelta SparseAdam Adafactor Rprop Muon"
+SIZE_NORMALISING = tuple(getattr(torch.optim, n) for n in SIZE_NORMALISING_NAMES.split() if hasattr(torch.optim, n))
 
 
 def _lr_schedule(optimizer) -> tuple[float, float] | None:
@@ -1309,7 +1293,7 @@ class TorchProbe:
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
                 self._look_at_input_spread(state, info, y)
-            if state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS and info.kind == "Embedding":
+            if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
                     state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
             if (info.has_weights or info.recurrent) and node is not None:
