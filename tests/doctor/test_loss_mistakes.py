@@ -1096,3 +1096,37 @@ def test_a_loss_mask_that_keeps_only_the_padding_is_a_blocked_gradient(inverted)
     assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
     assert f.evidence["padding_of_kept"] == 1 and f.evidence["real_tokens_kept"] == 0
     assert "lengths[:, None]" in f.remedies[0]
+
+
+@pytest.mark.parametrize(
+    "loss_of, named",
+    [
+        (lambda out, y: F.poisson_nll_loss(torch.exp(out), y), True),  # the loss exponentiates again: rate >= 1
+        (lambda out, y: F.poisson_nll_loss(out, y), False),  # the log-rate, as the loss expects
+        (lambda out, y: F.poisson_nll_loss(torch.exp(out), y, log_input=False), False),  # a rate, said so
+        (lambda out, y: F.poisson_nll_loss(torch.exp(out), y + 1), False),  # every target >= 1: reachable
+    ],
+)
+def test_a_poisson_rate_exponentiated_twice(loss_of, named):
+    """`poisson_nll_loss(torch.exp(out), y)`: log_input=True (the default) computes exp(input) - y * input, so the
+    rate fitted is exp(exp(out)) >= 1, and counts of 0 can never be fitted (sweep 27: |log rate error| 0.95 against
+    0.14, and "no leaks found")."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = torch.poisson(torch.exp(x @ torch.randn(8) * 0.5 - 0.5))
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(40):
+            loss = loss_of(model(x).squeeze(1), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if "targets_outside" in f.evidence]
+    if not named:
+        assert found == []
+        return
+    [f] = found
+    assert (f.severity, f.symptom, f.where) == ("error", "saturated_activation", "exp")
+    assert f.evidence["prediction_range"] == [1.0, None] and f.evidence["targets_outside"] >= 0.4
+    assert "exp(exp(out))" in f.explanation and "log_input=False" in f.remedies[0]

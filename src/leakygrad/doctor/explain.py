@@ -349,6 +349,8 @@ def _explain_targets_out_of_reach(f: Finding):
     """A regression's prediction squashed into a range (ReLU, sigmoid, tanh) that a share of its targets is not in."""
     e = f.evidence
     function, (low, high) = e["prediction_activation"], e["prediction_range"]
+    if function == "exp":
+        return _explain_rate_exponentiated_twice(f)
     reach = f">= {fmt(low)}" if high is None else f"between {fmt(low)} and {fmt(high)}"
     text = (
         f"The prediction compared by `{e['regression_loss']}` comes straight out of a {function}"
@@ -371,6 +373,24 @@ def _explain_targets_out_of_reach(f: Finding):
         "or scale the targets into the range it can reach.",
         "If the targets are meant to be non-negative or bounded, check their scaling (standardising makes half "
         "of them negative).",
+    ]
+    return text, remedies
+
+
+def _explain_rate_exponentiated_twice(f: Finding):
+    """`poisson_nll_loss(torch.exp(out), y)`: the loss exponentiates its input again (log_input=True)."""
+    e = f.evidence
+    text = (
+        "`poisson_nll_loss` takes the log of the rate by default (`log_input=True`) and computes exp(input) - y * "
+        "input, but it was given a rate already exponentiated, `exp(out)`: the rate it fits is exp(exp(out)), "
+        f"which is never below exp(0) = 1, and {pct(e['targets_outside'])} of the targets are below 1 (counts of 0). "
+        "Pushed towards them, exp(out) goes to 0, and so does the rate's derivative exp(exp(out)) * exp(out): "
+        "the gradient through the two exponentials vanishes there, while for large outputs it grows as an "
+        "exponential of an exponential."
+    )
+    remedies = [
+        "Give the loss the model's output itself, the log-rate: `F.poisson_nll_loss(out, y)`; or keep "
+        "`exp(out)` and pass `log_input=False`. Predict the rate with `torch.exp(out)` at evaluation.",
     ]
     return text, remedies
 

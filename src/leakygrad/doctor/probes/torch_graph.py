@@ -379,7 +379,31 @@ def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
             continue
         return {"loss": op, "activation": activation, "module": module_outputs.get(squashing),
                 "range": list(OUTPUT_RANGES[activation]), "target": target.detach()}  # fmt: skip
+    for node in loss_nodes:
+        found = rate_exponentiated_twice(node, module_outputs)
+        if found is not None:
+            return found
     return None
+
+
+def rate_exponentiated_twice(node, module_outputs) -> dict | None:
+    """`poisson_nll_loss(torch.exp(out), y)`: with log_input=True (its default) the loss computes
+    exp(input) - y * input, so given a rate already exponentiated it predicts the rate exp(exp(out)), never below 1.
+    `node` is that subtraction; the result is as `targets_out_of_reach`'s, or None."""
+    if op_name(node) != "sub" or len(node.next_functions) != 2:
+        return None
+    (rate, _), (product, _) = node.next_functions
+    if rate is None or product is None or op_name(rate) != "exp" or op_name(product) != "mul":
+        return None
+    log_rate = rate.next_functions[0][0]  # (the input the loss takes for a log-rate)
+    if log_rate is None or not any(child is log_rate for child, _ in product.next_functions):
+        return None
+    inner = beneath_reshapes(log_rate, also=SELECTIONS)
+    target = saved_value(product, "_saved_self")  # (y * input: y is the product's first operand)
+    if op_name(inner) != "exp" or not isinstance(target, torch.Tensor) or target.requires_grad or not target.numel():
+        return None
+    return {"loss": "poisson_nll_loss", "activation": "exp", "module": module_outputs.get(inner),
+            "range": [1.0, None], "target": target.detach()}  # fmt: skip
 
 
 def regression_target(loss_nodes) -> tuple[str, torch.Tensor, torch.Tensor] | None:
