@@ -698,6 +698,21 @@ def test_batches_of_one_class_are_named_in_the_findings_they_cause(shuffled):
         assert evidence["classes_per_batch"] <= 2 and evidence["classes"] == 10
         assert len(evidence["most_frequent_classes"]) >= 3
         assert "shuffle=True" in f.remedies[0] and f.explanation.startswith("The batches each hold")
+        held = "one class (median" if evidence["classes_per_batch"] == 1 else "classes (median"
+        assert held in f.explanation and "replay buffer" in f.remedies[0]  # (class-incremental learning: on purpose)
+
+
+def test_batches_of_two_classes_are_told_as_two():
+    """Class-incremental learning trains on two classes at a time: the text said "each hold 2 class" and "the batch's
+    one class"."""
+    from leakygrad.doctor.explain import _add_batches_of_one_class
+    from leakygrad.doctor.findings import Finding
+
+    evidence = {"batches_of_one_class": {"classes_per_batch": 2.0, "batch_size": 32.0, "classes": 10}}
+    finding = Finding("dead_relu", "model.3", 425, "warning", evidence, explanation="66% of the units ...")
+    _add_batches_of_one_class(finding)
+    assert finding.explanation.startswith("The batches each hold 2 classes (median, batches of 32 examples")
+    assert "the batch's few classes" in finding.explanation and finding.explanation.endswith("66% of the units ...")
 
 
 def _digits():

@@ -186,6 +186,22 @@ def test_gradient_growing_step_over_step():
     assert f.evidence["growth"] > 1e4 and f.severity == "error"
 
 
+def test_gradient_back_to_its_first_size_after_a_dip_is_no_growth():
+    """Class-incremental learning: the first task (two classes) is learnt to a loss of ~0 within a few steps, its
+    gradient falls to 1e-9, and the next task brings it back to an ordinary size, below the first step's. The median
+    of the first records is the dip's; grown from there by 1e7, it was an `exploding_gradient` error."""
+    norms = [1.6, 1.5e-9, 2.6e-9, 1.6e-6, 2.7e-8] + [0.02, 0.05, 0.03] * 5
+    records = []
+    for s, norm in enumerate(norms):
+        r = chain(s * 10, [1.0, 1.0, 1.0])
+        r.grad_norm = r.layers["l1"].param_grad_norm = norm
+        records.append(r)
+    assert growth_rule(history_of(records), T) == []
+    records[0].grad_norm = 1e-3  # (the same dip with a first step smaller than the end's: growth, as before)
+    [f] = growth_rule(history_of(records), T)
+    assert f.evidence["across"] == "steps" and f.evidence["grad_norm_start"] == pytest.approx(2.6e-9)
+
+
 # --- activations --------------------------------------------------------------------------------------------------
 def relu_site(step, dead, examples=512, units=100):
     stats = ActivationStats("net.1", "relu", units, 64, zero_fraction=0.9, dead_fraction=dead, depth=1.5)

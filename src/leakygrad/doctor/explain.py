@@ -2185,15 +2185,18 @@ def _softmax_into_squared_error(site: str) -> tuple[str, str]:
 def _add_batches_of_one_class(finding: Finding) -> None:
     """A finding in a run whose batches each hold one class: that comes first in its explanation and remedies."""
     b = finding.evidence["batches_of_one_class"]
+    few = b["classes_per_batch"]
+    held = "one class" if few == 1 else f"{fmt(few)} classes"
     finding.explanation = (
-        f"The batches each hold {fmt(b['classes_per_batch'])} class (median, batches of {fmt(b['batch_size'])} "
-        f"examples, {b['classes']} classes), and the class changes from one stretch of steps to the next: the "
-        "dataset is sorted by class and read in order. Each step's gradient then pulls every layer towards "
-        "predicting the batch's one class, and the next stretch undoes it; that is what the rest of this finding "
-        "measures. " + finding.explanation
+        f"The batches each hold {held} (median, batches of {fmt(b['batch_size'])} examples, {b['classes']} "
+        "classes), and the classes change from one stretch of steps to the next: the dataset is sorted by class "
+        f"and read in order. Each step's gradient then pulls every layer towards predicting the batch's "
+        f"{'one class' if few == 1 else 'few classes'}, and the next stretch undoes it; that is what the rest of "
+        "this finding measures. " + finding.explanation
     )
     finding.remedies = [
         "Shuffle the training data every epoch: `DataLoader(dataset, batch_size=..., shuffle=True)`, or index the "
-        "tensors by `torch.randperm(n)`.",
+        "tensors by `torch.randperm(n)`. (If the order is the point, as in continual learning, this finding is "
+        "its cost: keep a replay buffer of earlier classes in each batch.)",
         *finding.remedies,
     ]

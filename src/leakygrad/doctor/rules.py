@@ -546,10 +546,13 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     records = [r for r in history.healthy_records() if r.grad_norm is not None and math.isfinite(r.grad_norm)]
     if len(records) < 2 * t.min_records:
         return []
-    start = median([r.grad_norm for r in records[: t.min_records]])
+    first_norms = [r.grad_norm for r in records[: t.min_records]]
+    start = median(first_norms)
     recent = history.recent()
     end = median([r.grad_norm for r in recent if r.grad_norm is not None])
     if not start > 0 or math.isnan(end):
+        return []
+    if end <= max(first_norms):  # grown only from a dip: a first task learnt to a loss of ~0, then a new one began
         return []
     growth = end / start
     severity = _grade(growth, t.growth_warning, t.growth_error, below=False)
