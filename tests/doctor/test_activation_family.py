@@ -256,6 +256,30 @@ def test_a_sigmoid_before_cross_entropy_is_a_vanishing_gradient_at_that_sigmoid_
     assert by_symptom(dr, "saturated_activation") == {}  # (the same output, told by its cause)
 
 
+@pytest.mark.parametrize("ends_in_softmax", [True, False])
+def test_a_softmax_before_bce_with_logits_is_a_vanishing_gradient_at_that_softmax(ends_in_softmax):
+    """nn.Softmax at the end and BCEWithLogitsLoss on one-hot targets: a sigmoid over probabilities (sweep 28's r10:
+    accuracy 0.80 against 0.98, and "no leaks found")."""
+    x, y = data()
+    model = classifier(ends_in_softmax=ends_in_softmax)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(40):
+            loss = F.binary_cross_entropy_with_logits(model(x), F.one_hot(y, 4).float())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.evidence.get("across") == "softmax then sigmoid"]
+    if not ends_in_softmax:
+        assert found == [] and dr.findings == []
+        return
+    [f] = found
+    assert (f.symptom, f.where, f.first_step) == ("vanishing_gradient", "sequential.3", 0)
+    assert f.evidence["loss_floor_negative"] == pytest.approx(math.log(2), rel=1e-2)
+    assert "applies a sigmoid to each of its outputs" in f.explanation
+    assert f.remedies[0].startswith("For one class per example, remove the softmax `sequential.3`")
+
+
 def test_cross_entropy_on_logits_is_no_softmax_twice():
     dr = train(classifier(ends_in_softmax=False), *data())
     assert all(r.probabilities_into_loss is None for r in dr.history.records)

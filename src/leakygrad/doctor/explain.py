@@ -62,6 +62,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_sigmoid_twice(f)
     if e.get("across") == "sigmoid then softmax":
         return _explain_sigmoid_then_softmax(f)
+    if e.get("across") == "softmax then sigmoid":
+        return _explain_softmax_then_sigmoid(f)
     derivatives = e.get("activation_mean_derivative") or {}
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
@@ -171,6 +173,27 @@ def _explain_sigmoid_then_softmax(f: Finding):
         "when you need probabilities (at prediction time).",
         "If the classes are not exclusive (several labels per example), keep one score per class and use "
         "`BCEWithLogitsLoss` on the logits instead of cross-entropy.",
+    ]
+    return text, remedies
+
+
+def _explain_softmax_then_sigmoid(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is a softmax, and the loss applies a sigmoid to each of its outputs "
+        "(`binary_cross_entropy_with_logits` / `BCEWithLogitsLoss` expects logits). The sigmoid sees probabilities in "
+        "[0, 1], so the probability it gives lies between 0.5 and 0.73: the loss cannot fall below "
+        f"{fmt(e['loss_floor_positive'])} for a positive entry nor below {fmt(e['loss_floor_negative'])} (log 2) "
+        "for a negative one, even for a perfect prediction. And the chain rule multiplies the gradient by the "
+        "softmax's Jacobian, diag(p) - p p^T, which vanishes as the predictions grow confident."
+    )
+    if e.get("loss_stalled"):
+        text += " The loss has stalled."
+    remedies = [
+        f"For one class per example, remove the softmax `{f.where}` and give `cross_entropy` the logits and the "
+        "class indices.",
+        "For several labels per example, remove the softmax and give `BCEWithLogitsLoss` the logits: one "
+        "independent sigmoid per label.",
     ]
     return text, remedies
 

@@ -589,7 +589,7 @@ def _marked_on_most(history: History, attribute: str, t: Thresholds) -> list[Ste
 
 
 # --- a softmax (or sigmoid) given to a loss that applies one itself -----------------------------------------------
-SQUASHED_TWICE = ("softmax twice", "sigmoid twice", "sigmoid then softmax")  # squashed_twice_rule's findings
+SQUASHED_TWICE = ("softmax twice", "sigmoid twice", "sigmoid then softmax", "softmax then sigmoid")  # the rule's
 
 
 def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -603,9 +603,9 @@ def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     last = marked[-1]
     function, classes = last.probabilities_function or "softmax", last.probabilities_classes or 2
     stalled = _loss_is_stalled(history.current_loss(), t)
-    evidence = {"across": "sigmoid then softmax" if function == "sigmoid then softmax" else f"{function} twice"}
+    evidence = {"across": function if " then " in function else f"{function} twice"}
     evidence["classes"] = classes
-    if function == "sigmoid":  # -log sigma(p) for a positive, -log(1 - sigma(p)) for a negative, p in [0, 1]
+    if function in ("sigmoid", "softmax then sigmoid"):  # -log sigma(p), -log(1 - sigma(p)), p in [0, 1]
         evidence["loss_floor_positive"] = _sci(math.log(1 + math.exp(-1)))
         evidence["loss_floor_negative"] = _sci(math.log(2))
     else:

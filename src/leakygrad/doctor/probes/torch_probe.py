@@ -476,7 +476,7 @@ def _not_dense(*values) -> bool:
 
 # a loss that squashes its input itself -> the squashing a model's output must then not have already
 # the loss's own squashing -> the functions whose outputs it must not be given (a sigmoid before cross_entropy too)
-SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid",)}
+SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid", "softmax")}
 
 
 def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
@@ -502,7 +502,11 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
         site = names.get(below) or f"{function} after {graph_tools.nearest_upstream(below, names) or 'input'}"
-        return site, "sigmoid then softmax" if op == "log_softmax" and function == "sigmoid" else function, classes
+        if op == "log_softmax" and function == "sigmoid":
+            function = "sigmoid then softmax"
+        elif op == "binary_cross_entropy_with_logits" and function == "softmax":
+            function = "softmax then sigmoid"  # (one-hot targets per class, the model's softmax over them)
+        return site, function, classes
     return None
 
 
