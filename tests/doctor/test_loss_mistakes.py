@@ -324,6 +324,8 @@ def test_losses_given_inputs_in_their_domain_are_not_named(loss_of):
         (nn.Tanh, 3.0, 0.0, ("error", "saturated_activation")),  # most beyond +-1
         (nn.ReLU, 1.0, 5.0, None),  # all above 0: a ReLU output can reach them
         (nn.Sigmoid, 0.1, 0.5, None),  # all in (0, 1)
+        (nn.Softplus, 1.0, 0.0, ("error", "saturated_activation")),  # > 0, as a ReLU (sweep 28's r05: R2 0.49)
+        (nn.Softplus, 1.0, 5.0, None),
     ],
 )
 def test_a_regression_whose_prediction_is_squashed_into_a_range_its_targets_are_not_in(

@@ -372,7 +372,7 @@ def _explain_targets_out_of_reach(f: Finding):
     """A regression's prediction squashed into a range (ReLU, sigmoid, tanh) that a share of its targets is not in."""
     e = f.evidence
     function, (low, high) = e["prediction_activation"], e["prediction_range"]
-    if function == "exp":
+    if e["regression_loss"] == "poisson_nll_loss":
         return _explain_rate_exponentiated_twice(f)
     reach = f">= {fmt(low)}" if high is None else f"between {fmt(low)} and {fmt(high)}"
     text = (

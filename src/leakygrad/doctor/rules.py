@@ -717,11 +717,11 @@ def _the_loss_running_off(f: Finding, unbounded: Finding) -> bool:
 
 # --- a prediction squashed into a range its targets are not in -------------------------------------------------------
 def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
-    """A regression loss's prediction comes straight out of a ReLU (>= 0), sigmoid (0..1) or tanh (-1..1), and a
-    share of the targets lies outside that range on most recent sampled steps: those can never be fitted. A ReLU's
-    predictions pushed towards a negative target stop at 0, where it passes no gradient (a blocked gradient); a
-    sigmoid's or tanh's are pushed into its flat tails (a saturated activation). A ReLU after a regressor's last
-    layer with standardised targets, half of them negative, is the usual case."""
+    """A regression loss's prediction comes straight out of a ReLU, softplus or exp (>= 0), sigmoid (0..1) or tanh
+    (-1..1), and a share of the targets lies outside that range on most recent sampled steps: those can never be
+    fitted. A ReLU's predictions pushed towards a negative target stop at 0, where it passes no gradient (a blocked
+    gradient); the others' are pushed into their flat tails (a saturated activation). A ReLU after a regressor's
+    last layer with standardised targets, half of them negative, is the usual case."""
     marked = _marked_on_most(history, "targets_out_of_reach", t)
     if not marked:
         return []

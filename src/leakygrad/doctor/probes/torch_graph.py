@@ -356,7 +356,9 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
 
 
 # what a prediction squashed by these can reach: (lowest, highest), None for no bound
-OUTPUT_RANGES = {"relu": (0.0, None), "sigmoid": (0.0, 1.0), "tanh": (-1.0, 1.0)}
+OUTPUT_RANGES = {
+    "relu": (0.0, None), "sigmoid": (0.0, 1.0), "tanh": (-1.0, 1.0), "softplus": (0.0, None), "exp": (0.0, None),
+}  # fmt: skip
 REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the target)
 
 
