@@ -1147,3 +1147,55 @@ def test_a_poisson_rate_exponentiated_twice(loss_of, named):
     assert (f.severity, f.symptom, f.where) == ("error", "saturated_activation", "exp")
     assert f.evidence["prediction_range"] == [1.0, None] and f.evidence["targets_outside"] >= 0.4
     assert "exp(exp(out))" in f.explanation and "log_input=False" in f.remedies[0]
+
+
+def test_penalties_subtracted_at_the_root_are_found_in_the_graph():
+    from leakygrad.doctor.probes.torch_graph import subtracted_weight_penalty
+
+    w, b = nn.Parameter(torch.randn(3, 3)), nn.Parameter(torch.randn(3))
+    x = torch.randn(3)
+    data_loss = (x @ w).square().mean()
+
+    def found(loss):
+        result = subtracted_weight_penalty(loss.grad_fn)
+        return result and (result[0], [tuple(p.shape) for p in result[1]])
+
+    assert found(data_loss - 0.1 * sum((p**2).sum() for p in (w, b))) == ("squares", [(3, 3), (3,)])
+    assert found(data_loss + (-0.1) * w.abs().sum()) == ("absolute values", [(3, 3)])
+    assert found(data_loss - 1e-3 * w.norm()) == ("norms", [(3, 3)])
+    assert found(-(data_loss + w.pow(2).mean())) == ("squares", [(3, 3)])  # (the whole loss negated)
+    assert found(data_loss + 0.1 * sum((p**2).sum() for p in (w, b))) is None  # weight decay, added
+    assert found(data_loss - 0.1 * (w[0] - w[1]).pow(2).sum()) is None  # prototypes pushed apart: on purpose
+    probabilities = torch.softmax(x @ w, 0)
+    entropy = -(probabilities * probabilities.log()).sum()
+    assert found(data_loss - 0.01 * entropy) is None  # an entropy bonus (RL): of the outputs, not the weights
+
+
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_a_weight_penalty_subtracted_instead_of_added(sign):
+    """`ce - lam * sum(w ** 2)`: a sign slip in a hand-written weight decay. The weights grew 48-fold and accuracy fell
+    to 0.83 (0.98 added), and the doctor said "learning rate far too high" (sweep 28's r13), whose remedy left it."""
+    torch.manual_seed(0)
+    x, y = _digits()
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(120):
+            batch = torch.arange(step * 32, step * 32 + 32) % len(x)
+            penalty = sum((p**2).sum() for name, p in model.named_parameters() if name.endswith("weight"))
+            loss = F.cross_entropy(model(x[batch]), y[batch]) + sign * 5e-3 * penalty
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if "penalty_subtracted" in f.evidence]
+    if sign > 0:
+        assert found == [] and dr.findings == []
+        return
+    [f] = found
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("diverging_loss", "loss", "error", 0)
+    assert f.evidence["penalty_subtracted"] == {
+        "form": "squares",
+        "parameters": ["sequential.0.weight", "sequential.2.weight"],
+    }
+    assert f.evidence["weights_grew_by"] >= 2 and "Add the penalty" in f.remedies[0]
+    assert [g.symptom for g in dr.findings] == ["diverging_loss"]  # (the lr verdict, the growth: told by it)

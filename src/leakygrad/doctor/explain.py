@@ -198,6 +198,30 @@ def _explain_softmax_then_sigmoid(f: Finding):
     return text, remedies
 
 
+def _explain_subtracted_penalty(f: Finding):
+    e = f.evidence
+    penalty = e["penalty_subtracted"]
+    form, parameters = penalty["form"], penalty["parameters"]
+    shown = ", ".join(f"`{name}`" for name in parameters[:4]) + (
+        f" and {len(parameters) - 4} more" if len(parameters) > 4 else ""
+    )
+    text = (
+        f"The loss the backward pass starts from subtracts a penalty on the {form} of {shown} instead of adding it "
+        "(`loss - lam * sum(w ** 2)` where weight decay is `loss + lam * ...`). Minimising it maximises the penalty: "
+        "its gradient points away from 0, so every step pushes each weight further out (for squares, the update "
+        "adds 2 lr lam w: the weights grow geometrically), the recorded loss falls below zero as they do, and the "
+        "data's gradient is drowned by the penalty's."
+    )
+    if e.get("weights_grew_by"):
+        text += f" The weights' norm grew {fmt(e['weights_grew_by'])}-fold over the run (median over the layers)."
+    text += _folded_sentence(e)
+    remedies = [
+        "Add the penalty: `loss = loss + lam * penalty`. Or drop it and use the optimiser's `weight_decay` "
+        "(`torch.optim.AdamW(..., weight_decay=...)`, or SGD's), which decays the weights without a loss term.",
+    ]
+    return text, remedies
+
+
 def _explain_maximized_loss(f: Finding):
     e = f.evidence
     loss = e["maximized"]
@@ -1905,6 +1929,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_maximized_loss(f)
     if e.get("adam_betas"):
         return _explain_swapped_betas(f)
+    if e.get("penalty_subtracted"):
+        return _explain_subtracted_penalty(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered

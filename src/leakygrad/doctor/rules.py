@@ -283,10 +283,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     curve_cause = next((f for f in findings if f.evidence.get("across") == "target scale"), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("dropout_on_prediction")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("adam_betas")), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("penalty_subtracted")), None)
     consequences = [
         f
         for f in findings
         if curve_cause is not None
+        and f is not curve_cause
         and (
             (f.symptom == "exploding_gradient" and f.evidence.get("across") in ("depth", "steps"))
             or (f.symptom in ("diverging_loss", "stalled_loss") and f.where == "loss")
@@ -641,6 +643,26 @@ def negated_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first_step = next(r.step for r in history.records if r.negated_loss is not None)
     return [Finding("diverging_loss", "loss", first_step, "error", evidence)]
+
+
+# --- a penalty on the weights subtracted instead of added ----------------------------------------------------------
+def subtracted_penalty_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The backward pass starts from a loss minus a penalty on the weights (`ce - lam * sum(w ** 2)`, a sign slip in
+    a hand-written weight decay), on most recent sampled steps: the penalty's gradient, -2 lam w, pushes every
+    weight away from 0 at each step, and the weights grow without bound while the recorded loss falls below zero. A
+    warning; an error once the weights grew twofold or more, or the loss's curve or the gradients' growth shows it
+    (folded into it)."""
+    marked = _marked_on_most(history, "subtracted_penalty", t)
+    if not marked:
+        return []
+    evidence = {"penalty_subtracted": marked[-1].subtracted_penalty}
+    shrank = _weights_shrank_by(history)
+    grew = 1 / shrank if shrank else None
+    if grew is not None:
+        evidence["weights_grew_by"] = _sci(grew)
+    first = next(r.step for r in history.records if r.subtracted_penalty is not None)
+    severity = "error" if grew is not None and grew >= t.penalty_weights_grew else "warning"
+    return [Finding("diverging_loss", "loss", first, severity, evidence)]
 
 
 # --- a loss maximised by its optimiser (maximize=True) ----------------------------------------------------------------
@@ -2250,6 +2272,7 @@ RULES = (
     squashed_twice_rule,
     broadcast_rule,
     negated_loss_rule,
+    subtracted_penalty_rule,
     maximized_loss_rule,
     swapped_betas_rule,
     loss_below_zero_rule,

@@ -172,6 +172,7 @@ class StepRecord:
     # attached), "renewed" (a new object since the last look), "changed" (its entries since first seen)}
     loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
+    subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose
     # targets are probabilities; nll_loss, whose input is log-probabilities), and unbounded below outside it

@@ -194,6 +194,9 @@ class Thresholds:
     """A margin loss (hinge, triplet) whose recent sampled losses (median) are below this share of its first third's
     mean has met its margin on nearly every example: its clamp blocks all gradient because there is nothing left to
     learn, not a leak."""
+    penalty_weights_grew: float = 2.0
+    """A penalty on the weights subtracted at the loss's root (`ce - lam * sum(w ** 2)`): a warning, an error once the
+    weights' norm (median over layers, last sampled step against the first) grew by this factor."""
     loss_below_zero: float = 1e-4
     """A loss never negative while its input is in its domain (binary cross-entropy, nll_loss) recorded below minus
     this has left the domain (float rounding takes such a loss a few 1e-8 below zero at most)."""

@@ -541,6 +541,59 @@ def loss_terms(root) -> list:
     return terms
 
 
+def subtracted_weight_penalty(root) -> tuple[str, list] | None:
+    """(form, parameters) of a penalty on the weights that the backward root subtracts instead of adding: `ce - lam *
+    sum(w ** 2)` gives ("squares", [w]). The root is followed through its sums, negations and constant factors; a
+    term of negative sign that is a sum or mean of the squares or absolute values of parameters (or their norms),
+    or a sum of such, is one. Minimising it makes the weights grow without bound. None when there is none."""
+    stack, looked = [(root, 1)], 0
+    while stack and looked < 16:
+        (node, sign), looked = stack.pop(), looked + 1
+        found = _weight_penalty(node, []) if sign < 0 else None  # (the whole of a sum first: all its parameters)
+        if found is not None:
+            return found
+        op = op_name(node)
+        children = [(i, child) for i, (child, _) in enumerate(node.next_functions) if child is not None]
+        if op in ("add", "sub"):
+            stack.extend((child, -sign if op == "sub" and i == 1 else sign) for i, child in children)
+        elif op in ("neg", "rsub") and len(children) == 1:
+            stack.append((children[0][1], -sign))
+        elif op in ("mul", "div") and len(children) == 1 and _constant_factor(node) is not None:
+            stack.append((children[0][1], -sign if _constant_factor(node) < 0 else sign))
+    return None
+
+
+WEIGHT_PENALTY_FORMS = {"pow": "squares", "abs": "absolute values", "linalg_vector_norm": "norms", "norm": "norms"}
+
+
+def _weight_penalty(node, parameters: list, depth: int = 0) -> tuple[str, list] | None:
+    """(form, parameters) when `node` is a non-negative penalty on parameters alone: sum/mean of w ** 2 or |w|, a
+    norm of w, those times positive constants, and sums of them (a Python `sum` over the layers starts from 0)."""
+    op = op_name(node)
+    children = [child for child, _ in node.next_functions if child is not None]
+    if depth > 12 or not children:
+        return None
+    if op == "add" or (op == "mul" and len(children) == 1 and (_constant_factor(node) or 0) > 0):
+        forms = [_weight_penalty(child, parameters, depth + 1) for child in children]
+        return None if None in forms else (forms[0][0], parameters)
+    if op in ("sum", "mean") and len(children) == 1:
+        node, children = beneath_reshapes(children[0], also=SELECTIONS), None
+        op = op_name(node)
+        if op not in ("pow", "abs"):
+            return None
+        children = [child for child, _ in node.next_functions if child is not None]
+    if op not in WEIGHT_PENALTY_FORMS or len(children) != 1:
+        return None
+    if op == "pow" and getattr(node, "_saved_exponent", None) != 2:
+        return None
+    leaf = beneath_reshapes(children[0], also=SELECTIONS)
+    variable = getattr(leaf, "variable", None)  # (an AccumulateGrad node holds its leaf: the parameter)
+    if variable is None:
+        return None
+    parameters.append(variable)
+    return WEIGHT_PENALTY_FORMS[op], parameters
+
+
 PER_TOKEN_LOSSES = ("nll_loss", "nll_loss2_d", "binary_cross_entropy_with_logits", "mse_loss")  # (2_d: 2-D targets)
 
 

@@ -476,6 +476,8 @@ def _not_dense(*values) -> bool:
 
 # a loss that squashes its input itself -> the squashing a model's output must then not have already
 # the loss's own squashing -> the functions whose outputs it must not be given (a sigmoid before cross_entropy too)
+PENALTY_ROOTS = ("add", "sub", "neg", "rsub", "mul", "div")  # a root that may subtract a penalty: a sum, or scaled
+
 SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid", "softmax")}
 
 
@@ -701,6 +703,8 @@ class StepState:
     # object since the last look?, deferred index of "its entries changed since first seen")
     loose_leaves: dict = field(default_factory=dict)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
+    # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
+    subtracted_penalty: dict | None = None
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
@@ -1696,6 +1700,13 @@ class TorchProbe:
                 # (a loss never negative came out negative: which of its inputs left its domain, read on the CPU, where
                 # the loss is known at once, and only then)
                 state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
+        if state.subtracted_penalty is None and op_name(root_nodes[0]) in PENALTY_ROOTS:
+            found = graph_tools.subtracted_weight_penalty(root_nodes[0])
+            if found is not None:
+                form, parameters = found
+                labels = [self._param_label(p) for p in parameters]
+                penalised = sorted({entry[1] for entry in labels if entry is not None})
+                state.subtracted_penalty = {"form": form, "parameters": penalised} if penalised else None
         if loss_nodes and state.dropout_sites and state.dropout_into_loss is None:
             state.dropout_into_loss = _dropout_into_loss(loss_nodes, names, state.dropout_sites)
         if loss_nodes and state.prediction_broadcast is None:
@@ -2511,6 +2522,7 @@ class TorchProbe:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
+        record.subtracted_penalty = state.subtracted_penalty
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.maximized_loss = state.root_loss if state.maximizes else None
