@@ -576,6 +576,42 @@ CLEAN = {  # run -> the sampling intervals it is watched at
 }
 
 
+def sparsemax(z, shift=None):
+    """Sparsemax (Martins and Astudillo, 2016) over the last axis: the projection onto the simplex, clamp(z - tau, 0)
+    with tau from the sorted scores; `shift` instead of tau makes it a plain clamp at a fixed threshold."""
+    if shift is not None:
+        return torch.clamp(z - shift, min=0)
+    sorted_z, _ = torch.sort(z, -1, descending=True)
+    k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype)
+    cumulative = sorted_z.cumsum(-1)
+    support = (1 + k * sorted_z > cumulative).sum(-1, keepdim=True)
+    tau = (cumulative.gather(-1, support - 1) - 1) / support
+    return torch.clamp(z - tau, min=0)
+
+
+def sparsemax_feature_mask(every, shift=None):
+    """A TabNet-style feature mask: sparsemax over the 64 pixels selects a few of them for each example (most of its
+    entries are exactly 0 and get no gradient: that is the point), then a classifier reads the masked pixels."""
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attend = nn.Linear(64, 64)
+            self.classify = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+
+        def forward(self, x):
+            return self.classify(x * sparsemax(self.attend(x), shift) * 8)
+
+    x, y = digits()
+    model = Masked()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    stream = batches(x, y, 64, seed=0)
+    return train(model, optimizer, every, 250, lambda _: next(stream), lambda xb, yb: F.cross_entropy(model(xb), yb))
+
+
+CLEAN[sparsemax_feature_mask] = (1, 16)
+
+
 def learned(losses) -> bool:
     """The mean loss of the last tenth is clearly below that of the first (the run is not healthy otherwise)."""
     tenth = max(1, len(losses) // 10)
@@ -746,3 +782,11 @@ def test_a_loss_that_jumps_at_step_1_with_its_objective_after_a_normal_update_is
             losses.append(loss.item())
     assert max(losses) > 10 * losses[0] and losses[-1] > losses[0]  # (what the blow-up test reads)
     assert [f for f in doctor.findings if f.symptom == "diverging_loss"] == []
+
+
+def test_a_fixed_clamp_where_a_sparsemax_would_be_is_still_a_blocked_gradient():
+    """The control for `sparsemax_feature_mask`: the same mask with a fixed threshold (clamp(z - 3, 0)) passes no
+    gradient for nearly every entry, and no sort made the threshold: a blocked gradient, as before."""
+    torch.manual_seed(0)
+    doctor, _ = sparsemax_feature_mask(4, shift=3.0)
+    assert "blocked_gradient" in {f.symptom for f in doctor.findings if f.where.startswith("clamp")}

@@ -703,6 +703,26 @@ def straight_through(gate, sums) -> bool:
     return False
 
 
+def sparse_projection(gate) -> bool:
+    """Whether a clamp at 0 is the last step of a sparsemax (or entmax): `clamp(z - tau, min=0)` with the threshold
+    tau computed from z itself through a sort (or topk) of it. Its zero derivative outside the support is what makes
+    the output sparse, by design: entries below tau get no gradient, as a softmax's tiny entries get almost none."""
+    inputs = [child for child, _ in gate.next_functions if child is not None]
+    if op_name(gate) not in ("clamp", "clamp_min") or len(inputs) != 1 or op_name(inputs[0]) != "sub":
+        return False
+    below = [child for child, _ in inputs[0].next_functions if child is not None]
+    return len(below) == 2 and _finds_op(below[1], ("sort", "topk"), 8)
+
+
+def _finds_op(node, ops: tuple, depth: int) -> bool:
+    """Whether an operation among `ops` is `node` or lies within `depth` operations below it."""
+    if op_name(node) in ops:
+        return True
+    if depth == 0:
+        return False
+    return any(child is not None and _finds_op(child, ops, depth - 1) for child, _ in node.next_functions)
+
+
 def _reaches(node, target, depth: int) -> bool:
     """Whether `target` is `node` or lies within `depth` operations below it."""
     if node is target:

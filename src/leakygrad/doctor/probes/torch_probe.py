@@ -1814,6 +1814,8 @@ class TorchProbe:
                 sums = graph_tools.additions(nodes) if sums is None else sums
                 if graph_tools.straight_through(node, sums) or (parameter is not None and parameter[1].numel() == 1):
                     continue  # bypassed by design; or a learnable scalar held in its range (CLIP's temperature)
+                if graph_tools.sparse_projection(node):
+                    continue  # a sparsemax's threshold: no gradient outside its support, by design
                 if node in loss_nodes:
                     site = "loss"
                 elif names.get(node) or inside.get(node):
