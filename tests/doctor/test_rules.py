@@ -1120,3 +1120,21 @@ def test_a_gradient_vanishing_through_dozens_of_plain_layers_puts_residual_conne
     first = "Add residual connections" if layers >= 20 else "Initialise for the activation"
     assert finding.remedies[0].startswith(first)
     assert len(finding.remedies) == 3
+
+
+def test_attention_that_sharpened_after_its_first_look_is_not_saturated_from_the_start():
+    """A Hopfield layer with a learned inverse temperature: spread at step 0 (capacity 0.54), one-hot by step 17 as
+    it learns to retrieve one pattern. At every 16 the first four looks are steps 0, 17, 34 and 51, and their median
+    said "saturated from the start" (sweep 28); `--every 1`, looking at steps 0-3, said nothing."""
+    from leakygrad.doctor.rules import attention_saturation_rule
+
+    def history_with(capacities):
+        history = history_of([])
+        for step, capacity in zip((0, 17, 34, 51), capacities):
+            look = {"capacity": capacity, "max_probability": 0.9, "entries": 64, "scale": 1.0}
+            history.attention.append((step, {"softmax after q": look}))
+        return history
+
+    assert attention_saturation_rule(history_with([0.54, 0.11, 0.11, 0.05]), T) == []
+    [f] = attention_saturation_rule(history_with([0.28, 0.24, 0.23, 0.18]), T)  # (scores too large from the start)
+    assert (f.symptom, f.where, f.first_step) == ("saturated_activation", "softmax after q", 0)

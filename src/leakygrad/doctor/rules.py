@@ -1108,9 +1108,10 @@ def inverted_loss_mask_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- attention saturated from the start -------------------------------------------------------------------------------
 def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     """An attention's softmax whose rows were nearly one-hot on the first sampled steps (the median capacity of its
-    derivative under `attention_capacity`), where a freshly initialised network's attention is spread nearly evenly:
-    its scores start too large (multiplied by sqrt(d) where scaled dot-product attention divides by it). The softmax's
-    derivative diag(p) - p p^T is near 0 for a one-hot row: the queries and keys get almost no gradient."""
+    derivative under `attention_capacity`, the first look's under `attention_capacity_first`), where a freshly
+    initialised network's attention is spread nearly evenly: its scores start too large (multiplied by sqrt(d) where
+    scaled dot-product attention divides by it). The softmax's derivative diag(p) - p p^T is near 0 for a one-hot row:
+    the queries and keys get almost no gradient."""
     findings = []
     sites = sorted({site for _, looks in history.attention for site in looks})
     for site in sites:
@@ -1118,6 +1119,8 @@ def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         capacities = [look["capacity"] for _, look in looks if math.isfinite(look["capacity"])]
         if not capacities or not median(capacities) < t.attention_capacity:
             continue
+        if not capacities[0] < t.attention_capacity_first:  # spread at the first look, sharpened by learning since
+            continue  # (a Hopfield layer's retrieval; at every 16 the looks are steps 0, 17, 34 and 51)
         evidence = {
             "function": "softmax",
             "derivative_capacity": _sci(median(capacities)),

@@ -226,6 +226,10 @@ class Thresholds:
     (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its
     scores too large (a freshly initialised attention is spread nearly evenly: 0.98-1.0 in healthy scripts, a causal
     mask over 8 entries lowers that to 0.75; scores multiplied by sqrt(64) gave 0.08)."""
+    attention_capacity_first: float = 0.5
+    """... and its first look (step 0 when the doctor watched from the start) under this: attention spread at its
+    first look that sharpened since was learnt so, not started so (a Hopfield layer's retrieval: 0.54 and 0.80 at step
+    0, 0.05-0.11 by step 51; scores multiplied by sqrt(d) over 8 keys: 0.23-0.28 at step 0)."""
     batch_classes_few: int = 2
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and
