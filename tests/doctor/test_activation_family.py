@@ -448,7 +448,8 @@ class TinyAttention(nn.Module):
             scores = (scores / math.sqrt(d)).masked_fill(padding, float("-inf"))
         else:
             scores = scores / math.sqrt(d)
-        h = F.softmax(scores, -1) @ self.v(t)
+        over = 1 if self.kind == "over the queries" else -1  # (each key's weights summing to 1 over the queries)
+        h = F.softmax(scores, over) @ self.v(t)
         return self.head(h.mean(1))
 
 
@@ -488,6 +489,33 @@ def test_attention_scores_multiplied_by_sqrt_d_saturate_the_softmax_from_the_sta
     assert (f.symptom, f.severity, f.first_step) == ("saturated_activation", "warning", 0)
     assert f.evidence["derivative_capacity"] < 0.25 and f.evidence["scores_scaled_by"] == 8.0
     assert "multiplied by 8" in f.explanation and "sqrt(d_k)" in f.remedies[0]
+
+
+@pytest.mark.parametrize("kind", ["over the queries", "over sqrt(d)", "causal, over sqrt(d)"])
+def test_attention_normalised_over_the_axis_it_is_pooled_over_passes_the_scores_nothing(kind):
+    """`softmax(q @ k.T, dim=1)`, over the queries, then the output averaged over the queries: each key's weights sum
+    to 1 over them, so the pooled output does not depend on the scores, and the gradient arriving at the softmax is
+    the same along its axis, which its backward removes. Sweep 28's r08 (accuracy 0.35 against 0.98) was told as a
+    gradient vanishing through the layer `v`, with a LayerNorm for remedy."""
+    torch.manual_seed(0)
+    model = TinyAttention(kind)
+    x, y = torch.randn(64, 64), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if "gradient_same_along_axis" in f.evidence]
+    others = [f.symptom for f in dr.findings if f.where != "tinyattention"]  # (its position bias: used by one kind)
+    if kind != "over the queries":
+        assert found == [] and others == []
+        return
+    [f] = found
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "softmax after q", "error", 0)
+    assert f.evidence["gradient_same_along_axis"] > 0.999 and "dim=-1" in f.remedies[0]
+    assert others == ["blocked_gradient"]  # (the layers under it starved, the stall: told by it)
 
 
 @pytest.mark.parametrize("sharpening", ["gumbel", "router x @ W.T"])

@@ -222,6 +222,27 @@ def _explain_subtracted_penalty(f: Finding):
     return text, remedies
 
 
+def _explain_attention_pooled(f: Finding):
+    e = f.evidence
+    text = (
+        f"The gradient arriving at the attention softmax `{f.where}` is the same for every one of the {e['entries']} "
+        f"entries along the axis it normalises ({pct(e['gradient_same_along_axis'])} of it, on the first "
+        f"{e['sampled_steps']} sampled steps). The softmax's backward is p * (g - sum(p * g)): it removes exactly that "
+        "part, so nothing reaches the scores, nor the queries and keys that make them. That happens when the "
+        "softmax's output is summed or averaged afterwards over the same axis it normalised, where it sums to 1 "
+        "whatever the scores: attention weights normalised over the queries (`softmax(q @ k.T, dim=1)`), then pooled "
+        "over the queries. The model then averages the values with weights that do not depend on the input."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Normalise attention weights over the keys, the last axis: `torch.softmax(q @ k.transpose(-2, -1) / "
+        "sqrt(d), dim=-1)`, so that each query's weights sum to 1.",
+        "If the pooling is meant to weigh the tokens, score each token once (`softmax(w @ h, dim=1)`, a weight per "
+        "token) and take the weighted sum over the same axis.",
+    ]
+    return text, remedies
+
+
 def _explain_maximized_loss(f: Finding):
     e = f.evidence
     loss = e["maximized"]
@@ -1294,6 +1315,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_penalty_without_graph(f)
     if "padding_of_kept" in e:
         return _explain_inverted_loss_mask(f)
+    if "gradient_same_along_axis" in e:
+        return _explain_attention_pooled(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
     site = e.get("site") or ""

@@ -252,13 +252,25 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if behind_the_softmax(f):
             trivial_softmax.evidence.setdefault("zero_gradient_modules", []).append(f.where)
+    # an attention softmax pooled over its own axis passes the scores nothing: the vanishing gradient across depth at
+    # the queries and keys under it, and the stall, are its doing
+    pooled = next((f for f in findings if f.evidence.get("gradient_same_along_axis")), None)
+    if pooled is not None:
+        told = {
+            f.symptom
+            for f in findings
+            if (f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth")
+            or (f.symptom == "stalled_loss" and f.where == "loss")
+        }
+        if told:
+            pooled.evidence["folded"] = sorted(told)
     over_time = {f.where.split(" (")[0]: f.symptom for f in findings if f.evidence.get("across") == "time"}
     # a loss compared with the wrong targets (broadcast), or a network with a layer of units all alike, stalls whatever
     # the learning rate: that finding is the stall
     stall_has_a_cause = any(f.evidence.get("across") in ("broadcast", "units") for f in findings)
     # ... and so does a prediction squashed into a range its targets are not in: the activation's other findings too
     out_of_reach = next((f for f in findings if "targets_outside" in f.evidence), None)
-    stall_has_a_cause = stall_has_a_cause or out_of_reach is not None
+    stall_has_a_cause = stall_has_a_cause or out_of_reach is not None or pooled is not None
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in SQUASHED_TWICE}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
@@ -311,6 +323,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         the_end = unbounded is not None and _the_loss_running_off(f, unbounded)
         the_depth = made_up and f.evidence.get("across") in ("depth", "steps")
         the_depth = the_depth or (maximized and f.symptom == "exploding_gradient" and f.severity == "warning")
+        the_depth = the_depth or (
+            pooled is not None and f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth"
+        )
         return (
             the_depth
             or any(f is g for g in consequences)
@@ -1131,6 +1146,27 @@ def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "sampled_steps": len(capacities),
         }
         findings.append(Finding("saturated_activation", site, looks[0][0], "warning", evidence))
+    return findings
+
+
+# --- attention pooled over the axis its softmax normalises ----------------------------------------------------------
+def attention_pooled_rule(history: History, t: Thresholds) -> list[Finding]:
+    """An attention's softmax whose arriving gradient is the same along the axis it normalises, on the first
+    sampled steps (median share over `softmax_gradient_same`): its backward p * (g - sum(p * g)) is then exactly 0, so
+    the scores, and the queries and keys under them, get no gradient at all. It happens when the softmax's output is
+    summed or averaged over that same axis afterwards, where it sums to 1 whatever the scores: a softmax over the
+    queries (dim=1) where the keys (dim=-1) were meant, then pooled over the queries."""
+    findings = []
+    sites = sorted({site for _, looks in history.attention for site in looks})
+    for site in sites:
+        looks = [(step, looks[site]) for step, looks in history.attention if site in looks]
+        shares = [look.get("gradient_same_along_axis", math.nan) for _, look in looks]
+        shares = [share for share in shares if math.isfinite(share)]
+        if len(shares) < min(2, len(looks)) or not shares or not median(shares) > t.softmax_gradient_same:
+            continue
+        evidence = {"gradient_same_along_axis": _sci(median(shares)), "blocked_fraction": 1.0, "site": site,
+                    "entries": looks[-1][1]["entries"], "sampled_steps": len(shares)}  # fmt: skip
+        findings.append(Finding("blocked_gradient", site, looks[0][0], "error", evidence))
     return findings
 
 
@@ -2285,6 +2321,7 @@ RULES = (
     zero_pos_weight_rule,
     soft_targets_rule,
     attention_saturation_rule,
+    attention_pooled_rule,
     penalty_without_graph_rule,
     inverted_loss_mask_rule,
     gradientless_optimizer_rule,

@@ -226,6 +226,11 @@ class Thresholds:
     (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its
     scores too large (a freshly initialised attention is spread nearly evenly: 0.98-1.0 in healthy scripts, a causal
     mask over 8 entries lowers that to 0.75; scores multiplied by sqrt(64) gave 0.08)."""
+    softmax_gradient_same: float = 0.99
+    """An attention's softmax whose arriving gradient has more than this share (of its squared norm) the same along the
+    axis it normalises (median over the first sampled steps): its backward removes exactly that part, so the scores
+    get (nearly) nothing; 1 - 1e-7 for a softmax over the queries then pooled over them, far lower for attention
+    whose output is read per query."""
     attention_capacity_first: float = 0.5
     """... and its first look (step 0 when the doctor watched from the start) under this: attention spread at its
     first look that sharpened since was learnt so, not started so (a Hopfield layer's retrieval: 0.54 and 0.80 at step

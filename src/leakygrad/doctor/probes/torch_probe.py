@@ -691,6 +691,8 @@ class StepState:
     # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
     # capacity (see _look_at_attention) and of the rows' mean largest probability)
     attention: dict = field(default_factory=dict)
+    # ... and the deferred index of the share of the gradient arriving at it that is the same along its axis
+    attention_gradient: dict = field(default_factory=dict)
     # the tokens the first nn.Embedding with a padding_idx read: (their indices, padding_idx); and, a per-token loss
     # multiplied by a mask of their shape: deferred indices of the share of the positions it keeps that are padding,
     # and of the share of the real tokens it keeps
@@ -1872,6 +1874,26 @@ class TorchProbe:
         site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
         scalar = state.deferred.scalar
         state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()))
+        node.register_hook(functools.partial(self._on_attention_grad, state.ticket, site, dim))
+
+    def _on_attention_grad(self, ticket: Ticket, site: str, dim: int, grad_inputs, grad_outputs):
+        """The share of the gradient g arriving at an attention's softmax that is the same for every entry along the
+        axis it normalises: the softmax's backward, p * (g - sum(p * g)), removes exactly that part. All of it (1.0)
+        when the output is summed or averaged over that same axis afterwards (a softmax over the queries, then pooled
+        over them): nothing reaches the scores."""
+        state = ticket.state
+        if state is None:
+            return
+        try:
+            g = grad_outputs[0] if grad_outputs else None
+            if g is None or g.dim() <= dim:
+                return
+            g = g.detach().float()
+            same = g.mean(dim).square().sum() * g.shape[dim]  # (the squared norm of g's mean along the axis, spread)
+            state.attention_gradient[site] = state.deferred.scalar(same / g.square().sum())  # (NaN for g = 0)
+        except Exception as error:
+            if not _not_dense(grad_outputs):
+                self._fail("attention gradient hook", error)
 
     def _look_at_loss_mask(self, state: StepState, loss_nodes) -> None:
         """A per-token loss multiplied by a mask of the tokens' shape, on the first sampled steps with both: which
@@ -2499,6 +2521,9 @@ class TorchProbe:
                 site: {"entries": entries, "scale": scale, "capacity": value(left_at), "max_probability": value(max_at)}
                 for site, (entries, scale, left_at, max_at) in state.attention.items()
             }
+            for site, same_at in state.attention_gradient.items():
+                if site in record.attention:
+                    record.attention[site]["gradient_same_along_axis"] = value(same_at)
         if state.loss_mask is not None:
             padding_idx, padding_at, real_at = state.loss_mask
             record.loss_mask = {
