@@ -524,6 +524,33 @@ def _cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thres
     return Finding("vanishing_gradient", f"{name} (cut at every time step)", cut[0].step, severity, evidence)
 
 
+def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The same for a module of the script's own called in a loop, `cut_loop_calls` times or more a step, and given
+    its own last output detached at every call that received one (`h, c = cell(x[:, t], (h.detach(), c.detach()))`):
+    a recurrent cell written by hand whose backprop through time is cut at every step."""
+    recent = history.recent()
+    names = sorted({name for r in recent for name in (r.looped_calls or {})})
+    loss_stalled = _loss_is_stalled(history.current_loss(), t)
+    findings = []
+    for name in names:
+        linked = [r.looped_calls[name] for r in recent if r.looped_calls and name in r.looped_calls]
+        cut = [calls for calls in linked if calls["carried"] == 0 and calls["calls"] >= t.cut_loop_calls]
+        if len(cut) < t.min_records or 2 * len(cut) < len(linked):
+            continue
+        first = next(r.step for r in history.records if r.looped_calls and name in r.looped_calls)
+        evidence = {
+            "across": "time",
+            "cut_every_step": True,
+            "time_steps": cut[-1]["calls"],
+            "cut_calls": cut[-1]["cut"],
+            "kind": cut[-1]["kind"],
+            "loss_stalled": loss_stalled,
+        }
+        severity = "error" if loss_stalled else "warning"
+        findings.append(Finding("vanishing_gradient", f"{name} (cut at every time step)", first, severity, evidence))
+    return findings
+
+
 def _latest_time_layer(recent, name: str):
     return next(r.layers[name] for r in reversed(recent) if name in r.layers and r.layers[name].time_grad_norms)
 
@@ -2322,6 +2349,7 @@ RULES = (
     soft_targets_rule,
     attention_saturation_rule,
     attention_pooled_rule,
+    hand_written_cell_rule,
     penalty_without_graph_rule,
     inverted_loss_mask_rule,
     gradientless_optimizer_rule,

@@ -173,6 +173,9 @@ class StepRecord:
     loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
     subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}
+    # a module of the script's own fed its own last output (a hand-written recurrent cell): name -> {"calls", "cut"
+    # (calls fed it detached), "carried" (... with its gradient), "kind"}
+    looped_calls: dict | None = None
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose
     # targets are probabilities; nll_loss, whose input is log-probabilities), and unbounded below outside it

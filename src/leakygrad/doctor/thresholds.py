@@ -226,6 +226,10 @@ class Thresholds:
     (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its
     scores too large (a freshly initialised attention is spread nearly evenly: 0.98-1.0 in healthy scripts, a causal
     mask over 8 entries lowers that to 0.75; scores multiplied by sqrt(64) gave 0.08)."""
+    cut_loop_calls: int = 8
+    """A module of the script's own given its own last output detached at every call is judged a recurrent cell cut at
+    every time step when it is called this many times a step or more: a loop over a sequence (AlphaFold's recycling
+    feeds a model its own outputs detached 3 or 4 times, on purpose)."""
     softmax_gradient_same: float = 0.99
     """An attention's softmax whose arriving gradient has more than this share (of its squared norm) the same along the
     axis it normalises (median over the first sampled steps): its backward removes exactly that part, so the scores

@@ -634,6 +634,9 @@ class StepState:
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
+    # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
+    # its gradient]: a recurrent cell written by hand (`h, c = cell(x[:, t], (h, c))`)
+    looped_calls: dict = field(default_factory=dict)
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> [op, site, [(blocked idx, arriving idx)], elements, floor]
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
@@ -1214,6 +1217,8 @@ class TorchProbe:
                             state.cuts.add((producer, info.name))
             if info.recurrent == "cell":
                 self._note_cell_state(state, info.name, args)
+            elif len(args) >= 2 and not info.recurrent:
+                self._note_own_state(state, info.name, args)
             if info.recurrent:
                 for t in _tensors(args):
                     if t.grad_fn is not None:
@@ -1235,6 +1240,22 @@ class TorchProbe:
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
         elif own and len(own) == len(hidden):
             state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
+
+    def _note_own_state(self, state: StepState, name: str, args) -> None:
+        """The same for a module of the script's own called with a state after its input: a recurrent cell written by
+        hand, fed its own last output (h, c) with its gradient, or detached."""
+        calls = state.looped_calls.get(name)
+        if calls is None:
+            calls = state.looped_calls[name] = [0, 0, 0]
+        calls[0] += 1
+        if not state.output_memory.outputs:
+            return
+        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
+        own = [t for t in hidden if state.output_memory.producer(t) == name]
+        if any(t.requires_grad for t in own):
+            calls[2] += 1
+        elif own and len(own) == len(hidden):
+            calls[1] += 1
 
     def _watch_sequence_input(self, module, info: ModuleInfo, args):
         """Hook the gradient at each time step of a recurrent layer's input: a tensor, or a PackedSequence (whose
@@ -1297,7 +1318,8 @@ class TorchProbe:
                 state.dropout_sites[name] = float(module.p)  # (is it the last thing before the loss?)
                 if module.p >= DROPOUT_MOSTLY:
                     state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
-            for t in _tensors(output) if info.recurrent else (y,):  # (an RNN's h_n too: it may be what is cut)
+            # (an RNN's h_n too, and all of a module's (h, c): it may be what is cut)
+            for t in (_tensors(output) or (y,)) if info.recurrent or y is not output else (y,):
                 if t.is_floating_point():
                     state.output_memory.note(t, name)
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
@@ -2549,6 +2571,17 @@ class TorchProbe:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
+        fed_own = {
+            name: {
+                "calls": calls,
+                "cut": cut,
+                "carried": carried,
+                "kind": getattr(self.info_by_name.get(name), "kind", ""),
+            }
+            for name, (calls, cut, carried) in state.looped_calls.items()
+            if cut + carried
+        }
+        record.looped_calls = fed_own or None
         record.subtracted_penalty = state.subtracted_penalty
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
