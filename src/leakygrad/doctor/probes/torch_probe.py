@@ -1318,8 +1318,9 @@ class TorchProbe:
                 state.dropout_sites[name] = float(module.p)  # (is it the last thing before the loss?)
                 if module.p >= DROPOUT_MOSTLY:
                     state.dropouts[name] = (float(module.p), y.numel())  # drops most: p is a share to drop, not keep
-            # (an RNN's h_n too, and all of a module's (h, c): it may be what is cut)
-            for t in (_tensors(output) or (y,)) if info.recurrent or y is not output else (y,):
+            # (an RNN's h_n too, and a hand-written cell's (h, c), called with a state: it may be what is cut)
+            every_output = info.recurrent or (y is not output and len(args) >= 2)
+            for t in (_tensors(output) or (y,)) if every_output else (y,):
                 if t.is_floating_point():
                     state.output_memory.note(t, name)
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
