@@ -1138,3 +1138,20 @@ def test_attention_that_sharpened_after_its_first_look_is_not_saturated_from_the
     assert attention_saturation_rule(history_with([0.54, 0.11, 0.11, 0.05]), T) == []
     [f] = attention_saturation_rule(history_with([0.28, 0.24, 0.23, 0.18]), T)  # (scores too large from the start)
     assert (f.symptom, f.where, f.first_step) == ("saturated_activation", "softmax after q", 0)
+
+
+def test_update_ratios_after_another_model_began_are_of_that_model_alone():
+    """A script trains a network, then a linear baseline with an optimiser of its own: the baseline's stall was told
+    with the network's layers' update ratios mixed in (sweep 28: `net.*` at 4.2e-3 beside the judged `lin`)."""
+    from leakygrad.doctor.rules import update_ratios
+    from leakygrad.doctor.stats import LayerStats
+
+    records = []
+    for step in range(12):  # (the recent quarter: the last 3 records, 1 of the network's and 2 of the baseline's)
+        name = "net.0" if step < 10 else "lin"
+        layer = LayerStats(name, "Linear", 0, has_weights=True, update_ratio=4.2e-3 if step < 10 else 2.1e-4)
+        records.append(StepRecord(step=step * 10, layers={name: layer}))
+    history = history_of(records)
+    assert set(update_ratios(history)) == {"net.0", "lin"}  # (the recent records span both)
+    history.restart_loss(100)
+    assert update_ratios(history) == {"lin": pytest.approx(2.1e-4)}

@@ -2070,8 +2070,11 @@ def _loss_is_stalled(loss: LossSeries, t: Thresholds) -> bool:
 
 
 def update_ratios(history: History) -> dict[str, float]:
-    """Median update/weight ratio of each layer over the recent sampled steps."""
+    """Median update/weight ratio of each layer over the recent sampled steps (since another model's training began,
+    when one did: the layers of the model trained before it are not this training's)."""
     recent = history.recent()
+    if history.loss_restarts:
+        recent = [r for r in recent if r.step >= history.loss_restarts[-1]] or recent
     out = {}
     for name in history.layer_names():
         value = median(_layer_values(recent, name, "update_ratio"))
