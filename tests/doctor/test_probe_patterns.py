@@ -2165,3 +2165,51 @@ def test_a_mask_after_a_saturated_sigmoid_does_not_hide_it(masked):
             loss.backward()
             optimizer.step()
     assert [f.symptom for f in dr.findings if f.symptom == "saturated_activation"] == ["saturated_activation"]
+
+
+class RecomputedLinear(torch.autograd.Function):
+    """y = x W^T + b with the parameters given as inputs and the graph recomputed in backward (as a reversible block
+    does to save memory); `drop` returns None for the parameters, a slip that leaves them without gradient."""
+
+    @staticmethod
+    def forward(ctx, x, layer, drop, *params):
+        ctx.layer, ctx.drop = layer, drop
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            return layer(x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            params = list(ctx.layer.parameters())
+            grads = torch.autograd.grad(ctx.layer(x), [x, *params], dy)
+        return (grads[0], None, None, *([None] * len(params) if ctx.drop else grads[1:]))
+
+
+@pytest.mark.parametrize("drop", [True, False])
+def test_a_custom_function_whose_backward_returns_none_for_its_parameters_is_named(drop):
+    """Sweep 28: a reversible network's custom Function returned None for the parameters given to it, and the finding
+    said the blocks ran under no_grad (a custom Function's forward always does): the cause is its backward."""
+    torch.manual_seed(0)
+    first, head = nn.Linear(8, 16), nn.Linear(16, 1)
+    model = nn.ModuleDict(dict(first=first, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(64, 8)
+    y = x[:, :1]
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(8):
+            hidden = RecomputedLinear.apply(x.requires_grad_(), first, drop, *first.parameters())
+            loss = nn.functional.mse_loss(head(torch.tanh(hidden)), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert dr.notes == []
+    if not drop:
+        assert found == []
+        return
+    [f] = found
+    assert f.evidence["custom_backward_returns_none"] == "RecomputedLinear" and "forward_ran" not in f.evidence
+    assert "RecomputedLinear.backward" in f.remedies[0] and "returns None for them" in f.explanation

@@ -1501,6 +1501,21 @@ def explain_no_gradient(f: Finding):
             "Otherwise look for dead units or a zero factor between them and the loss (see the other findings).",
         ]
         return text, remedies
+    if e.get("custom_backward_returns_none") and not cuts:
+        function = e["custom_backward_returns_none"]
+        text = (
+            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a "
+            f"gradient in {e['sampled_steps_checked']} sampled steps. They are given as inputs to the custom autograd "
+            f"Function `{function}`, and its backward returns None for them: backprop stops there, since autograd "
+            "gives a parameter only what the Function's backward returns for it (its forward runs without recording a "
+            "graph, so nothing else reaches them)."
+        )
+        remedies = [
+            f"In `{function}.backward`, return each parameter's gradient in the position of that input (the gradients "
+            "`torch.autograd.grad` computed for them), not None.",
+            f"Check it with `torch.autograd.gradcheck({function}.apply, ...)` in float64 on a small input.",
+        ]
+        return text, remedies
     if e.get("forward_ran") == "never" and not cuts:
         text = (
             f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a "

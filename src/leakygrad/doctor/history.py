@@ -292,6 +292,10 @@ class History:
             tally = self.custom_backwards.setdefault(
                 name, {"tests": 0, "ignoring": 0, "first_step": None, "grad_output_one": True}
             )
+            if test.get("drops_parameters"):  # (the parameters given to it whose gradient its backward returned None)
+                tally.setdefault("drops_parameters", set()).update(test["drops_parameters"])
+            if test.get("tested") is False:
+                continue
             tally["tests"] += 1
             tally["grad_output_one"] = tally["grad_output_one"] and test["grad_output_one"]
             # (every input that got a gradient: one input's constant gradient beside another's that uses grad_output

@@ -1711,7 +1711,10 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         # learned (an expert no token was routed to, a branch never taken). Worth a look (a collapsed mixture of
         # experts), not an error of the graph. (Nothing reached at all: an optimiser given a model that never runs.)
         never_ran = bool(reached) and _on_every_check(history.not_called, params, checked, history.param_module)
-        if never_ran:
+        dropping = _custom_backward_dropping(history, params)
+        if dropping is not None:  # (its forward runs under no_grad by design: that is no cause)
+            evidence["custom_backward_returns_none"] = dropping
+        elif never_ran:
             evidence["forward_ran"] = "never"
         # Run, but with gradient recording off on every checked step (inside torch.no_grad(), or by a reentrant
         # checkpoint whose inputs do not require grad): no graph joins them to the loss. The cause, named.
@@ -1725,6 +1728,16 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
+
+
+def _custom_backward_dropping(history: History, params: list[str]) -> str | None:
+    """The custom autograd.Function whose backward returned None for most of `params`, given to it as inputs (a
+    reversible block's `RevFn.apply(x1, x2, f, g, *params)` recomputing its gradients by hand), or None."""
+    for name, tally in sorted(history.custom_backwards.items()):
+        dropped = tally.get("drops_parameters") or set()
+        if 2 * len(dropped.intersection(params)) > len(params):
+            return name
+    return None
 
 
 def _whole_model_name(params: list[str], param_module: dict[str, str], history: History) -> str:

@@ -1046,15 +1046,17 @@ def _recomputed_nonfinite(node) -> bool:
 _NOT_CALLED_TWICE = {"autograd", "backward", "enable_grad", "set_grad_enabled", "step", "grad_fn", "requires_grad_"}
 
 
-def custom_function(node) -> str | None:
+def custom_function(node, testable: bool = True) -> str | None:
     """The class name of the user's `torch.autograd.Function` whose backward `node` runs, when that backward may be
     called once more to test it: written outside PyTorch, with no autograd or optimiser calls in its code, and no
-    in-place changes."""
+    in-place changes (`testable=False`: whatever its backward does)."""
     if not isinstance(node, torch.autograd.function.BackwardCFunction):
         return None
     function = node._forward_cls
     if function.__module__.split(".")[0] == "torch":  # (PyTorch's own: checkpointing, and the like)
         return None
+    if not testable:
+        return function.__name__
     code = getattr(inspect.unwrap(function.backward), "__code__", None)  # (unwrapped: @once_differentiable)
     if code is None or not _NOT_CALLED_TWICE.isdisjoint(code.co_names) or any(map(_in_place, code.co_names)):
         return None

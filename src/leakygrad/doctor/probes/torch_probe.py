@@ -1999,11 +1999,35 @@ class TorchProbe:
         """Call a custom autograd.Function's backward once more after it ran, on its first few sampled steps, to
         see whether it uses the gradient it is given (see graph_tools.ignores_grad_output)."""
         name = graph_tools.custom_function(node)
-        if name is None or name in state.custom_backwards or self._custom_checks.get(name, 0) >= CUSTOM_BACKWARD_CHECKS:
+        testable = name is not None
+        name = name or graph_tools.custom_function(node, testable=False)  # (any: which parameters it drops, at least)
+        if name is None or self._custom_checks.get(name, 0) >= CUSTOM_BACKWARD_CHECKS:
+            return
+        # the watched parameters given to it as inputs: (position, name), to see whether its backward returns None
+        given = []
+        for position, (child, _) in enumerate(node.next_functions):
+            label = self._param_label(getattr(child, "variable", None)) if child is not None else None
+            if label is not None:
+                given.append((position, label[1]))
+        if name in state.custom_backwards:  # (another call of it in this step: its parameters only)
+            if given:
+                node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
             return
         self._custom_checks[name] = self._custom_checks.get(name, 0) + 1
-        state.custom_backwards[name] = [node, graph_tools.nearest_upstream(node, names), None, None, None, None]
-        node.register_hook(functools.partial(self._on_custom_backward, state.ticket, name))
+        after = graph_tools.nearest_upstream(node, names)
+        state.custom_backwards[name] = [node, after, None, None, None, None, [], testable]
+        if given:
+            node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
+        if testable:
+            node.register_hook(functools.partial(self._on_custom_backward, state.ticket, name))
+
+    def _on_custom_parameters(self, ticket: Ticket, name: str, given: list, grad_inputs, grad_outputs):
+        """Which parameters given to a custom Function as inputs its backward returned None for: it drops them."""
+        state = ticket.state
+        if state is None:
+            return
+        dropped = state.custom_backwards[name][6]
+        dropped.extend(parameter for position, parameter in given if grad_inputs[position] is None)
 
     def _on_custom_backward(self, ticket: Ticket, name: str, grad_inputs, grad_outputs):
         state = ticket.state  # (the node is looked up in the state, not held by the hook: see _on_nan_prone_grad)
@@ -2609,18 +2633,21 @@ class TorchProbe:
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
-        record.custom_backwards = {
-            name: {
-                "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
-                "inputs": sum(at is not None for at in flags),
-                "after": after,
-                "grad_output_norm": value(out_at),
-                "grad_input_norm": value(in_at),
-                "grad_output_one": one_at is not None and value(one_at) > 0,
-            }
-            for name, (_, after, flags, out_at, in_at, one_at) in state.custom_backwards.items()
-            if flags  # (tested: the hook ran, and the backward could be called again)
-        } or None
+        record.custom_backwards = {}
+        for name, (_, after, flags, out_at, in_at, one_at, dropped, _) in state.custom_backwards.items():
+            if flags:  # (tested: the hook ran, and the backward could be called again)
+                record.custom_backwards[name] = {
+                    "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
+                    "inputs": sum(at is not None for at in flags),
+                    "after": after,
+                    "grad_output_norm": value(out_at),
+                    "grad_input_norm": value(in_at),
+                    "grad_output_one": one_at is not None and value(one_at) > 0,
+                    "drops_parameters": dropped,
+                }
+            elif dropped:  # (not run again, but seen to return None for parameters given to it)
+                record.custom_backwards[name] = {"tested": False, "drops_parameters": dropped}
+        record.custom_backwards = record.custom_backwards or None
         record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
