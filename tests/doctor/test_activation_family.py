@@ -275,7 +275,7 @@ def test_a_softmax_before_bce_with_logits_is_a_vanishing_gradient_at_that_softma
         return
     [f] = found
     assert (f.symptom, f.where, f.first_step) == ("vanishing_gradient", "sequential.3", 0)
-    assert f.evidence["loss_floor_negative"] == pytest.approx(math.log(2), rel=1e-2)
+    assert f.evidence["loss_floor_negative"] == pytest.approx(math.log(2), rel=1e-2) and f.evidence["classes"] == 4
     assert "applies a sigmoid to each of its outputs" in f.explanation
     assert f.remedies[0].startswith("For one class per example, remove the softmax `sequential.3`")
 

@@ -1164,6 +1164,10 @@ def test_penalties_subtracted_at_the_root_are_found_in_the_graph():
     assert found(data_loss + (-0.1) * w.abs().sum()) == ("absolute values", [(3, 3)])
     assert found(data_loss - 1e-3 * w.norm()) == ("norms", [(3, 3)])
     assert found(-(data_loss + w.pow(2).mean())) == ("squares", [(3, 3)])  # (the whole loss negated)
+    assert found(data_loss - 0.1 * sum(torch.norm(p) ** 2 for p in (w, b))) == ("squares", [(3, 3), (3,)])
+    assert found(data_loss - 0.1 * sum((p * p).sum() for p in (w, b))) == ("squares", [(3, 3), (3,)])
+    assert found(data_loss - 0.1 * torch.stack([(p**2).sum() for p in (w, b)]).sum()) == ("squares", [(3, 3), (3,)])
+    assert found(data_loss - 0.1 * (w * b).sum()) is None  # (a product of two parameters: no square)
     assert found(data_loss + 0.1 * sum((p**2).sum() for p in (w, b))) is None  # weight decay, added
     assert found(data_loss - 0.1 * (w[0] - w[1]).pow(2).sum()) is None  # prototypes pushed apart: on purpose
     probabilities = torch.softmax(x @ w, 0)

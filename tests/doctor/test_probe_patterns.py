@@ -1084,13 +1084,57 @@ class HandWrittenLSTMCell(nn.Module):
         return torch.sigmoid(o) * torch.tanh(c), c
 
 
-@pytest.mark.parametrize("case", ["detached", "carried", "recycled 3 times"])
+class Refiner(nn.Module):
+    """Iterative error feedback: pred_{k+1} = pred_k + f(x, pred_k), each iterate compared with the target."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+
+    def forward(self, x, pred):
+        return pred + self.f(torch.cat([x, pred], 1))
+
+
+class WrappedCell(nn.Module):
+    """A module of the script's own around PyTorch's LSTM cell."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTMCell(1, 8)
+
+    def forward(self, x, state):
+        return self.lstm(x, state)
+
+
+def test_a_refinement_loop_fed_its_own_prediction_detached_is_no_cut_through_time():
+    """Each iterate's prediction is compared with the target and fed back detached, by design (iterative error
+    feedback): the loss reads the module's outputs directly, as it does no recurrent cell's hidden state (the review
+    of stop 27: a warning "cut at every time step")."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(refine=Refiner()))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(64, 1)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            pred, loss = torch.zeros(64, 1), 0.0
+            for _k in range(10):
+                pred = model["refine"](x, pred.detach())
+                loss = loss + nn.functional.mse_loss(pred, torch.sin(x))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f for f in dr.findings if "cut_every_step" in f.evidence] == []
+    assert dr.history.records[-1].looped_calls["refine"]["read_by_loss"] is True
+
+
+@pytest.mark.parametrize("case", ["detached", "carried", "recycled 3 times", "a wrapper of LSTMCell, detached"])
 def test_a_hand_written_cell_given_its_own_state_detached_is_a_cut_through_time(case):
     """`h, c = cell(x[:, t], (h.detach(), c.detach()))` with a cell of the script's own (sweep 28: test error 0.40 ->
     0.72, and "no leaks found"; only PyTorch's cells were followed). A model fed its own outputs detached a few times
-    on purpose (AlphaFold's recycling) is no loop over a sequence."""
+    on purpose (AlphaFold's recycling) is no loop over a sequence; a module around PyTorch's cell is told once, as
+    that cell."""
     torch.manual_seed(0)
-    cell, head = HandWrittenLSTMCell(1, 8), nn.Linear(8, 1)
+    cell, head = WrappedCell() if case.startswith("a wrapper") else HandWrittenLSTMCell(1, 8), nn.Linear(8, 1)
     model = nn.ModuleDict(dict(cell=cell, head=head))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     generator = torch.Generator().manual_seed(0)
@@ -1107,8 +1151,11 @@ def test_a_hand_written_cell_given_its_own_state_detached_is_a_cut_through_time(
             loss.backward()
             optimizer.step()
     found = [f for f in dr.findings if "cut_every_step" in f.evidence]
-    if case != "detached":
+    if not case.endswith("detached"):
         assert found == []
+        return
+    if case.startswith("a wrapper"):
+        assert [(f.where, f.evidence["kind"]) for f in found] == [("cell.lstm (cut at every time step)", "LSTMCell")]
         return
     [f] = found
     assert (f.symptom, f.where) == ("vanishing_gradient", "cell (cut at every time step)")

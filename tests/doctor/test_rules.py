@@ -200,6 +200,12 @@ def test_gradient_back_to_its_first_size_after_a_dip_is_no_growth():
     records[0].grad_norm = 1e-3  # (the same dip with a first step smaller than the end's: growth, as before)
     [f] = growth_rule(history_of(records), T)
     assert f.evidence["across"] == "steps" and f.evidence["grad_norm_start"] == pytest.approx(2.6e-9)
+    # a large first gradient (a large loss at step 0), then growth from 1 to 500: growth, not a dip back (the review)
+    norms = [800.0, 1.0, 1.2] + [10.0 ** (k / 6) for k in range(len(records) - 3)]
+    for r, norm in zip(records, norms):
+        r.grad_norm = r.layers["l1"].param_grad_norm = norm
+    [f] = growth_rule(history_of(records), T)
+    assert f.evidence["growth"] > 100
 
 
 # --- activations --------------------------------------------------------------------------------------------------
@@ -1155,3 +1161,20 @@ def test_update_ratios_after_another_model_began_are_of_that_model_alone():
     assert set(update_ratios(history)) == {"net.0", "lin"}  # (the recent records span both)
     history.restart_loss(100)
     assert update_ratios(history) == {"lin": pytest.approx(2.1e-4)}
+
+
+def test_attention_pooled_over_its_axis_is_judged_on_a_gradient_all_but_exactly_the_same():
+    """1.0 for a softmax over the queries then pooled over them; slot attention (a softmax over the slots, by design)
+    with slots that start nearly alike measured 0.996 (the review of stop 27: an error that said to use dim=-1)."""
+    from leakygrad.doctor.rules import attention_pooled_rule
+
+    def history_with(share):
+        history = history_of([])
+        for step in (0, 17, 34, 51):
+            look = {"capacity": 0.9, "max_probability": 0.3, "entries": 12, "scale": 1.0}
+            history.attention.append((step, {"softmax after q": {**look, "gradient_same_along_axis": share}}))
+        return history
+
+    assert attention_pooled_rule(history_with(0.996), T) == []
+    [f] = attention_pooled_rule(history_with(1.0 - 1e-7), T)
+    assert (f.symptom, f.where, f.severity) == ("blocked_gradient", "softmax after q", "error")

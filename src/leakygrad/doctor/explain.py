@@ -228,7 +228,7 @@ def _explain_attention_pooled(f: Finding):
         f"The gradient arriving at the attention softmax `{f.where}` is the same for every one of the {e['entries']} "
         f"entries along the axis it normalises ({pct(e['gradient_same_along_axis'])} of it, on the first "
         f"{e['sampled_steps']} sampled steps). The softmax's backward is p * (g - sum(p * g)): it removes exactly that "
-        "part, so nothing reaches the scores, nor the queries and keys that make them. That happens when the "
+        "part, so almost nothing reaches the scores, nor the queries and keys that make them. That happens when the "
         "softmax's output is summed or averaged afterwards over the same axis it normalised, where it sums to 1 "
         "whatever the scores: attention weights normalised over the queries (`softmax(q @ k.T, dim=1)`), then pooled "
         "over the queries. The model then averages the values with weights that do not depend on the input."

@@ -534,10 +534,12 @@ def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
     findings = []
     for name in names:
         linked = [r.looped_calls[name] for r in recent if r.looped_calls and name in r.looped_calls]
-        cut = [calls for calls in linked if calls["carried"] == 0 and calls["calls"] >= t.cut_loop_calls]
+        if any(calls["read_by_loss"] for calls in linked):  # (each iterate judged by the loss: a refinement, by design)
+            continue
+        cut = [calls for calls in linked if _cut_loop(calls, t)]
         if len(cut) < t.min_records or 2 * len(cut) < len(linked):
             continue
-        first = next(r.step for r in history.records if r.looped_calls and name in r.looped_calls)
+        first = next(r.step for r in history.records if r.looped_calls and _cut_loop(r.looped_calls.get(name), t))
         evidence = {
             "across": "time",
             "cut_every_step": True,
@@ -549,6 +551,12 @@ def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
         severity = "error" if loss_stalled else "warning"
         findings.append(Finding("vanishing_gradient", f"{name} (cut at every time step)", first, severity, evidence))
     return findings
+
+
+def _cut_loop(calls: dict | None, t: Thresholds) -> bool:
+    """A step on which a module of the script's own was called in a loop and never given its own output with its
+    gradient (see hand_written_cell_rule)."""
+    return calls is not None and calls["carried"] == 0 and calls["cut"] > 0 and calls["calls"] >= t.cut_loop_calls
 
 
 def _latest_time_layer(recent, name: str):
@@ -596,8 +604,8 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     end = median([r.grad_norm for r in recent if r.grad_norm is not None])
     if not start > 0 or math.isnan(end):
         return []
-    if end <= max(first_norms):  # grown only from a dip: a first task learnt to a loss of ~0, then a new one began
-        return []
+    if end * t.growth_dip <= first_norms[0]:  # grown only from a dip, to far below the first step's gradient: a first
+        return []  # task learnt to a loss of ~0, then a new one began
     growth = end / start
     severity = _grade(growth, t.growth_warning, t.growth_error, below=False)
     if severity is None:
@@ -1191,8 +1199,8 @@ def attention_pooled_rule(history: History, t: Thresholds) -> list[Finding]:
         shares = [share for share in shares if math.isfinite(share)]
         if len(shares) < min(2, len(looks)) or not shares or not median(shares) > t.softmax_gradient_same:
             continue
-        evidence = {"gradient_same_along_axis": _sci(median(shares)), "blocked_fraction": 1.0, "site": site,
-                    "entries": looks[-1][1]["entries"], "sampled_steps": len(shares)}  # fmt: skip
+        evidence = {"gradient_same_along_axis": _sci(median(shares)), "blocked_fraction": _sci(median(shares)),
+                    "site": site, "entries": looks[-1][1]["entries"], "sampled_steps": len(shares)}  # fmt: skip
         findings.append(Finding("blocked_gradient", site, looks[0][0], "error", evidence))
     return findings
 

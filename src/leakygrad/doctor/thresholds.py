@@ -226,15 +226,19 @@ class Thresholds:
     (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its
     scores too large (a freshly initialised attention is spread nearly evenly: 0.98-1.0 in healthy scripts, a causal
     mask over 8 entries lowers that to 0.75; scores multiplied by sqrt(64) gave 0.08)."""
+    growth_dip: float = 10.0
+    """Gradient growth step over step is not judged when the recent gradient is this many times below the first
+    sampled step's: it grew back only from a dip (a first task learnt to a loss of ~0, then the next task began)."""
     cut_loop_calls: int = 8
     """A module of the script's own given its own last output detached at every call is judged a recurrent cell cut at
     every time step when it is called this many times a step or more: a loop over a sequence (AlphaFold's recycling
     feeds a model its own outputs detached 3 or 4 times, on purpose)."""
-    softmax_gradient_same: float = 0.99
+    softmax_gradient_same: float = 0.9999
     """An attention's softmax whose arriving gradient has more than this share (of its squared norm) the same along the
     axis it normalises (median over the first sampled steps): its backward removes exactly that part, so the scores
     get (nearly) nothing; 1 - 1e-7 for a softmax over the queries then pooled over them, far lower for attention
-    whose output is read per query."""
+    whose output is read per query, 0.996 for slot attention (a softmax over the slots, by design) whose slots start
+    nearly alike."""
     attention_capacity_first: float = 0.5
     """... and its first look (step 0 when the doctor watched from the start) under this: attention spread at its
     first look that sharpened since was learnt so, not started so (a Hopfield layer's retrieval: 0.54 and 0.80 at step

@@ -567,26 +567,35 @@ WEIGHT_PENALTY_FORMS = {"pow": "squares", "abs": "absolute values", "linalg_vect
 
 
 def _weight_penalty(node, parameters: list, depth: int = 0) -> tuple[str, list] | None:
-    """(form, parameters) when `node` is a non-negative penalty on parameters alone: sum/mean of w ** 2 or |w|, a
-    norm of w, those times positive constants, and sums of them (a Python `sum` over the layers starts from 0)."""
+    """(form, parameters) when `node` is a non-negative penalty on parameters alone: the sum or mean of w ** 2,
+    w * w, |w| or norm(w) ** 2, a norm of w, those times positive constants, and sums of them (a Python `sum` over the
+    layers starts from 0; `torch.stack([...]).sum()` gathers them first)."""
     op = op_name(node)
     children = [child for child, _ in node.next_functions if child is not None]
     if depth > 12 or not children:
         return None
+    if op in ("sum", "mean") and len(children) == 1 and op_name(beneath_reshapes(children[0])) in ("stack", "cat"):
+        node, op = beneath_reshapes(children[0]), "add"  # (the terms gathered in one tensor, then summed)
+        children = [child for child, _ in node.next_functions if child is not None]
     if op == "add" or (op == "mul" and len(children) == 1 and (_constant_factor(node) or 0) > 0):
         forms = [_weight_penalty(child, parameters, depth + 1) for child in children]
         return None if None in forms else (forms[0][0], parameters)
     if op in ("sum", "mean") and len(children) == 1:
-        node, children = beneath_reshapes(children[0], also=SELECTIONS), None
+        node = beneath_reshapes(children[0], also=SELECTIONS)
         op = op_name(node)
-        if op not in ("pow", "abs"):
+        if op not in ("pow", "abs", "mul"):
             return None
         children = [child for child, _ in node.next_functions if child is not None]
-    if op not in WEIGHT_PENALTY_FORMS or len(children) != 1:
+    if op == "mul" and len(children) == 2 and children[0] is children[1]:  # (w * w: one leaf, read twice)
+        op, children = "pow", children[:1]
+    elif op not in WEIGHT_PENALTY_FORMS or len(children) != 1 or op == "mul":
         return None
-    if op == "pow" and getattr(node, "_saved_exponent", None) != 2:
+    elif op == "pow" and getattr(node, "_saved_exponent", None) != 2:
         return None
     leaf = beneath_reshapes(children[0], also=SELECTIONS)
+    if op == "pow" and op_name(leaf) in ("linalg_vector_norm", "norm"):  # (norm(w) ** 2)
+        below = [child for child, _ in leaf.next_functions if child is not None]
+        leaf = beneath_reshapes(below[0], also=SELECTIONS) if len(below) == 1 else None
     variable = getattr(leaf, "variable", None)  # (an AccumulateGrad node holds its leaf: the parameter)
     if variable is None:
         return None

@@ -496,11 +496,12 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
         function = op_name(below)
         if function not in functions:
             continue
-        if op == "binary_cross_entropy_with_logits":
+        if op == "binary_cross_entropy_with_logits" and function == "sigmoid":
             classes = 2
         else:
+            softmax = below if op == "binary_cross_entropy_with_logits" else node  # (the softmax over the classes)
             try:
-                classes = int(node._saved_result.shape[graph_tools.saved_dim(node)])
+                classes = int(softmax._saved_result.shape[graph_tools.saved_dim(softmax)])
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
         site = names.get(below) or f"{function} after {graph_tools.nearest_upstream(below, names) or 'input'}"
@@ -549,6 +550,12 @@ def _norm_of_all(tensors) -> torch.Tensor:
     """The norm of the gradients an autograd node was given or returned, taken together (in float32 at least)."""
     present = [t for t in tensors if isinstance(t, torch.Tensor)]
     return torch.linalg.vector_norm(torch.stack([norm(t).float() for t in present]))
+
+
+def _made_by(producer: str | None, name: str) -> bool:
+    """Whether an output noted as `producer`'s is module `name`'s own: its, or a module's around it that returned it
+    unchanged (a wrapper of a cell: the wrapper's forward hook, run last, noted the same tensor as its own)."""
+    return producer is not None and (producer == name or name.startswith(producer + "."))
 
 
 def _tensors(value):
@@ -637,6 +644,7 @@ class StepState:
     # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
     # its gradient]: a recurrent cell written by hand (`h, c = cell(x[:, t], (h, c))`)
     looped_calls: dict = field(default_factory=dict)
+    loss_reads: set = field(default_factory=set)  # modules whose outputs the loss reads directly (no module between)
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> [op, site, [(blocked idx, arriving idx)], elements, floor]
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
@@ -1218,7 +1226,7 @@ class TorchProbe:
             if info.recurrent == "cell":
                 self._note_cell_state(state, info.name, args)
             elif len(args) >= 2 and not info.recurrent:
-                self._note_own_state(state, info.name, args)
+                self._note_own_state(state, module, info.name, args)
             if info.recurrent:
                 for t in _tensors(args):
                     if t.grad_fn is not None:
@@ -1235,23 +1243,27 @@ class TorchProbe:
         output with its gradient (carried), that output detached (`h.detach()`: backprop through time cut here), or
         none of its own (a sequence starts: zeros, a state from elsewhere)."""
         hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        own = [t for t in hidden if state.output_memory.producer(t) == name]
+        own = [t for t in hidden if _made_by(state.output_memory.producer(t), name)]
         if any(t.requires_grad for t in own):
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
         elif own and len(own) == len(hidden):
             state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
 
-    def _note_own_state(self, state: StepState, name: str, args) -> None:
+    def _note_own_state(self, state: StepState, module: nn.Module, name: str, args) -> None:
         """The same for a module of the script's own called with a state after its input: a recurrent cell written by
-        hand, fed its own last output (h, c) with its gradient, or detached."""
+        hand, fed its own last output (h, c) with its gradient, or detached. (A module holding one of PyTorch's cells
+        is not one: the cell inside is followed.)"""
         calls = state.looped_calls.get(name)
         if calls is None:
-            calls = state.looped_calls[name] = [0, 0, 0]
+            holds_a_cell = any(isinstance(m, nn.RNNCellBase) for m in module.modules())
+            calls = state.looped_calls[name] = [0, 0, 0, None if holds_a_cell else type(module).__name__]
+        if calls[3] is None:
+            return
         calls[0] += 1
         if not state.output_memory.outputs:
             return
         hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        own = [t for t in hidden if state.output_memory.producer(t) == name]
+        own = [t for t in hidden if _made_by(state.output_memory.producer(t), name)]
         if any(t.requires_grad for t in own):
             calls[2] += 1
         elif own and len(own) == len(hidden):
@@ -1725,6 +1737,12 @@ class TorchProbe:
                 # (a loss never negative came out negative: which of its inputs left its domain, read on the CPU, where
                 # the loss is known at once, and only then)
                 state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
+        if state.looped_calls and loss_nodes:  # (a loop whose every output the loss reads refines a prediction)
+            for node in loss_nodes:
+                for child, _ in node.next_functions:
+                    read = graph_tools.beneath_reshapes(child, also=graph_tools.SELECTIONS) if child else None
+                    if read is not None and names.get(read) is not None:
+                        state.loss_reads.add(names.get(read))
         if state.subtracted_penalty is None and op_name(root_nodes[0]) in PENALTY_ROOTS:
             found = graph_tools.subtracted_weight_penalty(root_nodes[0])
             if found is not None:
@@ -2597,13 +2615,8 @@ class TorchProbe:
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
         fed_own = {
-            name: {
-                "calls": calls,
-                "cut": cut,
-                "carried": carried,
-                "kind": getattr(self.info_by_name.get(name), "kind", ""),
-            }
-            for name, (calls, cut, carried) in state.looped_calls.items()
+            name: dict(calls=calls, cut=cut, carried=carried, kind=kind, read_by_loss=name in state.loss_reads)
+            for name, (calls, cut, carried, kind) in state.looped_calls.items()
             if cut + carried
         }
         record.looped_calls = fed_own or None
