@@ -1168,6 +1168,9 @@ def test_penalties_subtracted_at_the_root_are_found_in_the_graph():
     assert found(data_loss - 0.1 * sum((p * p).sum() for p in (w, b))) == ("squares", [(3, 3), (3,)])
     assert found(data_loss - 0.1 * torch.stack([(p**2).sum() for p in (w, b)]).sum()) == ("squares", [(3, 3), (3,)])
     assert found(data_loss - 0.1 * (w * b).sum()) is None  # (a product of two parameters: no square)
+    # ||W W^T - I||^2 written out: its -2 ||W||^2 belongs to an orthogonality penalty (the second review)
+    for square in (lambda: (w * w).sum(), lambda: torch.linalg.norm(w) ** 2, lambda: w.pow(2).sum()):
+        assert found(data_loss + 0.1 * ((w @ w.T).pow(2).sum() - 2 * square() + 3)) is None
     assert found(data_loss + 0.1 * sum((p**2).sum() for p in (w, b))) is None  # weight decay, added
     assert found(data_loss - 0.1 * (w[0] - w[1]).pow(2).sum()) is None  # prototypes pushed apart: on purpose
     probabilities = torch.softmax(x @ w, 0)

@@ -1507,12 +1507,13 @@ def explain_no_gradient(f: Finding):
             f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a "
             f"gradient in {e['sampled_steps_checked']} sampled steps. They are given as inputs to the custom autograd "
             f"Function `{function}`, and its backward returns None for them: backprop stops there, since autograd "
-            "gives a parameter only what the Function's backward returns for it (its forward runs without recording a "
-            "graph, so nothing else reaches them)."
+            "gives a parameter only what the Function's backward returns for it."
         )
         remedies = [
             f"In `{function}.backward`, return each parameter's gradient in the position of that input (the gradients "
             "`torch.autograd.grad` computed for them), not None.",
+            "If the None is meant (the parameters learn through another use of them), that other use is cut: look "
+            "there for `.detach()`, `torch.no_grad()` or a round trip through NumPy.",
             f"Check it with `torch.autograd.gradcheck({function}.apply, ...)` in float64 on a small input.",
         ]
         return text, remedies

@@ -535,7 +535,7 @@ def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
     for name in names:
         linked = [r.looped_calls[name] for r in recent if r.looped_calls and name in r.looped_calls]
         if any(calls["read_by_loss"] for calls in linked):  # (each iterate judged by the loss: a refinement, by design)
-            continue
+            continue  # (read_by_loss: the loss reads the module's output, or one of its parts' it returned)
         cut = [calls for calls in linked if _cut_loop(calls, t)]
         if len(cut) < t.min_records or 2 * len(cut) < len(linked):
             continue
@@ -604,8 +604,8 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     end = median([r.grad_norm for r in recent if r.grad_norm is not None])
     if not start > 0 or math.isnan(end):
         return []
-    if end * t.growth_dip <= first_norms[0]:  # grown only from a dip, to far below the first step's gradient: a first
-        return []  # task learnt to a loss of ~0, then a new one began
+    if start * t.growth_dip <= first_norms[0] and end <= first_norms[0]:  # grown back from a dip, to no more than
+        return []  # the first step's gradient: a first task learnt to a loss of ~0, then the next
     growth = end / start
     severity = _grade(growth, t.growth_warning, t.growth_error, below=False)
     if severity is None:

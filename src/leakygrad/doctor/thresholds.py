@@ -226,9 +226,10 @@ class Thresholds:
     (1 - sum p^2 against 1 - 1/n, n entries a row), on the first sampled steps (median): saturated from the start, its
     scores too large (a freshly initialised attention is spread nearly evenly: 0.98-1.0 in healthy scripts, a causal
     mask over 8 entries lowers that to 0.75; scores multiplied by sqrt(64) gave 0.08)."""
-    growth_dip: float = 10.0
-    """Gradient growth step over step is not judged when the recent gradient is this many times below the first
-    sampled step's: it grew back only from a dip (a first task learnt to a loss of ~0, then the next task began)."""
+    growth_dip: float = 1e3
+    """Gradient growth step over step is not judged when the first records' gradient (median) is this many times
+    below the first sampled step's and the recent one no larger than that first: it grew back from a dip (a first task
+    learnt to a loss of ~0, then the next task began), not past where it started."""
     cut_loop_calls: int = 8
     """A module of the script's own given its own last output detached at every call is judged a recurrent cell cut at
     every time step when it is called this many times a step or more: a loop over a sequence (AlphaFold's recycling

@@ -545,13 +545,16 @@ def subtracted_weight_penalty(root) -> tuple[str, list] | None:
     """(form, parameters) of a penalty on the weights that the backward root subtracts instead of adding: `ce - lam *
     sum(w ** 2)` gives ("squares", [w]). The root is followed through its sums, negations and constant factors; a
     term of negative sign that is a sum or mean of the squares or absolute values of parameters (or their norms),
-    or a sum of such, is one. Minimising it makes the weights grow without bound. None when there is none."""
-    stack, looked = [(root, 1)], 0
+    or a sum of such, is one. Minimising it makes the weights grow without bound. None when there is none, or when a
+    term added beside it multiplies one of those parameters by itself (||W W^T - I||^2 written out as
+    `(W @ W.T).pow(2).sum() - 2 * (W * W).sum() + n`: an orthogonality penalty, whose minus belongs to it)."""
+    stack, looked, found, added = [(root, 1)], 0, None, []
     while stack and looked < 16:
         (node, sign), looked = stack.pop(), looked + 1
-        found = _weight_penalty(node, []) if sign < 0 else None  # (the whole of a sum first: all its parameters)
-        if found is not None:
-            return found
+        penalty = _weight_penalty(node, []) if sign < 0 else None  # (the whole of a sum first: all its parameters)
+        if penalty is not None:
+            found = found or penalty
+            continue
         op = op_name(node)
         children = [(i, child) for i, (child, _) in enumerate(node.next_functions) if child is not None]
         if op in ("add", "sub"):
@@ -560,7 +563,26 @@ def subtracted_weight_penalty(root) -> tuple[str, list] | None:
             stack.append((children[0][1], -sign))
         elif op in ("mul", "div") and len(children) == 1 and _constant_factor(node) is not None:
             stack.append((children[0][1], -sign if _constant_factor(node) < 0 else sign))
-    return None
+        elif sign > 0:
+            added.append(node)
+    if found is None:
+        return None
+    penalised = {id(p) for p in found[1]}
+    if any(_product_of_itself(node, penalised, 8) for node in added):
+        return None
+    return found
+
+
+def _product_of_itself(node, parameters: set[int], depth: int) -> bool:
+    """Whether a matrix or elementwise product of one of `parameters` (ids) by itself (`W @ W.T`) lies within `depth`
+    operations below `node`."""
+    op = op_name(node)
+    children = [child for child, _ in node.next_functions if child is not None]
+    if op in ("mm", "bmm", "matmul", "mul") and len(children) == 2:
+        leaves = [getattr(beneath_reshapes(child), "variable", None) for child in children]
+        if leaves[0] is not None and leaves[0] is leaves[1] and id(leaves[0]) in parameters:
+            return True
+    return depth > 0 and any(_product_of_itself(child, parameters, depth - 1) for child in children)
 
 
 WEIGHT_PENALTY_FORMS = {"pow": "squares", "abs": "absolute values", "linalg_vector_norm": "norms", "norm": "norms"}

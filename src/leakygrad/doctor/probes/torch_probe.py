@@ -552,12 +552,6 @@ def _norm_of_all(tensors) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack([norm(t).float() for t in present]))
 
 
-def _made_by(producer: str | None, name: str) -> bool:
-    """Whether an output noted as `producer`'s is module `name`'s own: its, or a module's around it that returned it
-    unchanged (a wrapper of a cell: the wrapper's forward hook, run last, noted the same tensor as its own)."""
-    return producer is not None and (producer == name or name.startswith(producer + "."))
-
-
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         return [value]
@@ -576,15 +570,20 @@ class OutputMemory:
     memory is kept alive; `clear` lets them go."""
 
     def __init__(self):
-        self.outputs: dict[int, tuple[str, int]] = {}  # data pointer -> (module name, weak reference to its storage)
+        # data pointer -> (module name, weak reference to its storage, the first module that output it: a wrapper
+        # that returns its part's output unchanged notes it again, after the part)
+        self.outputs: dict[int, tuple[str, int, str]] = {}
 
     def note(self, tensor: torch.Tensor, name: str) -> None:
         storage = tensor.untyped_storage()
         pointer = storage.data_ptr()
         earlier = self.outputs.get(pointer)
+        first = name
         if earlier is not None:
+            if not torch.UntypedStorage._expired(earlier[1]):  # (the same memory, alive: the same output, passed up)
+                first = earlier[2]
             torch.UntypedStorage._free_weak_ref(earlier[1])
-        self.outputs[pointer] = (name, storage._weak_ref())
+        self.outputs[pointer] = (name, storage._weak_ref(), first)
 
     def producer(self, tensor: torch.Tensor) -> str | None:
         """The module whose output `tensor`'s memory is, if that output is still alive."""
@@ -593,8 +592,15 @@ class OutputMemory:
             return None
         return entry[0]
 
+    def makers(self, tensor: torch.Tensor) -> tuple[str, ...]:
+        """The module whose output `tensor`'s memory is, and the first that output it (its part, for a wrapper)."""
+        entry = self.outputs.get(tensor.untyped_storage().data_ptr())
+        if entry is None or torch.UntypedStorage._expired(entry[1]):
+            return ()
+        return entry[0], entry[2]
+
     def clear(self) -> None:
-        for _, reference in self.outputs.values():
+        for _, reference, _ in self.outputs.values():
             torch.UntypedStorage._free_weak_ref(reference)
         self.outputs.clear()
 
@@ -988,7 +994,10 @@ class TorchProbe:
         _deactivate(self)
         self.attached = False
         if self.state is not None:
-            self.state.release()
+            try:
+                self.state.release()
+            except Exception as error:  # (the hooks are gone already: the state is dropped all the same)
+                self._fail("ending the last step", error)
         self.state = None
         self._reset_marks = None
         self._plan = None
@@ -1243,7 +1252,7 @@ class TorchProbe:
         output with its gradient (carried), that output detached (`h.detach()`: backprop through time cut here), or
         none of its own (a sequence starts: zeros, a state from elsewhere)."""
         hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        own = [t for t in hidden if _made_by(state.output_memory.producer(t), name)]
+        own = [t for t in hidden if name in state.output_memory.makers(t)]
         if any(t.requires_grad for t in own):
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
         elif own and len(own) == len(hidden):
@@ -1256,14 +1265,15 @@ class TorchProbe:
         calls = state.looped_calls.get(name)
         if calls is None:
             holds_a_cell = any(isinstance(m, nn.RNNCellBase) for m in module.modules())
-            calls = state.looped_calls[name] = [0, 0, 0, None if holds_a_cell else type(module).__name__]
+            parts = {self.infos[m].name for m in module.modules() if m in self.infos}  # (itself and its parts)
+            calls = state.looped_calls[name] = [0, 0, 0, None if holds_a_cell else type(module).__name__, parts]
         if calls[3] is None:
             return
         calls[0] += 1
         if not state.output_memory.outputs:
             return
         hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        own = [t for t in hidden if _made_by(state.output_memory.producer(t), name)]
+        own = [t for t in hidden if name in state.output_memory.makers(t)]
         if any(t.requires_grad for t in own):
             calls[2] += 1
         elif own and len(own) == len(hidden):
@@ -2615,8 +2625,10 @@ class TorchProbe:
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         record.negated_loss = state.negated_loss
         fed_own = {
-            name: dict(calls=calls, cut=cut, carried=carried, kind=kind, read_by_loss=name in state.loss_reads)
-            for name, (calls, cut, carried, kind) in state.looped_calls.items()
+            # (read by the loss: its output, or that of a part of it whose output it returned, the graph naming an
+            # output after the innermost module that made it)
+            name: dict(calls=calls, cut=cut, carried=carried, kind=kind, read_by_loss=bool(parts & state.loss_reads))
+            for name, (calls, cut, carried, kind, parts) in state.looped_calls.items()
             if cut + carried
         }
         record.looped_calls = fed_own or None
