@@ -2025,11 +2025,14 @@ class TorchProbe:
 
     def _test_custom_backward(self, state: StepState, node, names) -> None:
         """Call a custom autograd.Function's backward once more after it ran, on its first few sampled steps, to
-        see whether it uses the gradient it is given (see graph_tools.ignores_grad_output)."""
+        see whether it uses the gradient it is given (see graph_tools.ignores_grad_output); and on those steps see,
+        at every call of it, whether its backward returns None for parameters given to it as inputs."""
         name = graph_tools.custom_function(node)
         testable = name is not None
         name = name or graph_tools.custom_function(node, testable=False)  # (any: which parameters it drops, at least)
-        if name is None or self._custom_checks.get(name, 0) >= CUSTOM_BACKWARD_CHECKS:
+        if name is None or (
+            name not in state.custom_backwards and self._custom_checks.get(name, 0) >= CUSTOM_BACKWARD_CHECKS
+        ):
             return
         # the watched parameters given to it as inputs: (position, name), to see whether its backward returns None
         given = []
