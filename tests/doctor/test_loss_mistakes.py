@@ -1178,24 +1178,26 @@ def test_penalties_subtracted_at_the_root_are_found_in_the_graph():
     assert found(data_loss - 0.01 * entropy) is None  # an entropy bonus (RL): of the outputs, not the weights
 
 
-@pytest.mark.parametrize("sign", [-1.0, 1.0])
+@pytest.mark.parametrize("sign", [-1.0, 1.0, "maximized"])
 def test_a_weight_penalty_subtracted_instead_of_added(sign):
     """`ce - lam * sum(w ** 2)`: a sign slip in a hand-written weight decay. The weights grew 48-fold and accuracy fell
     to 0.83 (0.98 added), and the doctor said "learning rate far too high" (sweep 28's r13), whose remedy left it."""
     torch.manual_seed(0)
     x, y = _digits()
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    maximized = sign == "maximized"  # (a log-likelihood minus the prior's penalty, maximised: the right sign)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, maximize=maximized)
     with doctor.watch(model, optimizer, every=4) as dr:
         for step in range(120):
             batch = torch.arange(step * 32, step * 32 + 32) % len(x)
             penalty = sum((p**2).sum() for name, p in model.named_parameters() if name.endswith("weight"))
-            loss = F.cross_entropy(model(x[batch]), y[batch]) + sign * 5e-3 * penalty
+            data = F.cross_entropy(model(x[batch]), y[batch])
+            loss = -data - 5e-3 * penalty if maximized else data + sign * 5e-3 * penalty
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     found = [f for f in dr.findings if "penalty_subtracted" in f.evidence]
-    if sign > 0:
+    if maximized or sign > 0:
         assert found == [] and dr.findings == []
         return
     [f] = found

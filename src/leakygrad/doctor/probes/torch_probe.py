@@ -2635,7 +2635,8 @@ class TorchProbe:
             if cut + carried
         }
         record.looped_calls = fed_own or None
-        record.subtracted_penalty = state.subtracted_penalty
+        # (an objective maximised, `maximize=True`: a penalty subtracted from it is the right sign)
+        record.subtracted_penalty = None if state.maximizes else state.subtracted_penalty
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.maximized_loss = state.root_loss if state.maximizes else None
