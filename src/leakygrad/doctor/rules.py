@@ -512,16 +512,21 @@ def _cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thres
     if len(cut) < t.min_records or 2 * len(cut) < len(linked):
         return None
     layer = cut[-1].layers[name]
+    return _cut_through_time(name, cut[0].step, layer.calls, layer.cut_calls, layer.kind, loss_stalled)
+
+
+def _cut_through_time(name: str, first: int, calls: int, cut_calls: int, kind: str, loss_stalled: bool) -> Finding:
+    """The finding for a cell cut at every time step: vanishing across time at its extreme."""
     evidence = {
         "across": "time",
         "cut_every_step": True,
-        "time_steps": layer.calls,
-        "cut_calls": layer.cut_calls,
-        "kind": layer.kind,
+        "time_steps": calls,
+        "cut_calls": cut_calls,
+        "kind": kind,
         "loss_stalled": loss_stalled,
     }
     severity = "error" if loss_stalled else "warning"
-    return Finding("vanishing_gradient", f"{name} (cut at every time step)", cut[0].step, severity, evidence)
+    return Finding("vanishing_gradient", f"{name} (cut at every time step)", first, severity, evidence)
 
 
 def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -540,16 +545,8 @@ def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
         if len(cut) < t.min_records or 2 * len(cut) < len(linked):
             continue
         first = next(r.step for r in history.records if r.looped_calls and _cut_loop(r.looped_calls.get(name), t))
-        evidence = {
-            "across": "time",
-            "cut_every_step": True,
-            "time_steps": cut[-1]["calls"],
-            "cut_calls": cut[-1]["cut"],
-            "kind": cut[-1]["kind"],
-            "loss_stalled": loss_stalled,
-        }
-        severity = "error" if loss_stalled else "warning"
-        findings.append(Finding("vanishing_gradient", f"{name} (cut at every time step)", first, severity, evidence))
+        last = cut[-1]
+        findings.append(_cut_through_time(name, first, last["calls"], last["cut"], last["kind"], loss_stalled))
     return findings
 
 

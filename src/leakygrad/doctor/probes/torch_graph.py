@@ -367,8 +367,11 @@ def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
     compared with targets: {"loss", "activation", "module", "range", "target"}, the target (detached) to measure
     against the range the prediction can reach, or None. Targets below 0 behind a ReLU can never be fitted: the
     predictions pushed towards them sit at 0, where the ReLU passes no gradient."""
+    rate_twice = None
     for node in loss_nodes:
         op = op_name(node)
+        if op == "sub" and rate_twice is None:
+            rate_twice = rate_exponentiated_twice(node, module_outputs)
         if op not in REGRESSION_LOSSES:
             continue
         inputs = [child for child, _ in node.next_functions if child is not None]
@@ -381,11 +384,7 @@ def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
             continue
         return {"loss": op, "activation": activation, "module": module_outputs.get(squashing),
                 "range": list(OUTPUT_RANGES[activation]), "target": target.detach()}  # fmt: skip
-    for node in loss_nodes:
-        found = rate_exponentiated_twice(node, module_outputs)
-        if found is not None:
-            return found
-    return None
+    return rate_twice
 
 
 def rate_exponentiated_twice(node, module_outputs) -> dict | None:

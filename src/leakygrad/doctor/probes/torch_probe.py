@@ -552,6 +552,17 @@ def _norm_of_all(tensors) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack([norm(t).float() for t in present]))
 
 
+def _fed_own_output(state: StepState, name: str, args) -> str | None:
+    """How a module called with a state after its input (`cell(x, h)`, `cell(x, (h, c))`) got it: its own last output
+    with its gradient ("carried"), that output detached, all of the state ("cut": backprop through time stops here),
+    or none of its own (None: a sequence starts, from zeros or a state from elsewhere)."""
+    hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
+    own = [t for t in hidden if name in state.output_memory.makers(t)]
+    if any(t.requires_grad for t in own):
+        return "carried"
+    return "cut" if own and len(own) == len(hidden) else None
+
+
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         return [value]
@@ -587,10 +598,8 @@ class OutputMemory:
 
     def producer(self, tensor: torch.Tensor) -> str | None:
         """The module whose output `tensor`'s memory is, if that output is still alive."""
-        entry = self.outputs.get(tensor.untyped_storage().data_ptr())
-        if entry is None or torch.UntypedStorage._expired(entry[1]):
-            return None
-        return entry[0]
+        made = self.makers(tensor)
+        return made[0] if made else None
 
     def makers(self, tensor: torch.Tensor) -> tuple[str, ...]:
         """The module whose output `tensor`'s memory is, and the first that output it (its part, for a wrapper)."""
@@ -1251,11 +1260,10 @@ class TorchProbe:
         """How a cell's hidden state (its arguments after the input: h, or (h, c)) came to this call: its own last
         output with its gradient (carried), that output detached (`h.detach()`: backprop through time cut here), or
         none of its own (a sequence starts: zeros, a state from elsewhere)."""
-        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        own = [t for t in hidden if name in state.output_memory.makers(t)]
-        if any(t.requires_grad for t in own):
+        fed = _fed_own_output(state, name, args)
+        if fed == "carried":
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
-        elif own and len(own) == len(hidden):
+        elif fed == "cut":
             state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
 
     def _note_own_state(self, state: StepState, module: nn.Module, name: str, args) -> None:
@@ -1270,13 +1278,10 @@ class TorchProbe:
         if calls[3] is None:
             return
         calls[0] += 1
-        if not state.output_memory.outputs:
-            return
-        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        own = [t for t in hidden if name in state.output_memory.makers(t)]
-        if any(t.requires_grad for t in own):
+        fed = _fed_own_output(state, name, args) if state.output_memory.outputs else None
+        if fed == "carried":
             calls[2] += 1
-        elif own and len(own) == len(hidden):
+        elif fed == "cut":
             calls[1] += 1
 
     def _watch_sequence_input(self, module, info: ModuleInfo, args):
@@ -2046,7 +2051,7 @@ class TorchProbe:
             return
         self._custom_checks[name] = self._custom_checks.get(name, 0) + 1
         after = graph_tools.nearest_upstream(node, names)
-        state.custom_backwards[name] = [node, after, None, None, None, None, [], testable]
+        state.custom_backwards[name] = [node, after, None, None, None, None, []]
         if given:
             node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
         if testable:
@@ -2663,7 +2668,7 @@ class TorchProbe:
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
         record.custom_backwards = {}
-        for name, (_, after, flags, out_at, in_at, one_at, dropped, _) in state.custom_backwards.items():
+        for name, (_, after, flags, out_at, in_at, one_at, dropped) in state.custom_backwards.items():
             if flags:  # (tested: the hook ran, and the backward could be called again)
                 record.custom_backwards[name] = {
                     "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
