@@ -1293,8 +1293,30 @@ def _explain_cut_before_loss():
     return text, remedies
 
 
+def _explain_self_similarity(f: Finding):
+    e = f.evidence
+    text = (
+        f"`cross_entropy`'s scores are a similarity of the output of `{e['self_similarity_of']}` with itself, z @ z.T "
+        f"({e['rows']} x {e['rows']}), and its targets are 0, 1, ..., {e['rows'] - 1}: the diagonal. Each example's "
+        '"positive" is its similarity to itself, which for unit vectors is 1, the largest there is, whatever the '
+        "weights: the positive term's local derivative through the normalisation is 0, no gradient pulls an example "
+        "towards its other view, and the loss only pushes the examples apart. A contrastive loss (InfoNCE, SimCLR, "
+        "CLIP) compares two views or two modalities: z1 @ z2.T."
+    )
+    remedies = [
+        "Compare the two views: `logits = z1 @ z2.T / temperature`, targets `torch.arange(N)` (the matching row of "
+        "the other view).",
+        "With both views in one matrix (SimCLR's z = cat(z1, z2), logits z @ z.T), mask the diagonal "
+        "(`logits.fill_diagonal_(float('-inf'))`) and point each row at its other view: targets "
+        "`(torch.arange(2 * N) + N) % (2 * N)`.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
+    if "self_similarity_of" in e:
+        return _explain_self_similarity(f)
     if "targets_outside" in e:
         return _explain_targets_out_of_reach(f)
     if e.get("axis_length") == 1:
@@ -2015,8 +2037,52 @@ def explain_diverging_loss(f: Finding):
     return text, remedies
 
 
+def _explain_decayed_rate(f: Finding):
+    e = f.evidence
+    decay, given, now = e["lr_decay"], e["lr_given"], e["lr_in_effect"]
+    text = (
+        f"The optimiser decays its own learning rate: its `lr_decay` is {fmt(decay)}, so step t takes "
+        f"lr / (1 + (t - 1) * {fmt(decay)}), and the rate given, {fmt(given)}, is down to {fmt(now)} "
+        f"(1/{fmt(given / now)} of it) by the last sampled step. Each update is the gradient's step scaled by that "
+        "rate: the weights all but stop, however much gradient arrives. An `lr_decay` this large is rarely meant: "
+        "`Adagrad(params, 0.05, 0.9)`, an SGD line (lr, momentum) whose class was renamed, passes the momentum as "
+        "Adagrad's third argument, `lr_decay`."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Pass Adagrad's arguments by name, and drop the decay: `torch.optim.Adagrad(params, lr=0.05)` (Adagrad has no "
+        "momentum; it already shrinks each weight's step as that weight's squared gradients add up).",
+        "If a decaying rate is wanted, use a scheduler (`torch.optim.lr_scheduler.CosineAnnealingLR`) whose end you "
+        "can see, or an `lr_decay` of about 1 / (the number of steps), which halves the rate by the end.",
+    ]
+    return text, remedies
+
+
+def _explain_classes_on_another_axis(f: Finding):
+    e = f.evidence
+    length, classes = e["logits_shape"][1], e["logits_shape"][-1]
+    text = (
+        f"`cross_entropy` was given the logits of `{e['classes_from']}` as they are, shape {tuple(e['logits_shape'])}: "
+        f"a Linear puts its {classes} outputs (the classes) on the last axis, and `cross_entropy` takes the classes on "
+        f"dim 1, reading the input as (N, C, ...). Axis 1 here holds {length} positions, as many as the classes, so no "
+        "shape error stopped it: the softmax runs over the positions of each sequence, and each class's score competes "
+        "with the same class's scores at the other positions instead of with the other classes. The gradient teaches "
+        "where in the sequence each class is most likely, not which class each position holds."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Put the classes on dim 1: `F.cross_entropy(logits.transpose(1, 2), y)`, or flatten the positions into the "
+        f"batch: `F.cross_entropy(logits.reshape(-1, {classes}), y.reshape(-1))`.",
+    ]
+    return text, remedies
+
+
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "lr_decay" in e:
+        return _explain_decayed_rate(f)
+    if "classes_from" in e:
+        return _explain_classes_on_another_axis(f)
     if e.get("across") == "broadcast":
         return _explain_broadcast(f)
     if e.get("across") == "units":

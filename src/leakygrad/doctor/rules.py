@@ -353,10 +353,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a clip_grad_value_ far below the gradients, or a Huber loss's delta far below the errors: the stall is its doing
     # (steps of lr * clip_value at most; every example's gradient cut to delta)
     # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
-    capped = next(
-        (f for f in kept if {"capped_share", "huber_delta", "constant_loss_term"} & f.evidence.keys()),
-        None,
-    )
+    # ... or an optimiser that decays its own rate to nothing, or a cross_entropy softmax over the positions
+    stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
+    capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
         kept = [f for f in kept if not any(f is stall for stall in stalls)]
@@ -748,6 +747,51 @@ def swapped_betas_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.swapped_betas is not None)
     evidence = {"adam_betas": marked[-1].swapped_betas}
     return [Finding("diverging_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def decayed_rate_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser decays its own rate (Adagrad's `lr_decay`: step t takes lr / (1 + (t - 1) lr_decay)) to at
+    most `lr_schedule_cut` of the lr it was given, by the last sampled step. `Adagrad(params, 0.05, 0.9)`, an SGD line
+    whose class was renamed, passes the momentum as the decay: a hundredth of the rate after 111 steps, a thousandth
+    after 1,111, and the weights all but stop. A warning; an error with the stalled loss (folded into it)."""
+    marked = _marked_on_most(history, "decayed_rate", t)
+    if not marked or not marked[-1].decayed_rate[2] <= t.lr_schedule_cut * marked[-1].decayed_rate[1]:
+        return []
+    decay, given, in_effect = marked[-1].decayed_rate
+    first_step = next(
+        (r.step for r in history.records if r.decayed_rate and r.decayed_rate[2] <= t.lr_schedule_cut * given),
+        marked[-1].step,
+    )
+    evidence = {"lr_decay": decay, "lr_given": _sci(given), "lr_in_effect": _sci(in_effect)}
+    return [Finding("stalled_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def classes_on_another_axis_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`cross_entropy(logits, y)` given a Linear's output of shape (N, T, C), where it takes the classes on dim 1:
+    (N, C, T). With T == C there is no shape error, and the softmax runs over the T positions of each sequence instead
+    of the C classes: a class's score at one position competes with the same class's scores at the others. Told on
+    most recent sampled steps: an error (whatever the loss's curve: a stall is folded into it)."""
+    marked = _marked_on_most(history, "classes_on_another_axis", t)
+    if not marked:
+        return []
+    found = marked[-1].classes_on_another_axis
+    first_step = next(r.step for r in history.records if r.classes_on_another_axis is not None)
+    evidence = {"classes_from": found["layer"], "logits_shape": found["shape"], "softmax_dim": found["dim"]}
+    return [Finding("stalled_loss", "cross_entropy", first_step, "error", evidence)]
+
+
+def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:
+    """cross_entropy over z @ z.T with targets 0, 1, ..., N - 1: each row's class is its own similarity to itself
+    (`z1 @ z1.T` where a contrastive loss meant `z1 @ z2.T`). For unit vectors that entry is 1, the largest, whatever
+    the weights: the positive term passes no gradient to them, and the loss only pushes the examples apart. An error,
+    on most recent sampled steps."""
+    marked = _marked_on_most(history, "self_similarity", t)
+    if not marked:
+        return []
+    found = marked[-1].self_similarity
+    first_step = next(r.step for r in history.records if r.self_similarity is not None)
+    evidence = {"self_similarity_of": found["embedding"], "rows": found["rows"]}
+    return [Finding("blocked_gradient", "mm", first_step, "error", evidence)]
 
 
 # --- a loss never negative, below zero: its input left the domain ----------------------------------------------------
@@ -2362,6 +2406,9 @@ RULES = (
     subtracted_penalty_rule,
     maximized_loss_rule,
     swapped_betas_rule,
+    decayed_rate_rule,
+    classes_on_another_axis_rule,
+    self_similarity_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
     value_clipping_rule,

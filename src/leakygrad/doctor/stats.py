@@ -122,6 +122,7 @@ class StepRecord:
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
+    decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay
     # the first weighted layer's output: {"layer", "spread" (its spread across the batch over its size)}
     input_spread: dict | None = None
     huber: dict | None = None  # a huber_loss: {"delta", "beyond_delta" (share of errors past it), "error_mean"}
@@ -143,6 +144,10 @@ class StepRecord:
     # binary_cross_entropy_with_logits given a sigmoid's output): where it is, which function, over how many classes
     probabilities_into_loss: str | None = None
     softmax_into_squared_error: str | None = None  # the site of a softmax whose output mse_loss compares with targets
+    # the loss's log_softmax over dim 1 of a Linear's (N, T, C) output, T == C: {"layer", "shape", "dim"}
+    classes_on_another_axis: dict | None = None
+    # cross_entropy over a self-similarity z @ z.T with targets 0..N-1 (its diagonal): {"embedding", "rows"}
+    self_similarity: dict | None = None
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph
     penalty_without_graph: bool = False

@@ -655,6 +655,34 @@ def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
     return None
 
 
+def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
+    """(the node that made z, the number of rows) when cross_entropy's scores are z @ z.T (times or over constants, a
+    temperature) and its targets are 0, 1, ..., N - 1: each row's class is its similarity to itself, the diagonal.
+    A contrastive loss meant `z1 @ z2.T` (two views): with z1 @ z1.T every example's "positive" is itself, the
+    largest similarity there is (1 for unit vectors). Else None. (SimCLR's z @ z.T over both views masks the diagonal
+    and takes the other view's row for target: not this.)"""
+    for node in loss_nodes:
+        if op_name(node) != "nll_loss" or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        log_softmax = node.next_functions[0][0]
+        if op_name(log_softmax) != "log_softmax" or log_softmax.next_functions[0][0] is None:
+            continue
+        product = beneath_scaling(log_softmax.next_functions[0][0])
+        if op_name(product) != "mm" or len(product.next_functions) != 2:
+            continue
+        (left, _), (right, _) = product.next_functions
+        if left is None or right is None or op_name(right) not in ("t", "transpose", "permute"):
+            continue
+        if beneath_reshapes(right) is not beneath_reshapes(left):
+            continue
+        target = saved_value(node, "_saved_target")
+        if isinstance(target, torch.Tensor) and target.dim() == 1 and not target.is_floating_point():
+            rows = target.numel()
+            if rows >= 2 and torch.equal(target, torch.arange(rows, device=target.device, dtype=target.dtype)):
+                return beneath_reshapes(left), rows
+    return None
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 

@@ -413,6 +413,24 @@ def _lr_schedule(optimizer) -> tuple[float, float] | None:
     return (lr, initial) if initial > 0 and math.isfinite(lr) else None
 
 
+def _decayed_rate(optimizer) -> tuple[float, float, float] | None:
+    """(lr_decay, lr, the rate in effect) of the optimiser's first parameter group, when it decays its own rate
+    (Adagrad's `lr_decay`: the step t uses lr / (1 + (t - 1) lr_decay)), else None. `Adagrad(params, 0.05, 0.9)`, an
+    SGD line with its class renamed, makes the momentum 0.9 a decay: the rate is a hundredth of lr after 111 steps."""
+    group = optimizer.param_groups[0] if optimizer.param_groups else {}
+    decay, lr = group.get("lr_decay"), group.get("lr")
+    if not isinstance(decay, (int, float)) or not decay > 0 or not isinstance(lr, (int, float)) or not lr > 0:
+        return None
+    steps = optimizer.state.get(group["params"][0], {}).get("step") if group.get("params") else None
+    if steps is None:  # (before its first step)
+        return None
+    if isinstance(steps, torch.Tensor):
+        if steps.device.type != "cpu":  # (`capturable`: reading it would wait for the device)
+            return None
+        steps = steps.item()
+    return float(decay), float(lr), float(lr) / (1 + float(steps) * float(decay))  # (this step is number steps + 1)
+
+
 def _state_kept(optimizer) -> list[str]:
     """What an optimiser keeps per parameter from one step to the next (`exp_avg`, `momentum_buffer`): the tensors in
     its state, its step count aside. Empty for plain SGD."""
@@ -510,6 +528,31 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
         elif op == "binary_cross_entropy_with_logits" and function == "softmax":
             function = "softmax then sigmoid"  # (one-hot targets per class, the model's softmax over them)
         return site, function, classes
+    return None
+
+
+# modules whose outputs hold their features on the last axis, whatever the axes before it
+FEATURES_LAST = ("Linear", "LazyLinear", "Bilinear", "NonDynamicallyQuantizableLinear")
+
+
+def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
+    """A loss's log_softmax over dim 1 of a layer's output of 3 or more axes whose features are on the last axis (a
+    Linear's: (N, T, C)), that axis as long as dim 1, so that no shape error stopped it: `cross_entropy(logits, y)`
+    with logits (N, T, C) where it takes the classes on dim 1, (N, C, T). The softmax then runs over the T positions.
+    {"layer", "shape", "dim"} or None."""
+    for node in loss_nodes:
+        if op_name(node) != "log_softmax" or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        name = names.get(node.next_functions[0][0])  # (the layer's own output: nothing reshaped or permuted it since)
+        info = infos.get(name) if name is not None else None
+        if info is None or info.kind not in FEATURES_LAST:
+            continue
+        try:
+            shape, dim = tuple(node._saved_result.shape), graph_tools.saved_dim(node)
+        except (AttributeError, RuntimeError):  # (its saved values already freed)
+            continue
+        if len(shape) >= 3 and dim % len(shape) == 1 and shape[1] == shape[-1]:
+            return {"layer": name, "shape": list(shape), "dim": dim}
     return None
 
 
@@ -690,6 +733,10 @@ class StepState:
     root_scale: float | None = None
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
+    # a log_softmax over dim 1 of a Linear's (N, T, C) output, T == C (_classes_on_another_axis): {"layer", ...}
+    classes_on_another_axis: dict | None = None
+    # cross_entropy over z @ z.T with the diagonal for targets (graph_tools.diagonal_of_a_self_similarity)
+    self_similarity: dict | None = None
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
@@ -737,6 +784,7 @@ class StepState:
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
+    decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
@@ -1733,6 +1781,14 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
+        if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
+            state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
+        if state.self_similarity is None and "mm" in state.loss_ops and "nll_loss" in state.loss_ops:
+            found = graph_tools.diagonal_of_a_self_similarity(loss_nodes)
+            if found is not None:
+                made_by, rows = found
+                embedding = names.get(made_by) or graph_tools.nearest_upstream(made_by, names) or "input"
+                state.self_similarity = {"embedding": embedding, "rows": rows}
         if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
@@ -2213,6 +2269,7 @@ class TorchProbe:
                     "betas" in group for group in optimizer.param_groups
                 )
                 self.state.lr_schedule = _lr_schedule(optimizer)
+                self.state.decayed_rate = _decayed_rate(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -2568,6 +2625,8 @@ class TorchProbe:
             )
         record.prediction_broadcast = state.prediction_broadcast
         record.softmax_into_squared_error = state.softmax_into_squared_error
+        record.classes_on_another_axis = state.classes_on_another_axis
+        record.self_similarity = state.self_similarity
         record.identity_activations = sorted(state.identity_activations) or None
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
@@ -2647,6 +2706,7 @@ class TorchProbe:
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
         record.lr_schedule = state.lr_schedule
+        record.decayed_rate = state.decayed_rate
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
