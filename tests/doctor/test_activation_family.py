@@ -604,3 +604,41 @@ def test_attention_layers_are_named_apart_and_exactly_one_hot_rows_count_as_satu
     found = [f for f in dr.findings if f.where.startswith("softmax")]
     assert [f.where for f in found] == ["softmax after sequential.1.qkv"]
     assert found[0].evidence["derivative_capacity"] < 0.25
+
+
+class TwoSoftmaxes(nn.Module):
+    """Two softmaxes over the same scores, one site ("softmax after q"): `pooled` normalises over the queries and is
+    then averaged over them (blocked), the other over the keys (as attention should)."""
+
+    def __init__(self, pooled_first):
+        super().__init__()
+        self.pooled_first = pooled_first
+        self.embed, self.q, self.k, self.v = nn.Linear(8, 16), nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        t = self.embed(x.view(len(x), 8, 8))
+        scores = self.q(t) @ self.k(t).transpose(1, 2) / 4
+        v = self.v(t)
+        over = (1, -1) if self.pooled_first else (-1, 1)
+        first, second = (F.softmax(scores, dim) @ v for dim in over)
+        return self.head(first.mean(1) + second.mean(1))
+
+
+@pytest.mark.parametrize("pooled_first", [True, False])
+def test_one_softmax_pooled_over_its_own_axis_is_found_beside_another_at_the_same_site(pooled_first):
+    """Two softmaxes under one site name: the one pooled over its own axis passes its scores nothing, whatever the
+    other does, and is told whichever the backward pass reaches last (the share kept is the largest of the site's)."""
+    torch.manual_seed(0)
+    model = TwoSoftmaxes(pooled_first)
+    x, y = torch.randn(64, 64), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if "gradient_same_along_axis" in f.evidence]
+    assert (f.symptom, f.where, f.severity) == ("blocked_gradient", "softmax after q", "error")
+    assert f.evidence["gradient_same_along_axis"] > 0.999

@@ -764,7 +764,8 @@ class StepState:
     # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
     # capacity (see _look_at_attention) and of the rows' mean largest probability)
     attention: dict = field(default_factory=dict)
-    # ... and the deferred index of the share of the gradient arriving at it that is the same along its axis
+    # ... and the share of the gradient arriving at it that is the same along its axis (a tensor, the largest over the
+    # site's softmaxes; its deferred index once the step is over)
     attention_gradient: dict = field(default_factory=dict)
     # the tokens the first nn.Embedding with a padding_idx read: (their indices, padding_idx); and, a per-token loss
     # multiplied by a mask of their shape: deferred indices of the share of the positions it keeps that are padding,
@@ -2002,7 +2003,11 @@ class TorchProbe:
                 return
             g = g.detach().float()
             same = g.mean(dim).square().sum() * g.shape[dim]  # (the squared norm of g's mean along the axis, spread)
-            state.attention_gradient[site] = state.deferred.scalar(same / g.square().sum())  # (NaN for g = 0)
+            share = same / g.square().sum()  # (NaN for g = 0)
+            # (several softmaxes under one site, an attention module called at every layer: one pooled over its own
+            # axis is blocked, whatever the others do; fmax passes over a NaN)
+            before = state.attention_gradient.get(site)
+            state.attention_gradient[site] = share if before is None else torch.fmax(before, share)
         except Exception as error:
             if not _not_dense(grad_outputs):
                 self._fail("attention gradient hook", error)
@@ -2561,6 +2566,8 @@ class TorchProbe:
                 state.unit_spreads.clear()
                 self._fail("looking at whether units are alike", error)
         self._defer_activation_tallies(state)
+        for site, share in state.attention_gradient.items():
+            state.attention_gradient[site] = state.deferred.scalar(share)
         self._unread.append(UnreadStep(state, state.deferred.start_fetch(), list(self._losses), self._backward_calls))
         self._fresh_roots.clear()  # (their names may now be in a record)
         state.release()  # the step is over for its hooks; what the record needs stays in the state
