@@ -309,6 +309,27 @@ def test_a_weight_binarised_with_sign_is_named_on_that_weight():
     assert "applied to the weight `model.2.weight`" in f.explanation and "straight-through" in f.remedies[0]
 
 
+@pytest.mark.parametrize("threshold", ["sign(z) * relu(|z| - theta)", "sign(z) * clamp(|z| - theta, min=0)"])
+def test_a_soft_threshold_written_with_sign_is_no_blocked_gradient(threshold):
+    """Soft thresholding (LISTA, a sparse coder's shrinkage) multiplies sign(z) by a magnitude computed from z itself:
+    the derivative reaches z through that factor, and the sign's zero derivative is no leak. Sweep 29's LISTA was an
+    error blocked_gradient at `sign`; a binarised weight times its mean magnitude (above) still is one."""
+
+    class Shrink(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.theta = nn.Parameter(torch.tensor(0.1))
+
+        def forward(self, z):
+            if threshold.startswith("sign(z) * relu"):
+                return torch.sign(z) * torch.relu(z.abs() - self.theta)
+            return torch.sign(z) * torch.clamp(z.abs() - self.theta, min=0)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), Shrink(), nn.Linear(16, 2))
+    assert blocked_findings(model) == []
+
+
 def quantised_model(quantise):
     class QuantisedLinear(nn.Linear):
         def forward(self, v):

@@ -761,6 +761,32 @@ def straight_through(gate, sums) -> bool:
     return False
 
 
+ZERO_DERIVATIVE = ("sign", "round", "floor", "ceil", "trunc")  # flat everywhere: their derivative is 0 where defined
+
+
+def times_its_own_magnitude(gate, products) -> bool:
+    """Whether an operation whose derivative is 0 everywhere (sign) multiplies, among `products`, a factor computed
+    from its own input: soft thresholding `sign(z) * relu(|z| - theta)`, a signed power `sign(x) * |x| ** p`. The
+    derivative reaches the input through that factor (d/dz = sign(z)^2 relu'(...)): the zero one of the sign is no
+    leak, by design. The factor must have the sign's shape, a magnitude per entry: `sign(W) * mean(|W|)`, a binarised
+    weight times its scale, passes W one number's gradient, and the signs themselves never learn."""
+    if op_name(gate) not in ZERO_DERIVATIVE:
+        return False
+    inputs = [child for child, _ in gate.next_functions if child is not None]
+    if not inputs:
+        return False
+    source = beneath_scaling(inputs[0])
+    for node in products:
+        factors = [child for child, _ in node.next_functions if child is not None]
+        if len(factors) == 2 and any(beneath_scaling(factor) is gate for factor in factors):
+            other = factors[1] if beneath_scaling(factors[0]) is gate else factors[0]
+            if output_shape(other) is None or output_shape(other) != output_shape(gate):
+                continue
+            if other is source or _reaches(other, source, 6):
+                return True
+    return False
+
+
 def sparse_projection(gate) -> bool:
     """Whether a clamp at 0 is the last step of a sparsemax (or entmax): `clamp(z - tau, min=0)` with the threshold
     tau computed from z itself through a sort (or topk) of it. Its zero derivative outside the support is what makes

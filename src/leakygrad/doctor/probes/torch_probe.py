@@ -1874,6 +1874,7 @@ class TorchProbe:
         multiplied = set()  # nodes whose output multiplies another computed tensor: x * sigmoid(g) is a gate
         gated_by_sigmoid = set()  # ... and those it multiplies: tanh(f) * sigmoid(g), the gated unit's other half
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
+        products = None  # ... and its products (see times_its_own_magnitude)
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
@@ -1931,6 +1932,9 @@ class TorchProbe:
                     continue  # bypassed by design; or a learnable scalar held in its range (CLIP's temperature)
                 if graph_tools.sparse_projection(node):
                     continue  # a sparsemax's threshold: no gradient outside its support, by design
+                products = [n for n in nodes if op_name(n) == "mul"] if products is None else products
+                if graph_tools.times_its_own_magnitude(node, products):
+                    continue  # sign(z) * relu(|z| - theta): the gradient reaches z through the other factor
                 if node in loss_nodes:
                     site = "loss"
                 elif names.get(node) or inside.get(node):
