@@ -642,3 +642,43 @@ def test_one_softmax_pooled_over_its_own_axis_is_found_beside_another_at_the_sam
     [f] = [f for f in dr.findings if "gradient_same_along_axis" in f.evidence]
     assert (f.symptom, f.where, f.severity) == ("blocked_gradient", "softmax after q", "error")
     assert f.evidence["gradient_same_along_axis"] > 0.999
+
+
+class Sparse(nn.Module):
+    """An MLP whose second hidden layer's outputs the loss also penalises (`self.codes`, for an L1 activity term)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.out = nn.Linear(16, 64), nn.Linear(64, 64), nn.Linear(64, 4)
+
+    def forward(self, x):
+        self.codes = F.relu(self.fc2(F.relu(self.fc1(x))))
+        return self.out(self.codes)
+
+
+@pytest.mark.parametrize("penalty", ["sum", "mean"])
+def test_a_hidden_relu_the_loss_also_penalises_is_judged_as_a_hidden_layer(penalty):
+    """An L1 activity penalty `lam * h.abs().sum()` on a hidden ReLU that also feeds the next layer: the ReLU was taken
+    for a margin loss's hinge on the loss (a blocked_gradient warning at `relu`), and its units, 98% dead, went
+    unreported (sweep 29's s07: accuracy 0.363 against 0.980). It is a hidden layer killed by the penalty: dead_relu,
+    with the penalty named. Averaged, the penalty leaves the units alive and there is no finding."""
+    torch.manual_seed(0)
+    model = Sparse()
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            logits = model(x)
+            activity = model.codes.abs().sum() if penalty == "sum" else model.codes.abs().mean()
+            loss = F.cross_entropy(logits, y) + 1e-2 * activity
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert not [f for f in dr.findings if f.symptom == "blocked_gradient"]
+    if penalty == "mean":
+        assert dr.findings == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert (f.where, f.severity) == ("relu after fc2", "error")
+    assert f.evidence["read_by_loss"] is True and f.evidence["dead_fraction"] > 0.9
+    assert "penalty" in f.explanation and "`h.abs().mean()`" in f.remedies[0]

@@ -986,6 +986,18 @@ def explain_dead_relu(f: Finding):
         initialise, other_activation = remedies[2], remedies[1]
         standardise = "Standardise the inputs (zero mean, unit variance), so that the pre-activations start centred."
         remedies = [initialise, other_activation, standardise]
+    if e.get("read_by_loss"):
+        text += (
+            " The loss reads this layer's outputs directly too, beside the layer after it (a penalty on the "
+            "activations, such as an L1 sparsity term `lam * h.abs().sum()`): that term's gradient pushes every unit's "
+            "output towards 0 at every step, and a penalty summed over the batch and the units, or weighted too "
+            "heavily, outweighs what the task asks of them."
+        )
+        remedies = [
+            "Average the activation penalty (`h.abs().mean()`, not `.sum()`: a sum over the batch and the layer's "
+            f"{e['units']} units is batch size x {e['units']} times the mean) or lower its weight; compare its "
+            "gradient at this layer with the main loss's.",
+        ] + remedies
     if function == "leaky_relu":  # (meant to keep a slope, given none)
         remedies = [
             "Give the LeakyReLU a negative slope: `nn.LeakyReLU(0.01)` (its default) or 0.1. With "

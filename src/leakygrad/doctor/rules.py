@@ -1485,6 +1485,8 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["feeds_from_weights_zero"] = True  # initialised to zero: no unit ever fired
         if first is not None and first <= history.healthy_records()[0].step:
             evidence["dead_from_start"] = True  # dead in the first window measured: before any update could kill them
+        if any(site in r.activations_read_by_loss for r in recent):
+            evidence["read_by_loss"] = True  # the loss reads these outputs directly too: a penalty on the activations
         learnt = _loss_learnt(history)
         if severity == "error" and fraction < 1 and learnt is not None and learnt < t.dead_but_learning:
             # most units dead, yet the loss fell to under half its start: the live ones carry the task (a hypernetwork

@@ -120,6 +120,7 @@ class StepRecord:
     clip_value_norms: tuple[float, float] | None = None  # ... the gradients' norm before and after the call
     clip_value_entries: int = 0  # ... and how many entries they have
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
+    activations_read_by_loss: list[str] = field(default_factory=list)  # hidden activations the loss reads too
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay

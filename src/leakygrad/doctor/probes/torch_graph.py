@@ -749,10 +749,9 @@ def straight_through(gate, sums) -> bool:
     subtractions `sums` that reads the operation's input directly beside a path to the operation. The gradient
     reaches the input through it as if the operation were the identity: by design, no leak. (`x + (round(x) -
     x).detach()` keeps the operation out of the graph altogether.)"""
-    inputs = [child for child, _ in gate.next_functions if child is not None]
-    if not inputs:
+    source = _gate_source(gate)
+    if source is None:
         return False
-    source = beneath_scaling(inputs[0])
     for node in sums:
         children = [child for child, _ in node.next_functions if child is not None]
         direct = [child for child in children if beneath_scaling(child) is source]
@@ -770,12 +769,9 @@ def times_its_own_magnitude(gate, products) -> bool:
     derivative reaches the input through that factor (d/dz = sign(z)^2 relu'(...)): the zero one of the sign is no
     leak, by design. The factor must have the sign's shape, a magnitude per entry: `sign(W) * mean(|W|)`, a binarised
     weight times its scale, passes W one number's gradient, and the signs themselves never learn."""
-    if op_name(gate) not in ZERO_DERIVATIVE:
+    source = _gate_source(gate) if op_name(gate) in ZERO_DERIVATIVE else None
+    if source is None:
         return False
-    inputs = [child for child, _ in gate.next_functions if child is not None]
-    if not inputs:
-        return False
-    source = beneath_scaling(inputs[0])
     for node in products:
         factors = [child for child, _ in node.next_functions if child is not None]
         if len(factors) == 2 and any(beneath_scaling(factor) is gate for factor in factors):
@@ -785,6 +781,12 @@ def times_its_own_magnitude(gate, products) -> bool:
             if other is source or _reaches(other, source, 6):
                 return True
     return False
+
+
+def _gate_source(gate):
+    """What a gating op's input was computed by, under reshapes and constant factors (`round(W * 8)`: W), or None."""
+    inputs = [child for child, _ in gate.next_functions if child is not None]
+    return beneath_scaling(inputs[0]) if inputs else None
 
 
 def sparse_projection(gate) -> bool:

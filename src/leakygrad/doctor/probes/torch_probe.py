@@ -710,6 +710,7 @@ class StepState:
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
     input_nodes: dict = field(default_factory=dict)  # id(module) -> id of its (one) input's grad_fn at its call
+    read_by_loss: set = field(default_factory=set)  # activation sites the loss reads directly too (a penalty on them)
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
@@ -1875,6 +1876,7 @@ class TorchProbe:
         gated_by_sigmoid = set()  # ... and those it multiplies: tanh(f) * sigmoid(g), the gated unit's other half
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         products = None  # ... and its products (see times_its_own_magnitude)
+        fed_to_modules = None  # ids of the nodes that made a watched module's input (found at the first loss-side op)
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
@@ -1903,8 +1905,14 @@ class TorchProbe:
                         if any(op_name(step) in ("clamp", "hardtanh") for step in chain):
                             multiplied.update(chain)
                 continue
-            # (a clamp that makes the model's own output, an image kept in [0, 1], is no hidden layer's activation)
-            on_loss = node in loss_nodes or (op == "clamp" and names.get(node) in self.root_names)
+            # (a clamp that makes the model's own output, an image kept in [0, 1], is no hidden layer's activation; an
+            # op the loss reads that also feeds a watched module is one: `h = relu(fc2(x))` given to `out` and to an
+            # activity penalty `h.abs().sum()`)
+            if node in loss_nodes and fed_to_modules is None:
+                fed_to_modules = set(state.input_nodes.values())
+            on_loss = (node in loss_nodes and id(node) not in fed_to_modules) or (
+                op == "clamp" and names.get(node) in self.root_names
+            )
             function = _activation_function(node, op, on_loss=on_loss)
             if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
                 # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
@@ -1920,11 +1928,13 @@ class TorchProbe:
                 if self._of_a_parameter(node):  # (sigmoid(log_alpha - c): a learned choice's probability, no layer's
                     continue  # output; at an end of its range, the choice is made)
                 try:
-                    self._tally_activation(state, node, function, owner, saturation)
+                    site = self._tally_activation(state, node, function, owner, saturation)
+                    if node in loss_nodes:  # (a hidden layer's, fed to a module, that the loss reads too: a penalty)
+                        state.read_by_loss.add(site)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
-            elif op in GATING_OPS or (op == "relu" and node in loss_nodes):
+            elif op in GATING_OPS or (op == "relu" and on_loss):
                 gate = "relu6" if op == "hardtanh" and _relu_ceiling(node) == 6 else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
                 sums = graph_tools.additions(nodes) if sums is None else sums
@@ -2203,7 +2213,8 @@ class TorchProbe:
                 inside.setdefault(node, module_name)
         return inside
 
-    def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> None:
+    def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> str:
+        """Count an activation's outputs into its site's tally; returns the site."""
         names = state.names
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
@@ -2230,6 +2241,7 @@ class TorchProbe:
         except Exception:
             del state.activations[site]  # (counted in part, its record could not be built: the site goes unmeasured)
             raise
+        return site
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
     def _is_watched_optimizer(self, optimizer) -> bool:
@@ -2623,6 +2635,7 @@ class TorchProbe:
             self._add_updated_shares(record, state, scalars)
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
+        record.activations_read_by_loss = sorted(state.read_by_loss)
         for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
