@@ -1168,6 +1168,11 @@ def explain_nonfinite(f: Finding):
             "GPU, where the doctor does not wait for the device), when the graph that would name the operation "
             "that made it was already gone."
         )
+    elif e.get("eps_rounds_to_zero"):  # (the gradient was finite: the step's own division made the NaN)
+        text = (
+            f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}): the "
+            "optimiser's step made them so."
+        )
     else:
         text = (
             f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}): "
@@ -1217,6 +1222,19 @@ def explain_nonfinite(f: Finding):
             "`torch.log_softmax` / `F.cross_entropy`, which subtract the maximum first; under `torch.autocast` "
             "these already run in float32.",
         )
+    if f.evidence.get("eps_rounds_to_zero"):
+        eps, dtype = f.evidence["eps_rounds_to_zero"]["eps"], f.evidence["eps_rounds_to_zero"]["dtype"]
+        text += (
+            f" The optimiser's eps, {fmt(eps)}, is exactly 0 in {dtype}, the weights' precision (float16's smallest "
+            "number is 6e-8). Its step divides by sqrt(v) + eps, v the running mean of squared gradients: wherever a "
+            "gradient's square underflows to 0, that is 0 / 0 = NaN, on the first step, whatever the learning rate."
+        )
+        remedies.insert(
+            0,
+            f"Give the optimiser an eps that {dtype} can hold, `eps=1e-4`; or better, keep the weights in float32 and "
+            "compute in half precision under `torch.autocast` (the optimiser then works in float32).",
+        )
+        first = None  # (no learning-rate reading: the step divides by zero at any rate)
     if f.evidence.get("depth_ratio_before") is not None:
         e = f.evidence
         text += (

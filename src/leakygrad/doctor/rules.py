@@ -2063,6 +2063,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "parameters": event.parameters[:12],
         "detail": event.detail,
         "half_precision_overflow": event.half_precision,
+        "eps_rounds_to_zero": event.eps_rounds_to_zero,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
     }

@@ -218,3 +218,5 @@ class NonfiniteEvent:
     detail: str = ""
     finite_until: int | None = None  # (phase "update", found when a sampled step began) the last step seen finite
     half_precision: bool = False  # (phase "forward") the op ran in float16/bfloat16, and its result overflowed
+    # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
+    eps_rounds_to_zero: dict | None = None

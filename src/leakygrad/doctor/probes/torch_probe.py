@@ -431,6 +431,20 @@ def _decayed_rate(optimizer) -> tuple[float, float, float] | None:
     return float(decay), float(lr), float(lr) / (1 + float(steps) * float(decay))  # (this step is number steps + 1)
 
 
+def _eps_rounding_to_zero(optimizer) -> dict | None:
+    """{"eps", "dtype"} when a parameter group's `eps` (Adam's, RMSprop's: added to the square root of the running
+    mean of squared gradients before dividing by it) is exactly 0 in the dtype of its parameters: Adam's default 1e-8
+    in float16, whose smallest number is 6e-8. Where a gradient's square underflows to 0, the step is 0 / 0 = NaN."""
+    for group in optimizer.param_groups:
+        eps, params = group.get("eps"), group.get("params") or []
+        if not isinstance(eps, float) or not eps > 0 or not params:
+            continue
+        dtype = params[0].dtype
+        if dtype in HALF_PRECISION and torch.tensor(eps, dtype=dtype).item() == 0:
+            return {"eps": eps, "dtype": str(dtype).removeprefix("torch.")}
+    return None
+
+
 def _state_kept(optimizer) -> list[str]:
     """What an optimiser keeps per parameter from one step to the next (`exp_avg`, `momentum_buffer`): the tensors in
     its state, its step count aside. Empty for plain SGD."""
@@ -3046,6 +3060,7 @@ class TorchProbe:
         modules.sort(key=lambda m: self._layer_order.get(m, -1))
         where = modules[-1] if modules else "parameters"
         self._nonfinite_seen = True
+        optimizer = self.primary() if self.primary is not None else None
         self.doctor.set_nonfinite(
             NonfiniteEvent(
                 step=step,
@@ -3056,6 +3071,7 @@ class TorchProbe:
                 parameters=[name for _, name, _ in entries],
                 detail=detail,
                 finite_until=finite_until,
+                eps_rounds_to_zero=_eps_rounding_to_zero(optimizer) if optimizer is not None else None,
             )
         )
 
