@@ -569,6 +569,46 @@ def test_a_contrastive_loss_over_each_embeddings_similarity_to_itself_is_a_block
     assert "z1 @ z2.T" in f.remedies[0]
 
 
+@pytest.mark.parametrize(
+    "smoothing",
+    ["eps * logp.mean() (minus dropped)", "-eps * logp.mean()", "entropy bonus p * logp", "likelihood maximised"],
+)
+def test_log_probabilities_added_to_the_loss_are_a_loss_without_a_floor(smoothing):
+    """Label smoothing written `loss = (1 - eps) * nll + eps * logp.mean(1).mean()`, the minus of -mean(log p) dropped:
+    a log-probability has no lower bound, and minimising it grows the logits until they overflow. In a sweep's script
+    the loss went to -314 and then NaN, blamed on the learning rate, whose remedies did not help (accuracy 0.086
+    against 0.987). The minus in place, an entropy bonus (weighed by p), or a likelihood maximised by its optimiser
+    (`maximize=True`) are no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 10))
+    x, y = torch.randn(128, 16), torch.randint(0, 10, (128,))
+    maximize = smoothing == "likelihood maximised"
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, maximize=maximize)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(120):
+            logp = F.log_softmax(model(x), 1)
+            nll = -logp.gather(1, y[:, None]).mean()
+            if smoothing.startswith("eps"):
+                loss = 0.9 * nll + 0.1 * logp.mean(1).mean()
+            elif smoothing.startswith("-eps"):
+                loss = 0.9 * nll - 0.1 * logp.mean(1).mean()
+            elif smoothing.startswith("entropy"):
+                loss = nll + 0.1 * (logp.exp() * logp).sum(1).mean()
+            else:
+                loss = logp.gather(1, y[:, None]).mean()  # (the log-likelihood itself, climbed by the optimiser)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "log_probabilities_added" in f.evidence]
+    if not smoothing.startswith("eps"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("diverging_loss", "loss", "error", 0)
+    assert f.evidence["loss_lowest"] < 0 and "label_smoothing=0.1" in f.remedies[0]
+    assert not [g for g in dr.findings if g.where == "loss" and g is not f]  # (the curve: folded into it)
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

@@ -1070,6 +1070,66 @@ def test_a_cell_given_its_own_output_detached_at_every_step_is_a_cut_through_tim
         assert found == [] and dr.history.records[-1].layers["cell"].cut_calls == 0
 
 
+@pytest.mark.parametrize("reset_inside_the_loop", [True, False])
+def test_a_cell_given_a_fresh_state_at_every_call_is_named_as_the_recurrence_switched_off(reset_inside_the_loop):
+    """`h = torch.zeros(...)` inside the loop over time steps: every call gets a state of zeros, the hidden-to-hidden
+    weights a gradient of exactly 0, and the cell remembers nothing. In a sweep's script (R^2 0.002 against 0.997) it
+    was a warning that called the zeros a cancellation by design or dead units, beside a stall read as convergence."""
+    torch.manual_seed(0)
+    cell, head = nn.GRUCell(1, 8), nn.Linear(8, 1)
+    model = nn.ModuleDict(dict(cell=cell, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            x = torch.randn(16, 10, 1, generator=generator)
+            h, loss = torch.zeros(16, 8), 0.0
+            for t in range(10):
+                if reset_inside_the_loop:
+                    h = torch.zeros(16, 8)
+                h = cell(x[:, t], h)
+                loss = loss + nn.functional.mse_loss(head(h), x[:, : t + 1].sum(1))  # the running sum: needs memory
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "no_gradient"]
+    if not reset_inside_the_loop:
+        assert found == []
+        return
+    [f] = found
+    assert (f.where, f.severity, f.evidence["parameters"]) == ("cell", "error", ["cell.weight_hh"])
+    assert f.evidence["state_reset_every_call"] == 10 and "before it" in f.explanation
+    assert not [g for g in dr.findings if g.symptom == "stalled_loss"]  # (folded into it, when there is one)
+
+
+@pytest.mark.parametrize("variance_of", ["relu", "softplus + 1e-6"])
+def test_a_log_of_a_relus_output_says_the_relu_made_the_zeros(variance_of):
+    """A Gaussian likelihood whose variance head is a ReLU "to keep it non-negative": a share of the variances are
+    exactly 0 and log(0) = -inf. In a sweep's script the NaN was placed right, with the remedy to clamp the log, which
+    left the division by the same variance infinite (and clamping the variance left its units without gradient).
+    The finding now says the ReLU made the zeros, and gives softplus first."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 2))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x, y = regression_data(n=128)
+    with doctor.watch(net, optimizer, every=1, name="net") as dr:
+        for _ in range(3):
+            out = net(x)
+            mu, z = out[:, :1], out[:, 1:]
+            var = torch.relu(z) if variance_of == "relu" else nn.functional.softplus(z) + 1e-6
+            loss = (0.5 * torch.log(var) + 0.5 * (y - mu) ** 2 / var).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if variance_of != "relu":
+        assert found == []
+        return
+    [f] = found
+    assert (f.where, f.first_step, f.evidence["floor_at_zero"]) == ("log", 0, "relu")
+    assert "F.softplus(z) + 1e-6" in f.remedies[0] and "exactly 0" in f.explanation
+
+
 class HandWrittenLSTMCell(nn.Module):
     """An LSTM cell written by hand, (h, c) in and out, as a script writes its own (a layer-normalised one, say)."""
 

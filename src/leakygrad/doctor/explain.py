@@ -222,6 +222,25 @@ def _explain_subtracted_penalty(f: Finding):
     return text, remedies
 
 
+def _explain_log_probability_added(f: Finding):
+    e = f.evidence
+    text = (
+        "The loss the backward pass starts from adds a term made of log-probabilities alone (a `log_softmax` "
+        "averaged or picked out, with a plus sign: label smoothing's -mean(log p) written `eps * logp.mean()`, its "
+        "minus dropped; or a likelihood `logp.gather(1, y).mean()` minimised). A log-probability is at most 0 and has "
+        "no lower bound: minimising it pushes the logits apart without end, so the logits and their gradients grow "
+        "step after step and the loss falls below zero, where a cross-entropy plus a smoothing term never goes."
+    )
+    if e.get("loss_lowest") is not None:
+        text += f" The loss went down to {fmt(e['loss_lowest'])}."
+    text += _folded_sentence(e)
+    remedies = [
+        "Put the minus back: the smoothing term is `-logp.mean(1).mean()` (and the likelihood's loss "
+        "`-logp.gather(1, y).mean()`); or let PyTorch do both: `F.cross_entropy(logits, y, label_smoothing=0.1)`.",
+    ]
+    return text, remedies
+
+
 def _explain_attention_pooled(f: Finding):
     e = f.evidence
     text = (
@@ -1222,6 +1241,27 @@ def explain_nonfinite(f: Finding):
             "`torch.log_softmax` / `F.cross_entropy`, which subtract the maximum first; under `torch.autocast` "
             "these already run in float32.",
         )
+    if f.evidence.get("floor_at_zero"):
+        floor = f.evidence["floor_at_zero"]
+        text += (
+            f" `{op}` reads the output of a `{floor}`, which is exactly 0 for every input at or below 0: a positive "
+            f"quantity (a variance, a scale, a rate) made by a {floor} is 0 for a share of the examples, and "
+            f"`{op}` of 0 is infinite. Clamping afterwards hides the zeros but not their cause: a unit held at 0 by "
+            f"the {floor} gets no gradient there and stays at the floor."
+        )
+        remedies.insert(
+            0,
+            f"Make the positive quantity with `F.softplus(z) + 1e-6` (or `torch.exp(z)` for a log-variance head) "
+            f"instead of a {floor}: positive everywhere, with a gradient everywhere. (Clamping only the `{op}` leaves "
+            "any division by the same quantity infinite.)",
+        )
+    if f.evidence.get("after_loss_without_floor"):
+        text += (
+            " The loss has no lower bound (see the `diverging_loss` finding at `loss`): minimising it grew the logits "
+            "step after step until a value overflowed."
+        )
+        remedies.insert(0, "Fix the loss first (the `diverging_loss` finding at `loss`): with a floor, nothing grows.")
+        first = None  # (the loss grew because of it: no learning-rate reading)
     if f.evidence.get("eps_rounds_to_zero"):
         eps, dtype = f.evidence["eps_rounds_to_zero"]["eps"], f.evidence["eps_rounds_to_zero"]["dtype"]
         text += (
@@ -1524,6 +1564,19 @@ def explain_no_gradient(f: Finding):
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
         f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: "
     )
+    if e.get("state_reset_every_call"):
+        text = reached_but_zero + (
+            f"`{f.where}` is called {e['state_reset_every_call']} times a step, and not once is it given its own last "
+            "output for a state: it gets a fresh one at every call (`h = torch.zeros(...)` inside the time loop, where "
+            "it belongs before it). Its state is all zeros each time, so the hidden-to-hidden weights, which multiply "
+            "it, get a gradient of exactly 0 (d loss / d W_hh = sum over calls of g h^T, h = 0), and the cell sees "
+            "one input at a time: the recurrence is switched off, and nothing is remembered from one step to the next."
+        )
+        remedies = [
+            "Make the initial state once per sequence, before the loop over time steps, and pass each call's output to "
+            "the next: `h = cell(x[:, t], h)`."
+        ]
+        return text, remedies
     if e.get("only_time_step_reached") == 0:
         text = reached_but_zero + (
             f"only the output of `{f.where}` at its first time step reaches the loss (the gradient at every later "
@@ -2022,6 +2075,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_swapped_betas(f)
     if e.get("penalty_subtracted"):
         return _explain_subtracted_penalty(f)
+    if e.get("log_probabilities_added"):
+        return _explain_log_probability_added(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered

@@ -296,6 +296,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("dropout_on_prediction")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("adam_betas")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("penalty_subtracted")), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("log_probabilities_added")), None)
     consequences = [
         f
         for f in findings
@@ -309,6 +310,11 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     if consequences:
         curve_cause.severity = "error"
         curve_cause.evidence["folded"] = sorted({f.symptom for f in consequences})
+    # ... and a loss with no lower bound runs the logits up until they overflow: the NaN that ends it is its doing
+    unbounded_sum = curve_cause is not None and bool(curve_cause.evidence.get("log_probabilities_added"))
+    for f in findings:
+        if unbounded_sum and f.symptom == "nonfinite" and f.evidence.get("phase") == "forward":
+            f.evidence["after_loss_without_floor"] = True
     # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
     summed = any(f.symptom == "accumulating_gradient" for f in findings)
     curve_has_a_cause = curve_has_a_cause or summed
@@ -353,8 +359,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a clip_grad_value_ far below the gradients, or a Huber loss's delta far below the errors: the stall is its doing
     # (steps of lr * clip_value at most; every example's gradient cut to delta)
     # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
-    # ... or an optimiser that decays its own rate to nothing, or a cross_entropy softmax over the positions
+    # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, or a
+    # recurrent cell given a fresh state at every call (it remembers nothing)
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
+    stall_causes.add("state_reset_every_call")
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -708,6 +716,26 @@ def subtracted_penalty_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence["weights_grew_by"] = _sci(grew)
     first = next(r.step for r in history.records if r.subtracted_penalty is not None)
     severity = "error" if grew is not None and grew >= t.penalty_weights_grew else "warning"
+    return [Finding("diverging_loss", "loss", first, severity, evidence)]
+
+
+# --- log-probabilities added to the loss (a minus sign dropped) ------------------------------------------------------
+def log_probability_added_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The backward root adds a term made of log-probabilities alone (`nll + eps * logp.mean()`: label smoothing's
+    -mean(log p) with its minus dropped; or `logp.gather(1, y).mean()`, a likelihood minimised). A log-probability is
+    never positive and has no lower bound: minimising it drives the logits apart without end, and the loss below 0. A
+    warning; an error once the loss went below 0 (on `min_records` records), with the loss's curve and the gradients'
+    growth folded in."""
+    marked = _marked_on_most(history, "log_probability_added", t)
+    if not marked:
+        return []
+    below = [r for r in history.records if r.loss is not None and r.loss < -t.loss_below_zero]
+    evidence = {"log_probabilities_added": marked[-1].log_probability_added}
+    finite = [r.loss for r in below if math.isfinite(r.loss)]
+    if finite:
+        evidence["loss_lowest"] = _sci(min(finite))
+    first = next(r.step for r in history.records if r.log_probability_added is not None)
+    severity = "error" if len(below) >= t.min_records else "warning"
     return [Finding("diverging_loss", "loss", first, severity, evidence)]
 
 
@@ -1758,6 +1786,9 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
         if always_zero and all(_only_first_time_step_reached(history, layer) for layer in layers):
             evidence["only_time_step_reached"] = 0  # a recurrent layer read at its first step: nothing to carry over
+        reset = _state_reset_at_every_call(history, layers, t) if always_zero else None
+        if reset is not None:
+            evidence["state_reset_every_call"] = reset  # a cell given a fresh state at each call: nothing carried
         # Not cut off but not used: their modules' forward never ran on a checked step while the rest of the model
         # learned (an expert no token was routed to, a branch never taken). Worth a look (a collapsed mixture of
         # experts), not an error of the graph. (Nothing reached at all: an optimiser given a model that never runs.)
@@ -1775,6 +1806,8 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["reentrant_checkpoint"] = True
         first_step = history.records[0].step if history.records else 0
         severity = "warning" if (always_zero or never_ran) and not cuts and not blocking else "error"
+        if reset is not None:  # (not by design: the recurrence itself is switched off)
+            severity = "error"
         if module == "(model)":
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
@@ -1849,6 +1882,22 @@ def _recurrent_weight_with_nothing_to_carry(param: str, history: History) -> boo
     module = _module_of(param, history.param_module)
     lengths = [len(r.layers[module].time_grad_norms or ()) for r in history.records if module in r.layers]
     return bool(lengths) and max(lengths) == 1
+
+
+def _state_reset_at_every_call(history: History, layers: set[str], t: Thresholds) -> int | None:
+    """The calls per step of a recurrent cell called at least `cut_loop_calls` times a step on the recent sampled
+    steps, none of them given its own last output for a state (neither carried nor detached: a fresh one every time,
+    `h = zeros(...)` inside the time loop), whose hidden-to-hidden weights get exactly zero gradient: the state is
+    all zeros at every call, and the cell sees one input at a time. None otherwise."""
+    if len(layers) != 1:
+        return None
+    (layer,) = layers
+    cells = [r.layers[layer] for r in history.recent() if layer in r.layers and r.layers[layer].calls]
+    if len(cells) < t.min_records:
+        return None
+    if not all(c.calls >= t.cut_loop_calls and not c.cut_calls and not c.carried_calls for c in cells):
+        return None
+    return int(median([c.calls for c in cells]))
 
 
 def _only_first_time_step_reached(history: History, layer: str) -> bool:
@@ -2064,6 +2113,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "detail": event.detail,
         "half_precision_overflow": event.half_precision,
         "eps_rounds_to_zero": event.eps_rounds_to_zero,
+        "floor_at_zero": event.floor_at_zero,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
     }
@@ -2412,6 +2462,7 @@ RULES = (
     decayed_rate_rule,
     classes_on_another_axis_rule,
     self_similarity_rule,
+    log_probability_added_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
     value_clipping_rule,

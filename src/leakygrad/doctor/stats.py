@@ -179,6 +179,8 @@ class StepRecord:
     loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
     subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}
+    # a term of log-probabilities alone that the root adds (`nll + eps * logp.mean()`): "log_softmax"
+    log_probability_added: str | None = None
     # a module of the script's own fed its own last output (a hand-written recurrent cell): name -> {"calls", "cut"
     # (calls fed it detached), "carried" (... with its gradient), "kind"}
     looped_calls: dict | None = None
@@ -218,5 +220,6 @@ class NonfiniteEvent:
     detail: str = ""
     finite_until: int | None = None  # (phase "update", found when a sampled step began) the last step seen finite
     half_precision: bool = False  # (phase "forward") the op ran in float16/bfloat16, and its result overflowed
+    floor_at_zero: str | None = None  # (phase "forward") the op at a floor of 0 (a relu) whose output the NaN op read
     # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
     eps_rounds_to_zero: dict | None = None

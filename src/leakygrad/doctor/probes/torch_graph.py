@@ -572,6 +572,35 @@ def subtracted_weight_penalty(root) -> tuple[str, list] | None:
     return found
 
 
+# ops that keep, select or average log-probabilities without weighing them by anything computed (`logp.mean(1)`,
+# `logp.gather(1, y)`, `logp[:, 0]`): a term made of these alone over a log_softmax is a log-probability
+LOG_PROBABILITY_READS = ("mean", "sum", "gather", "index", "select", "slice")  # (and the RESHAPES)
+
+
+def log_probability_added(root) -> str | None:
+    """The form of a term the backward root adds (with a plus sign, through its sums, negations and constant factors)
+    that is nothing but log-probabilities, averaged or picked out: `loss = nll + eps * logp.mean()`, label smoothing's
+    -mean(log p) written without its minus. A log-probability is never positive, and minimising it drives it to -inf:
+    the loss has no lower bound. "log_softmax" when found, else None. Not an entropy bonus (`p * logp`: weighed by the
+    probabilities), nor a policy gradient's `logp * advantage`, nor a term the root subtracts."""
+    stack, looked = [(root, 1)], 0
+    while stack and looked < 16:
+        (node, sign), looked = stack.pop(), looked + 1
+        op = op_name(node)
+        children = [(i, child) for i, (child, _) in enumerate(node.next_functions) if child is not None]
+        if op in ("add", "sub"):
+            stack.extend((child, -sign if op == "sub" and i == 1 else sign) for i, child in children)
+        elif op in ("neg", "rsub") and len(children) == 1:
+            stack.append((children[0][1], -sign))
+        elif op in ("mul", "div") and len(children) == 1 and _constant_factor(node) is not None:
+            stack.append((children[0][1], -sign if _constant_factor(node) < 0 else sign))
+        elif sign > 0 and (op in LOG_PROBABILITY_READS or op in RESHAPES):
+            below = beneath_reshapes(node, also=LOG_PROBABILITY_READS)
+            if op_name(below) == "log_softmax":
+                return "log_softmax"
+    return None
+
+
 def _product_of_itself(node, parameters: set[int], depth: int) -> bool:
     """Whether a matrix or elementwise product of one of `parameters` (ids) by itself (`W @ W.T`) lies within `depth`
     operations below `node`."""
@@ -921,6 +950,23 @@ class ForwardCulprit:
     parameters: list  # non-finite parameter tensors (phase "update")
     data_fed: bool = False  # (phase "forward") `node` read non-finite data: the NaN/Inf came in with it
     half_precision: bool = False  # (phase "forward") `node` ran in float16/bfloat16 and saved an infinite result
+
+
+POLES_AT_ZERO = ("log", "log2", "log10", "div", "reciprocal", "rsqrt", "sqrt", "pow")  # infinite at 0 (or their slope)
+
+
+def fed_by_a_floor_at_zero(node) -> str | None:
+    """The op ("relu", "clamp", ...) whose output, exactly 0 for every input below 0, an op with a pole at 0 reads (a
+    log, a division's denominator: `log(relu(z))`, `x / relu(z)`), under reshapes and selections; else None. A ReLU
+    makes a positive quantity (a variance, a scale) with exact zeros in it, and log(0) = -inf."""
+    if op_name(node) not in POLES_AT_ZERO:
+        return None
+    inputs = [child for child, _ in node.next_functions if child is not None]
+    for child in inputs[-1:] if op_name(node) == "div" else inputs[:1]:  # (a division's denominator: its last input)
+        below = beneath_reshapes(child, also=SELECTIONS)
+        if floors_at_zero(below):
+            return op_name(below)
+    return None
 
 
 # operations whose tensor arguments may rightly hold inf: bounds

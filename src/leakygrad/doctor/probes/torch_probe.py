@@ -796,6 +796,7 @@ class StepState:
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
     subtracted_penalty: dict | None = None
+    log_probability_added: str | None = None  # log-probabilities alone the root adds (log_probability_added)
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
@@ -1837,6 +1838,8 @@ class TorchProbe:
                 labels = [self._param_label(p) for p in parameters]
                 penalised = sorted({entry[1] for entry in labels if entry is not None})
                 state.subtracted_penalty = {"form": form, "parameters": penalised} if penalised else None
+        if state.log_probability_added is None:
+            state.log_probability_added = graph_tools.log_probability_added(root_nodes[0])
         if loss_nodes and state.dropout_sites and state.dropout_into_loss is None:
             state.dropout_into_loss = _dropout_into_loss(loss_nodes, names, state.dropout_sites)
         if loss_nodes and state.prediction_broadcast is None:
@@ -2739,6 +2742,7 @@ class TorchProbe:
         record.looped_calls = fed_own or None
         # (an objective maximised, `maximize=True`: a penalty subtracted from it is the right sign)
         record.subtracted_penalty = None if state.maximizes else state.subtracted_penalty
+        record.log_probability_added = None if state.maximizes else state.log_probability_added
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.maximized_loss = state.root_loss if state.maximizes else None
@@ -3050,6 +3054,7 @@ class TorchProbe:
                 candidates=culprit.candidates,
                 detail="" if culprit.exact else f"one of {', '.join(culprit.candidates)}",
                 half_precision=culprit.half_precision,
+                floor_at_zero=graph_tools.fed_by_a_floor_at_zero(culprit.node) if culprit.node is not None else None,
             )
         )
 
