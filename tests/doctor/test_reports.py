@@ -6,6 +6,7 @@ import re
 import pytest
 
 from leakygrad.doctor import REPORT_VERSION, Doctor, report_html, report_json, report_text
+from leakygrad.doctor.runner import run_script
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
 FINDING_FIELDS = ["symptom", "where", "first_step", "severity", "evidence", "explanation", "remedies"]
@@ -314,3 +315,28 @@ def test_an_internal_note_is_one_short_line_even_for_an_error_whose_message_is_h
     assert "\n" not in long_note and long_note.endswith("...") and len(long_note) < 360
     assert long_note.startswith("forward hook: RuntimeError: backend list: CPU, CUDA, Meta,")
     assert odd_note == "output gradient hook: Unprintable: (its message could not be read)"
+
+
+def test_a_script_that_copies_its_model_at_every_task_gets_a_short_summary_line(tmp_path):
+    """Reptile deep-copies its model for every task, and each copy that trains is a model the doctor watches. Each
+    copy was named with one more underscore than the last (`sequential_____...`), and the summary's first line listed
+    them all: 131 kB for a sweep's script. Copies are numbered now, and the line names the first few."""
+    script = tmp_path / "reptile.py"
+    script.write_text(
+        "import copy\nimport torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+        "net = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))\n"
+        "for task in range(30):\n"
+        "    fast = copy.deepcopy(net)\n"
+        "    optimizer = torch.optim.SGD(fast.parameters(), lr=0.01)\n"
+        "    x = torch.randn(16, 1)\n"
+        "    for _ in range(4):\n"
+        "        loss = nn.functional.mse_loss(fast(x), torch.sin(x + task))\n"
+        "        optimizer.zero_grad(); loss.backward(); optimizer.step()\n"
+        "    with torch.no_grad():\n"
+        "        for p, q in zip(net.parameters(), fast.parameters()):\n"
+        "            p += 0.1 * (q - p)\n"
+    )
+    run = run_script(script, every=1)
+    head = report_text.lines(run.doctor)[0][1]
+    assert len(head) < 200 and "fast_2" in head and head.endswith("more")
+    assert "fast_30" in run.doctor.history.models and not any(name.endswith("__") for name in run.doctor.history.models)

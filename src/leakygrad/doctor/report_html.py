@@ -72,7 +72,7 @@ def render(doctor) -> str:
     counts = {}
     for f in findings:
         counts[f.severity] = counts.get(f.severity, 0) + 1
-    watched = ", ".join(dict.fromkeys(history.watched)) or "nothing (no PyTorch model was seen)"
+    watched = report_text.watched_names(history, none="nothing (no PyTorch model was seen)")
     sections = [
         "<h1>leakygrad doctor</h1>",
         f'<p class="lede">{report_text.plural(history.steps, "training step")} watched ({history.records_seen} '

@@ -55,12 +55,25 @@ def no_finding(doctor) -> str:
     return "no leaks found"
 
 
+WATCHED_SHOWN = 8  # models and optimisers named in the summary's first line; the rest counted
+
+
+def watched_names(history, none: str) -> str:
+    """The models and optimisers watched, for a summary's first line: the first few, and how many more (a script that
+    deep-copies its model at every task, as Reptile does, makes hundreds)."""
+    names = list(dict.fromkeys(history.watched))
+    if not names:
+        return none
+    shown = ", ".join(names[:WATCHED_SHOWN])
+    return shown if len(names) <= WATCHED_SHOWN else f"{shown} and {len(names) - WATCHED_SHOWN} more"
+
+
 def lines(doctor) -> list[tuple[str, str]]:
     """(style, text) pairs; style is a rich style name or ''."""
     history = doctor.history
     findings = doctor.findings
     out = []
-    watched = ", ".join(dict.fromkeys(history.watched)) or "no PyTorch model seen"
+    watched = watched_names(history, none="no PyTorch model seen")
     head = (
         f"leakygrad doctor: {plural(history.steps, 'step')}, {history.records_seen} sampled (every {doctor.every}); "
         f"{watched}"

@@ -413,6 +413,17 @@ def _lr_schedule(optimizer) -> tuple[float, float] | None:
     return (lr, initial) if initial > 0 and math.isfinite(lr) else None
 
 
+def _unused_name(name: str, taken) -> str:
+    """`name`, or `name_2`, `name_3`, ... when it is taken: a second model of the same class, or a model's copy
+    (Reptile deep-copies its model at every task: hundreds of names, each kept short)."""
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name}_{number}" in taken:
+        number += 1
+    return f"{name}_{number}"
+
+
 def _decayed_rate(optimizer) -> tuple[float, float, float] | None:
     """(lr_decay, lr, the rate in effect) of the optimiser's first parameter group, when it decays its own rate
     (Adagrad's `lr_decay`: the step t uses lr / (1 + (t - 1) lr_decay)), else None. `Adagrad(params, 0.05, 0.9)`, an
@@ -1031,9 +1042,8 @@ class TorchProbe:
         for i, model in enumerate(self._given_models):
             name = self._given_name if (self._given_name and i == 0) else None
             name = name or _global_name(model) or type(model).__name__.lower()
-            while name in self.root_names:  # (two models of one class: their layers' paths must not collide)
-                name += "_"
-            self.add_root(model, name, prefixed=len(self._given_models) > 1)
+            # (two models of one class: their layers' paths must not collide)
+            self.add_root(model, _unused_name(name, self.root_names), prefixed=len(self._given_models) > 1)
         if self._given_optimizer is not None:
             self.mode = "optimizer"
             self.optimizers[id(self._given_optimizer)] = (weakref.ref(self._given_optimizer), True)
@@ -1188,8 +1198,7 @@ class TorchProbe:
         for earlier, (ref, _, _) in list(self._fresh_roots.items()):
             if id(ref()) in inside:  # called alone while `module` was being built: named as part of it instead
                 self._forget_root(earlier)
-        while name in self.root_names:
-            name += "_"
+        name = _unused_name(name, self.root_names)
         added = self.add_root(module, name, prefixed=bool(self.root_names))
         self._fresh_roots[name] = (weakref.ref(module), *added)
         return self.infos.get(module)
