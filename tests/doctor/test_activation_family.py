@@ -682,3 +682,54 @@ def test_a_hidden_relu_the_loss_also_penalises_is_judged_as_a_hidden_layer(penal
     assert (f.where, f.severity) == ("relu after fc2", "error")
     assert f.evidence["read_by_loss"] is True and f.evidence["dead_fraction"] > 0.9
     assert "penalty" in f.explanation and "`h.abs().mean()`" in f.remedies[0]
+
+
+class Ponder(nn.Module):
+    """PonderNet's core: a cell applied up to 6 times, each step's halting probability sigmoid(halt(h)) an output of
+    the model, read by no layer. `hand_written` uses the probability's twin inside the network instead: a sigmoid
+    that a weight multiplies (`h @ W`, no module), a hidden activation."""
+
+    def __init__(self, hand_written=False):
+        super().__init__()
+        self.hand_written = hand_written
+        self.cell, self.out, self.halt = nn.GRUCell(8, 32), nn.Linear(32, 2), nn.Linear(32, 1)
+        self.w = nn.Parameter(torch.randn(32, 32) * 3)
+        nn.init.constant_(self.halt.bias, -6.0)  # (halting late from the start: sigmoid(-6) = 0.0025)
+
+    def forward(self, x):
+        h, remaining, probabilities, outputs = torch.zeros(len(x), 32), torch.ones(len(x)), [], []
+        for n in range(6):
+            h = self.cell(x, h)
+            if self.hand_written:  # (a saturated hidden sigmoid, made without a module: still judged)
+                h = torch.sigmoid(h @ self.w * 8) @ self.w / 32
+            halt = torch.sigmoid(self.halt(h)).squeeze(1) if n < 5 else torch.ones(len(x))
+            probabilities.append(remaining * halt)
+            outputs.append(self.out(h))
+            remaining = remaining * (1 - halt)
+        return torch.stack(probabilities, 1), torch.stack(outputs, 1)
+
+
+@pytest.mark.parametrize("hand_written", [False, True])
+def test_a_halting_probability_no_layer_reads_is_an_output_not_a_saturated_layer(hand_written):
+    """PonderNet's halting probability learns to be near 0 on the steps where the model cannot answer yet: saturated
+    by design, an output of the model that no layer reads, weighing its steps' losses. A sweep's healthy PonderNet
+    (accuracy 0.98) was an error saturated_activation at `sigmoid after halt`. A saturated sigmoid that a weight reads
+    is still judged, written without modules or not."""
+    torch.manual_seed(0)
+    model = Ponder(hand_written)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            p, logits = model(x)
+            ce = F.cross_entropy(logits.reshape(-1, 2), y.repeat_interleave(6), reduction="none").view(-1, 6)
+            loss = (p * ce).sum(1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    halting = dr.history.records[-1].activations["sigmoid after halt"]
+    assert halting.saturated_fraction > 0.9  # (it halts at the last step: near 0 until then)
+    assert "sigmoid after halt" in dr.history.records[-1].output_side_activations
+    assert not [f for f in dr.findings if f.where == "sigmoid after halt"]
+    hidden = [f for f in dr.findings if f.symptom == "saturated_activation" and f.where != "sigmoid after halt"]
+    assert bool(hidden) == hand_written

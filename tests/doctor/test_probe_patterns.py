@@ -1130,6 +1130,44 @@ def test_a_log_of_a_relus_output_says_the_relu_made_the_zeros(variance_of):
     assert "F.softplus(z) + 1e-6" in f.remedies[0] and "exactly 0" in f.explanation
 
 
+def hamiltonian_steps(H, optimizer, steps):
+    """Train H so that its input-gradient matches a harmonic oscillator's vector field: dH/dq = q, dH/dp = p."""
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        z = torch.randn(64, 2, generator=generator).requires_grad_(True)
+        (dh,) = torch.autograd.grad(H(z).sum(), z, create_graph=True)
+        loss = nn.functional.mse_loss(dh, z.detach())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+@pytest.mark.parametrize("then_a_baseline", [False, True])
+def test_an_output_bias_that_drops_out_of_an_input_gradient_loss_is_harmless(then_a_baseline):
+    """A Hamiltonian network trained on dH/dz: the output layer's bias adds a constant to H, whose derivative with
+    respect to z is 0, so it never gets a gradient. It was an error ("something cuts the graph: remove the detach")
+    in a sweep's script; with a baseline model trained after it, a warning that its forward "never ran", because steps
+    on which the baseline ran (and H did not) were counted as H's. A warning that says why, now, either way."""
+    torch.manual_seed(0)
+    H = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 1))
+    baseline = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 2))
+    script_models = nn.ModuleDict(dict(H=H, baseline=baseline))
+    with doctor.watch(script_models, every=2) as dr:
+        hamiltonian_steps(H, torch.optim.Adam(H.parameters(), lr=1e-2), 20)
+        if then_a_baseline:
+            optimizer = torch.optim.Adam(baseline.parameters(), lr=1e-2)
+            x = torch.randn(64, 2)
+            for _ in range(24):
+                loss = nn.functional.mse_loss(baseline(x), x.flip(1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (f.where, f.severity, f.evidence["parameters"]) == ("H.2", "warning", ["H.2.bias"])
+    assert f.evidence["drops_out_of_input_gradient"] is True and "forward_ran" not in f.evidence
+    assert "bias=False" in f.remedies[0]
+
+
 class HandWrittenLSTMCell(nn.Module):
     """An LSTM cell written by hand, (h, c) in and out, as a script writes its own (a layer-normalised one, say)."""
 

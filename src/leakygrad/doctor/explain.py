@@ -1564,6 +1564,16 @@ def explain_no_gradient(f: Finding):
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
         f"reaches them, but their gradient was exactly zero in all {e['sampled_steps_checked']} sampled steps: "
     )
+    if e.get("drops_out_of_input_gradient"):
+        names = ", ".join(f"`{name}`" for name in e["parameters"][:4])
+        text = (
+            f"{names} never got a gradient, in a run whose loss is made of a gradient with respect to the inputs "
+            "(`torch.autograd.grad(..., create_graph=True)`: a Hamiltonian network trained on dH/dz, an energy "
+            "trained on its forces). A bias adds a constant to its layer's output, and a constant has no derivative "
+            "with respect to the input: it drops out of that loss by construction, and nothing cut the graph. "
+            "Harmless: it never moves, and costs one parameter per unit."
+        )
+        return text, ["Leave it, or drop it: `bias=False` on that layer (the model computes the same gradients)."]
     if e.get("state_reset_every_call"):
         text = reached_but_zero + (
             f"`{f.where}` is called {e['state_reset_every_call']} times a step, and not once is it given its own last "

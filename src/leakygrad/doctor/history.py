@@ -146,6 +146,8 @@ class History:
         self.param_checks: dict[str, int] = {}  # parameter -> sampled steps on which it was checked
         self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
         self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
+        # parameter -> ... whose loss was made of a gradient with respect to the inputs (loss_of_input_gradient)
+        self.checked_under_input_gradient: dict[str, int] = {}
         self.param_module: dict[str, str] = {}
         self.param_nonzero_between: set[str] = set()  # ... nonzero at some step between the sampled ones
         self.not_called: dict[str, int] = {}  # module -> sampled steps on which its forward did not run
@@ -359,14 +361,18 @@ class History:
             self.param_zero_grad[name] = self.param_zero_grad.get(name, 0) + int(
                 record.param_zero_grad.get(name, False)
             )
-        if record.param_has_grad:  # (counted on the same steps as the parameters' checks)
+            if record.loss_of_input_gradient:
+                self.checked_under_input_gradient[name] = self.checked_under_input_gradient.get(name, 0) + 1
+        if record.param_has_grad:  # (counted on the steps its parameters were checked, as their checks are)
+            checked = {self.param_module.get(name, name.rpartition(".")[0]) for name in record.param_has_grad}
             for counts, names in (
                 (self.not_called, record.modules_not_called),
                 (self.without_grad, record.modules_without_grad),
                 (self.in_reentrant_checkpoint, record.modules_in_reentrant_checkpoint),
             ):
                 for name in names:
-                    counts[name] = counts.get(name, 0) + 1
+                    if name in checked:
+                        counts[name] = counts.get(name, 0) + 1
         if record.optimizer_checked:
             self.apply_checks += 1
             for name, module in record.grads_not_applied.items():

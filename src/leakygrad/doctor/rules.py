@@ -1544,11 +1544,14 @@ def _site_values(records, site, attribute):
 
 
 def is_output_activation(record: StepRecord, site: str) -> bool:
-    """An activation after the last layer with weights: the model's output squashing (a probability).
+    """An activation after the last layer with weights: the model's output squashing (a probability); or one whose
+    output no module reads, even through other operations (PonderNet's halting probability, an output of its own).
 
     Its saturation is how a confident classifier looks, and with a log loss it does not block the gradient
     (d/dz of -log(sigma(z)) = sigma(z) - 1: the loss's 1/sigma cancels sigma'), so the saturation rule skips it.
     """
+    if site in record.output_side_activations:
+        return True
     stats = record.activations.get(site)
     depths = [layer.depth for layer in record.layers.values() if layer.has_weights]
     return stats is not None and stats.depth is not None and bool(depths) and stats.depth > max(depths)
@@ -1804,8 +1807,15 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["forward_ran"] = "without grad"
             if _on_every_check(history.in_reentrant_checkpoint, params, checked, history.param_module):
                 evidence["reentrant_checkpoint"] = True
+        # Biases that never get a gradient in a run whose loss is made of a gradient with respect to the inputs (a
+        # Hamiltonian network trained on dH/dz): a constant added to the output has no derivative with respect to the
+        # input, so it drops out of that loss by construction. Harmless, and nothing cut the graph.
+        constant = not always_zero and not cuts and all(p.rpartition(".")[2] == "bias" for p in params)
+        constant = constant and all(history.checked_under_input_gradient.get(p, 0) == checked[p] for p in params)
+        if constant:
+            evidence["drops_out_of_input_gradient"] = True
         first_step = history.records[0].step if history.records else 0
-        severity = "warning" if (always_zero or never_ran) and not cuts and not blocking else "error"
+        severity = "warning" if (always_zero or never_ran or constant) and not cuts and not blocking else "error"
         if reset is not None:  # (not by design: the recurrence itself is switched off)
             severity = "error"
         if module == "(model)":

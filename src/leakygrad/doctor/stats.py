@@ -121,6 +121,7 @@ class StepRecord:
     clip_value_entries: int = 0  # ... and how many entries they have
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     activations_read_by_loss: list[str] = field(default_factory=list)  # hidden activations the loss reads too
+    output_side_activations: list[str] = field(default_factory=list)  # sigmoids and tanhs no module reads
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay
@@ -152,6 +153,9 @@ class StepRecord:
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph
     penalty_without_graph: bool = False
+    # torch.autograd.grad(..., create_graph=True) taken with respect to tensors other than the parameters (the inputs):
+    # a loss made of a gradient, a Hamiltonian network's dH/dz
+    loss_of_input_gradient: bool = False
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)

@@ -121,6 +121,26 @@ def walk(roots, with_parents: bool = False) -> Graph:
     return Graph(nodes, children, parents)
 
 
+def reads_a_parameter(node) -> bool:
+    """Whether an operation takes a leaf that requires grad (a parameter) as an operand, or a reshaped view of one:
+    `h @ W.T`, `x * self.gamma`. The weighted operations of a model written without modules."""
+    return any(
+        child is not None and isinstance(beneath_reshapes(child), PARAMETER_LEAF) for child, _ in node.next_functions
+    )
+
+
+def beneath(starts) -> set:
+    """Every node at or beneath `starts` (towards the leaves): what their values were computed from."""
+    found, stack = set(), [node for node in starts if node is not None]
+    while stack:
+        node = stack.pop()
+        if node in found:
+            continue
+        found.add(node)
+        stack.extend(child for child, _ in node.next_functions if child is not None and child not in found)
+    return found
+
+
 def new_nodes(roots, seen: set) -> list:
     """The operations reachable from `roots` that are not in `seen`, breadth first; they are added to `seen`.
 

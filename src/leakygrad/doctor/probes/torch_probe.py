@@ -98,6 +98,7 @@ SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its
 CLASS_COUNT_FIRST_LOOKS = 4
 CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
+OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
@@ -250,9 +251,9 @@ def _patched_grad(outputs, inputs, *args, **kwargs):
         inputs = tuple(inputs)
     result = (_original_grad or AUTOGRAD_GRAD)(outputs, inputs, *args, **kwargs)
     create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
-    if not create_graph and not _compiled_or_transformed() and not _inside_backward():
+    if not _compiled_or_transformed() and not _inside_backward():
         for probe in list(_active_probes):
-            probe.note_grad_without_graph(inputs)
+            probe.note_grad(inputs, create_graph)
     return result
 
 
@@ -736,6 +737,7 @@ class StepState:
     cuts: set = field(default_factory=set)
     input_nodes: dict = field(default_factory=dict)  # id(module) -> id of its (one) input's grad_fn at its call
     read_by_loss: set = field(default_factory=set)  # activation sites the loss reads directly too (a penalty on them)
+    module_inputs: set = field(default_factory=set)  # ids of the nodes that made the watched modules' tensor inputs
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
@@ -772,6 +774,7 @@ class StepState:
     gradients_changed_at: int | None = None
     gradients_changed_before_step: bool = False  # ... or the gradient was cleared or replaced before the step
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
+    grad_of_inputs: bool = False  # ... or with it, with respect to tensors other than the parameters
     constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
@@ -1009,6 +1012,8 @@ class TorchProbe:
         self._loss_walks = 0  # backward passes of sampled steps with a loss side (see _count_batch_classes)
         self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
+        self._output_side_looks = 0  # ... on which sigmoids and tanhs were looked at: does any module read them?
+        self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
@@ -1306,6 +1311,9 @@ class TorchProbe:
             state.order.setdefault(info.name, len(state.order))
             if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
                 state.input_nodes[id(module)] = id(args[0].grad_fn)
+                state.module_inputs.add(id(args[0].grad_fn))
+            elif self._output_side_looks < OUTPUT_SIDE_LOOKS:  # (a cell's (x, h), early on)
+                state.module_inputs.update(id(t.grad_fn) for t in _tensors(args))
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
                 for arg in inputs:
@@ -1558,14 +1566,18 @@ class TorchProbe:
         differs = torch.where(telling, (after != before).float(), torch.nan)
         state.gradients_changed_at = state.deferred.scalar(differs)
 
-    def note_grad_without_graph(self, inputs) -> None:
-        """`torch.autograd.grad` was called without `create_graph=True` during this sampled step, with respect to
-        `inputs`. Not when they are parameters the probe watches: first-order MAML's inner step takes the weights'
-        gradient so on purpose (and no penalty on the weights' gradient is meant to be a constant)."""
+    def note_grad(self, inputs, create_graph: bool) -> None:
+        """`torch.autograd.grad` was called during this sampled step, with respect to `inputs`, which are not parameters
+        the probe watches (first-order MAML's inner step takes the weights' gradient, without a graph on purpose):
+        without `create_graph=True` (a penalty made of it is a constant to the backward), or with it (the loss is
+        made of a gradient with respect to the inputs: a Hamiltonian network's, a force field's)."""
         if self.sampling and self.state is not None:
             inputs = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
             if not any(id(t) in self.param_labels for t in inputs if isinstance(t, torch.Tensor)):
-                self.state.grad_without_graph = True
+                if create_graph:
+                    self.state.grad_of_inputs = True
+                else:
+                    self.state.grad_without_graph = True
 
     def note_clipping(self, max_norm, total, given_nothing: bool = False) -> None:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
@@ -1903,6 +1915,9 @@ class TorchProbe:
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         products = None  # ... and its products (see times_its_own_magnitude)
         fed_to_modules = None  # ids of the nodes that made a watched module's input (found at the first loss-side op)
+        read_by_modules = None  # nodes beneath a module's inputs or a weighted op (at the first squashing, early on)
+        output_side_look = self._output_side_looks < OUTPUT_SIDE_LOOKS
+        self._output_side_looks += output_side_look
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
         for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
@@ -1955,8 +1970,15 @@ class TorchProbe:
                     continue  # output; at an end of its range, the choice is made)
                 try:
                     site = self._tally_activation(state, node, function, owner, saturation)
-                    if node in loss_nodes:  # (a hidden layer's, fed to a module, that the loss reads too: a penalty)
+                    if node in loss_nodes and not on_loss:  # (a hidden layer's, fed to a module, the loss reads too)
                         state.read_by_loss.add(site)
+                    if output_side_look and function in ("sigmoid", "tanh"):
+                        if read_by_modules is None:
+                            inputs = state.module_inputs
+                            readers = (n for n in nodes if id(n) in inputs or graph_tools.reads_a_parameter(n))
+                            read_by_modules = graph_tools.beneath(readers)
+                        if node not in read_by_modules:  # (no layer reads it, even through other ops: an output)
+                            self._output_side_sites.add(site)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
@@ -2662,6 +2684,7 @@ class TorchProbe:
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
         record.activations_read_by_loss = sorted(state.read_by_loss)
+        record.output_side_activations = sorted(self._output_side_sites)
         for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
@@ -2754,6 +2777,7 @@ class TorchProbe:
         record.log_probability_added = None if state.maximizes else state.log_probability_added
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
+        record.loss_of_input_gradient = state.grad_of_inputs
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
         record.lr_schedule = state.lr_schedule
