@@ -733,3 +733,33 @@ def test_a_halting_probability_no_layer_reads_is_an_output_not_a_saturated_layer
     assert not [f for f in dr.findings if f.where == "sigmoid after halt"]
     hidden = [f for f in dr.findings if f.symptom == "saturated_activation" and f.where != "sigmoid after halt"]
     assert bool(hidden) == hand_written
+
+
+def test_units_dead_inside_a_vanishing_chain_are_told_as_its_doing():
+    """An 8-layer ReLU MLP initialised with normal(0, 0.02), GPT's init, and no normalisation: the gradient vanishes
+    across depth, and the signal with it on the way forward, so the last layers' inputs are tiny next to their biases
+    and the units with a negative bias are dead for every example. In a sweep's script the dead_relu error led with
+    "lower the learning rate"; it now points to the vanishing gradient, the same cause."""
+    torch.manual_seed(0)
+    layers = []
+    for i in range(8):
+        layers += [nn.Linear(32 if i else 16, 32 if i < 7 else 4)] + ([nn.ReLU()] if i < 7 else [])
+    model = nn.Sequential(*layers)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            nn.init.normal_(layer.weight, std=0.02)
+    x, y = torch.randn(128, 16), torch.randint(0, 4, (128,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [vanishing] = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    dead = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert vanishing.severity == "error" and dead
+    for f in dead:
+        assert f.evidence["behind_vanishing_gradient"] == vanishing.where
+        assert f.remedies[0].startswith("Fix the vanishing gradient first")
+        assert not any(r.startswith("Lower the learning rate") for r in f.remedies)

@@ -1005,6 +1005,17 @@ def explain_dead_relu(f: Finding):
         initialise, other_activation = remedies[2], remedies[1]
         standardise = "Standardise the inputs (zero mean, unit variance), so that the pre-activations start centred."
         remedies = [initialise, other_activation, standardise]
+    if e.get("behind_vanishing_gradient"):
+        text += (
+            f" The gradient vanishes across depth here too (see the `vanishing_gradient` finding at "
+            f"`{e['behind_vanishing_gradient']}`): the layers that shrink the gradient on its way back shrink the "
+            "signal on its way forward, so this layer's inputs are tiny next to its biases, and each unit's bias alone "
+            "decides its sign for every example. The same cause, not the learning rate."
+        )
+        remedies = [
+            f"Fix the vanishing gradient first (the finding at `{e['behind_vanishing_gradient']}`: its initialisation "
+            "or its layer); with the signal kept at its scale, the units see their inputs again.",
+        ] + [r for r in remedies if not r.startswith("Lower the learning rate")]
     if e.get("read_by_loss"):
         text += (
             " The loss reads this layer's outputs directly too, beside the layer after it (a penalty on the "

@@ -377,6 +377,16 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             f.evidence["clipping_does_nothing"] = True
         if f.symptom == "stalled_loss":  # (its explanation points to the others, or says there are none)
             f.evidence["other_findings"] = sorted({g.symptom for g in kept if g.symptom != "stalled_loss"})
+    # Units dead inside a chain whose gradient vanishes across depth: the layers that shrink the gradient on its way
+    # back shrink the signal on its way forward too (weights initialised too small, a norm over a single value), so
+    # the layer's inputs are tiny next to its biases, which alone decide each unit's sign: the same cause
+    vanishing = next(
+        (f for f in kept if f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth"), None
+    )
+    chain = set(vanishing.evidence.get("grad_norm_by_layer") or {}) if vanishing is not None else set()
+    for f in kept:
+        if f.symptom == "dead_relu" and f.evidence.get("feeds_from") in chain and vanishing.severity == "error":
+            f.evidence["behind_vanishing_gradient"] = vanishing.where
     # Weights shrunk towards 0 (a weight decay far too large) make every layer's backward gain tiny: that is the
     # cause of a gradient vanishing across depth, not the depth
     shrank = next((f.evidence["weights_shrank_by"] for f in kept if "weights_shrank_by" in f.evidence), None)
