@@ -1178,3 +1178,19 @@ def test_attention_pooled_over_its_axis_is_judged_on_a_gradient_all_but_exactly_
     assert attention_pooled_rule(history_with(0.996), T) == []
     [f] = attention_pooled_rule(history_with(1.0 - 1e-7), T)
     assert (f.symptom, f.where, f.severity) == ("blocked_gradient", "softmax after q", "error")
+
+
+@pytest.mark.parametrize("share, severity", [(0.47, None), (0.2, "warning"), (0.05, "error")])
+def test_half_precision_updates_rounded_away_are_judged_by_the_share_that_moved(share, severity):
+    """A float16 MLP under Adam whose steps changed 47% of the entries a gradient pushed trained to float32's accuracy
+    (sweep 29's s04 twin: it was a warning that the layers "barely train"); a bfloat16 one under SGD that changed 3%
+    lost half its accuracy."""
+    from leakygrad.doctor.rules import rounded_away_rule
+
+    records = []
+    for step in range(0, 64, 8):
+        record = chain(step, [1e-2, 1e-2])
+        record.updated_share, record.half_precision = {"net.0": share, "net.2": share}, "float16"
+        records.append(record)
+    found = rounded_away_rule(history_of(records), T)
+    assert [f.severity for f in found] == ([] if severity is None else [severity])

@@ -1933,14 +1933,14 @@ def _explain_rounded_away(f: Finding):
     shares = ", ".join(f"`{name}` {pct(share)}" for name, share in e["updated_share"].items())
     ratio = e.get("update_ratio_median")
     text = (
-        f"The weights are kept in {e['dtype']}, and the optimiser's step changed only a few of the entries a nonzero "
+        f"The weights are kept in {e['dtype']}, and the optimiser's step changed only part of the entries a nonzero "
         f"gradient pushed ({shares}: the median share over {e['sampled_steps']} sampled steps). "
         f"{e['dtype']} keeps {HALF_BITS.get(e['dtype'], 'few')} significant bits: a weight w moves only when its "
         "update is larger than about half the spacing between the representable numbers around it, "
         f"|w| / {HALF_STEP.get(e['dtype'], 'a few hundred')}"
         + (f"; this run's updates are {fmt(ratio)} of the weights (median update/weight ratio)" if ratio else "")
         + ", so the rest round back to the old value. The backward pass computes the gradient, and rounding throws "
-        "it away: the layers barely train."
+        + ("it away: the layers barely train." if f.severity == "error" else "most of it away: they train slowly.")
     )
     remedies = [
         "Keep the weights in float32 and compute in half precision: `with torch.autocast(device_type, "

@@ -1006,7 +1006,7 @@ def rounded_away_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first = next(r.step for r in history.records if r.updated_share)
     where = _common_prefix(list(shares)) or min(shares)
-    severity = "error" if median(list(shares.values())) < t.updated_share_low / 5 else "warning"
+    severity = "error" if median(list(shares.values())) < t.updated_share_error else "warning"
     return [Finding("unapplied_gradient", where, first, severity, evidence)]
 
 
