@@ -609,6 +609,36 @@ def test_log_probabilities_added_to_the_loss_are_a_loss_without_a_floor(smoothin
     assert not [g for g in dr.findings if g.where == "loss" and g is not f]  # (the curve: folded into it)
 
 
+@pytest.mark.parametrize("weight_of", ["pt ** gamma", "(1 - pt) ** gamma"])
+def test_a_focal_loss_that_rewards_the_wrong_class_is_named(weight_of):
+    """A focal loss written `-(pt ** gamma * log(pt))` where `(1 - pt) ** gamma` was meant is 0 at pt = 0 as well as
+    at 1: the loss falls while the model learns to give the right class less probability than a uniform guess. In a
+    sweep's script the accuracy was 0.013 against 0.917 and nothing was said. The right weight is no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 10))
+    x = torch.randn(256, 16)
+    y = (x[:, :10].argmax(1) + (x[:, 10] > 0).long()) % 10
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(90):
+            logpt = F.log_softmax(model(x), 1).gather(1, y[:, None]).squeeze(1)
+            pt = logpt.exp()
+            weight = pt**2 if weight_of == "pt ** gamma" else (1 - pt) ** 2
+            loss = -(weight * logpt).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "target_log_probability_last_third" in f.evidence]
+    if weight_of != "pt ** gamma":
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("diverging_loss", "loss", "error")
+    e = f.evidence
+    assert e["target_log_probability_last_third"] < e["chance_log_probability"] < 0
+    assert e["loss_last_third"] < e["loss_first_third"] and "(1 - pt) ** gamma" in f.remedies[0]
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

@@ -241,6 +241,27 @@ def _explain_log_probability_added(f: Finding):
     return text, remedies
 
 
+def _explain_wrong_class_rewarded(f: Finding):
+    e = f.evidence
+    text = (
+        f"The loss fell (a mean of {fmt(e['loss_first_third'])} over the first third of the run, "
+        f"{fmt(e['loss_last_third'])} over the last), while the log-probability the model gives each example's own "
+        f"class fell too, from {fmt(e['target_log_probability_first_third'])} to "
+        f"{fmt(e['target_log_probability_last_third'])}, below chance ({fmt(e['chance_log_probability'])}, a "
+        "uniform guess): the objective is lowest where the model is wrong. A loss made from the target's "
+        "probability p_t must fall as p_t rises; one weighted by a factor that grows with p_t, `pt ** gamma * "
+        "-log(pt)` where the focal loss is `(1 - pt) ** gamma * -log(pt)`, is 0 at p_t = 0 as well as at 1, and the "
+        "gradient pushes the probability away from the right class."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Check the loss's formula: the focal loss weighs -log(p_t) by `(1 - pt) ** gamma` (small for easy examples), "
+        "and any such weight must leave the loss falling as p_t rises. Test it on a few values of p_t by hand.",
+        "Or use a library's: `torchvision.ops.sigmoid_focal_loss` (binary), or `F.cross_entropy` with class weights.",
+    ]
+    return text, remedies
+
+
 def _explain_attention_pooled(f: Finding):
     e = f.evidence
     text = (
@@ -2098,6 +2119,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_subtracted_penalty(f)
     if e.get("log_probabilities_added"):
         return _explain_log_probability_added(f)
+    if "target_log_probability_last_third" in e:
+        return _explain_wrong_class_rewarded(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered

@@ -749,6 +749,34 @@ def log_probability_added_rule(history: History, t: Thresholds) -> list[Finding]
     return [Finding("diverging_loss", "loss", first, severity, evidence)]
 
 
+# --- a loss of its own that rewards the wrong class -------------------------------------------------------------------
+def wrong_class_rewarded_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A classification loss of its own, made from the log-probability of the target class (a focal loss written by
+    hand), that fell while that log-probability fell too, below chance (log 1/C): the objective is lowest where the
+    model is wrong. `pt ** gamma * -log(pt)`, where `(1 - pt) ** gamma` was meant, is 0 at pt = 0 as well as at 1,
+    and the model learns to put its probability elsewhere. An error, on most recent sampled steps."""
+    if not _marked_on_most(history, "target_log_probability", t):
+        return []
+    looked = [r for r in history.records if r.target_log_probability is not None]
+    values = [r.target_log_probability["mean"] for r in looked]
+    if len(values) < 3 * t.min_records or not all(math.isfinite(v) for v in values):
+        return []
+    third = len(values) // 3
+    first, last = sum(values[:third]) / third, sum(values[-third:]) / third
+    chance = math.log(1 / looked[-1].target_log_probability["classes"])
+    thirds = _loss_thirds(history.current_loss())
+    if thirds is None or not thirds[1] < thirds[0] or not (last < first and last < chance):
+        return []
+    evidence = {
+        "target_log_probability_first_third": _sci(first),
+        "target_log_probability_last_third": _sci(last),
+        "chance_log_probability": _sci(chance),
+        "loss_first_third": _sci(thirds[0]),
+        "loss_last_third": _sci(thirds[1]),
+    }
+    return [Finding("diverging_loss", "loss", looked[0].step, "error", evidence)]
+
+
 # --- a loss maximised by its optimiser (maximize=True) ----------------------------------------------------------------
 def maximized_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     """The training optimiser was made with `maximize=True` (a line copied from code that maximised a reward), and
@@ -2483,6 +2511,7 @@ RULES = (
     classes_on_another_axis_rule,
     self_similarity_rule,
     log_probability_added_rule,
+    wrong_class_rewarded_rule,
     loss_below_zero_rule,
     clipping_before_backward_rule,
     value_clipping_rule,

@@ -185,6 +185,8 @@ class StepRecord:
     subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}
     # a term of log-probabilities alone that the root adds (`nll + eps * logp.mean()`): "log_softmax"
     log_probability_added: str | None = None
+    # a loss of its own made from the target class's log-probability (a focal loss): {"mean", "classes"}
+    target_log_probability: dict | None = None
     # a module of the script's own fed its own last output (a hand-written recurrent cell): name -> {"calls", "cut"
     # (calls fed it detached), "carried" (... with its gradient), "kind"}
     looped_calls: dict | None = None

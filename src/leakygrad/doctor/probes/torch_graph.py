@@ -732,6 +732,37 @@ def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
     return None
 
 
+def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
+    """(the mean log-probability the examples give their target class, the number of classes) where the loss picks it
+    out of a `log_softmax` with integer targets, by `gather` (`logp.gather(1, y)`: a focal loss written by hand) or by
+    `nll_loss` (cross_entropy with reduction="none", turned into another loss); else None. Read from what the nodes
+    saved: no value of the run is recomputed."""
+    for node in loss_nodes:
+        op = op_name(node)
+        if op not in ("gather", "nll_loss") or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        log_softmax = beneath_reshapes(node.next_functions[0][0])
+        if op_name(log_softmax) != "log_softmax":
+            continue
+        scores = saved_value(log_softmax, "_saved_result")
+        if op == "gather":
+            index = saved_value(node, "_saved_index")
+            dim = signed(node._saved_dim) if hasattr(node, "_saved_dim") else 1
+        else:
+            index, dim = saved_value(node, "_saved_target"), 1
+        if not isinstance(scores, torch.Tensor) or not isinstance(index, torch.Tensor) or scores.dim() != 2:
+            continue
+        if index.is_floating_point() or index.numel() != scores.shape[0] or saved_dim(log_softmax) % 2 != 1:
+            continue
+        if dim % 2 != 1:
+            continue
+        index = index.reshape(-1, 1)
+        valid = (index >= 0).float()  # (an ignore_index of -100 is no class: left out, on the device)
+        picked = scores.detach().gather(1, index.clamp(min=0)).float()
+        return (picked * valid).sum() / valid.sum(), scores.shape[1]
+    return None
+
+
 RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
 
 
