@@ -763,3 +763,53 @@ def test_units_dead_inside_a_vanishing_chain_are_told_as_its_doing():
         assert f.evidence["behind_vanishing_gradient"] == vanishing.where
         assert f.remedies[0].startswith("Fix the vanishing gradient first")
         assert not any(r.startswith("Lower the learning rate") for r in f.remedies)
+
+
+def test_a_generators_relu_output_read_by_the_discriminator_and_a_reconstruction_term_is_no_hidden_layer():
+    """A generator ending in a ReLU (images in [0, 1], a background of 0), its output read by the discriminator (a
+    module of another model) and by an L1 term: the units of the background are 0 because their target is. Taken for
+    a hidden layer under an activity penalty (the review of stop 28); it is a model's output, as it was before."""
+    torch.manual_seed(0)
+    generator = nn.Sequential(nn.Linear(8, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU())
+    critic = nn.Sequential(nn.Linear(64, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1))
+    condition, real = torch.randn(256, 8), torch.zeros(256, 64)
+    real[:, 16:48] = torch.rand(256, 32)
+    g_optimizer = torch.optim.Adam(generator.parameters(), lr=2e-3)
+    d_optimizer = torch.optim.Adam(critic.parameters(), lr=2e-4)
+    ones, zeros = torch.ones(256, 1), torch.zeros(256, 1)
+    with doctor.watch([generator, critic], every=2) as dr:
+        for _ in range(150):
+            fake = generator(condition)
+            d_loss = F.binary_cross_entropy_with_logits(critic(real), ones)
+            d_loss = d_loss + F.binary_cross_entropy_with_logits(critic(fake.detach()), zeros)
+            d_optimizer.zero_grad()
+            d_loss.backward()
+            d_optimizer.step()
+            g_loss = F.binary_cross_entropy_with_logits(critic(fake), ones) + 100 * F.l1_loss(fake, real)
+            g_optimizer.zero_grad()
+            g_loss.backward()
+            g_optimizer.step()
+    assert not [f for f in dr.findings if f.evidence.get("read_by_loss")]
+
+
+def test_a_hidden_sigmoid_of_a_functional_forward_with_fast_weights_is_still_judged():
+    """Second-order MAML runs the model functionally with fast weights W - lr * grad, no leaves: a saturated hidden
+    sigmoid there was taken for an output no layer reads (the review of stop 28). A matrix product reads it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.Sigmoid(), nn.Linear(64, 1))
+    with torch.no_grad():
+        model[0].weight.mul_(20)  # (saturated from the start)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    w1, b1, w2, b2 = model[0].weight, model[0].bias, model[2].weight, model[2].bias
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            inner = F.mse_loss(F.linear(torch.sigmoid(F.linear(x, w1, b1)), w2, b2), y)
+            grads = torch.autograd.grad(inner, (w1, b1, w2, b2), create_graph=True)
+            fast = [p - 0.1 * g for p, g in zip((w1, b1, w2, b2), grads)]
+            loss = F.mse_loss(F.linear(torch.sigmoid(F.linear(x, fast[0], fast[1])), fast[2], fast[3]), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.records[-1].output_side_activations == []
+    assert [f for f in dr.findings if f.symptom == "saturated_activation"]

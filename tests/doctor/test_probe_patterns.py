@@ -1168,6 +1168,24 @@ def test_an_output_bias_that_drops_out_of_an_input_gradient_loss_is_harmless(the
     assert "bias=False" in f.remedies[0]
 
 
+def test_a_division_of_a_relus_output_by_a_count_of_zero_blames_the_count():
+    """`relu(h).sum(1) / count` with a count of 0 (data, no history): the ReLU is the numerator, not the pole. The
+    floor-at-zero reading took the numerator for the denominator (the review of stop 28) and put softplus first."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, 8)
+    count = torch.tensor([0.0] * 4 + [3.0] * 28)
+    with doctor.watch(model, optimizer, every=1, name="model") as dr:
+        for _ in range(3):
+            loss = (model(x) / count[:, None]).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert f.evidence["floor_at_zero"] is None and not f.remedies[0].startswith("Make the positive quantity")
+
+
 class HandWrittenLSTMCell(nn.Module):
     """An LSTM cell written by hand, (h, c) in and out, as a script writes its own (a layer-normalised one, say)."""
 

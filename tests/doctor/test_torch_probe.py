@@ -330,6 +330,13 @@ def test_a_soft_threshold_written_with_sign_is_no_blocked_gradient(threshold):
     assert blocked_findings(model) == []
 
 
+def test_a_binarised_weight_times_its_rows_mean_magnitude_expanded_is_still_blocked():
+    """XNOR-Net's `sign(W) * |W|.mean(1, keepdim=True).expand_as(W)`: expanded to the sign's shape, the scale is still
+    one number per row, and the signs never learn (the review of stop 28: the soft-threshold exemption took it)."""
+    [f] = blocked_findings(quantised_model(lambda w: torch.sign(w) * w.abs().mean(1, keepdim=True).expand_as(w)))
+    assert (f.where, f.evidence["site"]) == ("sign", "on model.2.weight")
+
+
 def quantised_model(quantise):
     class QuantisedLinear(nn.Linear):
         def forward(self, v):

@@ -225,9 +225,10 @@ def _explain_subtracted_penalty(f: Finding):
 def _explain_log_probability_added(f: Finding):
     e = f.evidence
     text = (
-        "The loss the backward pass starts from adds a term made of log-probabilities alone (a `log_softmax` "
-        "averaged or picked out, with a plus sign: label smoothing's -mean(log p) written `eps * logp.mean()`, its "
-        "minus dropped; or a likelihood `logp.gather(1, y).mean()` minimised). A log-probability is at most 0 and has "
+        "The loss the backward pass starts from adds a term made of log-probabilities alone (a "
+        f"`{e['log_probabilities_added']}` averaged or picked out, with a plus sign: label smoothing's -mean(log p) "
+        "written `eps * logp.mean()`, its minus dropped; or a likelihood `logp.gather(1, y).mean()` minimised). A "
+        "log-probability is at most 0 and has "
         "no lower bound: minimising it pushes the logits apart without end, so the logits and their gradients grow "
         "step after step and the loss falls below zero, where a cross-entropy plus a smoothing term never goes."
     )
@@ -2196,7 +2197,8 @@ def _explain_classes_on_another_axis(f: Finding):
         f"dim 1, reading the input as (N, C, ...). Axis 1 here holds {length} positions, as many as the classes, so no "
         "shape error stopped it: the softmax runs over the positions of each sequence, and each class's score competes "
         "with the same class's scores at the other positions instead of with the other classes. The gradient teaches "
-        "where in the sequence each class is most likely, not which class each position holds."
+        "where in the sequence each class is most likely, not which class each position holds. (If a softmax over "
+        "the positions is meant, as in learning to sort, where each slot picks one of the items, this is no leak.)"
     )
     text += _folded_sentence(e)
     remedies = [

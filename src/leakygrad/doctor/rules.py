@@ -836,14 +836,15 @@ def classes_on_another_axis_rule(history: History, t: Thresholds) -> list[Findin
     """`cross_entropy(logits, y)` given a Linear's output of shape (N, T, C), where it takes the classes on dim 1:
     (N, C, T). With T == C there is no shape error, and the softmax runs over the T positions of each sequence instead
     of the C classes: a class's score at one position competes with the same class's scores at the others. Told on
-    most recent sampled steps: an error (whatever the loss's curve: a stall is folded into it)."""
+    most recent sampled steps: a warning, as the same shapes serve a softmax over positions on purpose (learning to
+    sort: each slot's distribution over the items); an error with the stall folded into it."""
     marked = _marked_on_most(history, "classes_on_another_axis", t)
     if not marked:
         return []
     found = marked[-1].classes_on_another_axis
     first_step = next(r.step for r in history.records if r.classes_on_another_axis is not None)
     evidence = {"classes_from": found["layer"], "logits_shape": found["shape"], "softmax_dim": found["dim"]}
-    return [Finding("stalled_loss", "cross_entropy", first_step, "error", evidence)]
+    return [Finding("stalled_loss", "cross_entropy", first_step, "warning", evidence)]
 
 
 def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:

@@ -121,9 +121,14 @@ def walk(roots, with_parents: bool = False) -> Graph:
     return Graph(nodes, children, parents)
 
 
-def reads_a_parameter(node) -> bool:
-    """Whether an operation takes a leaf that requires grad (a parameter) as an operand, or a reshaped view of one:
-    `h @ W.T`, `x * self.gamma`. The weighted operations of a model written without modules."""
+WEIGHTED_OPS = ("addmm", "mm", "bmm", "baddbmm", "matmul", "addmv", "mv", "linear", "convolution", "cudnn_convolution")
+
+
+def weighs_its_input(node) -> bool:
+    """Whether an operation is a layer's: a matrix product or convolution (with weights of any origin: MAML's fast
+    weights are no leaves), or an operation on a parameter itself or a reshaped view of one (`x * self.gamma`)."""
+    if op_name(node) in WEIGHTED_OPS:
+        return True
     return any(
         child is not None and isinstance(beneath_reshapes(child), PARAMETER_LEAF) for child, _ in node.next_functions
     )
@@ -612,12 +617,17 @@ def log_probability_added(root) -> str | None:
             stack.extend((child, -sign if op == "sub" and i == 1 else sign) for i, child in children)
         elif op in ("neg", "rsub") and len(children) == 1:
             stack.append((children[0][1], -sign))
-        elif op in ("mul", "div") and len(children) == 1 and _constant_factor(node) is not None:
-            stack.append((children[0][1], -sign if _constant_factor(node) < 0 else sign))
+        elif op in ("mul", "div") and len(children) == 1 and (_constant_factor(node) or 0) > 0:
+            # (a positive constant keeps the sign; a negative number is as often data as a constant, an actor-critic's
+            # `-logp[a] * advantage.item()` with an advantage below 0: not followed)
+            stack.append((children[0][1], sign))
         elif sign > 0 and (op in LOG_PROBABILITY_READS or op in RESHAPES):
             below = beneath_reshapes(node, also=LOG_PROBABILITY_READS)
             if op_name(below) == "log_softmax":
                 return "log_softmax"
+            if op_name(below) == "log" and below.next_functions[0][0] is not None:  # (`torch.log(F.softmax(z))`)
+                if op_name(beneath_reshapes(below.next_functions[0][0])) == "softmax":
+                    return "log of softmax"
     return None
 
 
@@ -704,6 +714,22 @@ def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
     return None
 
 
+def _beneath_a_scale(node):
+    """The node under constant factors and under a product with one number that has a history of its own (CLIP's
+    learnable temperature, `logit_scale.exp() * z1 @ z2.T`)."""
+    for _ in range(4):
+        node = beneath_scaling(node)
+        factors = [child for child, _ in node.next_functions if child is not None]
+        if op_name(node) not in ("mul", "div") or len(factors) != 2:
+            return node
+        sizes = [output_shape(factor) for factor in factors]
+        scalar = [size is not None and math.prod(size) == 1 for size in sizes]
+        if scalar.count(True) != 1:
+            return node
+        node = factors[scalar.index(False)]
+    return node
+
+
 def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
     """(the node that made z, the number of rows) when cross_entropy's scores are z @ z.T (times or over constants, a
     temperature) and its targets are 0, 1, ..., N - 1: each row's class is its similarity to itself, the diagonal.
@@ -716,19 +742,19 @@ def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
         log_softmax = node.next_functions[0][0]
         if op_name(log_softmax) != "log_softmax" or log_softmax.next_functions[0][0] is None:
             continue
-        product = beneath_scaling(log_softmax.next_functions[0][0])
-        if op_name(product) != "mm" or len(product.next_functions) != 2:
+        product = _beneath_a_scale(log_softmax.next_functions[0][0])
+        if op_name(product) not in ("mm", "bmm") or len(product.next_functions) != 2:
             continue
         (left, _), (right, _) = product.next_functions
-        if left is None or right is None or op_name(right) not in ("t", "transpose", "permute"):
-            continue
-        if beneath_reshapes(right) is not beneath_reshapes(left):
+        # (z @ z.T, z.mm(z.t()), torch.einsum("nd,md->nm", z, z): one tensor, on both sides, laid out anew, or scaled
+        # by a learnable temperature, `logit_scale.exp() * z @ z.T`)
+        if left is None or right is None or _beneath_a_scale(right) is not _beneath_a_scale(left):
             continue
         target = saved_value(node, "_saved_target")
         if isinstance(target, torch.Tensor) and target.dim() == 1 and not target.is_floating_point():
             rows = target.numel()
             if rows >= 2 and torch.equal(target, torch.arange(rows, device=target.device, dtype=target.dtype)):
-                return beneath_reshapes(left), rows
+                return _beneath_a_scale(left), rows
     return None
 
 
@@ -763,7 +789,19 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
     return None
 
 
-RESHAPES = {"view", "reshape", "unsafe_view", "unsqueeze", "squeeze", "expand", "permute", "transpose", "t", "alias"}
+RESHAPES = {
+    "view",
+    "reshape",
+    "reshape_alias",
+    "unsafe_view",
+    "unsqueeze",
+    "squeeze",
+    "expand",
+    "permute",
+    "transpose",
+    "t",
+    "alias",
+}
 
 
 SELECTIONS = ("select", "slice")  # (`p[:, 0]`, `p[:, :1]`: some of the values, unchanged)
@@ -856,7 +894,8 @@ def times_its_own_magnitude(gate, products) -> bool:
         factors = [child for child, _ in node.next_functions if child is not None]
         if len(factors) == 2 and any(beneath_scaling(factor) is gate for factor in factors):
             other = factors[1] if beneath_scaling(factors[0]) is gate else factors[0]
-            if output_shape(other) is None or output_shape(other) != output_shape(gate):
+            made = beneath_reshapes(other)  # (a mean expanded to the sign's shape is still one number per row)
+            if output_shape(made) is None or output_shape(made) != output_shape(gate):
                 continue
             if other is source or _reaches(other, source, 6):
                 return True
@@ -1010,14 +1049,14 @@ def fed_by_a_floor_at_zero(node) -> str | None:
     """The op ("relu", "clamp", ...) whose output, exactly 0 for every input below 0, an op with a pole at 0 reads (a
     log, a division's denominator: `log(relu(z))`, `x / relu(z)`), under reshapes and selections; else None. A ReLU
     makes a positive quantity (a variance, a scale) with exact zeros in it, and log(0) = -inf."""
-    if op_name(node) not in POLES_AT_ZERO:
+    if op_name(node) not in POLES_AT_ZERO or not node.next_functions:
         return None
-    inputs = [child for child, _ in node.next_functions if child is not None]
-    for child in inputs[-1:] if op_name(node) == "div" else inputs[:1]:  # (a division's denominator: its last input)
-        below = beneath_reshapes(child, also=SELECTIONS)
-        if floors_at_zero(below):
-            return op_name(below)
-    return None
+    position = 1 if op_name(node) == "div" else 0  # (a division's pole is its denominator's zero)
+    if len(node.next_functions) <= position or node.next_functions[position][0] is None:
+        return None  # (a division by a number, or by a tensor with no history: data, not a ReLU's output)
+    read = node.next_functions[position]
+    below = beneath_reshapes(read[0], also=SELECTIONS)
+    return op_name(below) if floors_at_zero(below) else None
 
 
 # operations whose tensor arguments may rightly hold inf: bounds

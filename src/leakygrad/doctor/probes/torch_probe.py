@@ -520,6 +520,7 @@ def _not_dense(*values) -> bool:
 
 # a loss that squashes its input itself -> the squashing a model's output must then not have already
 # the loss's own squashing -> the functions whose outputs it must not be given (a sigmoid before cross_entropy too)
+SIMILARITY = ("mm", "bmm")  # the products a contrastive loss's similarity matrix is made by (z1 @ z2.T, an einsum)
 PENALTY_ROOTS = ("add", "sub", "neg", "rsub", "mul", "div")  # a root that may subtract a penalty: a sum, or scaled
 
 SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid", "softmax")}
@@ -738,6 +739,7 @@ class StepState:
     input_nodes: dict = field(default_factory=dict)  # id(module) -> id of its (one) input's grad_fn at its call
     read_by_loss: set = field(default_factory=set)  # activation sites the loss reads directly too (a penalty on them)
     module_inputs: set = field(default_factory=set)  # ids of the nodes that made the watched modules' tensor inputs
+    module_input_names: dict = field(default_factory=dict)  # module name -> id of its (one) input's node
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
@@ -1015,6 +1017,7 @@ class TorchProbe:
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
         self._output_side_looks = 0  # ... on which sigmoids and tanhs were looked at: does any module read them?
         self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
+        self._read_sites: set[str] = set()  # ... and those a layer read on some look
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
@@ -1313,6 +1316,7 @@ class TorchProbe:
             if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
                 state.input_nodes[id(module)] = id(args[0].grad_fn)
                 state.module_inputs.add(id(args[0].grad_fn))
+                state.module_input_names[info.name] = id(args[0].grad_fn)
             elif self._output_side_looks < OUTPUT_SIDE_LOOKS:  # (a cell's (x, h), early on)
                 state.module_inputs.update(id(t.grad_fn) for t in _tensors(args))
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
@@ -1822,7 +1826,7 @@ class TorchProbe:
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
         if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
             state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
-        if state.self_similarity is None and "mm" in state.loss_ops and "nll_loss" in state.loss_ops:
+        if state.self_similarity is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(SIMILARITY):
             found = graph_tools.diagonal_of_a_self_similarity(loss_nodes)
             if found is not None:
                 made_by, rows = found
@@ -1954,13 +1958,12 @@ class TorchProbe:
                             multiplied.update(chain)
                 continue
             # (a clamp that makes the model's own output, an image kept in [0, 1], is no hidden layer's activation; an
-            # op the loss reads that also feeds a watched module is one: `h = relu(fc2(x))` given to `out` and to an
-            # activity penalty `h.abs().sum()`)
+            # op the loss reads that also feeds a module of its own model is one: `h = relu(fc2(x))` given to `out` and
+            # to an activity penalty `h.abs().sum()`; not a generator's output given to the discriminator)
             if node in loss_nodes and fed_to_modules is None:
-                fed_to_modules = set(state.input_nodes.values())
-            on_loss = (node in loss_nodes and id(node) not in fed_to_modules) or (
-                op == "clamp" and names.get(node) in self.root_names
-            )
+                fed_to_modules = {node_id: name for name, node_id in state.module_input_names.items()}
+            hidden = node in loss_nodes and self._read_by_its_own_model(node, fed_to_modules.get(id(node)), names)
+            on_loss = (node in loss_nodes and not hidden) or (op == "clamp" and names.get(node) in self.root_names)
             function = _activation_function(node, op, on_loss=on_loss)
             if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
                 # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
@@ -1982,10 +1985,10 @@ class TorchProbe:
                     if output_side_look and function in ("sigmoid", "tanh"):
                         if read_by_modules is None:
                             inputs = state.module_inputs
-                            readers = (n for n in nodes if id(n) in inputs or graph_tools.reads_a_parameter(n))
+                            readers = (n for n in nodes if id(n) in inputs or graph_tools.weighs_its_input(n))
                             read_by_modules = graph_tools.beneath(readers)
-                        if node not in read_by_modules:  # (no layer reads it, even through other ops: an output)
-                            self._output_side_sites.add(site)
+                        # (no layer reads it, even through other ops, on any look: an output)
+                        (self._read_sites if node in read_by_modules else self._output_side_sites).add(site)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
@@ -2267,6 +2270,16 @@ class TorchProbe:
             for node in graph_tools.region(ends, is_input):
                 inside.setdefault(node, module_name)
         return inside
+
+    def _read_by_its_own_model(self, node, reader: str | None, names) -> bool:
+        """Whether a module of the model that made `node` (the one nearest upstream of it) reads its output: a hidden
+        layer's activation, not a model's output read by another model (a generator's, by the discriminator)."""
+        if reader is None:
+            return False
+        if len(self.root_names) <= 1:
+            return True
+        maker = graph_tools.nearest_upstream(node, names)
+        return maker is not None and maker.split(".")[0] == reader.split(".")[0]
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> str:
         """Count an activation's outputs into its site's tally; returns the site."""
@@ -2691,7 +2704,7 @@ class TorchProbe:
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
         record.activations_read_by_loss = sorted(state.read_by_loss)
-        record.output_side_activations = sorted(self._output_side_sites)
+        record.output_side_activations = sorted(self._output_side_sites - self._read_sites)
         for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
