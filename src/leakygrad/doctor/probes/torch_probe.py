@@ -736,10 +736,10 @@ class StepState:
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
-    input_nodes: dict = field(default_factory=dict)  # id(module) -> id of its (one) input's grad_fn at its call
+    input_nodes: dict = field(default_factory=dict)  # id(module) -> (id of its (one) input's grad_fn, its name)
     read_by_loss: set = field(default_factory=set)  # activation sites the loss reads directly too (a penalty on them)
-    module_inputs: set = field(default_factory=set)  # ids of the nodes that made the watched modules' tensor inputs
-    module_input_names: dict = field(default_factory=dict)  # module name -> id of its (one) input's node
+    # ids of the nodes that made the tensor inputs of modules called with several (a cell's (x, h)), early on
+    module_inputs: set = field(default_factory=set)
     seen_nodes: set = field(default_factory=set)
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
@@ -1314,10 +1314,8 @@ class TorchProbe:
                 return None
             state.order.setdefault(info.name, len(state.order))
             if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
-                state.input_nodes[id(module)] = id(args[0].grad_fn)
-                state.module_inputs.add(id(args[0].grad_fn))
-                state.module_input_names[info.name] = id(args[0].grad_fn)
-            elif self._output_side_looks < OUTPUT_SIDE_LOOKS:  # (a cell's (x, h), early on)
+                state.input_nodes[id(module)] = (id(args[0].grad_fn), info.name)
+            elif self._output_side_looks < OUTPUT_SIDE_LOOKS:  # (a cell's (x, h), early on: see _walk_graph)
                 state.module_inputs.update(id(t.grad_fn) for t in _tensors(args))
             if state.output_memory.outputs:  # an input sharing an earlier output's memory but not its history: a cut
                 inputs = args if len(args) == 1 and isinstance(args[0], torch.Tensor) else _tensors(args)
@@ -1416,10 +1414,11 @@ class TorchProbe:
                 return None
             name = info.name
             node = y.grad_fn
-            if y is output and len(args) == 1 and y is args[0] and state.input_nodes.get(id(module)) == id(node):
-                # its input passed through untouched (Identity, a dropout of 0): the op that made it names it. (An
-                # in-place activation returns its input too, changed: made anew by the activation's own node.)
-                return None
+            if y is output and len(args) == 1 and y is args[0]:
+                if state.input_nodes.get(id(module), (None,))[0] == id(node):
+                    # its input passed through untouched (Identity, a dropout of 0): the op that made it names it. (An
+                    # in-place activation returns its input too, changed: made anew by the activation's own node.)
+                    return None
             if y is output and not info.recurrent:  # the usual case: one tensor out
                 if node is not None:
                     state.names.tag(node, name)
@@ -1961,7 +1960,7 @@ class TorchProbe:
             # op the loss reads that also feeds a module of its own model is one: `h = relu(fc2(x))` given to `out` and
             # to an activity penalty `h.abs().sum()`; not a generator's output given to the discriminator)
             if node in loss_nodes and fed_to_modules is None:
-                fed_to_modules = {node_id: name for name, node_id in state.module_input_names.items()}
+                fed_to_modules = dict(state.input_nodes.values())  # (node id -> the module reading it)
             hidden = node in loss_nodes and self._read_by_its_own_model(node, fed_to_modules.get(id(node)), names)
             on_loss = (node in loss_nodes and not hidden) or (op == "clamp" and names.get(node) in self.root_names)
             function = _activation_function(node, op, on_loss=on_loss)
@@ -1984,7 +1983,7 @@ class TorchProbe:
                         state.read_by_loss.add(site)
                     if output_side_look and function in ("sigmoid", "tanh"):
                         if read_by_modules is None:
-                            inputs = state.module_inputs
+                            inputs = state.module_inputs | {node_id for node_id, _ in state.input_nodes.values()}
                             readers = (n for n in nodes if id(n) in inputs or graph_tools.weighs_its_input(n))
                             read_by_modules = graph_tools.beneath(readers)
                         # (no layer reads it, even through other ops, on any look: an output)
