@@ -669,6 +669,53 @@ def test_gradients_reset_between_the_micro_batches_of_one_step_are_named(zero_gr
     assert "once per optimiser step" in f.remedies[0]
 
 
+@pytest.mark.parametrize("loop", ["step_outside_the_loop", "sam", "per_example_sums"])
+def test_a_step_after_several_undivided_backward_passes_reset_between_them(loop):
+    """`optimizer.step()` dedented out of the loop over batches, `zero_grad()` still before each `backward()`: each
+    step applies the last batch's gradient alone and the other batches' are thrown away. It was no finding (the
+    losses are not divided, as gradient accumulation's are). SAM's two passes (the weights moved between them) and
+    per-example gradients clipped and summed by hand into `.grad` also reset between passes, on purpose."""
+    x, y = data()
+    model = FunctionalNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            if loop == "step_outside_the_loop":
+                for batch in range(4):
+                    optimizer.zero_grad()
+                    nn.functional.cross_entropy(model(x[batch::4]), y[batch::4]).backward()
+            elif loop == "sam":
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                with torch.no_grad():
+                    moves = [0.05 * p.grad / (p.grad.norm() + 1e-12) for p in model.parameters()]
+                    for p, move in zip(model.parameters(), moves):
+                        p.add_(move)
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                with torch.no_grad():
+                    for p, move in zip(model.parameters(), moves):
+                        p.sub_(move)
+            else:
+                sums = [torch.zeros_like(p) for p in model.parameters()]
+                for i in range(4):
+                    optimizer.zero_grad()
+                    nn.functional.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
+                    for total, p in zip(sums, model.parameters()):
+                        total += p.grad / max(1.0, p.grad.norm().item())
+                for total, p in zip(sums, model.parameters()):
+                    p.grad = total / 4
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("reset_between_backward_passes")]
+    if loop != "step_outside_the_loop":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "optimizer", "error")
+    assert f.evidence["backward_passes_per_step"] == 4 and "loss_divided_by" not in f.evidence
+    assert "inside the loop" in f.remedies[0] and "dedented" in f.explanation
+
+
 def test_history_stays_bounded_over_a_long_run():
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -1781,7 +1781,21 @@ def _explain_accumulating_by_hand(f: Finding, norms: str):
 
 def _explain_reset_between_backwards(f: Finding):
     e = f.evidence
-    passes, k = e["backward_passes_per_step"], e["loss_divided_by"]
+    passes, k = e["backward_passes_per_step"], e.get("loss_divided_by")
+    if k is None:  # (the losses not divided: step() left outside the loop over batches)
+        text = (
+            f"Each optimiser step follows {fmt(passes)} backward passes, and the gradients are reset between them: "
+            "`zero_grad()` runs before every `backward()`, but `step()` runs once after them all (dedented out of the "
+            "loop over batches, say). Each step applies the last batch's gradient alone, as its backward pass left "
+            f"it; the other {fmt(passes - 1)} batches' gradients are computed and thrown away, so the model takes one "
+            "step where it should take one per batch, and most of the data teaches nothing."
+        )
+        remedies = [
+            "Call `optimizer.step()` inside the loop, right after each `loss.backward()`.",
+            "To accumulate gradients over micro-batches on purpose, call `optimizer.zero_grad()` once per optimiser "
+            "step (after `step()`), not before each `backward()`, and divide each loss by the number of micro-batches.",
+        ]
+        return text, remedies
     text = (
         f"Each optimiser step follows {fmt(passes)} backward passes, each loss divided by {fmt(k)} (gradient "
         "accumulation), but the gradients are reset between them: `zero_grad()` runs inside the loop over "

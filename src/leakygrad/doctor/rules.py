@@ -944,32 +944,37 @@ def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
 
 # --- gradients reset between the micro-batches of one step -----------------------------------------------------------
 def reset_between_backwards_rule(history: History, t: Thresholds) -> list[Finding]:
-    """Several backward passes per optimiser step, each loss divided by a constant k >= 2 (gradient accumulation's
-    `loss / k`), and the gradients reset between them on most recent sampled steps: zero_grad() sits inside the loop
-    over micro-batches, so each step applies the last micro-batch's gradient alone, divided by k. The others' are
-    computed and thrown away."""
+    """Several backward passes per optimiser step, and the gradients reset between them on most recent sampled steps,
+    with each loss divided by a constant k >= 2 (gradient accumulation's `loss / k`: zero_grad() sits inside the loop
+    over micro-batches), or with the step applying the last pass's gradient as that pass left it, on the weights
+    every pass saw (`step()` dedented out of the loop over batches). Each step applies the last batch's gradient
+    alone; the others' are computed and thrown away. (SAM's two passes move the weights in between; per-example
+    gradients summed by hand into `.grad` are not the last pass's.)"""
     recent = history.recent()
     checked = [r for r in recent if r.reset_between_backwards is not None]
-    marked = [r for r in checked if _reset_between_accumulated_losses(r)]
+    marked = [r for r in checked if _reset_between_backward_passes(r)]
     if len(marked) < t.min_records or 2 * len(marked) < len(checked) or 2 * len(checked) < len(recent):
         return []
     evidence = {
         "reset_between_backward_passes": True,
         "backward_passes_per_step": median([r.reset_between_backwards[1] + 1 for r in marked]),
-        "loss_divided_by": _sci(1 / abs(median([r.reset_between_backwards[2] for r in marked]))),
         "sampled_steps": len(marked),
     }
-    first = next(r.step for r in history.records if _reset_between_accumulated_losses(r))
+    scale = median([abs(r.reset_between_backwards[2] or 1.0) for r in marked])
+    if 0 < scale <= 0.5:
+        evidence["loss_divided_by"] = _sci(1 / scale)
+    first = next(r.step for r in history.records if _reset_between_backward_passes(r))
     return [Finding("unapplied_gradient", "optimizer", first, "error", evidence)]
 
 
-def _reset_between_accumulated_losses(record: StepRecord) -> bool:
-    """Every backward pass of the step that followed another found the gradients reset, and the loss was divided by
-    a constant of 2 or more (scaled by at most 1/2)."""
+def _reset_between_backward_passes(record: StepRecord) -> bool:
+    """Every backward pass of the step that followed another found the gradients reset, and either the loss was
+    divided by a constant of 2 or more (scaled by at most 1/2), or the step applied the last pass's gradient alone."""
     if record.reset_between_backwards is None:
         return False
-    resets, pairs, scale = record.reset_between_backwards
-    return resets == pairs and scale is not None and 0 < abs(scale) <= 0.5
+    resets, pairs, scale, only_the_last_stepped = record.reset_between_backwards
+    divided = scale is not None and 0 < abs(scale) <= 0.5
+    return resets == pairs and (divided or only_the_last_stepped)
 
 
 # --- dropout on the prediction itself ------------------------------------------------------------------------------
@@ -2293,7 +2298,7 @@ def _note_summed_micro_batches(evidence: dict, history: History, t: Thresholds) 
     `micro_batches_summed` (k), the likely reason the learning rate is too high."""
     recent = history.recent()
     checked = [r.reset_between_backwards for r in recent if r.reset_between_backwards is not None]
-    summed = [pairs + 1 for resets, pairs, scale in checked if resets == 0 and not abs(scale or 1.0) <= 0.5]
+    summed = [pairs + 1 for resets, pairs, scale, _ in checked if resets == 0 and not abs(scale or 1.0) <= 0.5]
     if len(summed) >= t.min_records and 2 * len(summed) >= len(recent):
         evidence["micro_batches_summed"] = median(summed)
 

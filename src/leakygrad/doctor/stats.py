@@ -169,7 +169,8 @@ class StepRecord:
     # a dropout module in training mode whose output the loss reads directly (on the logits): {"module", "p"}
     dropout_into_loss: dict | None = None
     # several backward passes in the step: (pairs of them with no optimiser step between whose gradients were reset in
-    # between, such pairs, the constant the first loss was scaled by: 1/8 for `loss / 8`)
+    # between, such pairs, the constant the first loss was scaled by: 1/8 for `loss / 8`, whether the step applied the
+    # last pass's gradient as it was left, on weights that had not moved between the passes)
     reset_between_backwards: tuple | None = None
     # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}

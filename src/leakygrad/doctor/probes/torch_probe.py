@@ -384,6 +384,16 @@ def _dense(tensor: torch.Tensor) -> bool:
     return tensor.layout is torch.strided and not tensor.is_nested
 
 
+def _left_as_it_was(last: tuple | None) -> bool:
+    """Whether the gradient a backward pass left (`TorchProbe._representative_gradient`) is still there, the same
+    tensor unchanged: what an optimiser step now applies is that pass's gradient alone, not one put together by hand
+    (per-example gradients clipped and summed into `.grad`, say)."""
+    if last is None:
+        return False
+    param, grad, version, _ = last
+    return param.grad is not None and param.grad is grad() and param.grad._version == version
+
+
 def _swapped_betas(optimizer) -> list[float] | None:
     """[beta1, beta2] of the first parameter group whose Adam-style betas have beta1 > beta2 (`betas=(0.999, 0.9)`),
     or None. beta1 averages the gradient, beta2 its square; the square must be remembered longer."""
@@ -761,6 +771,10 @@ class StepState:
     backward_pairs: int = 0
     reset_between_backwards: int = 0
     root_scale: float | None = None
+    # ... whether the weights moved between those passes (SAM's ascent step), and whether the step applied the last
+    # pass's gradient just as that pass left it (not replaced or changed: the others' are then thrown away)
+    weights_moved_between_backwards: bool = False
+    last_gradient_stepped: bool = False
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     # a log_softmax over dim 1 of a Linear's (N, T, C) output, T == C (_classes_on_another_axis): {"layer", ...}
@@ -1694,12 +1708,13 @@ class TorchProbe:
             self._fail("after backward", error)
 
     def _representative_gradient(self) -> tuple | None:
-        """(parameter, weak reference to its gradient, the gradient's version) of the first parameter the last plan
+        """(parameter, weak reference to its gradient, the gradient's version, the parameter's version) of the first
+        parameter the last plan
         measured (before the first optimiser step, the model's) that holds a gradient: read again at the step's next
         backward (`_look_for_reset_since_last_backward`) or at its optimiser step (changed in place before it?)."""
         for param in self._plan.params if self._plan is not None else self._model_parameters():
             if param.grad is not None:
-                return param, weakref.ref(param.grad), param.grad._version
+                return param, weakref.ref(param.grad), param.grad._version, param._version
         return None
 
     def _look_for_reset_since_last_backward(self, state: StepState) -> None:
@@ -1710,10 +1725,12 @@ class TorchProbe:
         last, self._last_gradient = self._last_gradient, None
         if last is None or self.mode != "optimizer":  # (without one, each backward is a step of its own)
             return
-        param, grad, version = last
+        param, grad, version, weights_version = last
         state.backward_pairs += 1
         if param.grad is None or param.grad is not grad() or param.grad._version != version:
             state.reset_between_backwards += 1
+        if param._version != weights_version:  # (moved between the passes: SAM's ascent step, say)
+            state.weights_moved_between_backwards = True
 
     def _close_backward_step(self) -> None:
         self._awaiting = False
@@ -2334,6 +2351,8 @@ class TorchProbe:
             self._stepped_since_backward = True
             if self.sampling and self.state is not None and self.state.gradient_sample is not None:
                 self._compare_gradient_sample(self.state)
+            if self.sampling and self.state is not None and self.state.backward_pairs:
+                self.state.last_gradient_stepped = _left_as_it_was(self._last_gradient)
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -2728,7 +2747,10 @@ class TorchProbe:
         record.root_scale_unknown = changed is not None and math.isnan(changed)
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
-            record.reset_between_backwards = (state.reset_between_backwards, state.backward_pairs, state.root_scale)
+            only_the_last = state.last_gradient_stepped and not state.weights_moved_between_backwards
+            record.reset_between_backwards = (
+                state.reset_between_backwards, state.backward_pairs, state.root_scale, only_the_last
+            )
         record.loose_leaves = {
             path: {"kind": kind, "renewed": renewed, "changed": value(changed_at) > 0}
             for path, (kind, renewed, changed_at) in state.loose_leaves.items()
