@@ -576,6 +576,48 @@ def test_a_contrastive_loss_over_each_embeddings_similarity_to_itself_is_a_block
     assert "z1 @ z2.T" in f.remedies[0]
 
 
+@pytest.mark.parametrize("scores", ["cosines * 0.07", "cosines / 0.07", "cosine classifier", "learned scale"])
+def test_cross_entropy_over_cosines_times_a_small_constant_is_a_loss_with_a_floor(scores):
+    """CLIP's temperature multiplied where it divides (`za @ zb.T * 0.07`): every score lies within +-0.07, the softmax
+    over 128 candidates can give the match at most 0.9%, and the loss sits near log(128). In a sweep's script the
+    retrieval accuracy was 0.24 against 0.76, and the stall was told as having no cause. A cosine classifier without a
+    scale is confined too (45% at most over 10 classes). Divided by the temperature, or with CLIP's learned scale,
+    the scores reach far enough: no finding."""
+    torch.manual_seed(0)
+    tower_a, tower_b = nn.Linear(16, 8), nn.Linear(16, 8)
+    classes = nn.Parameter(torch.randn(10, 8))
+    scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+    optimizer = torch.optim.SGD([*tower_a.parameters(), *tower_b.parameters(), classes, scale], lr=0.1)
+    model = nn.ModuleDict({"a": tower_a, "b": tower_b})
+    x = torch.randn(128, 16)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            za = F.normalize(tower_a(x + 0.1 * torch.randn_like(x)), dim=1)
+            zb = F.normalize(tower_b(x + 0.1 * torch.randn_like(x)), dim=1)
+            if scores == "cosine classifier":
+                logits, targets = za @ F.normalize(classes, dim=1).T, (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+            elif scores == "learned scale":
+                logits, targets = scale.exp() * za @ zb.T, torch.arange(128)
+            else:
+                logits = za @ zb.T * 0.07 if scores == "cosines * 0.07" else za @ zb.T / 0.07
+                targets = torch.arange(128)
+            loss = F.cross_entropy(logits, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "cross_entropy"]
+    if scores in ("cosines / 0.07", "learned scale"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("stalled_loss", "error", 0)
+    within, count = (0.07, 128) if scores == "cosines * 0.07" else (1.0, 10)
+    assert f.evidence["logits_within"] == pytest.approx(within) and f.evidence["classes"] == count
+    best = 1 / (1 + (count - 1) * math.exp(-2 * within))
+    assert f.evidence["max_target_probability"] == pytest.approx(best, rel=1e-2)
+    assert "/ tau" in f.remedies[0] and "temperature" in f.explanation
+
+
 @pytest.mark.parametrize(
     "smoothing",
     [

@@ -2222,8 +2222,31 @@ def _explain_classes_on_another_axis(f: Finding):
     return text, remedies
 
 
+def _explain_confined_logits(f: Finding):
+    e = f.evidence
+    c, classes, best = e["logits_within"], e["classes"], e["max_target_probability"]
+    text = (
+        f"`cross_entropy`'s scores are cosine similarities (dot products of rows scaled to length 1, each within "
+        f"[-1, 1]) times {fmt(c)}: every score lies within +-{fmt(c)}, whatever the weights. The softmax over "
+        f"{classes} classes can then give the target class at most {fmt(best)} of the probability, so the loss "
+        f"cannot fall below {fmt(e['loss_floor'])} (at chance it is {fmt(e['loss_at_chance'])}), and the gradient "
+        f"reaching the embeddings is scaled by {fmt(c)} on its way back: the softmax stays near uniform and the loss "
+        "nearly flat. A temperature divides the similarities (CLIP's 0.07 spreads the scores over +-14.3); "
+        "multiplied, it squeezes them."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Divide by the temperature: `logits = z1 @ z2.T / tau` (tau 0.05-0.1), or learn the scale as CLIP does: "
+        "`logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))`, `logits = logit_scale.exp() * z1 @ z2.T`.",
+        "For a cosine classifier, scale the cosines by s = 10-30 (NormFace, ArcFace).",
+    ]
+    return text, remedies
+
+
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "logits_within" in e:
+        return _explain_confined_logits(f)
     if "lr_decay" in e:
         return _explain_decayed_rate(f)
     if "classes_from" in e:

@@ -359,10 +359,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a clip_grad_value_ far below the gradients, or a Huber loss's delta far below the errors: the stall is its doing
     # (steps of lr * clip_value at most; every example's gradient cut to delta)
     # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
-    # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, or a
-    # recurrent cell given a fresh state at every call (it remembers nothing)
+    # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, a
+    # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
-    stall_causes.add("state_reset_every_call")
+    stall_causes.update(("state_reset_every_call", "logits_within"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -859,6 +859,29 @@ def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.self_similarity is not None)
     evidence = {"self_similarity_of": found["embedding"], "rows": found["rows"]}
     return [Finding("blocked_gradient", "mm", first_step, "error", evidence)]
+
+
+def confined_logits_rule(history: History, t: Thresholds) -> list[Finding]:
+    """cross_entropy over cosine similarities times a constant c only (`F.normalize(a) @ F.normalize(b).T * tau`, a
+    temperature multiplied where it divides): every score lies within +-c, whatever the weights, so the softmax can
+    give the target at most 1 / (1 + (classes - 1) exp(-2c)). Below `confined_logits` of it, an error (with the stall
+    folded into it), on most recent sampled steps."""
+    marked = _marked_on_most(history, "confined_logits", t)
+    if not marked:
+        return []
+    factor, classes = marked[-1].confined_logits["factor"], marked[-1].confined_logits["classes"]
+    best = 1.0 / (1.0 + (classes - 1) * math.exp(-2.0 * factor))
+    if best >= t.confined_logits:
+        return []
+    first_step = next(r.step for r in history.records if r.confined_logits is not None)
+    evidence = {
+        "logits_within": _sci(factor),
+        "classes": classes,
+        "max_target_probability": _sci(best),
+        "loss_floor": _sci(-math.log(best)),
+        "loss_at_chance": _sci(math.log(classes)),
+    }
+    return [Finding("stalled_loss", "cross_entropy", first_step, "error", evidence)]
 
 
 # --- a loss never negative, below zero: its input left the domain ----------------------------------------------------
@@ -2516,6 +2539,7 @@ RULES = (
     decayed_rate_rule,
     classes_on_another_axis_rule,
     self_similarity_rule,
+    confined_logits_rule,
     log_probability_added_rule,
     wrong_class_rewarded_rule,
     loss_below_zero_rule,

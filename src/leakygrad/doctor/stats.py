@@ -150,6 +150,8 @@ class StepRecord:
     classes_on_another_axis: dict | None = None
     # cross_entropy over a self-similarity z @ z.T with targets 0..N-1 (its diagonal): {"embedding", "rows"}
     self_similarity: dict | None = None
+    # cross_entropy over cosine similarities times constants only: {"factor", "classes"} (every score within +-factor)
+    confined_logits: dict | None = None
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph
     penalty_without_graph: bool = False

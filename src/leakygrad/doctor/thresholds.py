@@ -149,6 +149,11 @@ class Thresholds:
     """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
     given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda
     that returns a rate, not a factor). A warm-up from 0, or a decay to 0 at the end, reaches 1 on the way."""
+    confined_logits: float = 0.5
+    """cross_entropy over cosine similarities times a constant c (`F.normalize(a) @ F.normalize(b).T * c`): each score
+    lies within +-c, so no example's target class can get more than 1 / (1 + (classes - 1) exp(-2c)) of the
+    probability. Below this share (a temperature 0.07 multiplied where it divides: 0.9% over 128 classes; plain
+    cosines over 10 classes: 45%) the loss has a floor far above 0 and its gradient is scaled by c: an error."""
     inputs_alike: float = 0.05
     """A stalled loss whose first weighted layer gave outputs whose spread across the batch was below this share of
     their size on the first sampled steps (median): every example looks nearly the same to the network (inputs far

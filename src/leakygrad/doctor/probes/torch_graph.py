@@ -758,6 +758,55 @@ def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
     return None
 
 
+def confined_logits(loss_nodes) -> dict | None:
+    """{"factor", "classes"} when cross_entropy's scores are cosine similarities (the products of rows scaled to unit
+    length, `F.normalize(a) @ F.normalize(b).T`) times or over constants only: every score then lies within
+    +-factor, whatever the weights. Else None (a learnable temperature, scores of vectors not normalised)."""
+    for node in loss_nodes:
+        if op_name(node) != "nll_loss" or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        log_softmax = node.next_functions[0][0]
+        if op_name(log_softmax) != "log_softmax" or log_softmax.next_functions[0][0] is None:
+            continue
+        product, factor = beneath_reshapes(log_softmax.next_functions[0][0]), 1.0
+        for _ in range(4):  # (`z1 @ z2.T * tau`, `z1 @ z2.T / tau`: constant factors only)
+            inputs = [child for child, _ in product.next_functions if child is not None]
+            constant = _constant_factor(product) if op_name(product) in ("mul", "div") and len(inputs) == 1 else None
+            if not constant:
+                break
+            factor = factor * abs(constant) if op_name(product) == "mul" else factor / abs(constant)
+            product = beneath_reshapes(inputs[0])
+        if op_name(product) not in ("mm", "bmm") or len(product.next_functions) != 2:
+            continue
+        (left, _), (right, _) = product.next_functions
+        transposed = right is not None and op_name(right) in ("t", "transpose", "permute")
+        if left is None or not transposed:
+            continue
+        if not (_unit_rows(beneath_reshapes(left)) and _unit_rows(beneath_reshapes(right))):
+            continue
+        shape = output_shape(log_softmax)
+        if shape is not None and len(shape) == 2 and shape[1] >= 2:
+            return {"factor": factor, "classes": shape[1]}
+    return None
+
+
+def _unit_rows(node) -> bool:
+    """A tensor divided by its own L2 norm over its last axis (`F.normalize(z, dim=-1)`, `z / z.norm(dim=1,
+    keepdim=True)` for a matrix): rows of length 1, whose dot products lie within [-1, 1]."""
+    inputs = [child for child, _ in node.next_functions]
+    if op_name(node) != "div" or len(inputs) != 2 or inputs[0] is None or inputs[1] is None:
+        return False
+    norm = beneath_reshapes(inputs[1])
+    if op_name(norm) in ("clamp_min", "clamp") and norm.next_functions and norm.next_functions[0][0] is not None:
+        norm = norm.next_functions[0][0]  # (F.normalize's `.clamp_min(eps)`)
+    if op_name(norm) != "linalg_vector_norm" or not norm.next_functions or norm.next_functions[0][0] is not inputs[0]:
+        return False
+    shape, dims = output_shape(node), getattr(norm, "_saved_dim", None)
+    if shape is None or not isinstance(dims, tuple) or len(dims) != 1 or getattr(norm, "_saved_ord", None) != 2:
+        return False
+    return signed(dims[0]) % len(shape) == len(shape) - 1
+
+
 def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
     """(the mean log-probability the examples give their target class, the number of classes) where the loss picks it
     out of a `log_softmax` with integer targets, by `gather` (`logp.gather(1, y)`: a focal loss written by hand) or by

@@ -781,6 +781,7 @@ class StepState:
     classes_on_another_axis: dict | None = None
     # cross_entropy over z @ z.T with the diagonal for targets (graph_tools.diagonal_of_a_self_similarity)
     self_similarity: dict | None = None
+    confined_logits: dict | None = None  # cross_entropy over cosine similarities times a constant (graph_tools)
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
@@ -1848,6 +1849,8 @@ class TorchProbe:
                 made_by, rows = found
                 embedding = names.get(made_by) or graph_tools.nearest_upstream(made_by, names) or "input"
                 state.self_similarity = {"embedding": embedding, "rows": rows}
+            if state.confined_logits is None:
+                state.confined_logits = graph_tools.confined_logits(loss_nodes)
         if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
@@ -2738,6 +2741,7 @@ class TorchProbe:
         record.softmax_into_squared_error = state.softmax_into_squared_error
         record.classes_on_another_axis = state.classes_on_another_axis
         record.self_similarity = state.self_similarity
+        record.confined_logits = state.confined_logits
         record.identity_activations = sorted(state.identity_activations) or None
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
@@ -2749,7 +2753,10 @@ class TorchProbe:
         if state.backward_pairs:
             only_the_last = state.last_gradient_stepped and not state.weights_moved_between_backwards
             record.reset_between_backwards = (
-                state.reset_between_backwards, state.backward_pairs, state.root_scale, only_the_last
+                state.reset_between_backwards,
+                state.backward_pairs,
+                state.root_scale,
+                only_the_last,
             )
         record.loose_leaves = {
             path: {"kind": kind, "renewed": renewed, "changed": value(changed_at) > 0}
