@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 from torch import nn
+from torch.distributions import Categorical
 from torch.nn import functional as F
 
 import leakygrad.doctor as doctor
@@ -278,6 +279,36 @@ def test_a_softmax_before_bce_with_logits_is_a_vanishing_gradient_at_that_softma
     assert f.evidence["loss_floor_negative"] == pytest.approx(math.log(2), rel=1e-2) and f.evidence["classes"] == 4
     assert "applies a sigmoid to each of its outputs" in f.explanation
     assert f.remedies[0].startswith("For one class per example, remove the softmax `sequential.3`")
+
+
+@pytest.mark.parametrize("given", ["logits=p", "probs=p", "logits=z"])
+def test_a_policy_softmax_given_to_categorical_as_logits_is_a_softmax_twice(given):
+    """REINFORCE with a policy that ends in nn.Softmax, its output passed as `Categorical(logits=p)`: the distribution
+    takes p - logsumexp(p), a second softmax, and no arm can get more than e / (e + 5) = 0.35 (a sweep's bandit: best
+    arm 0.33 of the time against 0.92, and "no leaks found"). `Categorical(probs=p)`, or the logits of a policy
+    without its softmax, are no finding."""
+    torch.manual_seed(0)
+    policy = classifier(ends_in_softmax=given != "logits=z")
+    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
+    x = torch.randn(64, 16)
+    with doctor.watch(policy, optimizer, every=2) as dr:
+        for _ in range(24):
+            out = policy(x)
+            dist = Categorical(probs=out) if given == "probs=p" else Categorical(logits=out)
+            action = dist.sample()
+            reward = (action == (x[:, 0] > 0).long()).float()
+            loss = -(dist.log_prob(action) * (reward - reward.mean())).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.evidence.get("across") == "softmax twice"]
+    if given != "logits=p":
+        assert found == []
+        return
+    [f] = found
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("vanishing_gradient", "sequential.3", "error", 0)
+    assert f.evidence["as_logits"] and f.evidence["max_probability"] == pytest.approx(math.e / (math.e + 3), rel=1e-2)
+    assert "Categorical(probs=p)" in f.remedies[0] and "second softmax" in f.explanation
 
 
 def test_cross_entropy_on_logits_is_no_softmax_twice():

@@ -117,6 +117,8 @@ def explain_vanishing_gradient(f: Finding):
 
 def _explain_softmax_twice(f: Finding):
     e = f.evidence
+    if e.get("as_logits"):
+        return _explain_softmax_as_logits(f)
     text = (
         f"`{f.where}` is a softmax, and the loss takes log_softmax of its output again (`cross_entropy` expects "
         "logits and applies log_softmax itself). The second softmax sees inputs in [0, 1], so its output stays "
@@ -131,6 +133,23 @@ def _explain_softmax_twice(f: Finding):
         "when you need probabilities (at prediction time).",
         "Or keep the probabilities and use `F.nll_loss(torch.log(p + 1e-12), y)`, though `log_softmax` of the "
         "logits is more stable.",
+    ]
+    return text, remedies
+
+
+def _explain_softmax_as_logits(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is a softmax, and the loss treats its output as logits: it takes p - logsumexp(p), a "
+        "log_softmax of the probabilities (`Categorical(logits=p)` normalises so; so does `p - p.logsumexp(-1)`), a "
+        "second softmax. That one sees inputs in [0, 1], so the distribution it makes stays near uniform: with "
+        f"{e['classes']} classes no class can get more than {fmt(e['max_probability'])} of the probability, however "
+        "sure the model is, and what is sampled from it stays that random. And the chain rule multiplies the "
+        "gradient by the first softmax's derivative, p (1 - p), which vanishes as the model grows confident."
+    )
+    remedies = [
+        "Give the distribution the probabilities as probabilities: `Categorical(probs=p)`; or remove the softmax "
+        f"`{f.where}` from the model and pass its input: `Categorical(logits=z)`.",
     ]
     return text, remedies
 

@@ -662,12 +662,19 @@ def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     """The model ends in a softmax (or a sigmoid) and the loss (cross_entropy) takes log_softmax of its output, or
     ends in a sigmoid and binary_cross_entropy_with_logits applies a sigmoid again: the second squashing sees inputs
     in [0, 1], so the loss has a floor far above 0, and the gradient is multiplied by the first one's derivative on
-    the way: a vanishing gradient at the model's output."""
+    the way: a vanishing gradient at the model's output. A distribution built on a softmax's output as its logits
+    (`Categorical(logits=p)`) is the same second softmax, and an error whatever the loss does: what it samples can
+    never give one class more than e / (e + C - 1)."""
     marked = _marked_on_most(history, "probabilities_into_loss", t)
     if not marked:
         return []
     last = marked[-1]
     function, classes = last.probabilities_function or "softmax", last.probabilities_classes or 2
+    first = next((r.step for r in history.records if r.probabilities_into_loss is not None), marked[0].step)
+    if function == "softmax as logits":
+        evidence = {"across": "softmax twice", "as_logits": True, "classes": classes}
+        evidence["max_probability"] = _sci(math.e / (math.e + classes - 1))  # (one-hot p: exp(1) against exp(0)s)
+        return [Finding("vanishing_gradient", last.probabilities_into_loss, first, "error", evidence)]
     stalled = _loss_is_stalled(history.current_loss(), t)
     evidence = {"across": function if " then " in function else f"{function} twice"}
     evidence["classes"] = classes
@@ -677,7 +684,6 @@ def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     else:
         evidence["loss_floor"] = _sci(math.log(1 + (classes - 1) / math.e))  # -log(e / (e + C - 1)): one-hot p
     evidence["loss_stalled"] = stalled
-    first = next((r.step for r in history.records if r.probabilities_into_loss is not None), marked[0].step)
     severity = "error" if stalled else "warning"
     return [Finding("vanishing_gradient", last.probabilities_into_loss, first, severity, evidence)]
 

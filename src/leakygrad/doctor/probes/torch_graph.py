@@ -686,6 +686,19 @@ def _weight_penalty(node, parameters: list, depth: int = 0) -> tuple[str, list] 
 PER_TOKEN_LOSSES = ("nll_loss", "nll_loss2_d", "binary_cross_entropy_with_logits", "mse_loss")  # (2_d: 2-D targets)
 
 
+def minus_its_logsumexp(node):
+    """z's node when `node` is z - logsumexp(z) (a log_softmax written out: how `Categorical(logits=z)` normalises
+    its logits, or by hand), else None."""
+    inputs = [child for child, _ in node.next_functions]
+    if op_name(node) != "sub" or len(inputs) != 2 or inputs[0] is None or inputs[1] is None:
+        return None
+    logsumexp = beneath_reshapes(inputs[1])
+    if op_name(logsumexp) != "logsumexp" or not logsumexp.next_functions:
+        return None
+    z = beneath_reshapes(inputs[0])
+    return z if beneath_reshapes(logsumexp.next_functions[0][0]) is z else None
+
+
 def loss_mask(loss_nodes) -> torch.Tensor | None:
     """The constant mask (detached) a per-example loss left unreduced is multiplied by on the loss side
     (`(ce * mask).sum() / mask.sum()`, ce from `cross_entropy(..., reduction="none")`), or None."""

@@ -534,17 +534,21 @@ SIMILARITY = ("mm", "bmm")  # the products a contrastive loss's similarity matri
 PENALTY_ROOTS = ("add", "sub", "neg", "rsub", "mul", "div")  # a root that may subtract a penalty: a sum, or scaled
 
 SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid", "softmax")}
+SQUASHED_BY_LOSS["sub"] = ("softmax",)  # (z - logsumexp(z): `Categorical(logits=p)` given probabilities)
 
 
 def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
     """A loss that applies a softmax (cross_entropy's log_softmax) or a sigmoid (binary_cross_entropy_with_logits)
     to an input that is a softmax's or a sigmoid's output already: (that site, the function, the number of classes).
     The model outputs probabilities (or a sigmoid's per-class scores, for cross_entropy: "sigmoid then softmax"),
-    and the loss squashes them a second time."""
+    and the loss squashes them a second time. Or a distribution built on them as logits (`Categorical(logits=p)`,
+    whose z - logsumexp(z) is a log_softmax): "softmax as logits"."""
     for node in loss_nodes:
         op = op_name(node)
         functions = SQUASHED_BY_LOSS.get(op)
         if functions is None or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        if op == "sub" and graph_tools.minus_its_logsumexp(node) is None:
             continue
         # (its first input is what it squashes: the logits; the others, targets and weights)
         below = graph_tools.beneath_reshapes(node.next_functions[0][0], also=graph_tools.SELECTIONS)
@@ -554,13 +558,15 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
         if op == "binary_cross_entropy_with_logits" and function == "sigmoid":
             classes = 2
         else:
-            softmax = below if op == "binary_cross_entropy_with_logits" else node  # (the softmax over the classes)
+            softmax = node if op == "log_softmax" else below  # (the softmax over the classes)
             try:
                 classes = int(softmax._saved_result.shape[graph_tools.saved_dim(softmax)])
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
         site = names.get(below) or f"{function} after {graph_tools.nearest_upstream(below, names) or 'input'}"
-        if op == "log_softmax" and function == "sigmoid":
+        if op == "sub":
+            function = "softmax as logits"
+        elif op == "log_softmax" and function == "sigmoid":
             function = "sigmoid then softmax"
         elif op == "binary_cross_entropy_with_logits" and function == "softmax":
             function = "softmax then sigmoid"  # (one-hot targets per class, the model's softmax over them)
