@@ -700,6 +700,35 @@ def test_a_focal_loss_that_rewards_the_wrong_class_is_named(weight_of):
     assert e["loss_last_third"] < e["loss_first_third"] and "(1 - pt) ** gamma" in f.remedies[0]
 
 
+@pytest.mark.parametrize("optimizer_class, eps", [("Adam", 10.0), ("RMSprop", 10.0), ("Adam", 1e-8), ("Adam", 1e-3)])
+def test_an_eps_far_above_the_gradients_is_named_as_what_stalls_the_loss(optimizer_class, eps):
+    """`Adam(eps=10.0)`: Adam divides each step by sqrt(v) + eps, and with gradient entries near 0.03 the denominator
+    is eps, so every step is ~300 times smaller than lr (a sweep's CNN: accuracy 0.16 against 0.97; told as a stall
+    whose steps are "from a learning rate on the low side, or from an optimiser setting"). The default eps, or one
+    below the gradients' size, is no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(256, 16)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    optimizer = getattr(torch.optim, optimizer_class)(model.parameters(), lr=3e-3, eps=eps)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(200):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "optimizer_eps" in f.evidence]
+    if eps < 0.01:
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("stalled_loss", "optimizer", "error")
+    assert f.evidence["folded"] == ["stalled_loss"]
+    assert f.evidence["optimizer_eps"] == 10.0 and f.evidence["steps_shrunk_by"] > 100
+    assert [g.where for g in dr.findings] == ["optimizer"]  # (the stall, told by its cause)
+    assert "lr * m / eps" in f.explanation and "default eps" in f.remedies[0]
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

@@ -2262,8 +2262,28 @@ def _explain_confined_logits(f: Finding):
     return text, remedies
 
 
+def _explain_eps_dominates(f: Finding):
+    e = f.evidence
+    eps, size, shrunk = e["optimizer_eps"], e["gradient_entry_rms"], e["steps_shrunk_by"]
+    text = (
+        f"The optimiser divides each step by sqrt(v) + eps, where sqrt(v) is the running size of each weight's "
+        f"gradient, about {fmt(size)} for a typical entry here; its eps is {fmt(eps)}, {fmt(shrunk)} times larger. So "
+        f"the denominator is eps, and every step is lr * m / eps instead of about lr: {fmt(shrunk)} times smaller, on "
+        "every weight alike. Adam (or RMSprop) then works as plain SGD with a learning rate divided by eps, "
+        "and the weights barely move."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Use the default eps (Adam's 1e-8), or at most about a tenth of the gradients' size (1e-6 to 1e-4 where a "
+        "larger one is wanted for stability).",
+    ]
+    return text, remedies
+
+
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "optimizer_eps" in e:
+        return _explain_eps_dominates(f)
     if "logits_within" in e:
         return _explain_confined_logits(f)
     if "lr_decay" in e:

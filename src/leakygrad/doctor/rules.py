@@ -362,7 +362,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, a
     # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
-    stall_causes.update(("state_reset_every_call", "logits_within"))
+    stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -835,6 +835,34 @@ def decayed_rate_rule(history: History, t: Thresholds) -> list[Finding]:
         marked[-1].step,
     )
     evidence = {"lr_decay": decay, "lr_given": _sci(given), "lr_in_effect": _sci(in_effect)}
+    return [Finding("stalled_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def eps_dominates_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser divides each step by sqrt(v) + eps, sqrt(v) about the size of each weight's gradient,
+    and its eps is `eps_dominates` or more times that size (`Adam(..., eps=1.0)`): the denominator is eps, so each
+    step is lr * m / eps instead of about lr, shrunk by eps / size on every weight alike. Told on most recent sampled
+    steps, and only with a stalled loss (an error, the stall folded into it): late in a run that learns, gradients
+    shrink below a large eps without harm."""
+    if not _loss_is_stalled(history.current_loss(), t):
+        return []
+    marked = [
+        r
+        for r in history.recent()
+        if r.eps_against_gradient is not None
+        and r.eps_against_gradient["eps"] >= t.eps_dominates * r.eps_against_gradient["gradient_rms"]
+    ]
+    if len(marked) < t.min_records or 2 * len(marked) < len(history.recent()):
+        return []
+    eps = marked[-1].eps_against_gradient["eps"]
+    size = median([r.eps_against_gradient["gradient_rms"] for r in marked])
+    first_step = next(
+        r.step
+        for r in history.records
+        if r.eps_against_gradient is not None
+        and r.eps_against_gradient["eps"] >= t.eps_dominates * r.eps_against_gradient["gradient_rms"]
+    )
+    evidence = {"optimizer_eps": _sci(eps), "gradient_entry_rms": _sci(size), "steps_shrunk_by": _sci(eps / size)}
     return [Finding("stalled_loss", "optimizer", first_step, "warning", evidence)]
 
 
@@ -2546,6 +2574,7 @@ RULES = (
     classes_on_another_axis_rule,
     self_similarity_rule,
     confined_logits_rule,
+    eps_dominates_rule,
     log_probability_added_rule,
     wrong_class_rewarded_rule,
     loss_below_zero_rule,

@@ -124,6 +124,8 @@ class StepRecord:
     output_side_activations: list[str] = field(default_factory=list)  # sigmoids and tanhs no module reads
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
+    # an optimiser dividing its steps by sqrt(v) + eps, eps >= 1e-4: {"eps", "gradient_rms"} (a typical entry's size)
+    eps_against_gradient: dict | None = None
     decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay
     # the first weighted layer's output: {"layer", "spread" (its spread across the batch over its size)}
     input_spread: dict | None = None

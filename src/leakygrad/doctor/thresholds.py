@@ -149,6 +149,11 @@ class Thresholds:
     """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
     given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda
     that returns a rate, not a factor). A warm-up from 0, or a decay to 0 at the end, reaches 1 on the way."""
+    eps_dominates: float = 10.0
+    """An optimiser that divides each step by sqrt(v) + eps (Adam, RMSprop, Adagrad) whose eps is at least this many
+    times a typical gradient entry (median over the parameters, on most recent sampled steps) while the loss stalls:
+    the denominator is eps, and every step is that many times smaller than the optimiser's usual step of about lr
+    (`Adam(eps=1.0)`). Only an eps of 1e-4 or more is looked at."""
     confined_logits: float = 0.5
     """cross_entropy over cosine similarities times a constant c (`F.normalize(a) @ F.normalize(b).T * c`): each score
     lies within +-c, so no example's target class can get more than 1 / (1 + (classes - 1) exp(-2c)) of the

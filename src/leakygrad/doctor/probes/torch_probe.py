@@ -453,6 +453,31 @@ def _decayed_rate(optimizer) -> tuple[float, float, float] | None:
     return float(decay), float(lr), float(lr) / (1 + float(steps) * float(decay))  # (this step is number steps + 1)
 
 
+# optimisers whose step divides by sqrt(v) + eps, v a running mean of each weight's squared gradient (not Adagrad's
+# running sum, which outgrows any eps)
+EPS_DIVIDING = tuple(getattr(torch.optim, n) for n in "Adam AdamW Adamax NAdam RAdam RMSprop".split())
+LARGE_EPS = 1e-4  # (an eps below this is never far above a gradient's size: not looked at)
+
+
+def _large_eps(optimizer) -> float | None:
+    """The largest `eps` of an optimiser that divides its steps by sqrt(v) + eps (Adam's, RMSprop's), when
+    it is at least LARGE_EPS; else None."""
+    if not isinstance(optimizer, EPS_DIVIDING):
+        return None
+    values = [group.get("eps") for group in optimizer.param_groups]
+    largest = max((float(eps) for eps in values if isinstance(eps, (int, float))), default=0.0)
+    return largest if largest >= LARGE_EPS else None
+
+
+def _eps_against_gradient(eps: float, params: list, grad_norms: list) -> dict | None:
+    """{"eps", "gradient_rms"}: the optimiser's eps beside the size of a typical gradient entry (each parameter's
+    gradient norm over the square root of its entry count, the median over the parameters with a gradient)."""
+    sizes = sorted(g / math.sqrt(p.numel()) for (_, _, p), g in zip(params, grad_norms) if g and p.numel())
+    if not sizes:
+        return None
+    return {"eps": eps, "gradient_rms": sizes[len(sizes) // 2]}
+
+
 def _eps_rounding_to_zero(optimizer) -> dict | None:
     """{"eps", "dtype"} when a parameter group's `eps` (Adam's, RMSprop's: added to the square root of the running
     mean of squared gradients before dividing by it) is exactly 0 in the dtype of its parameters: Adam's default 1e-8
@@ -840,6 +865,7 @@ class StepState:
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
+    large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
@@ -2386,6 +2412,7 @@ class TorchProbe:
                 )
                 self.state.lr_schedule = _lr_schedule(optimizer)
                 self.state.decayed_rate = _decayed_rate(optimizer)
+                self.state.large_eps = _large_eps(optimizer)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -2839,6 +2866,8 @@ class TorchProbe:
         record.swapped_betas = state.swapped_betas
         record.lr_schedule = state.lr_schedule
         record.decayed_rate = state.decayed_rate
+        if state.large_eps is not None:
+            record.eps_against_gradient = _eps_against_gradient(state.large_eps, state.params, grads)
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
         record.graph_cuts = sorted(state.cuts)
