@@ -729,6 +729,34 @@ def test_an_eps_far_above_the_gradients_is_named_as_what_stalls_the_loss(optimiz
     assert "lr * m / eps" in f.explanation and "default eps" in f.remedies[0]
 
 
+@pytest.mark.parametrize("capped", [False, True])
+def test_a_warm_up_never_capped_is_named_as_what_raised_the_learning_rate(capped):
+    """`LambdaLR(opt, lambda s: (s + 1) / warmup)` with no `min(1, ...)`: the rate keeps rising after the warm-up, 40
+    times the one given by the end, and the loss diverges. It was told as "lower the learning rate, add warm-up"
+    (there was one). The divergence now names the schedule, and capping it is the first remedy."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+    x = torch.randn(128, 8)
+    y = x[:, :1] - 0.5 * x[:, 1:2]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    factor = (lambda s: min(1.0, (s + 1) / 10)) if capped else (lambda s: (s + 1) / 10)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(400):
+            loss = F.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+    if capped:
+        assert dr.findings == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    raised = f.evidence["lr_raised"]
+    assert raised["lr_given"] == 0.05 and raised["lr_at_onset"] >= 0.15 and raised["lr_last"] == pytest.approx(2.0)
+    assert "min(1.0, (s + 1) / warmup)" in f.remedies[0] and "kept raising it" in f.explanation
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

@@ -2184,6 +2184,19 @@ def explain_diverging_loss(f: Finding):
             f"Divide each micro-batch's loss by the number accumulated, `(loss / {fmt(k)}).backward()`, so that a step "
             "applies their mean; or lower the learning rate as many times."
         )
+    if e.get("lr_raised"):
+        raised = e["lr_raised"]
+        text += (
+            f" A learning-rate scheduler raised the rate from the {fmt(raised['lr_given'])} the optimiser was given to "
+            f"{fmt(raised['lr_at_onset'])} by then, and kept raising it to the end ({fmt(raised['lr_last'])}): each "
+            "step scales the gradient by that rate, so the steps grew until they overshot. A warm-up factor never "
+            "capped at 1 does this: `lambda s: (s + 1) / warmup` keeps growing after the warm-up."
+        )
+        remedies.insert(
+            0,
+            "Cap the warm-up factor at 1: `LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))`, so that the "
+            "rate stays at the one given after the warm-up.",
+        )
     if e.get("updates_normal_size"):
         text += (
             " The updates have a normal size, so a learning rate too high is an unlikely cause: a loss whose targets "

@@ -2370,6 +2370,21 @@ def _inputs_alike(history: History, t: Thresholds) -> dict | None:
     return {"layer": looks[0]["layer"], "spread": _sci(median(spreads))}
 
 
+def _note_rate_raised(evidence: dict, history: History, onset: int, t: Thresholds) -> None:
+    """A diverging loss whose learning rate a scheduler had raised to `lr_raised` times the rate given (`initial_lr`)
+    or more by the divergence's onset, and kept raising to the end (never lower on a sampled step than on the one
+    before): a warm-up factor never capped at 1 (`LambdaLR(opt, lambda s: (s + 1) / warmup)`), the likely reason the
+    rate is too high. Noted as `lr_raised` ({"lr_given", "lr_at_onset", "lr_last"})."""
+    scheduled = [(r.step, *r.lr_schedule) for r in history.records if r.lr_schedule is not None]
+    if len(scheduled) < t.min_records or any(later[1] < earlier[1] for earlier, later in zip(scheduled, scheduled[1:])):
+        return
+    at_onset = next((lr for step, lr, _ in reversed(scheduled) if step <= onset), None)
+    given = scheduled[-1][2]
+    if at_onset is not None and at_onset >= t.lr_raised * given:
+        last = scheduled[-1][1]
+        evidence["lr_raised"] = {"lr_given": _sci(given), "lr_at_onset": _sci(at_onset), "lr_last": _sci(last)}
+
+
 def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
     the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
@@ -2494,6 +2509,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         )
         evidence["updates_normal_size"] = normal_updates
         _note_summed_micro_batches(evidence, history, t)
+        _note_rate_raised(evidence, history, first, t)
         return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
     blowup = _blowup(history, smoothed, t)
     if blowup is not None:

@@ -159,6 +159,10 @@ class Thresholds:
     lies within +-c, so no example's target class can get more than 1 / (1 + (classes - 1) exp(-2c)) of the
     probability. Below this share (a temperature 0.07 multiplied where it divides: 0.9% over 128 classes; plain
     cosines over 10 classes: 45%) the loss has a floor far above 0 and its gradient is scaled by c: an error."""
+    lr_raised: float = 3.0
+    """A diverging loss whose learning rate a scheduler had raised to this many times the rate the optimiser was given
+    (`initial_lr`) by the divergence's onset, and never lowered on a sampled step: a warm-up factor never capped at 1.
+    Evidence `lr_raised`, and capping the warm-up is the first remedy. (A one-cycle schedule comes back down.)"""
     inputs_alike: float = 0.05
     """A stalled loss whose first weighted layer gave outputs whose spread across the batch was below this share of
     their size on the first sampled steps (median): every example looks nearly the same to the network (inputs far
