@@ -716,6 +716,71 @@ def test_a_step_after_several_undivided_backward_passes_reset_between_them(loop)
     assert "inside the loop" in f.remedies[0] and "dedented" in f.explanation
 
 
+class ScaledSigmoidStack(nn.Module):
+    """A deep sigmoid stack inside a model that holds a parameter of its own (a temperature on the output)."""
+
+    def __init__(self):
+        super().__init__()
+        layers = []
+        for i in range(10):
+            layers += [nn.Linear(16 if i == 0 else 32, 32), nn.Sigmoid()]
+        self.net = nn.Sequential(*layers, nn.Linear(32, 4))
+        self.temperature = nn.Parameter(torch.ones(()))
+
+    def forward(self, x):
+        return self.net(x) * self.temperature
+
+
+def test_a_model_with_a_parameter_of_its_own_is_at_the_output_end_of_the_depth_chain():
+    """A model that holds a parameter beside its layers was placed at the input end of the chain, because its forward
+    starts first, though its output is made last: the loss's own gradient at "the input" hid a gradient vanishing
+    through ten sigmoids (no finding), and in a sweep's capsule network gave an exploding-gradient error."""
+    x, _ = data(n=256, features=16)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    torch.manual_seed(0)
+    model = ScaledSigmoidStack()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        train(model, optimizer, 100, x, y)
+    [f] = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    assert (f.where, f.severity) == ("net.0", "error")
+    assert f.evidence["input_layer"] == "net.0" and f.evidence["output_layer"] == "scaledsigmoidstack"
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU())
+        self.classes = nn.Linear(32, 4)
+        self.decoder = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16))
+
+    def forward(self, x):
+        h = self.trunk(x)
+        return self.classes(h), self.decoder(h)
+
+
+@pytest.mark.parametrize("weight", [1e-3, 1e-4])
+def test_a_lightly_weighted_second_head_called_last_is_not_the_output_end_of_the_chain(weight):
+    """A classifier with a reconstruction head called after its class head, under a lightly weighted loss: the
+    decoder's output gets a small gradient, and as the last layer called it was taken for the output end, so the
+    trunk's gradient looked 700 (6,900) times larger than the output's: an exploding-gradient warning (error). The
+    chain now ends at the head whose output the loss leans on most."""
+    x, _ = data(n=256, features=16)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    torch.manual_seed(0)
+    model = TwoHeads()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(200):
+            logits, reconstruction = model(x)
+            loss = nn.functional.cross_entropy(logits, y) + weight * nn.functional.mse_loss(reconstruction, x)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.findings == []
+    assert dr.history.records[-1].layers_read_by_loss == ["classes", "decoder.2"]
+
+
 def test_history_stays_bounded_over_a_long_run():
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

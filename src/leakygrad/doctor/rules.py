@@ -70,7 +70,9 @@ def _sci(x: float) -> float:
 # --- vanishing / exploding across depth ----------------------------------------------------------------------
 def weighted_chain(record: StepRecord, drop_output: bool = False) -> list[LayerStats]:
     """The layers with weights that received a nonzero gradient at their output, nearest the input first (without
-    the output-end one, with `drop_output`)."""
+    the output-end one, with `drop_output`). When the loss reads the outputs of several of them (a classifier's and a
+    reconstruction decoder's, two losses), the chain ends at the one whose output gets the largest gradient: a branch
+    called after it, under a loss weighted lightly, is no step further from the loss."""
     chain = [
         layer
         for layer in record.layers.values()
@@ -78,6 +80,10 @@ def weighted_chain(record: StepRecord, drop_output: bool = False) -> list[LayerS
     ]
     chain = [layer for layer in chain if math.isfinite(layer.out_grad_norm)]
     chain = sorted(chain, key=lambda layer: layer.depth)
+    read = [layer for layer in chain if layer.name in record.layers_read_by_loss]
+    if len(read) >= 2:
+        end = max(read, key=lambda layer: layer.out_grad_norm)
+        chain = [layer for layer in chain if layer.depth <= end.depth]
     return chain[:-1] if drop_output else chain
 
 

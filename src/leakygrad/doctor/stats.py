@@ -121,6 +121,7 @@ class StepRecord:
     clip_value_entries: int = 0  # ... and how many entries they have
     loss_ops: list[str] = field(default_factory=list)  # the operations between the model's output and the loss
     activations_read_by_loss: list[str] = field(default_factory=list)  # hidden activations the loss reads too
+    layers_read_by_loss: list[str] = field(default_factory=list)  # modules whose outputs the loss reads directly
     output_side_activations: list[str] = field(default_factory=list)  # sigmoids and tanhs no module reads
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr

@@ -1359,7 +1359,10 @@ class TorchProbe:
                 if _inside_reentrant_checkpoint():
                     state.in_reentrant_checkpoint.add(info.name)
                 return None
-            state.order.setdefault(info.name, len(state.order))
+            if info.leaf or not info.has_weights:
+                state.order.setdefault(info.name, len(state.order))
+            # (a module with weights of its own that also calls layers of its own, a model holding a parameter beside
+            # its submodules, takes its depth from its output, made after theirs: see _on_forward)
             if len(args) == 1 and isinstance(args[0], torch.Tensor):  # (ids only: no node is held)
                 state.input_nodes[id(module)] = (id(args[0].grad_fn), info.name)
             elif self._output_side_looks < OUTPUT_SIDE_LOOKS:  # (a cell's (x, h), early on: see _walk_graph)
@@ -1456,6 +1459,8 @@ class TorchProbe:
             info = self.infos.get(module)
             if info is None or state is None or not torch.is_grad_enabled():
                 return None
+            if not info.leaf and info.has_weights:  # (its output comes after its layers': its depth is after theirs)
+                state.order.setdefault(info.name, len(state.order))
             y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
             if y is None or not (y.is_floating_point() or y.is_complex()):
                 return None
@@ -1902,7 +1907,7 @@ class TorchProbe:
                 # (a loss never negative came out negative: which of its inputs left its domain, read on the CPU, where
                 # the loss is known at once, and only then)
                 state.loss_outside_domain = graph_tools.loss_outside_its_domain(root_nodes[0])
-        if state.looped_calls and loss_nodes:  # (a loop whose every output the loss reads refines a prediction)
+        if loss_nodes:  # (a loop whose every output the loss reads refines a prediction; two outputs, two losses)
             for node in loss_nodes:
                 for child, _ in node.next_functions:
                     read = graph_tools.beneath_reshapes(child, also=graph_tools.SELECTIONS) if child else None
@@ -2758,6 +2763,7 @@ class TorchProbe:
         self._add_layer_stats(record, state, value, vectors)
         self._add_activation_stats(record, state, value, flags)
         record.activations_read_by_loss = sorted(state.read_by_loss)
+        record.layers_read_by_loss = sorted(state.loss_reads)
         record.output_side_activations = sorted(self._output_side_sites - self._read_sites)
         for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
