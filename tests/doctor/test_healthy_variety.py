@@ -727,14 +727,17 @@ def test_an_encoder_run_under_no_grad_with_its_parameters_in_the_optimiser_is_st
     assert "`torch.no_grad()`" in finding.explanation and "cuts the graph" not in finding.explanation
 
 
-def triplet_embedding(every):
+def triplet_embedding(every, classifier=False):
     """Triplet loss with batch-hard mining on the digits: the hardest positive and negative of each anchor in the
     batch. Within a few hundred steps it meets the margin for nearly every anchor: the loss is then 0 or nearly, its
-    clamp blocks (nearly) every element because nothing is left to learn."""
+    clamp blocks (nearly) every element because nothing is left to learn. With `classifier`, a linear probe on the
+    detached embeddings trains in the same step, by its own optimiser and backward pass."""
     x, y = digits()
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
     optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
+    probe = nn.Linear(16, 10)
+    probe_optimizer = torch.optim.SGD(probe.parameters(), lr=0.1)
     losses, data = [], batches(x, y, 128, seed=0)
     with leakygrad.doctor.watch(net, optimizer, every=every) as doctor:
         for _ in range(400):
@@ -749,13 +752,20 @@ def triplet_embedding(every):
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+            if classifier:
+                probe_loss = F.cross_entropy(probe(z.detach()), yb)
+                probe_optimizer.zero_grad()
+                probe_loss.backward()
+                probe_optimizer.step()
     return doctor, losses
 
 
-def test_a_triplet_loss_that_met_its_margin_is_no_blocked_gradient():
+@pytest.mark.parametrize("classifier", [False, True])
+def test_a_triplet_loss_that_met_its_margin_is_no_blocked_gradient(classifier):
     """Its clamp blocked 100% on the recent steps: a converged run (a sweep's script), not examples too easy to
-    teach anything while the loss is still above 0, which stays a warning."""
-    doctor, losses = triplet_embedding(16)
+    teach anything while the loss is still above 0, which stays a warning. A probe trained on the embeddings in the
+    same step adds its own loss to the step's: the hinge's term is still exactly 0 (it was a warning, sweep 30)."""
+    doctor, losses = triplet_embedding(16, classifier)
     assert learned(losses) and sum(value == 0 for value in losses[-100:]) >= 30  # (0: every anchor past the margin)
     assert sorted(losses[-100:])[50] < 1e-3 * losses[0]
     assert doctor.findings == []

@@ -1762,7 +1762,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
         if last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
-            if _margin_loss_met(history, t):
+            if _margin_loss_met(history, t) or _hinge_met(history, key, t):
                 continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
         elif last.floor_at_zero and severity == "warning":
@@ -1783,6 +1783,18 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )
     return findings
+
+
+def _hinge_met(history: History, key: str, t: Thresholds) -> bool:
+    """Whether a margin loss's hinge, measured on its own (the mean of its output: the margin loss's value, whatever
+    other losses the step adds to the one recorded, a probe's trained beside it), sits at its floor of 0 on the recent
+    sampled steps: median below `margin_met` of its mean over the first third of the sampled steps kept."""
+    values = [r.ops[key].hinge_mean for r in history.records if key in r.ops and r.ops[key].hinge_mean is not None]
+    recent = [r.ops[key].hinge_mean for r in history.recent() if key in r.ops and r.ops[key].hinge_mean is not None]
+    if len(values) < 3 or not recent:
+        return False
+    first = sum(values[: len(values) // 3]) / (len(values) // 3)
+    return first > 0 and median(recent) <= t.margin_met * first
 
 
 def _margin_loss_met(history: History, t: Thresholds) -> bool:

@@ -1009,6 +1009,17 @@ def saved_value(node, name: str):
         return None
 
 
+def hinge_mean(node) -> torch.Tensor | None:
+    """The mean of a floor at 0's output, max(x, 0), from what its node saved (a ReLU its result, a clamp its input):
+    on a loss, the margin loss's own value, whatever other terms the step's loss adds. None for other ops."""
+    op = op_name(node)
+    saved = saved_value(node, "_saved_result") if op == "relu" else saved_value(node, "_saved_self")
+    if op not in ("relu", "clamp", "clamp_min") or not isinstance(saved, torch.Tensor) or not saved.is_floating_point():
+        return None
+    values = saved.detach()
+    return (values if op == "relu" else values.clamp(min=0)).float().mean()
+
+
 def floors_at_zero(node) -> bool:
     """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
     or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by

@@ -1055,6 +1055,7 @@ class TorchProbe:
         self._last_loads: dict[str, tuple] = {}  # model -> (memory, version) of the first stepped tensor it last loaded
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
+        self._gradient_before_backward: tuple | None = None  # ... as the backward under way found it
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
@@ -1705,6 +1706,8 @@ class TorchProbe:
             first = not (self._in_step and self._losses)
             if first and loss is not None and loss.numel() == 1 and loss.is_floating_point():
                 self._record_loss(loss)
+            if self.sampling and self.state is not None:
+                self._gradient_before_backward = self._representative_gradient()
             if self.sampling and self.state is not None and not self._hooks_paused:
                 self._look_for_reset_since_last_backward(self.state)
                 self._walk_graph(roots)  # (not inside the optimiser step: an LBFGS closure's layers are not watched)
@@ -1728,6 +1731,10 @@ class TorchProbe:
                     self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
             if self.sampling and self.state is not None:
                 self._last_gradient = self._representative_gradient()
+                if _left_as_it_was(self._gradient_before_backward):
+                    # the gradient untouched: this backward reached none of the parameters (a probe trained on
+                    # detached features, by its own optimiser), and is no pass of this step's
+                    self._last_gradient = None
                 self._keep_gradient_sample(self.state)
             if self._reset_marks is not None:
                 self._reset_marks.follow()
@@ -2076,7 +2083,11 @@ class TorchProbe:
                 reads = _layer_output_read(node, names) if site == "loss" else None
                 if reads is not None and not getattr(self.info_by_name.get(reads), "has_weights", False):
                     reads = None
-                state.gates.setdefault(key, [gate, site, [], 0, graph_tools.floors_at_zero(node), reads])
+                floor = graph_tools.floors_at_zero(node)
+                entry = state.gates.setdefault(key, [gate, site, [], 0, floor, reads, None])
+                if floor and site == "loss" and entry[6] is None:  # (a margin loss's hinge: its own value)
+                    hinge = graph_tools.hinge_mean(node)
+                    entry[6] = None if hinge is None else state.deferred.scalar(hinge)
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
@@ -2765,11 +2776,11 @@ class TorchProbe:
         record.activations_read_by_loss = sorted(state.read_by_loss)
         record.layers_read_by_loss = sorted(state.loss_reads)
         record.output_side_activations = sorted(self._output_side_sites - self._read_sites)
-        for key, (op, site, pairs, elements, floor, reads) in state.gates.items():
+        for key, (op, site, pairs, elements, floor, reads, hinge_at) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in pairs)
-                record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor_at_zero=floor, reads=reads)
+                record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor, reads, value(hinge_at))
         for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
         if state.probabilities_into_loss is not None:
