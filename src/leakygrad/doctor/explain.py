@@ -1435,8 +1435,29 @@ def _explain_self_similarity(f: Finding):
     return text, remedies
 
 
+def _explain_draw_without_path(f: Finding):
+    e = f.evidence
+    name = e["drawn_from"]
+    text = (
+        f"`{name}(...).sample()` draws under `torch.no_grad()`: the draw has no path back to the distribution's "
+        f"parameters, which the model computed (a mean and a scale), and `{e['read_by']}` reads it. So the gradient "
+        f"of everything computed from the draw stops there: the layers that made the {name}'s parameters learn only "
+        "from the loss's other terms (a VAE's encoder from its KL term alone, never from the reconstruction). The "
+        "reparameterisation trick keeps the path: z = mean + scale * eps, with eps drawn on its own."
+    )
+    remedies = [
+        f"Draw with `rsample()`: `z = {name}(mean, scale).rsample()` (or by hand, `mean + scale * torch.randn_like("
+        "scale)`).",
+        "If the draw is meant as a constant (an action handed to an environment, trained by REINFORCE through "
+        "`log_prob`), pass it to modules detached on purpose, and the model learns from `log_prob` instead.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
+    if "drawn_from" in e:
+        return _explain_draw_without_path(f)
     if "self_similarity_of" in e:
         return _explain_self_similarity(f)
     if "targets_outside" in e:

@@ -323,6 +323,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             f.evidence["after_loss_without_floor"] = True
     # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
     summed = any(f.symptom == "accumulating_gradient" for f in findings)
+    drawn = any("drawn_from" in f.evidence for f in findings)
     curve_has_a_cause = curve_has_a_cause or summed
 
     def told_by_its_cause(f: Finding) -> bool:
@@ -338,6 +339,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         the_depth = the_depth or (
             pooled is not None and f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth"
         )
+        # (a draw by sample() cuts the layers before it from the loss's terms after it: their gradient looks vanished)
+        behind_the_draw = f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth"
+        the_depth = the_depth or (drawn and behind_the_draw and f.severity == "warning")
         return (
             the_depth
             or any(f is g for g in consequences)
@@ -899,6 +903,19 @@ def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.self_similarity is not None)
     evidence = {"self_similarity_of": found["embedding"], "rows": found["rows"]}
     return [Finding("blocked_gradient", "mm", first_step, "error", evidence)]
+
+
+def draw_without_path_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A distribution whose parameters a model computed (a VAE's mean and scale) sampled with `sample()`, which draws
+    under no_grad, and the draw read by a module (the decoder), on most recent sampled steps: everything computed
+    from the draw passes no gradient back to those parameters (`rsample()` was meant). An error."""
+    marked = _marked_on_most(history, "decoded_draws", t)
+    if not marked:
+        return []
+    distribution, module = next(iter(marked[-1].decoded_draws.items()))
+    first_step = next(r.step for r in history.records if r.decoded_draws)
+    evidence = {"drawn_from": distribution, "read_by": module, "sampled_steps": len(marked)}
+    return [Finding("blocked_gradient", f"{distribution}.sample", first_step, "error", evidence)]
 
 
 def confined_logits_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -2608,6 +2625,7 @@ RULES = (
     classes_on_another_axis_rule,
     self_similarity_rule,
     confined_logits_rule,
+    draw_without_path_rule,
     eps_dominates_rule,
     log_probability_added_rule,
     wrong_class_rewarded_rule,

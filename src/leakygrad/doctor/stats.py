@@ -154,6 +154,9 @@ class StepRecord:
     classes_on_another_axis: dict | None = None
     # cross_entropy over a self-similarity z @ z.T with targets 0..N-1 (its diagonal): {"embedding", "rows"}
     self_similarity: dict | None = None
+    # a distribution's draw by `sample()` (no path back to its parameters, which have a graph) that a module read:
+    # {distribution class: module}
+    decoded_draws: dict | None = None
     # cross_entropy over cosine similarities times constants only: {"factor", "classes"} (every score within +-factor)
     confined_logits: dict | None = None
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act

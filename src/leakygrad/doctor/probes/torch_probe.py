@@ -257,6 +257,40 @@ def _patched_grad(outputs, inputs, *args, **kwargs):
     return result
 
 
+# torch.distributions' sample(): a draw made without a path back to the distribution's parameters (under no_grad).
+# A VAE that decodes `Normal(mu, std).sample()` where `rsample()` was meant trains its encoder by the KL term alone.
+SAMPLING_CLASSES = [
+    cls
+    for cls in vars(torch.distributions).values()
+    if isinstance(cls, type) and issubclass(cls, torch.distributions.Distribution) and "sample" in vars(cls)
+]
+_original_samples: dict = {}  # class -> its own sample(), while a probe watches
+
+
+def _parameters_with_a_graph(distribution) -> bool:
+    """Whether a distribution's parameters (its tensors, or its base distribution's) carry a graph: a mean and scale
+    computed by a model."""
+    for value in vars(distribution).values():
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            return True
+        if isinstance(value, torch.distributions.Distribution) and _parameters_with_a_graph(value):
+            return True
+    return False
+
+
+def _patched_sample_of(cls):
+    original = vars(cls)["sample"]
+
+    def sample(self, *args, **kwargs):
+        drawn = original(self, *args, **kwargs)
+        if self.has_rsample and _active_probes and torch.is_grad_enabled() and not _compiled_or_transformed():
+            for probe in list(_active_probes):
+                probe.note_sample(self, drawn)
+        return drawn
+
+    return functools.wraps(original)(sample)
+
+
 def _activate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _original_grad
     if not _active_probes:
@@ -271,6 +305,9 @@ def _activate(probe: TorchProbe) -> None:
         for module in _CLIP_MODULES:
             module.clip_grad_norm_ = functools.wraps(_original_clip)(_patched_clip)
             module.clip_grad_value_ = functools.wraps(_original_clip_value)(_patched_clip_value)
+        for cls in SAMPLING_CLASSES:
+            _original_samples[cls] = vars(cls)["sample"]
+            cls.sample = _patched_sample_of(cls)
     _active_probes.append(probe)
 
 
@@ -286,6 +323,9 @@ def _deactivate(probe: TorchProbe) -> None:
         for module in _CLIP_MODULES:
             module.clip_grad_norm_ = _original_clip
             module.clip_grad_value_ = _original_clip_value
+        for cls, original in _original_samples.items():
+            cls.sample = original
+        _original_samples.clear()
         _original_backward = _original_scale = _original_clip = _original_clip_value = _last_scaled = None
 
 
@@ -759,6 +799,10 @@ class StepState:
     ran_without_grad: set = field(default_factory=set)  # names of the modules that ran under no_grad (or inference)
     in_reentrant_checkpoint: set = field(default_factory=set)  # ... of them, those run by a reentrant checkpoint
     output_memory: OutputMemory = field(default_factory=OutputMemory)  # where the outputs with grad live
+    # where the draws of distributions whose parameters have a graph live (`sample()`, not `rsample()`), and which
+    # module read one: {distribution class: module}
+    drawn: OutputMemory = field(default_factory=OutputMemory)
+    decoded_draws: dict = field(default_factory=dict)
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
@@ -909,6 +953,7 @@ class StepState:
         graph and its tensors are freed as soon as the probe lets go of the state."""
         self.ticket.state = None
         self.output_memory.clear()
+        self.drawn.clear()
 
 
 @dataclass(slots=True)
@@ -1377,6 +1422,12 @@ class TorchProbe:
                         producer = state.output_memory.producer(arg)
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
+            if state.drawn.outputs:  # a draw made without a path back to its distribution's parameters, read here
+                for arg in _tensors(args):
+                    if not arg.requires_grad and arg.is_floating_point() and _dense(arg):
+                        drawn_by = state.drawn.producer(arg)
+                        if drawn_by is not None:
+                            state.decoded_draws.setdefault(drawn_by, info.name)
             if info.recurrent == "cell":
                 self._note_cell_state(state, info.name, args)
             elif len(args) >= 2 and not info.recurrent:
@@ -1622,6 +1673,18 @@ class TorchProbe:
         telling = before.isfinite() & (before > 0)
         differs = torch.where(telling, (after != before).float(), torch.nan)
         state.gradients_changed_at = state.deferred.scalar(differs)
+
+    def note_sample(self, distribution, drawn) -> None:
+        """A distribution that could be differentiated through (`has_rsample`) was sampled with `sample()`, under
+        no_grad, on a sampled step: when its parameters have a graph, where the draw lives (a module reading it gets
+        no path back to them)."""
+        try:
+            if not (self.sampling and self.state is not None and isinstance(drawn, torch.Tensor)):
+                return
+            if drawn.is_floating_point() and _dense(drawn) and _parameters_with_a_graph(distribution):
+                self.state.drawn.note(drawn, type(distribution).__name__)
+        except Exception as error:
+            self._fail("noting a distribution's sample", error)
 
     def note_grad(self, inputs, create_graph: bool) -> None:
         """`torch.autograd.grad` was called during this sampled step, with respect to `inputs`, which are not parameters
@@ -2791,6 +2854,7 @@ class TorchProbe:
         record.softmax_into_squared_error = state.softmax_into_squared_error
         record.classes_on_another_axis = state.classes_on_another_axis
         record.self_similarity = state.self_similarity
+        record.decoded_draws = dict(state.decoded_draws) or None
         record.confined_logits = state.confined_logits
         record.identity_activations = sorted(state.identity_activations) or None
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
