@@ -576,6 +576,60 @@ def test_a_contrastive_loss_over_each_embeddings_similarity_to_itself_is_a_block
     assert "z1 @ z2.T" in f.remedies[0]
 
 
+class AttentionPooling(nn.Module):
+    """Tokens -> per-token MLP -> attention pooling over the real tokens -> a linear head."""
+
+    def __init__(self, mistake: str):
+        super().__init__()
+        self.mistake = mistake
+        self.emb = nn.Embedding(10, 16)
+        self.tok_mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+        self.score = nn.Linear(16, 1)
+        self.head = nn.Linear(16, 2)
+        if mistake == "head zero at first":
+            nn.init.zeros_(self.head.weight)
+
+    def forward(self, tokens):
+        h = self.tok_mlp(self.emb(tokens))
+        real = tokens != 0
+        scores = self.score(h).squeeze(-1)
+        scores = scores.masked_fill(real if self.mistake == "mask inverted" else ~real, float("-inf"))
+        pooled = (torch.softmax(scores, dim=1).unsqueeze(-1) * h).sum(1)
+        if self.mistake == "mean over the batch":
+            pooled = pooled.mean(0, keepdim=True).expand_as(pooled)
+        return self.head(pooled)
+
+
+@pytest.mark.parametrize("mistake", ["mask inverted", "mean over the batch", "none", "head zero at first"])
+def test_a_prediction_the_same_for_every_example_is_a_blocked_gradient_at_the_output_layer(mistake):
+    """A padding mask the wrong way round (`masked_fill(is_real, -inf)`): the pooling reads the padding only, the same
+    for every sequence, so the head's output is the same for every example (a sweep's classifier: accuracy 0.62, the
+    majority class, against 1.0, told as a stall with no cause). So does a mean over the batch axis. Done right, or
+    with a head initialised at zero (alike at step 0 only), no finding."""
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(1, 10, (64, 12), generator=generator)
+    tokens[:, 8:] = 0  # (padding)
+    labels = ((tokens == 3).sum(1) > (tokens == 4).sum(1)).long()
+    torch.manual_seed(0)
+    model = AttentionPooling(mistake)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            loss = F.cross_entropy(model(tokens), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "outputs_alike" in f.evidence]
+    if mistake in ("none", "head zero at first"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "head", "error", 0)
+    assert f.evidence["outputs_alike"] == ["head"] and f.evidence["spread"] < 1e-4
+    assert f.evidence["last_differing"] in ("tok_mlp.2", "score")
+    assert "masked_fill(~mask" in f.remedies[0] and "cannot depend on the example" in f.explanation
+
+
 class TinyVAE(nn.Module):
     def __init__(self):
         super().__init__()

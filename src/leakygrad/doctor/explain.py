@@ -1454,8 +1454,29 @@ def _explain_draw_without_path(f: Finding):
     return text, remedies
 
 
+def _explain_outputs_alike(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` gives the same output for every example of a batch (their spread is {fmt(e['spread'])} of their "
+        f"size, on the first {e['looks']} sampled steps), while the outputs of `{e['last_differing']}` still differ "
+        "from example to example: something between the two discards what tells the examples apart, so the "
+        "prediction cannot depend on the example. The loss's gradient then reaches the per-example features only as "
+        "one shared push, and the model can learn nothing but the targets' average (the class frequencies)."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Look at what lies between `{e['last_differing']}` and `{f.where}`: a mask the wrong way round "
+        "(`masked_fill(mask, -inf)` that hides the real tokens and keeps the padding: `masked_fill(~mask, ...)`), a "
+        "mean or sum over the batch axis (dim 0) where the time or feature axis was meant, or a tensor broadcast over "
+        "the batch in place of the example's own.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
+    if "outputs_alike" in e:
+        return _explain_outputs_alike(f)
     if "drawn_from" in e:
         return _explain_draw_without_path(f)
     if "self_similarity_of" in e:

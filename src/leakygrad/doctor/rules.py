@@ -372,7 +372,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, a
     # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
-    stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps"))
+    stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -903,6 +903,33 @@ def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.self_similarity is not None)
     evidence = {"self_similarity_of": found["embedding"], "rows": found["rows"]}
     return [Finding("blocked_gradient", "mm", first_step, "error", evidence)]
+
+
+def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
+    """On the first sampled steps (at least 2, most of them), every weighted layer whose output the loss reads gave the
+    same output for every example of the batch (spread below `outputs_alike` of its size) while an earlier weighted
+    layer's outputs differed (`inputs_alike` or more): between them, something discards what tells the examples
+    apart, and the prediction cannot depend on the example. Named at the output layer: an error."""
+    marked = []
+    for spreads, read in history.layer_spreads:
+        outputs = [name for name in read if name in spreads and math.isfinite(spreads[name])]
+        if not outputs or not all(spreads[name] < t.outputs_alike for name in outputs):
+            continue
+        order = list(spreads)
+        first_output = min(order.index(name) for name in outputs)
+        differing = [name for name in order[:first_output] if spreads[name] >= t.inputs_alike]
+        if differing:
+            marked.append((outputs, differing[-1], max(spreads[name] for name in outputs)))
+    if len(marked) < 2 or 2 * len(marked) < len(history.layer_spreads):
+        return []
+    outputs, differing, _ = marked[-1]
+    evidence = {
+        "outputs_alike": outputs,
+        "spread": _sci(median([spread for _, _, spread in marked])),
+        "last_differing": differing,
+        "looks": len(marked),
+    }
+    return [Finding("blocked_gradient", outputs[0], 0, "error", evidence)]
 
 
 def draw_without_path_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -2626,6 +2653,7 @@ RULES = (
     self_similarity_rule,
     confined_logits_rule,
     draw_without_path_rule,
+    outputs_alike_rule,
     eps_dominates_rule,
     log_probability_added_rule,
     wrong_class_rewarded_rule,

@@ -131,6 +131,9 @@ class StepRecord:
     decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay
     # the first weighted layer's output: {"layer", "spread" (its spread across the batch over its size)}
     input_spread: dict | None = None
+    # on the first sampled steps, every weighted layer's outputs compared across the batch: {layer: spread}, in the
+    # order the layers ran
+    layer_spreads: dict | None = None
     huber: dict | None = None  # a huber_loss: {"delta", "beyond_delta" (share of errors past it), "error_mean"}
     # binary_cross_entropy_with_logits given a pos_weight: {"pos_weight_min", "positives" (their share of the
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}

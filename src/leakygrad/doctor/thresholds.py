@@ -163,6 +163,11 @@ class Thresholds:
     """A diverging loss whose learning rate a scheduler had raised to this many times the rate the optimiser was given
     (`initial_lr`) by the divergence's onset, and never lowered on a sampled step: a warm-up factor never capped at 1.
     Evidence `lr_raised`, and capping the warm-up is the first remedy. (A one-cycle schedule comes back down.)"""
+    outputs_alike: float = 1e-4
+    """Every weighted layer whose output the loss reads gave outputs whose spread across the batch was below this share
+    of their size (median over the first sampled steps), while an earlier weighted layer's differed by `inputs_alike`
+    or more: the prediction is the same for every example, so something between them discards what tells the
+    examples apart (a mask that hides the real tokens, a mean over the batch axis). An error (`blocked_gradient`)."""
     inputs_alike: float = 0.05
     """A stalled loss whose first weighted layer gave outputs whose spread across the batch was below this share of
     their size on the first sampled steps (median): every example looks nearly the same to the network (inputs far

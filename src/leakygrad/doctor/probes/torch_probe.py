@@ -808,6 +808,7 @@ class StepState:
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
     # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
     input_spread: tuple | None = None
+    layer_spreads: dict = field(default_factory=dict)  # on the first sampled steps: each weighted layer's, the same
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
@@ -1104,6 +1105,7 @@ class TorchProbe:
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
+        self._output_spread_looks = 0  # ... and every weighted layer's (is the prediction the same for every example?)
         self._soft_target_looks = 0  # sampled backward passes looked through for a cross-entropy's float targets
         self._loss_walks = 0  # backward passes of sampled steps with a loss side (see _count_batch_classes)
         self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
@@ -1543,6 +1545,9 @@ class TorchProbe:
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
                 self._look_at_input_spread(state, info, y)
+            if info.has_weights and self._output_spread_looks < INPUT_SPREAD_LOOKS and name not in state.layer_spreads:
+                if y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent and not info.kind.startswith("Embedding"):
+                    state.layer_spreads[name] = state.deferred.scalar(spread_across_batch(y))
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
                     state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
@@ -2783,6 +2788,8 @@ class TorchProbe:
                 state.unit_spreads.clear()
                 self._fail("looking at whether units are alike", error)
         self._defer_activation_tallies(state)
+        if state.layer_spreads:
+            self._output_spread_looks += 1
         for site, share in state.attention_gradient.items():
             state.attention_gradient[site] = state.deferred.scalar(share)
         self._unread.append(UnreadStep(state, state.deferred.start_fetch(), list(self._losses), self._backward_calls))
@@ -2919,6 +2926,8 @@ class TorchProbe:
         if state.input_spread:
             layer, spread_at = state.input_spread
             record.input_spread = {"layer": layer, "spread": value(spread_at)}
+        if state.layer_spreads:
+            record.layer_spreads = {layer: value(spread_at) for layer, spread_at in state.layer_spreads.items()}
         if state.huber is not None:
             delta, beyond_at, mean_at = state.huber
             record.huber = {"delta": delta, "beyond_delta": value(beyond_at), "error_mean": value(mean_at)}
