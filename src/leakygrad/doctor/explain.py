@@ -2335,8 +2335,29 @@ def _explain_eps_dominates(f: Finding):
     return text, remedies
 
 
+def _explain_batch_as_sequence(f: Finding):
+    e = f.evidence
+    shape, batch = e["input_shape"], e["batch"]
+    text = (
+        f"`{f.where}` takes its input as (sequence, batch, features) (`batch_first=False`, PyTorch's default) and was "
+        f"given {tuple(shape)}, whose first axis holds {batch} entries, as many as the targets (the examples), and "
+        f"whose second holds {shape[1]}: it takes the batch's examples for the {batch} steps of {shape[1]} sequences. "
+        "Attention then mixes the examples with one another (a recurrence runs across them), so each prediction "
+        "depends on the other examples of the batch, and the gradient of each example's loss flows into the others' "
+        "inputs: the model learns relations between unrelated examples instead of within each sequence."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Create `{f.where}` with `batch_first=True` (inputs (batch, sequence, features)), or give it `x.transpose(0, "
+        "1)` and transpose its output back.",
+    ]
+    return text, remedies
+
+
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if e.get("batch_as_sequence"):
+        return _explain_batch_as_sequence(f)
     if "optimizer_eps" in e:
         return _explain_eps_dominates(f)
     if "logits_within" in e:

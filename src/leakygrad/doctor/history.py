@@ -190,6 +190,7 @@ class History:
         self.target_scale: dict | None = None  # the first sampled step's record.target_scale (with its "step")
         self.input_spreads: list[dict] = []  # the first sampled steps' record.input_spread (measured there only)
         self.layer_spreads: list[tuple] = []  # ... their (record.layer_spreads, record.layers_read_by_loss)
+        self.batch_as_sequence: list[list] = []  # the records' batch_as_sequence, where looked at
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
@@ -244,6 +245,8 @@ class History:
             self.target_scale = {**record.target_scale, "step": record.step}
         if record.input_spread is not None:  # (measured on the first few sampled steps only)
             self.input_spreads.append(record.input_spread)
+        if record.batch_as_sequence is not None:  # (looked at when a classifier's targets are counted)
+            self.batch_as_sequence.append(record.batch_as_sequence)
         if record.layer_spreads is not None:  # (the same; with the layers the loss read)
             self.layer_spreads.append((record.layer_spreads, list(record.layers_read_by_loss)))
         if record.soft_targets is not None:

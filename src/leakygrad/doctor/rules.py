@@ -373,6 +373,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
+    stall_causes.add("batch_as_sequence")
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -903,6 +904,22 @@ def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.self_similarity is not None)
     evidence = {"self_similarity_of": found["embedding"], "rows": found["rows"]}
     return [Finding("blocked_gradient", "mm", first_step, "error", evidence)]
+
+
+def batch_as_sequence_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A layer that takes (sequence, batch, features) (`batch_first=False`, PyTorch's default for nn.MultiheadAttention,
+    nn.LSTM and the Transformer layers) given an input whose first axis holds as many entries as the classifier's
+    targets and whose second does not, on every look (at least 2): it was given (batch, sequence, features), and takes
+    the examples for the steps of one sequence. Attention then mixes the examples, a recurrence runs across them.
+    A warning; an error with the stalled loss (folded into it)."""
+    looks = history.batch_as_sequence
+    if len(looks) < 2 or not all(looks):
+        return []
+    found = looks[-1][0]
+    if not all(any(entry["layer"] == found["layer"] for entry in look) for look in looks):
+        return []
+    evidence = {"batch_as_sequence": True, "input_shape": found["input_shape"], "batch": found["batch"]}
+    return [Finding("stalled_loss", found["layer"], 0, "warning", evidence)]
 
 
 def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -2654,6 +2671,7 @@ RULES = (
     confined_logits_rule,
     draw_without_path_rule,
     outputs_alike_rule,
+    batch_as_sequence_rule,
     eps_dominates_rule,
     log_probability_added_rule,
     wrong_class_rewarded_rule,

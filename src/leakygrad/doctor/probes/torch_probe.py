@@ -343,6 +343,11 @@ class ModuleInfo:
     # its weight's first axis holds its units, each reading the same inputs (nn.Linear, a convolution without groups):
     # units with identical weights stay identical (`unit_spread`)
     unit_rows: bool = False
+    # takes (sequence, batch, features), `batch_first=False`: nn.MultiheadAttention, nn.RNN/LSTM/GRU, Transformer layers
+    seq_first: bool = False
+
+
+SEQUENCE_FIRST_LAYERS = (nn.MultiheadAttention, nn.RNNBase, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
 
 
 def _module_info(name: str, module: nn.Module) -> ModuleInfo:
@@ -353,7 +358,9 @@ def _module_info(name: str, module: nn.Module) -> ModuleInfo:
     # (read without running descriptors: a TorchScript module's class `forward` raises when read from the class)
     runs = inspect.getattr_static(type(module), "forward", None) is not nn.Module.forward
     unit_rows = isinstance(module, UNIT_ROW_LAYERS) and getattr(module, "groups", 1) == 1
-    return ModuleInfo(name, type(module).__name__, has_weights, recurrent, gated, leaf, bidirectional, runs, unit_rows)
+    seq_first = isinstance(module, SEQUENCE_FIRST_LAYERS) and getattr(module, "batch_first", None) is False
+    kind = type(module).__name__
+    return ModuleInfo(name, kind, has_weights, recurrent, gated, leaf, bidirectional, runs, unit_rows, seq_first)
 
 
 def _modules_in_plain_containers(root: nn.Module) -> list[tuple[str, str, str, list]]:
@@ -809,6 +816,7 @@ class StepState:
     # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
     input_spread: tuple | None = None
     layer_spreads: dict = field(default_factory=dict)  # on the first sampled steps: each weighted layer's, the same
+    seq_first_inputs: dict = field(default_factory=dict)  # the input shape of each layer taking (sequence, batch, ...)
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
@@ -1424,6 +1432,8 @@ class TorchProbe:
                         producer = state.output_memory.producer(arg)
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
+            if info.seq_first and args and isinstance(args[0], torch.Tensor) and args[0].dim() == 3:
+                state.seq_first_inputs.setdefault(info.name, list(args[0].shape))  # (its batch on axis 1?)
             if state.drawn.outputs:  # a draw made without a path back to its distribution's parameters, read here
                 for arg in _tensors(args):
                     if not arg.requires_grad and arg.is_floating_point() and _dense(arg):
@@ -2926,6 +2936,13 @@ class TorchProbe:
         if state.input_spread:
             layer, spread_at = state.input_spread
             record.input_spread = {"layer": layer, "spread": value(spread_at)}
+        if state.seq_first_inputs and state.batch_classes is not None:  # (how many examples: the targets' count)
+            batch = state.batch_classes[0]
+            record.batch_as_sequence = [
+                {"layer": name, "input_shape": shape, "batch": batch}
+                for name, shape in state.seq_first_inputs.items()
+                if shape[0] == batch and shape[1] not in (1, batch)
+            ]
         if state.layer_spreads:
             record.layer_spreads = {layer: value(spread_at) for layer, spread_at in state.layer_spreads.items()}
         if state.huber is not None:
