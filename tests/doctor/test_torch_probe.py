@@ -669,21 +669,39 @@ def test_gradients_reset_between_the_micro_batches_of_one_step_are_named(zero_gr
     assert "once per optimiser step" in f.remedies[0]
 
 
-@pytest.mark.parametrize("loop", ["step_outside_the_loop", "sam", "per_example_sums"])
+@pytest.mark.parametrize(
+    "loop", ["step_outside_the_loop", "step_outside_the_loop, clipped", "sam", "per_example_sums", "fgsm", "mgda"]
+)
 def test_a_step_after_several_undivided_backward_passes_reset_between_them(loop):
     """`optimizer.step()` dedented out of the loop over batches, `zero_grad()` still before each `backward()`: each
-    step applies the last batch's gradient alone and the other batches' are thrown away. It was no finding (the
-    losses are not divided, as gradient accumulation's are). SAM's two passes (the weights moved between them) and
-    per-example gradients clipped and summed by hand into `.grad` also reset between passes, on purpose."""
+    step applies the last batch's gradient alone and the other batches' are thrown away (clipped before the step or
+    not). It was no finding (the losses are not divided, as gradient accumulation's are). Passes reset on purpose are
+    not: SAM's two (the weights moved between them), per-example gradients clipped and summed by hand into `.grad`,
+    FGSM's attack pass before the training pass (two passes), MGDA's per-task passes before the combined loss's (the
+    losses differ: three or more passes of one loss are looked for)."""
     x, y = data()
     model = FunctionalNet()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with doctor.watch(model, optimizer, every=2) as dr:
         for _ in range(16):
-            if loop == "step_outside_the_loop":
+            if loop.startswith("step_outside_the_loop"):
                 for batch in range(4):
                     optimizer.zero_grad()
                     nn.functional.cross_entropy(model(x[batch::4]), y[batch::4]).backward()
+                if loop.endswith("clipped"):
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            elif loop == "fgsm":
+                attacked = x.clone().requires_grad_(True)
+                nn.functional.cross_entropy(model(attacked), y).backward()
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model((attacked + 0.1 * attacked.grad.sign()).detach()), y).backward()
+            elif loop == "mgda":
+                losses = [nn.functional.cross_entropy(model(x), y), nn.functional.mse_loss(model(x)[:, 0], x[:, 0])]
+                for task in losses:
+                    optimizer.zero_grad()
+                    task.backward(retain_graph=True)
+                optimizer.zero_grad()
+                (0.5 * losses[0] + 0.5 * losses[1]).backward()
             elif loop == "sam":
                 optimizer.zero_grad()
                 nn.functional.cross_entropy(model(x), y).backward()
@@ -707,7 +725,7 @@ def test_a_step_after_several_undivided_backward_passes_reset_between_them(loop)
                     p.grad = total / 4
             optimizer.step()
     named = [f for f in dr.findings if f.evidence.get("reset_between_backward_passes")]
-    if loop != "step_outside_the_loop":
+    if not loop.startswith("step_outside_the_loop"):
         assert named == []
         return
     [f] = named

@@ -1070,8 +1070,8 @@ def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
 def reset_between_backwards_rule(history: History, t: Thresholds) -> list[Finding]:
     """Several backward passes per optimiser step, and the gradients reset between them on most recent sampled steps,
     with each loss divided by a constant k >= 2 (gradient accumulation's `loss / k`: zero_grad() sits inside the loop
-    over micro-batches), or with the step applying the last pass's gradient as that pass left it, on the weights
-    every pass saw (`step()` dedented out of the loop over batches). Each step applies the last batch's gradient
+    over micro-batches), or with three passes or more of one loss, the step applying the last pass's gradient as that
+    pass left it, on the weights every pass saw (`step()` dedented out of the loop over batches). Each step applies the last batch's gradient
     alone; the others' are computed and thrown away. (SAM's two passes move the weights in between; per-example
     gradients summed by hand into `.grad` are not the last pass's.)"""
     recent = history.recent()

@@ -431,14 +431,14 @@ def _dense(tensor: torch.Tensor) -> bool:
     return tensor.layout is torch.strided and not tensor.is_nested
 
 
-def _left_as_it_was(last: tuple | None) -> bool:
+def _left_as_it_was(last: tuple | None, rescaled: bool = False) -> bool:
     """Whether the gradient a backward pass left (`TorchProbe._representative_gradient`) is still there, the same
-    tensor unchanged: what an optimiser step now applies is that pass's gradient alone, not one put together by hand
-    (per-example gradients clipped and summed into `.grad`, say)."""
+    tensor unchanged (or, `rescaled`, changed in place by a clipping function): what an optimiser step now applies is
+    that pass's gradient alone, not one put together by hand (per-example gradients clipped and summed into `.grad`)."""
     if last is None:
         return False
     param, grad, version, _ = last
-    return param.grad is not None and param.grad is grad() and param.grad._version == version
+    return param.grad is not None and param.grad is grad() and (rescaled or param.grad._version == version)
 
 
 def _swapped_betas(optimizer) -> list[float] | None:
@@ -859,6 +859,7 @@ class StepState:
     # pass's gradient just as that pass left it (not replaced or changed: the others' are then thrown away)
     weights_moved_between_backwards: bool = False
     last_gradient_stepped: bool = False
+    root_ops: set = field(default_factory=set)  # the operations at the roots of the step's backward passes
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     # a log_softmax over dim 1 of a Linear's (N, T, C) output, T == C (_classes_on_another_axis): {"layer", ...}
@@ -1953,6 +1954,7 @@ class TorchProbe:
             return
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
         state.roots.extend(root_nodes)
+        state.root_ops.add(op_name(root_nodes[0]))  # (the same loss over several batches, or different losses?)
         names = state.names
         if state.outputs_made and not state.outputs_reached:  # (modules made outputs before this backward: in it?)
             state.outputs_reached = any(node in names for node in nodes)
@@ -2481,7 +2483,9 @@ class TorchProbe:
             if self.sampling and self.state is not None and self.state.gradient_sample is not None:
                 self._compare_gradient_sample(self.state)
             if self.sampling and self.state is not None and self.state.backward_pairs:
-                self.state.last_gradient_stepped = _left_as_it_was(self._last_gradient)
+                # (clipped in place since, the gradient is still that pass's own)
+                clipped = self.state.clipping is not None or self.state.value_clipping is not None
+                self.state.last_gradient_stepped = _left_as_it_was(self._last_gradient, rescaled=clipped)
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -2882,7 +2886,10 @@ class TorchProbe:
         record.root_scale_unknown = changed is not None and math.isnan(changed)
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
+            # (three passes or more of one loss: the same loss over several batches, not an attack's or a task's pass
+            # before the training's, nor SAM's two)
             only_the_last = state.last_gradient_stepped and not state.weights_moved_between_backwards
+            only_the_last = only_the_last and state.backward_pairs >= 2 and len(state.root_ops) == 1
             record.reset_between_backwards = (
                 state.reset_between_backwards,
                 state.backward_pairs,
