@@ -965,14 +965,16 @@ def draw_without_path_rule(history: History, t: Thresholds) -> list[Finding]:
 def confined_logits_rule(history: History, t: Thresholds) -> list[Finding]:
     """cross_entropy over cosine similarities times a constant c only (`F.normalize(a) @ F.normalize(b).T * tau`, a
     temperature multiplied where it divides): every score lies within +-c, whatever the weights, so the softmax can
-    give the target at most 1 / (1 + (classes - 1) exp(-2c)). Below `confined_logits` of it, an error (with the stall
-    folded into it), on most recent sampled steps."""
+    give the target at most p = 1 / (1 + (classes - 1) exp(-2c)), and the loss cannot fall below -log p. When that
+    floor is `confined_logits` of the loss at chance (log classes) or more, on most recent sampled steps: an error, the
+    stall folded into it. (InfoNCE over hundreds of candidates at a temperature of 0.5 or 1 is bounded too, far below
+    chance: not this.)"""
     marked = _marked_on_most(history, "confined_logits", t)
     if not marked:
         return []
     factor, classes = marked[-1].confined_logits["factor"], marked[-1].confined_logits["classes"]
     best = 1.0 / (1.0 + (classes - 1) * math.exp(-2.0 * factor))
-    if best >= t.confined_logits:
+    if -math.log(best) < t.confined_logits * math.log(classes):
         return []
     first_step = next(r.step for r in history.records if r.confined_logits is not None)
     evidence = {
@@ -1071,9 +1073,9 @@ def reset_between_backwards_rule(history: History, t: Thresholds) -> list[Findin
     """Several backward passes per optimiser step, and the gradients reset between them on most recent sampled steps,
     with each loss divided by a constant k >= 2 (gradient accumulation's `loss / k`: zero_grad() sits inside the loop
     over micro-batches), or with three passes or more of one loss, the step applying the last pass's gradient as that
-    pass left it, on the weights every pass saw (`step()` dedented out of the loop over batches). Each step applies the last batch's gradient
-    alone; the others' are computed and thrown away. (SAM's two passes move the weights in between; per-example
-    gradients summed by hand into `.grad` are not the last pass's.)"""
+    pass left it, on the weights every pass saw (`step()` dedented out of the loop over batches). Each step applies
+    the last batch's gradient alone; the others' are computed and thrown away. (SAM's two passes move the weights in
+    between; per-example gradients summed by hand into `.grad` are not the last pass's.)"""
     recent = history.recent()
     checked = [r for r in recent if r.reset_between_backwards is not None]
     marked = [r for r in checked if _reset_between_backward_passes(r)]

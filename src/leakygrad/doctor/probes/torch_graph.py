@@ -782,9 +782,12 @@ def confined_logits(loss_nodes) -> dict | None:
         if op_name(log_softmax) != "log_softmax" or log_softmax.next_functions[0][0] is None:
             continue
         product, factor = beneath_reshapes(log_softmax.next_functions[0][0]), 1.0
-        for _ in range(4):  # (`z1 @ z2.T * tau`, `z1 @ z2.T / tau`: constant factors only)
+        for _ in range(4):  # (`z1 @ z2.T * tau`, `z1 @ z2.T / tau`: constant factors only, read on the host)
             inputs = [child for child, _ in product.next_functions if child is not None]
-            constant = _constant_factor(product) if op_name(product) in ("mul", "div") and len(inputs) == 1 else None
+            scaling = op_name(product) in ("mul", "div") and len(inputs) == 1
+            if scaling and not _factor_on_the_host(product):
+                break  # (a temperature held on a GPU: not read, which would wait for the device)
+            constant = _constant_factor(product) if scaling else None
             if not constant:
                 break
             factor = factor * abs(constant) if op_name(product) == "mul" else factor / abs(constant)
@@ -801,6 +804,16 @@ def confined_logits(loss_nodes) -> dict | None:
         if shape is not None and len(shape) == 2 and shape[1] >= 2:
             return {"factor": factor, "classes": shape[1]}
     return None
+
+
+def _factor_on_the_host(node) -> bool:
+    """Whether a product's or quotient's constant factor can be read without the device: a number, or a tensor on the
+    CPU (`_constant_factor` takes a GPU tensor's for positive without reading it)."""
+    for name in ("_saved_other", "_saved_self"):
+        factor = getattr(node, name, None)
+        if isinstance(factor, torch.Tensor) and factor.numel() == 1 and not factor.requires_grad:
+            return factor.is_cpu
+    return True
 
 
 def _unit_rows(node) -> bool:
