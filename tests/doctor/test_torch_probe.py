@@ -765,6 +765,39 @@ def test_a_model_with_a_parameter_of_its_own_is_at_the_output_end_of_the_depth_c
     assert f.evidence["input_layer"] == "net.0" and f.evidence["output_layer"] == "scaledsigmoidstack"
 
 
+class ReturnsItsLoss(nn.Module):
+    """A healthy MLP whose model holds a parameter of its own (a logit scale) and returns the loss itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+        self.scale = nn.Parameter(torch.ones(()))
+
+    def forward(self, x, y):
+        return nn.functional.cross_entropy(self.body(x) * self.scale, y)
+
+
+def test_a_model_that_returns_its_loss_is_not_the_output_end_of_the_depth_chain():
+    """`forward(x, y) -> loss` in a model with a parameter of its own: its output is the loss, whose gradient is
+    d loss / d loss = 1, so placed at the output end it made every layer's gradient look vanished (a review's repro:
+    a warning at ratio 1e-4). A module that returns one number is no layer of the chain."""
+    x, _ = data(n=256, features=16)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    torch.manual_seed(0)
+    model = ReturnsItsLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(100):
+            loss = model(x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.findings == []
+    assert "returnsitsloss" not in dr.history.records[-1].layers or (
+        dr.history.records[-1].layers["returnsitsloss"].out_grad_norm is None
+    )
+
+
 class TwoHeads(nn.Module):
     def __init__(self):
         super().__init__()

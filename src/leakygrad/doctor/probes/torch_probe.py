@@ -1562,7 +1562,8 @@ class TorchProbe:
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
                     state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
-            if (info.has_weights or info.recurrent) and node is not None:
+            # (a module that returns a loss, one number, is no layer: its output's gradient is d loss / d loss = 1)
+            if (info.has_weights or info.recurrent) and node is not None and y.dim() > 0:
                 if info.recurrent == "cell":
                     calls = state.cell_calls.setdefault(name, [])
                     calls.append(None)
