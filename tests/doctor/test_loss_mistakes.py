@@ -896,7 +896,8 @@ def test_a_warm_up_never_capped_is_named_as_what_raised_the_learning_rate(capped
     [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
     raised = f.evidence["lr_raised"]
     assert raised["lr_given"] == 0.05 and raised["lr_at_onset"] >= 0.15 and raised["lr_last"] == pytest.approx(2.0)
-    assert "min(1.0, (s + 1) / warmup)" in f.remedies[0] and "kept raising it" in f.explanation
+    assert "min(1.0, (s + 1) / warmup)" in f.remedies[0] and "max_lr" in f.remedies[0]
+    assert "kept raising it" in f.explanation and "it started from (`initial_lr`)" in f.explanation
 
 
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])

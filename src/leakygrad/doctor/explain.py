@@ -2229,15 +2229,17 @@ def explain_diverging_loss(f: Finding):
     if e.get("lr_raised"):
         raised = e["lr_raised"]
         text += (
-            f" A learning-rate scheduler raised the rate from the {fmt(raised['lr_given'])} the optimiser was given to "
-            f"{fmt(raised['lr_at_onset'])} by then, and kept raising it to the end ({fmt(raised['lr_last'])}): each "
-            "step scales the gradient by that rate, so the steps grew until they overshot. A warm-up factor never "
-            "capped at 1 does this: `lambda s: (s + 1) / warmup` keeps growing after the warm-up."
+            f" A learning-rate scheduler raised the rate from the {fmt(raised['lr_given'])} it started from "
+            f"(`initial_lr`) to {fmt(raised['lr_at_onset'])} by then, and kept raising it to the end of the run "
+            f"({fmt(raised['lr_last'])}): each step scales the gradient by that rate, so the steps grew until they "
+            "overshot. A warm-up factor never capped at 1 does this (`lambda s: (s + 1) / warmup` keeps growing after "
+            "the warm-up), and so does a schedule whose peak is too high."
         )
         remedies.insert(
             0,
-            "Cap the warm-up factor at 1: `LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))`, so that the "
-            "rate stays at the one given after the warm-up.",
+            "Lower the schedule's peak: cap a LambdaLR warm-up's factor at 1 (`LambdaLR(optimizer, lambda s: "
+            "min(1.0, (s + 1) / warmup))`); for OneCycleLR or CyclicLR, a lower `max_lr`; for ExponentialLR, a gamma "
+            "of 1 or less.",
         )
     if e.get("updates_normal_size"):
         text += (

@@ -2452,10 +2452,11 @@ def _inputs_alike(history: History, t: Thresholds) -> dict | None:
 
 
 def _note_rate_raised(evidence: dict, history: History, onset: int, t: Thresholds) -> None:
-    """A diverging loss whose learning rate a scheduler had raised to `lr_raised` times the rate given (`initial_lr`)
-    or more by the divergence's onset, and kept raising to the end (never lower on a sampled step than on the one
-    before): a warm-up factor never capped at 1 (`LambdaLR(opt, lambda s: (s + 1) / warmup)`), the likely reason the
-    rate is too high. Noted as `lr_raised` ({"lr_given", "lr_at_onset", "lr_last"})."""
+    """A diverging loss whose learning rate a scheduler had raised to `lr_raised` times the rate it started from
+    (`initial_lr`) or more by the divergence's onset, and kept raising to the end (never lower on a sampled step than on
+    the one before): a warm-up factor never capped at 1 (`LambdaLR(opt, lambda s: (s + 1) / warmup)`), or a schedule's
+    peak too high (OneCycleLR's `max_lr`, ExponentialLR's gamma above 1), the likely reason the rate is too high.
+    Noted as `lr_raised` ({"lr_given": initial_lr, "lr_at_onset", "lr_last"})."""
     scheduled = [(r.step, *r.lr_schedule) for r in history.records if r.lr_schedule is not None]
     if len(scheduled) < t.min_records or any(later[1] < earlier[1] for earlier, later in zip(scheduled, scheduled[1:])):
         return
