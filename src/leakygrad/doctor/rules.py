@@ -923,7 +923,7 @@ def batch_as_sequence_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
-    """On the first sampled steps (at least 2, most of them), every weighted layer whose output the loss reads gave the
+    """On the first 2 sampled steps (both), every weighted layer whose output the loss reads gave the
     same output for every example of the batch (spread below `outputs_alike` of its size) while an earlier weighted
     layer's outputs differed (`inputs_alike` or more): between them, something discards what tells the examples
     apart, and the prediction cannot depend on the example. Named at the output layer: an error."""
@@ -937,7 +937,7 @@ def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
         differing = [name for name in order[:first_output] if spreads[name] >= t.inputs_alike]
         if differing:
             marked.append((outputs, differing[-1], max(spreads[name] for name in outputs)))
-    if len(marked) < 2 or 2 * len(marked) < len(history.layer_spreads):
+    if len(marked) < 2 or len(marked) < len(history.layer_spreads):
         return []
     outputs, differing, _ = marked[-1]
     evidence = {

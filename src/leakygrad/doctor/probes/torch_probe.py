@@ -92,6 +92,7 @@ LEAF_ENTRIES_COMPARED = 16  # entries of a loose leaf compared with its first va
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
+OUTPUT_SPREAD_LOOKS = 2  # ... on which every weighted layer's are (is the prediction the same for every example?)
 SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its float targets) are summed by row
 # a classifier's batches: the classes each holds are counted on this many first sampled backward passes with a loss,
 # then on those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
@@ -1556,7 +1557,7 @@ class TorchProbe:
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
                 self._look_at_input_spread(state, info, y)
-            if info.has_weights and self._output_spread_looks < INPUT_SPREAD_LOOKS and name not in state.layer_spreads:
+            if info.has_weights and self._output_spread_looks < OUTPUT_SPREAD_LOOKS and name not in state.layer_spreads:
                 if y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent and not info.kind.startswith("Embedding"):
                     state.layer_spreads[name] = state.deferred.scalar(spread_across_batch(y))
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
