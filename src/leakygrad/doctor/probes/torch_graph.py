@@ -727,6 +727,17 @@ def class_targets(loss_nodes) -> tuple[torch.Tensor, int, int] | None:
     return None
 
 
+def cross_entropies(loss_nodes):
+    """(nll_loss node, log_softmax node, the scores' node) of each cross_entropy on the loss side: its nll_loss over a
+    log_softmax of the scores."""
+    for node in loss_nodes:
+        if op_name(node) != "nll_loss" or not node.next_functions or node.next_functions[0][0] is None:
+            continue
+        log_softmax = node.next_functions[0][0]
+        if op_name(log_softmax) == "log_softmax" and log_softmax.next_functions[0][0] is not None:
+            yield node, log_softmax, log_softmax.next_functions[0][0]
+
+
 def _beneath_a_scale(node):
     """The node under constant factors and under a product with one number that has a history of its own (CLIP's
     learnable temperature, `logit_scale.exp() * z1 @ z2.T`)."""
@@ -749,13 +760,8 @@ def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
     A contrastive loss meant `z1 @ z2.T` (two views): with z1 @ z1.T every example's "positive" is itself, the
     largest similarity there is (1 for unit vectors). Else None. (SimCLR's z @ z.T over both views masks the diagonal
     and takes the other view's row for target: not this.)"""
-    for node in loss_nodes:
-        if op_name(node) != "nll_loss" or not node.next_functions or node.next_functions[0][0] is None:
-            continue
-        log_softmax = node.next_functions[0][0]
-        if op_name(log_softmax) != "log_softmax" or log_softmax.next_functions[0][0] is None:
-            continue
-        product = _beneath_a_scale(log_softmax.next_functions[0][0])
+    for node, _, scores in cross_entropies(loss_nodes):
+        product = _beneath_a_scale(scores)
         if op_name(product) not in ("mm", "bmm") or len(product.next_functions) != 2:
             continue
         (left, _), (right, _) = product.next_functions
@@ -775,13 +781,8 @@ def confined_logits(loss_nodes) -> dict | None:
     """{"factor", "classes"} when cross_entropy's scores are cosine similarities (the products of rows scaled to unit
     length, `F.normalize(a) @ F.normalize(b).T`) times or over constants only: every score then lies within
     +-factor, whatever the weights. Else None (a learnable temperature, scores of vectors not normalised)."""
-    for node in loss_nodes:
-        if op_name(node) != "nll_loss" or not node.next_functions or node.next_functions[0][0] is None:
-            continue
-        log_softmax = node.next_functions[0][0]
-        if op_name(log_softmax) != "log_softmax" or log_softmax.next_functions[0][0] is None:
-            continue
-        product, factor = beneath_reshapes(log_softmax.next_functions[0][0]), 1.0
+    for _, log_softmax, scores in cross_entropies(loss_nodes):
+        product, factor = beneath_reshapes(scores), 1.0
         for _ in range(4):  # (`z1 @ z2.T * tau`, `z1 @ z2.T / tau`: constant factors only, read on the host)
             inputs = [child for child, _ in product.next_functions if child is not None]
             scaling = op_name(product) in ("mul", "div") and len(inputs) == 1
