@@ -24,6 +24,8 @@ def test_demo_trains_checks_and_diagnoses(tmp_path):
     assert done.returncode == 0, output
     assert "worst relative error" in output and "(passed)" in output  # the engine's gradcheck
     assert "vanishing_gradient" in output and "model.0" in output  # the sick script's leak, named
+    # ... and nothing else as an error: its output, alike for every example, is the vanishing chain's doing
+    assert output.count("ERROR") == 1, output
     assert "no leaks found" in output  # the fixed script
     report = (tmp_path / "report.html").read_text()
     assert report.startswith("<!DOCTYPE html>") and "vanishing_gradient" in report

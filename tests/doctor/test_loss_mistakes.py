@@ -648,6 +648,30 @@ class AttentionPooling(nn.Module):
         return self.head(pooled)
 
 
+def test_outputs_alike_after_a_spread_that_faded_through_sigmoids_are_the_depths_doing():
+    """Ten sigmoid layers: each squashes what tells the examples apart a little more, and the last layer's outputs are
+    alike for every example (spread ~1e-7): the vanishing chain's doing, told as a vanishing gradient, not a
+    discarded input between two layers (the README's demo said both)."""
+    torch.manual_seed(0)
+    layers = []
+    for i in range(10):
+        layers += [nn.Linear(16 if i == 0 else 32, 32), nn.Sigmoid()]
+    model = nn.Sequential(*layers, nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.randn(128, 16)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    spreads = dr.history.layer_spreads[0][0]
+    assert spreads["sequential.20"] < 1e-4 < 0.05 < spreads["sequential.0"]  # (alike at the end, as said)
+    assert [f for f in dr.findings if "outputs_alike" in f.evidence] == []
+    assert "vanishing_gradient" in {f.symptom for f in dr.findings}
+
+
 @pytest.mark.parametrize("mistake", ["mask inverted", "mean over the batch", "none", "head zero at first"])
 def test_a_prediction_the_same_for_every_example_is_a_blocked_gradient_at_the_output_layer(mistake):
     """A padding mask the wrong way round (`masked_fill(is_real, -inf)`): the pooling reads the padding only, the same

@@ -924,9 +924,10 @@ def batch_as_sequence_rule(history: History, t: Thresholds) -> list[Finding]:
 
 def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
     """On the first 2 sampled steps (both), every weighted layer whose output the loss reads gave the
-    same output for every example of the batch (spread below `outputs_alike` of its size) while an earlier weighted
-    layer's outputs differed (`inputs_alike` or more): between them, something discards what tells the examples
-    apart, and the prediction cannot depend on the example. Named at the output layer: an error."""
+    same output for every example of the batch (spread below `outputs_alike` of its size) while the weighted layer
+    that ran just before them gave outputs that differ (`inputs_alike` or more): between the two, something discards
+    what tells the examples apart, and the prediction cannot depend on the example. Named at the output layer: an
+    error. (A spread that fades layer after layer, through saturated sigmoids, is the depth's doing, told there.)"""
     marked = []
     for spreads, read in history.layer_spreads:
         outputs = [name for name in read if name in spreads and math.isfinite(spreads[name])]
@@ -934,9 +935,9 @@ def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
             continue
         order = list(spreads)
         first_output = min(order.index(name) for name in outputs)
-        differing = [name for name in order[:first_output] if spreads[name] >= t.inputs_alike]
-        if differing:
-            marked.append((outputs, differing[-1], max(spreads[name] for name in outputs)))
+        before = order[first_output - 1] if first_output > 0 else None
+        if before is not None and spreads[before] >= t.inputs_alike:  # (lost at once, not faded layer by layer)
+            marked.append((outputs, before, max(spreads[name] for name in outputs)))
     if len(marked) < 2 or len(marked) < len(history.layer_spreads):
         return []
     outputs, differing, _ = marked[-1]

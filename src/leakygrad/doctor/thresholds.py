@@ -166,9 +166,10 @@ class Thresholds:
     Evidence `lr_raised`, and capping the warm-up is the first remedy. (A one-cycle schedule comes back down.)"""
     outputs_alike: float = 1e-4
     """Every weighted layer whose output the loss reads gave outputs whose spread across the batch was below this share
-    of their size (on both of the first 2 sampled steps), while an earlier weighted layer's differed by `inputs_alike`
-    or more: the prediction is the same for every example, so something between them discards what tells the
-    examples apart (a mask that hides the real tokens, a mean over the batch axis). An error (`blocked_gradient`)."""
+    of their size (on both of the first 2 sampled steps), while the weighted layer run just before them differed by
+    `inputs_alike` or more: the prediction is the same for every example, so something between the two discards what
+    tells the examples apart (a mask that hides the real tokens, a mean over the batch axis). An error
+    (`blocked_gradient`). A spread that fades layer after layer (deep sigmoids) is not this."""
     inputs_alike: float = 0.05
     """A stalled loss whose first weighted layer gave outputs whose spread across the batch was below this share of
     their size on the first sampled steps (median): every example looks nearly the same to the network (inputs far
