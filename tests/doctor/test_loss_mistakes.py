@@ -866,6 +866,38 @@ def test_a_focal_loss_that_rewards_the_wrong_class_is_named(weight_of):
     assert e["loss_last_third"] < e["loss_first_third"] and "(1 - pt) ** gamma" in f.remedies[0]
 
 
+@pytest.mark.parametrize("decay", [0.1, 0.9])
+def test_layer_wise_rates_far_apart_are_named_on_a_stalled_loss(decay):
+    """Layer-wise learning rates decayed by 0.1 per layer where 0.9 was meant: the lowest layer's rate is 1e-8, a
+    millionth of the top one's, and its weights never move (a sweep's deep MLP: accuracy 0.08 against 0.88, told as
+    dead units and a stall with no cause). The stall now names the parameter groups' rates. Decayed by 0.9 (the rates
+    within 1000 times of each other), the stall, if any, says nothing of them."""
+    torch.manual_seed(0)
+    layers = []
+    for i in range(6):
+        layers += [nn.Linear(16 if i == 0 else 32, 32), nn.Tanh()]
+    model = nn.Sequential(*layers, nn.Linear(32, 4))
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    groups = [{"params": m.parameters(), "lr": 0.01 * decay ** (len(linears) - 1 - i)} for i, m in enumerate(linears)]
+    optimizer = torch.optim.SGD(groups, lr=0.1)
+    x = torch.randn(256, 16)
+    y = (x[:, 0] * x[:, 1] > 0).long() + 2 * (x[:, 2] > 0).long()
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(200):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [stall] = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    if decay == 0.9:
+        assert "lr_by_group" not in stall.evidence
+        return
+    rates = stall.evidence["lr_by_group"]
+    assert rates["lowest"] == pytest.approx(1e-8) and rates["highest"] == pytest.approx(0.01)
+    assert rates["modules_at_lowest"] == ["sequential.0"] and rates["update_ratio_at_lowest"] < 1e-5
+    assert stall.remedies[0].startswith("Check the rates given to each parameter group")
+
+
 @pytest.mark.parametrize("optimizer_class, eps", [("Adam", 10.0), ("RMSprop", 10.0), ("Adam", 1e-8), ("Adam", 1e-3)])
 def test_an_eps_far_above_the_gradients_is_named_as_what_stalls_the_loss(optimizer_class, eps):
     """`Adam(eps=10.0)`: Adam divides each step by sqrt(v) + eps, and with gradient entries near 0.03 the denominator

@@ -2578,6 +2578,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_loss_multiplied(e["loss_multiplied_by"]))
     if e.get("batches_of_one_class"):
         _add_batches_of_one_class(finding)
+    if e.get("lr_by_group"):
+        _add_cause(finding, *_group_rates(e["lr_by_group"]))
     return finding
 
 
@@ -2596,6 +2598,18 @@ def _loss_multiplied(factor: float) -> tuple[str, str]:
         f"Divide the gradients by {factor} before `optimizer.step()` (`for p in model.parameters(): "
         f"p.grad.div_({factor})`), or drop the factor: in float32 no loss scaling is needed, and "
         "`torch.amp.GradScaler` does it (and its unscaling) for float16.",
+    )
+
+
+def _group_rates(rates: dict) -> tuple[str, str]:
+    modules = ", ".join(f"`{name}`" for name in rates["modules_at_lowest"][:4])
+    return (
+        f"The optimiser's parameter groups have learning rates from {fmt(rates['lowest'])} to {fmt(rates['highest'])}, "
+        f"{fmt(rates['highest'] / rates['lowest'])} times apart, and the layers of the lowest group ({modules}) barely "
+        f"move: their weights change by {fmt(rates['update_ratio_at_lowest'])} of their size per step at most. Their "
+        "gradient arrives; their own rate holds them.",
+        "Check the rates given to each parameter group: layer-wise rates decayed by 0.1 per layer where 0.9 was "
+        "meant leave the lowest layers at a millionth of the top one's.",
     )
 
 

@@ -2468,6 +2468,25 @@ def _note_rate_raised(evidence: dict, history: History, onset: int, t: Threshold
         evidence["lr_raised"] = {"lr_given": _sci(given), "lr_at_onset": _sci(at_onset), "lr_last": _sci(last)}
 
 
+def _note_group_rates(evidence: dict, history: History, ratios: dict, t: Thresholds) -> None:
+    """A stalled loss whose optimiser's parameter groups have learning rates 1000 times apart or more, on the last
+    sampled step, and whose lowest-rate group's layers barely move (their median update/weight ratio below
+    `update_ratio_low`): those layers are held by their own rate (layer-wise rates decayed by 0.1 where 0.9 was
+    meant). Noted as `lr_by_group` ({"lowest", "highest", "modules_at_lowest", "update_ratio_at_lowest"})."""
+    groups = history.records[-1].group_rates if history.records else None
+    if not groups:
+        return
+    lowest = groups[0]
+    moved = [ratios[name] for name in lowest["modules"] if name in ratios]
+    if moved and max(moved) < t.update_ratio_low:
+        evidence["lr_by_group"] = {
+            "lowest": _sci(lowest["lr"]),
+            "highest": _sci(groups[-1]["lr"]),
+            "modules_at_lowest": lowest["modules"],
+            "update_ratio_at_lowest": _sci(max(moved)),
+        }
+
+
 def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
     the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
@@ -2640,6 +2659,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         alike = _inputs_alike(history, t)
         if alike is not None:
             evidence["inputs_alike"] = alike
+        _note_group_rates(evidence, history, ratios, t)
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)

@@ -128,6 +128,8 @@ class StepRecord:
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     # an optimiser dividing its steps by sqrt(v) + eps, eps >= 1e-4: {"eps", "gradient_rms"} (a typical entry's size)
     eps_against_gradient: dict | None = None
+    # its parameter groups, lowest rate first, when their rates lie 1000 times apart or more: [{"lr", "modules"}]
+    group_rates: list | None = None
     decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay
     # the first weighted layer's output: {"layer", "spread" (its spread across the batch over its size)}
     input_spread: dict | None = None

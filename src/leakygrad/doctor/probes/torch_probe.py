@@ -501,6 +501,24 @@ def _decayed_rate(optimizer) -> tuple[float, float, float] | None:
     return float(decay), float(lr), float(lr) / (1 + float(steps) * float(decay))  # (this step is number steps + 1)
 
 
+GROUP_RATE_SPREAD = 1000.0  # parameter groups' learning rates this many times apart are looked at (by module)
+
+
+def _group_rates(optimizer, label_of) -> list | None:
+    """[{"lr", "modules"}] of an optimiser's parameter groups, lowest rate first, when their learning rates lie
+    GROUP_RATE_SPREAD times apart or more (layer-wise rates decayed by 0.1 where 0.9 was meant); else None."""
+    rates = [group.get("lr") for group in optimizer.param_groups]
+    if len(rates) < 2 or not all(isinstance(lr, (int, float)) and lr > 0 for lr in rates):
+        return None
+    if max(rates) < GROUP_RATE_SPREAD * min(rates):
+        return None
+    groups = []
+    for group in optimizer.param_groups:
+        labels = sorted({entry[2] for entry in map(label_of, group["params"]) if entry is not None})
+        groups.append({"lr": float(group["lr"]), "modules": labels})
+    return sorted(groups, key=lambda group: group["lr"])
+
+
 # optimisers whose step divides by sqrt(v) + eps, v a running mean of each weight's squared gradient (not Adagrad's
 # running sum, which outgrows any eps)
 EPS_DIVIDING = tuple(getattr(torch.optim, n) for n in "Adam AdamW Adamax NAdam RAdam RMSprop".split())
@@ -921,6 +939,7 @@ class StepState:
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
+    group_rates: list | None = None  # ... its parameter groups' rates and modules, when they lie far apart
     loss_with_domain: str | None = None  # ... or the root itself, one of graph_tools.LOSS_DOMAINS (times constants > 0)
     loss_outside_domain: dict | None = None  # such a loss came out negative: the range its input spanned
     # watched modules made outputs with a history (a frozen backbone's have none), and whether a backward's graph held
@@ -2513,6 +2532,7 @@ class TorchProbe:
                 self.state.lr_schedule = _lr_schedule(optimizer)
                 self.state.decayed_rate = _decayed_rate(optimizer)
                 self.state.large_eps = _large_eps(optimizer)
+                self.state.group_rates = _group_rates(optimizer, self._param_label)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
@@ -2982,6 +3002,7 @@ class TorchProbe:
         record.swapped_betas = state.swapped_betas
         record.lr_schedule = state.lr_schedule
         record.decayed_rate = state.decayed_rate
+        record.group_rates = state.group_rates
         if state.large_eps is not None:
             record.eps_against_gradient = _eps_against_gradient(state.large_eps, state.params, grads)
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
