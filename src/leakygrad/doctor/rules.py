@@ -857,24 +857,20 @@ def eps_dominates_rule(history: History, t: Thresholds) -> list[Finding]:
     shrink below a large eps without harm."""
     if not _loss_is_stalled(history.current_loss(), t):
         return []
-    marked = [
-        r
-        for r in history.recent()
-        if r.eps_against_gradient is not None
-        and r.eps_against_gradient["eps"] >= t.eps_dominates * r.eps_against_gradient["gradient_rms"]
-    ]
+    marked = [r for r in history.recent() if _eps_dominates(r, t)]
     if len(marked) < t.min_records or 2 * len(marked) < len(history.recent()):
         return []
     eps = marked[-1].eps_against_gradient["eps"]
     size = median([r.eps_against_gradient["gradient_rms"] for r in marked])
-    first_step = next(
-        r.step
-        for r in history.records
-        if r.eps_against_gradient is not None
-        and r.eps_against_gradient["eps"] >= t.eps_dominates * r.eps_against_gradient["gradient_rms"]
-    )
+    first_step = next(r.step for r in history.records if _eps_dominates(r, t))
     evidence = {"optimizer_eps": _sci(eps), "gradient_entry_rms": _sci(size), "steps_shrunk_by": _sci(eps / size)}
     return [Finding("stalled_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def _eps_dominates(record: StepRecord, t: Thresholds) -> bool:
+    """Whether the optimiser's eps was `eps_dominates` or more times a typical gradient entry on this step."""
+    found = record.eps_against_gradient
+    return found is not None and found["eps"] >= t.eps_dominates * found["gradient_rms"]
 
 
 def classes_on_another_axis_rule(history: History, t: Thresholds) -> list[Finding]:

@@ -1577,7 +1577,9 @@ class TorchProbe:
             if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
                 self._look_at_input_spread(state, info, y)
             if info.has_weights and self._output_spread_looks < OUTPUT_SPREAD_LOOKS and name not in state.layer_spreads:
-                if y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent and not info.kind.startswith("Embedding"):
+                if state.input_spread and state.input_spread[0] == name:  # (the first weighted layer's: measured above)
+                    state.layer_spreads[name] = state.input_spread[1]
+                elif y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent and not info.kind.startswith("Embedding"):
                     state.layer_spreads[name] = state.deferred.scalar(spread_across_batch(y))
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
