@@ -744,13 +744,28 @@ def test_a_vae_that_decodes_a_draw_made_by_sample_is_a_blocked_gradient_at_the_s
     assert torch.distributions.Normal.sample is torch.distributions.Normal.__dict__["sample"]  # (restored)
 
 
-@pytest.mark.parametrize("scores", ["cosines * 0.07", "cosines / 0.07", "cosines / 0.5", "learned scale"])
+CONFINED = ["cosines * 0.07", "einsum * 0.07", "cosine_similarity * 0.07"]
+
+
+def cosine_scores(za, zb, spelling):
+    """The cosines of every row of za with every row of zb, spelled three ways."""
+    if spelling.startswith("einsum"):
+        return torch.einsum("nd,md->nm", za, zb)
+    if spelling.startswith("cosine_similarity"):
+        return F.cosine_similarity(za[:, None, :], zb[None, :, :], dim=-1)
+    return za @ zb.T
+
+
+NOT_CONFINED = ["cosines / 0.07", "einsum / 0.07", "cosine_similarity / 0.07", "cosines / 0.5", "learned scale"]
+
+
+@pytest.mark.parametrize("scores", CONFINED + NOT_CONFINED)
 def test_cross_entropy_over_cosines_times_a_small_constant_is_a_loss_with_a_floor(scores):
     """CLIP's temperature multiplied where it divides (`za @ zb.T * 0.07`): every score lies within +-0.07, the softmax
     over 128 candidates can give the match at most 0.9%, and the loss sits near log(128). In a sweep's script the
-    retrieval accuracy was 0.24 against 0.76, and the stall was told as having no cause. Divided by the temperature,
-    with CLIP's learned scale, or at SimCLR's 0.5 (bounded too, at 18% over 128, a floor far below chance), no
-    finding."""
+    retrieval accuracy was 0.24 against 0.76, and the stall was told as having no cause. The same cosines through
+    `torch.einsum` or `F.cosine_similarity` were missed until stop 30. Divided by the temperature, with CLIP's learned
+    scale, or at SimCLR's 0.5 (bounded too, at 18% over 128, a floor far below chance), no finding."""
     torch.manual_seed(0)
     tower_a, tower_b = nn.Linear(16, 8), nn.Linear(16, 8)
     classes = nn.Parameter(torch.randn(10, 8))
@@ -765,14 +780,14 @@ def test_cross_entropy_over_cosines_times_a_small_constant_is_a_loss_with_a_floo
             if scores == "learned scale":
                 logits, targets = scale.exp() * za @ zb.T, torch.arange(128)
             else:
-                factor = {"cosines * 0.07": 0.07, "cosines / 0.07": 1 / 0.07, "cosines / 0.5": 2.0}[scores]
-                logits, targets = za @ zb.T * factor, torch.arange(128)
+                factor = {"* 0.07": 0.07, "/ 0.07": 1 / 0.07, "/ 0.5": 2.0}[scores.split(" ", 1)[1]]
+                logits, targets = cosine_scores(za, zb, scores) * factor, torch.arange(128)
             loss = F.cross_entropy(logits, targets)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     named = [f for f in dr.findings if f.where == "cross_entropy"]
-    if scores != "cosines * 0.07":
+    if scores not in CONFINED:
         assert named == []
         return
     [f] = named
@@ -782,6 +797,37 @@ def test_cross_entropy_over_cosines_times_a_small_constant_is_a_loss_with_a_floo
     best = 1 / (1 + (count - 1) * math.exp(-2 * within))
     assert f.evidence["max_target_probability"] == pytest.approx(best, rel=1e-2)
     assert "/ tau" in f.remedies[0] and "temperature" in f.explanation
+
+
+class NormalisedTower(nn.Module):
+    """A projection whose output is normalised inside the module: the cosines' norms are not on the loss side."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return F.normalize(self.linear(x), dim=1)
+
+
+@pytest.mark.parametrize("spelling", ["cosines", "einsum", "cosine_similarity"])
+def test_cosines_of_vectors_normalised_inside_the_model_times_a_small_constant_are_a_loss_with_a_floor(spelling):
+    """The same confined scores when the towers normalise their own outputs: the loss side holds only the product
+    (or the cosine's sum), and the check still looks beneath it."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"a": NormalisedTower(), "b": NormalisedTower()})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(128, 16)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            za, zb = model["a"](x + 0.1 * torch.randn_like(x)), model["b"](x + 0.1 * torch.randn_like(x))
+            loss = F.cross_entropy(cosine_scores(za, zb, spelling) * 0.07, torch.arange(128))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.where == "cross_entropy"]
+    assert (f.symptom, f.severity) == ("stalled_loss", "error")
+    assert f.evidence["logits_within"] == pytest.approx(0.07) and f.evidence["classes"] == 128
 
 
 @pytest.mark.parametrize(

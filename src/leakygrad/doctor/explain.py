@@ -1844,12 +1844,15 @@ def _explain_reset_between_backwards(f: Finding):
     e = f.evidence
     passes, k = e["backward_passes_per_step"], e.get("loss_divided_by")
     if k is None:  # (the losses not divided: step() left outside the loop over batches)
+        others = f"the other {fmt(passes - 1)} batches' gradients are"
+        others = "the other batch's gradient is" if passes == 2 else others
+        share = "half" if passes == 2 else "most"
         text = (
             f"Each optimiser step follows {fmt(passes)} backward passes, and the gradients are reset between them: "
             "`zero_grad()` runs before every `backward()`, but `step()` runs once after them all (dedented out of the "
             "loop over batches, say). Each step applies the last batch's gradient alone, as its backward pass left "
-            f"it; the other {fmt(passes - 1)} batches' gradients are computed and thrown away, so the model takes one "
-            "step where it should take one per batch, and most of the data teaches nothing."
+            f"it; {others} computed and thrown away, so the model takes one step where it should take one per batch, "
+            f"and {share} of the data teaches nothing."
         )
         remedies = [
             "Call `optimizer.step()` inside the loop, right after each `loss.backward()`.",

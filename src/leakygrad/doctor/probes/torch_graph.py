@@ -162,6 +162,25 @@ def new_nodes(roots, seen: set) -> list:
     return nodes
 
 
+def reaches_other_leaves(roots, parameter_ids, limit: int = 20000) -> bool:
+    """Whether the graphs under `roots` end in a leaf that requires grad and is none of `parameter_ids` (an input
+    made to require grad, as an adversarial attack's is). Walked through at most `limit` nodes (beyond: True)."""
+    nodes, seen = [node for node in roots if node is not None], set(roots)
+    for node in nodes:
+        if len(nodes) > limit:
+            return True
+        for child, _ in node.next_functions:
+            if child is None or child in seen:
+                continue
+            seen.add(child)
+            if type(child) is PARAMETER_LEAF:
+                if id(child.variable) not in parameter_ids:
+                    return True
+            else:
+                nodes.append(child)
+    return False
+
+
 def forward_order(graph: Graph) -> list:
     """The nodes with every node after the nodes of its inputs (the order the forward pass ran them)."""
     order, state = [], {}
@@ -793,18 +812,56 @@ def confined_logits(loss_nodes) -> dict | None:
                 break
             factor = factor * abs(constant) if op_name(product) == "mul" else factor / abs(constant)
             product = beneath_reshapes(inputs[0])
-        if op_name(product) not in ("mm", "bmm") or len(product.next_functions) != 2:
-            continue
-        (left, _), (right, _) = product.next_functions
-        transposed = right is not None and op_name(right) in ("t", "transpose", "permute")
-        if left is None or not transposed:
-            continue
-        if not (_unit_rows(beneath_reshapes(left)) and _unit_rows(beneath_reshapes(right))):
+        if not (_product_of_unit_rows(product) or _summed_product_of_unit_rows(product)):
             continue
         shape = output_shape(log_softmax)
         if shape is not None and len(shape) == 2 and shape[1] >= 2:
             return {"factor": factor, "classes": shape[1]}
     return None
+
+
+def _product_of_unit_rows(product) -> bool:
+    """`a @ b.T` (or `torch.einsum("nd,md->nm", a, b)`) of two tensors of unit rows, summed over the axis they were
+    normalised along: each entry is a cosine, within [-1, 1]."""
+    if op_name(product) not in ("mm", "bmm") or len(product.next_functions) != 2:
+        return False
+    (left, _), (right, _) = product.next_functions
+    if left is None or right is None:
+        return False
+    units = [beneath_reshapes(left), beneath_reshapes(right)]
+    if not all(_unit_rows(unit) for unit in units):
+        return False
+    if op_name(right) in ("t", "transpose", "permute"):  # (`a @ b.T`: rows against rows)
+        return True
+    # einsum lays both operands out anew before its bmm: the summed axis must be the one normalised, told by its
+    # length (only where no other axis of either tensor has that length, which would leave it in doubt)
+    summed, shapes = _summed_length(left), [output_shape(unit) for unit in units]
+    if summed is None or None in shapes:
+        return False
+    return all(shape[-1] == summed and summed not in shape[:-1] for shape in shapes)
+
+
+def _summed_length(left) -> int | None:
+    """The length of the axis a matrix product sums over: the last axis of its left operand."""
+    shape = output_shape(left)
+    return shape[-1] if shape else None
+
+
+def _summed_product_of_unit_rows(node) -> bool:
+    """`F.cosine_similarity(a[:, None], b[None], dim=-1)`: the sum, over the last axis, of the product of two tensors
+    of unit rows along it (PyTorch's own spelling of it divides each by its norm, then multiplies and sums)."""
+    if op_name(node) != "sum" or not node.next_functions or node.next_functions[0][0] is None:
+        return False
+    product = node.next_functions[0][0]
+    shape, dims = output_shape(product), getattr(node, "_saved_dim", None)
+    if op_name(product) != "mul" or len(product.next_functions) != 2 or shape is None:
+        return False
+    if not isinstance(dims, tuple) or len(dims) != 1 or getattr(node, "_saved_keepdim", True):
+        return False
+    factors = [child for child, _ in product.next_functions]
+    if None in factors or not all(_unit_rows(beneath_reshapes(factor)) for factor in factors):
+        return False
+    return signed(dims[0]) % len(shape) == len(shape) - 1
 
 
 def _factor_on_the_host(node) -> bool:
@@ -824,8 +881,10 @@ def _unit_rows(node) -> bool:
     if op_name(node) != "div" or len(inputs) != 2 or inputs[0] is None or inputs[1] is None:
         return False
     norm = beneath_reshapes(inputs[1])
-    if op_name(norm) in ("clamp_min", "clamp") and norm.next_functions and norm.next_functions[0][0] is not None:
-        norm = norm.next_functions[0][0]  # (F.normalize's `.clamp_min(eps)`)
+    # (F.normalize's `.clamp_min(eps)`; F.cosine_similarity's copy of the norm, clamped in place)
+    clamped = op_name(norm) in ("clamp_min", "clamp", "clone")
+    if clamped and norm.next_functions and norm.next_functions[0][0] is not None:
+        norm = norm.next_functions[0][0]
     if op_name(norm) != "linalg_vector_norm" or not norm.next_functions or norm.next_functions[0][0] is not inputs[0]:
         return False
     shape, dims = output_shape(node), getattr(norm, "_saved_dim", None)

@@ -622,6 +622,7 @@ def _not_dense(*values) -> bool:
 # a loss that squashes its input itself -> the squashing a model's output must then not have already
 # the loss's own squashing -> the functions whose outputs it must not be given (a sigmoid before cross_entropy too)
 SIMILARITY = ("mm", "bmm")  # the products a contrastive loss's similarity matrix is made by (z1 @ z2.T, an einsum)
+COSINES = (*SIMILARITY, "sum", "linalg_vector_norm")  # (z1 @ z2.T, F.cosine_similarity: a product summed, or norms)
 PENALTY_ROOTS = ("add", "sub", "neg", "rsub", "mul", "div")  # a root that may subtract a penalty: a sum, or scaled
 
 SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid", "softmax")}
@@ -877,6 +878,7 @@ class StepState:
     # ... whether the weights moved between those passes (SAM's ascent step), and whether the step applied the last
     # pass's gradient just as that pass left it (not replaced or changed: the others' are then thrown away)
     weights_moved_between_backwards: bool = False
+    other_leaves: bool | None = None  # two passes: do their graphs reach a leaf that is no parameter (an input)?
     last_gradient_stepped: bool = False
     root_ops: set = field(default_factory=set)  # the operations at the roots of the step's backward passes
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
@@ -1996,8 +1998,8 @@ class TorchProbe:
                 made_by, rows = found
                 embedding = names.get(made_by) or graph_tools.nearest_upstream(made_by, names) or "input"
                 state.self_similarity = {"embedding": embedding, "rows": rows}
-            if state.confined_logits is None:
-                state.confined_logits = graph_tools.confined_logits(loss_nodes)
+        if state.confined_logits is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(COSINES):
+            state.confined_logits = graph_tools.confined_logits(loss_nodes)
         if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
@@ -2509,6 +2511,9 @@ class TorchProbe:
                 # (clipped in place since, the gradient is still that pass's own)
                 clipped = self.state.clipping is not None or self.state.value_clipping is not None
                 self.state.last_gradient_stepped = _left_as_it_was(self._last_gradient, rescaled=clipped)
+                if self.state.backward_pairs == 1 and self.state.last_gradient_stepped:  # (two passes: an attack's?)
+                    roots = self.state.roots
+                    self.state.other_leaves = graph_tools.reaches_other_leaves(roots, self.param_labels)
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -2910,10 +2915,11 @@ class TorchProbe:
         record.root_scale_unknown = changed is not None and math.isnan(changed)
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
-            # (three passes or more of one loss: the same loss over several batches, not an attack's or a task's pass
-            # before the training's, nor SAM's two)
+            # (two passes or more of one loss: the same loss over several batches, not an attack's pass before the
+            # training's, whose graph reaches the input it perturbs, nor a task's, nor SAM's two)
             only_the_last = state.last_gradient_stepped and not state.weights_moved_between_backwards
-            only_the_last = only_the_last and state.backward_pairs >= 2 and len(state.root_ops) == 1
+            of_one_loss = state.backward_pairs >= 2 or (state.backward_pairs == 1 and state.other_leaves is False)
+            only_the_last = only_the_last and of_one_loss and len(state.root_ops) == 1
             record.reset_between_backwards = (
                 state.reset_between_backwards,
                 state.backward_pairs,
