@@ -3389,8 +3389,8 @@ def _stepped_parameters(optimizer) -> list:
 
 
 def _peak(per_unit: list[torch.Tensor]) -> torch.Tensor:
-    """Per unit, its largest value over the calls of a site (its largest output, or its count of positive outputs,
-    in each call): > 0 iff the unit fired in some call. A NaN in any call makes it NaN, which counts as not firing."""
+    """Per unit, its largest value over the calls of a site (the sum of its outputs, or its count of positive
+    outputs, in each call): > 0 iff the unit fired in some call. A NaN in any call makes it NaN, which counts as not firing."""
     return per_unit[0] if len(per_unit) == 1 else torch.stack(per_unit).amax(dim=0)
 
 

@@ -215,8 +215,8 @@ class ActivationTally:
     units: int
     examples: int = 0
     # device tensors, fetched at the step's end. ReLU family (RELU_LIKE): sampled elements > 0 (`positive`); per
-    # unit, a value > 0 iff it fired (`unit_fired`: its count of outputs > 0 when every output was read, else its
-    # largest output).
+    # unit, a value > 0 iff it fired (`unit_fired`: its count of outputs > 0 when every output was read, else the
+    # sum of its outputs).
     # Sigmoid, tanh, hardsigmoid: elements in the flat region (`saturated`), sums of the local derivative
     # (`derivative_sum`).
     positive: list = field(default_factory=list)
@@ -323,7 +323,8 @@ def add_activation(
             tally.unit_fired.append(counts)
         else:
             tally.positive.append(signs.sum(dtype=torch.float32))
-            tally.unit_fired.append(y.amax(dim=other_axes) if other_axes else y)  # > 0 iff the unit fired
+            # (outputs >= 0 sum to more than 0 iff one is: a sum reads a convolution's channels twice as fast as a max)
+            tally.unit_fired.append(y.sum(dim=other_axes) if other_axes else y)  # > 0 iff the unit fired
     elif function in ("sigmoid", "tanh"):
         squares = torch.mul(sample, sample, out=work).sum(dtype=torch.float32)
         if function == "sigmoid":
