@@ -158,6 +158,41 @@ def test_a_loss_stepped_by_an_optimiser_made_with_maximize_true_is_a_diverging_l
     assert [g.symptom for g in dr.findings] == ["diverging_loss"]  # (the rising loss and its gradients: its doing)
 
 
+@pytest.mark.parametrize("total_steps", [40, 120])
+def test_a_learning_rate_scheduled_below_zero_is_a_diverging_loss_at_the_optimizer(total_steps):
+    """A linear decay `LambdaLR(opt, lambda s: 1 - s / total_steps)` with `total_steps` counted for another batch size:
+    past it the rate is negative and each step climbs the loss. In a sweep's CNN (sweep 31) the loss rose to 1e32,
+    then NaN, told as a learning rate too high, whose remedy (a lower rate, still negative) keeps the ascent going.
+    Counted right, no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    x = torch.randn(128, 8)
+    y = x[:, :3].argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - s / total_steps)
+    with doctor.watch(model, optimizer, every=4, name="model") as dr:
+        for _ in range(120):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("negative_learning_rate") is not None]
+    if total_steps == 120:
+        assert named == [] and dr.findings == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("diverging_loss", "optimizer", "error")
+    assert 40 < f.first_step == f.evidence["negative_from_step"] <= 44  # (the first sampled step past step 40)
+    assert f.evidence["negative_learning_rate"] < 0
+    assert f.evidence["loss_last"] > 10 * f.evidence["loss_when_negative"]
+    assert "gradient ascent" in f.explanation and "max(0.0, 1 - s / total_steps)" in f.remedies[0]
+    assert not [g for g in dr.findings if g.where == "loss"]  # (the rising loss: its doing, not a rate too high)
+    for g in dr.findings:
+        assert not any("lower the learning rate" in r.lower() for r in g.remedies)
+
+
 def test_the_loss_itself_and_a_negated_objective_that_is_no_loss_function_are_not_named():
     assert all(r.negated_loss is None for r in fit_tanh_regression(F.mse_loss).history.records)
 

@@ -320,6 +320,27 @@ def _explain_maximized_loss(f: Finding):
     return text, remedies
 
 
+def _explain_negative_learning_rate(f: Finding):
+    e = f.evidence
+    text = (
+        f"From step {e['negative_from_step']} the optimiser's learning rate is below 0 "
+        f"({fmt(e['negative_learning_rate'])} on the last sampled step): its update, -lr * gradient, then moves each "
+        "weight along the gradient instead of against it, which is gradient ascent on the loss. A schedule that "
+        "multiplies the rate by a factor falling in a straight line (`LambdaLR(opt, lambda s: 1 - s / total_steps)`) "
+        "does this once the steps run past `total_steps`: counted for another batch size or number of epochs, say."
+    )
+    if e.get("loss_when_negative") is not None and e.get("loss_last") is not None:
+        text += f" The loss was {fmt(e['loss_when_negative'])} then, and {fmt(e['loss_last'])} at the end"
+        text += f" (non-finite on {e['nonfinite_loss_steps']} steps)." if e.get("nonfinite_loss_steps") else "."
+    remedies = [
+        "Keep the schedule's factor at 0 or above: `lambda s: max(0.0, 1 - s / total_steps)`, with `total_steps` "
+        "counted as the loop runs (epochs * len(loader)); or use `torch.optim.lr_scheduler.LinearLR`, which stops at "
+        "its end factor.",
+        "Lowering the learning rate does not help: a smaller negative rate climbs the loss more slowly.",
+    ]
+    return text, remedies
+
+
 def _explain_negated_loss(f: Finding):
     e = f.evidence
     loss = e["negated"]
@@ -1314,6 +1335,13 @@ def explain_nonfinite(f: Finding):
         )
         remedies.insert(0, "Fix the loss first (the `diverging_loss` finding at `loss`): with a floor, nothing grows.")
         first = None  # (the loss grew because of it: no learning-rate reading)
+    if f.evidence.get("after_negative_learning_rate") is not None:
+        text += (
+            f" The learning rate was negative from step {f.evidence['after_negative_learning_rate']} (see the "
+            "`diverging_loss` finding at `optimizer`): each step climbed the loss until a value overflowed."
+        )
+        remedies.insert(0, "Keep the learning rate at 0 or above (the `diverging_loss` finding at `optimizer`).")
+        first = None  # (no learning-rate reading: the rate's sign is the cause, not its size)
     if f.evidence.get("eps_rounds_to_zero"):
         eps, dtype = f.evidence["eps_rounds_to_zero"]["eps"], f.evidence["eps_rounds_to_zero"]["dtype"]
         text += (
@@ -1354,8 +1382,11 @@ def explain_nonfinite(f: Finding):
         text += "`clip_grad_norm_` finding."
         remedies.insert(0, "Make the clipping act first (see the `clip_grad_norm_` finding).")
     if phase != "input":  # (the data's NaN is named where it entered: no growth before it, no line to find)
+        if f.evidence.get("after_negative_learning_rate") is None:
+            remedies.append(
+                "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate."
+            )
         remedies += [
-            "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate.",
             f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "
             "`torch.autograd.detect_anomaly()`.",
         ]
@@ -2192,6 +2223,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_negated_loss(f)
     if e.get("maximized"):
         return _explain_maximized_loss(f)
+    if e.get("negative_learning_rate") is not None:
+        return _explain_negative_learning_rate(f)
     if e.get("adam_betas"):
         return _explain_swapped_betas(f)
     if e.get("penalty_subtracted"):

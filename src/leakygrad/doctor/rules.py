@@ -285,8 +285,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         f.evidence.get("negated") or f.evidence.get("all_frozen") or f.evidence.get("optimizer_steps_without_gradient")
         for f in findings
     )
-    # ... or maximised by its optimiser: the error grows, and the gradients with it (across depth too)
-    maximized = any(f.evidence.get("maximized") for f in findings)
+    # ... or maximised by its optimiser, or stepped with a negative learning rate: the error grows, and the gradients
+    # with it (across depth too)
+    maximized = any(f.evidence.get("maximized") or f.evidence.get("negative_learning_rate") for f in findings)
     curve_has_a_cause = curve_has_a_cause or maximized
     # a loss unbounded below (its input out of its domain) drives the scores, and their gradients, up without end
     unbounded = next((f for f in findings if f.evidence.get("loss_function")), None)
@@ -318,9 +319,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         curve_cause.evidence["folded"] = sorted({f.symptom for f in consequences})
     # ... and a loss with no lower bound runs the logits up until they overflow: the NaN that ends it is its doing
     unbounded_sum = curve_cause is not None and bool(curve_cause.evidence.get("log_probabilities_added"))
+    negative = next((f for f in findings if f.evidence.get("negative_learning_rate")), None)
     for f in findings:
         if unbounded_sum and f.symptom == "nonfinite" and f.evidence.get("phase") == "forward":
             f.evidence["after_loss_without_floor"] = True
+        if negative is not None and f.symptom == "nonfinite" and f.first_step >= negative.first_step:
+            f.evidence["after_negative_learning_rate"] = negative.evidence["negative_from_step"]
     # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
     summed = any(f.symptom == "accumulating_gradient" for f in findings)
     drawn = any("drawn_from" in f.evidence for f in findings)
@@ -333,6 +337,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         the_curve = the_curve and not f.evidence.get("maximized")
         growth = f.symptom == "exploding_gradient" and f.evidence.get("across") == "steps"
         the_growth = growth and (unbounded is not None or summed)
+        the_growth = the_growth or (growth and negative is not None and f.first_step >= negative.first_step)
         the_end = unbounded is not None and _the_loss_running_off(f, unbounded)
         the_depth = made_up and f.evidence.get("across") in ("depth", "steps")
         the_depth = the_depth or (maximized and f.symptom == "exploding_gradient" and f.severity == "warning")
@@ -816,6 +821,31 @@ def maximized_loss_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     first_step = next(r.step for r in history.records if r.maximized_loss is not None)
     return [Finding("diverging_loss", "optimizer", first_step, "error", evidence)]
+
+
+# --- a learning rate below zero ---------------------------------------------------------------------------------------
+def negative_learning_rate_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser's learning rate below 0 on a sampled step (a linear decay, `LambdaLR(opt, lambda s: 1 -
+    s / total)`, run past `total`: its factor turns negative): each step then moves the weights along the gradient,
+    up the loss. An error whatever the loss did since: no schedule means a negative rate (`maximize=True` is how an
+    objective is climbed on purpose). Its evidence has the loss around the step the rate turned negative, and the
+    last."""
+    marked = [r for r in history.records if r.negative_lr is not None]
+    if not marked:
+        return []
+    onset = marked[0].step
+    loss = history.current_loss()
+    before = [b for b in loss.buckets if b.first_step <= onset]
+    after = loss.since(onset + 1).buckets
+    evidence = {
+        "negative_learning_rate": _sci(marked[-1].negative_lr),
+        "negative_from_step": onset,
+        "negative_on_sampled_steps": len(marked),
+        "loss_when_negative": _sci(before[-1].total / before[-1].count) if before else None,
+        "loss_last": _sci(after[-1].total / after[-1].count) if after else None,
+        "nonfinite_loss_steps": loss.nonfinite_steps or None,
+    }
+    return [Finding("diverging_loss", "optimizer", onset, "error", evidence)]
 
 
 def swapped_betas_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -2684,6 +2714,7 @@ RULES = (
     negated_loss_rule,
     subtracted_penalty_rule,
     maximized_loss_rule,
+    negative_learning_rate_rule,
     swapped_betas_rule,
     decayed_rate_rule,
     classes_on_another_axis_rule,

@@ -125,6 +125,7 @@ class StepRecord:
     layers_read_by_loss: list[str] = field(default_factory=list)  # modules whose outputs the loss reads directly
     output_side_activations: list[str] = field(default_factory=list)  # sigmoids and tanhs no module reads
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
+    negative_lr: float | None = None  # ... its lowest learning rate, when below 0
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     # an optimiser dividing its steps by sqrt(v) + eps, eps >= 1e-4: {"eps", "gradient_rms"} (a typical entry's size)
     eps_against_gradient: dict | None = None

@@ -442,6 +442,15 @@ def _left_as_it_was(last: tuple | None, rescaled: bool = False) -> bool:
     return param.grad is not None and param.grad is grad() and (rescaled or param.grad._version == version)
 
 
+def _negative_rate(optimizer) -> float | None:
+    """The lowest learning rate among an optimiser's parameter groups, when it is below 0 (a linear decay
+    `LambdaLR(opt, lambda s: 1 - s / total)` run past `total`); else None. A rate held as a GPU tensor is not read."""
+    rates = [group.get("lr") for group in optimizer.param_groups]
+    rates = [lr for lr in rates if isinstance(lr, (int, float)) or (isinstance(lr, torch.Tensor) and lr.is_cpu)]
+    lowest = min((float(lr) for lr in rates), default=None)
+    return lowest if lowest is not None and lowest < 0 else None
+
+
 def _swapped_betas(optimizer) -> list[float] | None:
     """[beta1, beta2] of the first parameter group whose Adam-style betas have beta1 > beta2 (`betas=(0.999, 0.9)`),
     or None. beta1 averages the gradient, beta2 its square; the square must be remembered longer."""
@@ -938,6 +947,7 @@ class StepState:
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
+    negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
@@ -2533,6 +2543,7 @@ class TorchProbe:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
+                self.state.negative_lr = _negative_rate(optimizer)
                 self.state.step_size_normalised = isinstance(optimizer, SIZE_NORMALISING) or any(
                     "betas" in group for group in optimizer.param_groups
                 )
@@ -3008,6 +3019,7 @@ class TorchProbe:
         record.loss_of_input_gradient = state.grad_of_inputs
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
+        record.negative_lr = state.negative_lr
         record.lr_schedule = state.lr_schedule
         record.decayed_rate = state.decayed_rate
         record.group_rates = state.group_rates
@@ -3390,7 +3402,8 @@ def _stepped_parameters(optimizer) -> list:
 
 def _peak(per_unit: list[torch.Tensor]) -> torch.Tensor:
     """Per unit, its largest value over the calls of a site (the sum of its outputs, or its count of positive
-    outputs, in each call): > 0 iff the unit fired in some call. A NaN in any call makes it NaN, which counts as not firing."""
+    outputs, in each call): > 0 iff the unit fired in some call. A NaN in any call makes it NaN, which counts as not
+    firing."""
     return per_unit[0] if len(per_unit) == 1 else torch.stack(per_unit).amax(dim=0)
 
 
