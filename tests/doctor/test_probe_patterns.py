@@ -700,6 +700,37 @@ def test_a_part_run_alone_while_its_model_is_built_is_named_as_part_of_that_mode
     assert set(run.doctor.history.records[-1].layers) == {"features.0", "fc"}
 
 
+def test_the_parts_of_a_module_list_called_one_by_one_are_all_named_under_the_list(tmp_path):
+    """A flow's couplings held in an `nn.ModuleList` and called in a loop inside a function: the first part called
+    was named without the list's name (`net.2`), the later ones with it (`flow.1.net.2`), in one report (sweep 31)."""
+    script = tmp_path / "flow.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "torch.manual_seed(0)\n"
+        "class Coupling(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))\n"
+        "    def forward(self, x):\n"
+        "        return x + self.net(x)\n"
+        "flow = nn.ModuleList([Coupling() for _ in range(3)])\n"
+        "opt = torch.optim.Adam(flow.parameters(), lr=1e-3)\n"
+        "def transform(h):\n"
+        "    for coupling in flow:\n"
+        "        h = coupling(h)\n"
+        "    return h\n"
+        "x = torch.randn(32, 4)\n"
+        "for step in range(8):\n"
+        "    loss = transform(x).pow(2).mean()\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=2)
+    assert run.exit_code == 0 and run.doctor.history.models == ["flow.0", "flow.1", "flow.2"]
+    layers = {name for record in run.doctor.history.records for name in record.layers}
+    assert layers == {f"flow.{i}.net.{j}" for i in range(3) for j in (0, 2)}
+
+
 def test_a_spectral_norm_layer_is_named_as_part_of_its_model(tmp_path):
     """spectral_norm() runs its parametrization once, at top level, to check it: that made it a watched model."""
     script = tmp_path / "spectral.py"

@@ -1344,7 +1344,9 @@ class TorchProbe:
             if id(ref()) in inside:  # called alone while `module` was being built: named as part of it instead
                 self._forget_root(earlier)
         name = _unused_name(name, self.root_names)
-        added = self.add_root(module, name, prefixed=bool(self.root_names))
+        # (a part of a model held by the script, called on its own, `flow[0]` -> "flow.0": its layers named under it,
+        # as the parts called after it will be, not as the first model's would)
+        added = self.add_root(module, name, prefixed=bool(self.root_names) or "." in name)
         self._fresh_roots[name] = (weakref.ref(module), *added)
         return self.infos.get(module)
 
