@@ -3,10 +3,13 @@ optimisers made anew, frozen layers, half precision, checkpointing, LBFGS, clipp
 Each test failed before the probe handled its pattern."""
 
 import contextlib
+import copy
 import gc
+import io
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
 import warnings
@@ -19,6 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import leakygrad.doctor as doctor
+from leakygrad.doctor.probes.torch_probe import LOAD_STATE_DICT
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -2252,6 +2256,30 @@ def test_weights_loaded_back_at_every_step_are_named(case):
     assert f.evidence["state_loaded_steps"] == 30 and f.evidence["steps"] == 30
     assert "overwrites what the optimiser's last update did" in f.explanation
     assert "never back into `model`" in f.remedies[0]
+
+
+def test_a_watched_model_can_be_saved_whole_pickled_and_copied_and_the_copies_hold_nothing_of_the_doctor():
+    """`torch.save(model, path)` of a watched model raised "cannot pickle 'weakref.ReferenceType' object" (sweep 31),
+    and `mp.spawn(..., args=(model,))` with it: a `load_state_dict` pre-hook the doctor had put on the model held the
+    probe. A deep copy (an EMA, the best model so far) carried the probe too. The loads are now seen by a patch of the
+    method, removed with the watch."""
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        sgd_steps(model, optimizer, x, y, 4)
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        copied = copy.deepcopy(model)
+        unpickled = pickle.loads(pickle.dumps(model))
+        assert nn.Module.load_state_dict is not LOAD_STATE_DICT  # (patched while it watches)
+        for other in (copied, unpickled):
+            assert not other._load_state_dict_pre_hooks and torch.equal(other(x), model(x))
+        sgd_steps(model, optimizer, x, y, 4)
+    assert nn.Module.load_state_dict is LOAD_STATE_DICT and not model._load_state_dict_pre_hooks
+    assert dr.notes == [] and dr.steps == 8
+    buffer.seek(0)
+    assert isinstance(torch.load(buffer, weights_only=False), nn.Sequential)
 
 
 class ExU(nn.Module):

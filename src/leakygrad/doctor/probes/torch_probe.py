@@ -292,9 +292,26 @@ def _patched_sample_of(cls):
     return functools.wraps(original)(sample)
 
 
+# nn.Module.load_state_dict: weights loaded over those the optimiser stepped (an EMA copied back at every step). Noted
+# by a patch of the method while a probe watches, not by a hook on each model: a hook would stay in the model's own
+# dict, and go with it wherever the script sends it (`torch.save(model)` and `copy.deepcopy` would carry the probe).
+_original_load_state_dict = None
+LOAD_STATE_DICT = nn.Module.load_state_dict
+
+
+def _patched_load_state_dict(self, state_dict, *args, **kwargs):
+    if not _compiled_or_transformed():
+        for probe in list(_active_probes):
+            probe.note_state_load(self, state_dict)
+    return (_original_load_state_dict or LOAD_STATE_DICT)(self, state_dict, *args, **kwargs)
+
+
 def _activate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _original_grad
+    global _original_load_state_dict
     if not _active_probes:
+        _original_load_state_dict = nn.Module.load_state_dict
+        nn.Module.load_state_dict = functools.wraps(_original_load_state_dict)(_patched_load_state_dict)
         _original_grad = torch.autograd.grad
         torch.autograd.grad = functools.wraps(_original_grad)(_patched_grad)
         _original_backward = torch.autograd.backward
@@ -314,9 +331,12 @@ def _activate(probe: TorchProbe) -> None:
 
 def _deactivate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled, _original_grad
+    global _original_load_state_dict
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
+        nn.Module.load_state_dict = _original_load_state_dict
+        _original_load_state_dict = None
         torch.autograd.backward = _original_backward
         torch.autograd.grad = _original_grad
         _original_grad = None
@@ -1138,7 +1158,6 @@ class TorchProbe:
         self._in_step = False  # inside the primary optimiser's step
         self._closure_params = None  # a sampled step whose gradients a closure computes (LBFGS): what it steps
         self._global_handles = []
-        self._load_handles = []  # a `load_state_dict` pre-hook on each watched model
         self._last_loads: dict[str, tuple] = {}  # model -> (memory, version) of the first stepped tensor it last loaded
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
@@ -1217,9 +1236,9 @@ class TorchProbe:
         except Exception as error:
             self._fail("finishing the run", error)
         self._remove_module_hooks()
-        for handle in self._global_handles + self._load_handles:
+        for handle in self._global_handles:
             handle.remove()
-        self._global_handles, self._load_handles = [], []
+        self._global_handles = []
         _deactivate(self)
         self.attached = False
         if self.state is not None:
@@ -1269,30 +1288,34 @@ class TorchProbe:
                         added_params.add(id(param))
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
-        if not isinstance(module, torch.jit.ScriptModule):  # (which refuses hooks of this kind)
-            on_load = functools.partial(self._on_state_loading, name)
-            self._load_handles.append(module.register_load_state_dict_pre_hook(on_load))
         return added_modules, added_params
 
-    def _on_state_loading(self, name: str, module: nn.Module, state_dict, prefix: str, *rest) -> None:
-        """`load_state_dict` is about to replace weights of the watched model `name` (called on it, or on a module
-        that holds it). Noted when it loads parameters the training optimiser steps, from values that changed since
-        its last load: whatever the optimiser's last update did is overwritten (an EMA copied back at every step).
-        A fixed snapshot loaded again and again (episodic test-time adaptation resetting to the source model) is
-        told apart by its first tensor: the same memory, not written since."""
+    def note_state_load(self, target: nn.Module, state_dict) -> None:
+        """`target.load_state_dict(state_dict)` is about to replace weights of the watched models it is or holds.
+        Noted for each when it loads parameters the training optimiser steps, from values that changed since its
+        last load: whatever the optimiser's last update did is overwritten (an EMA copied back at every step). A fixed
+        snapshot loaded again and again (episodic test-time adaptation resetting to the source model) is told apart
+        by its first tensor: the same memory, not written since."""
         try:
-            if not self._primary_params:
+            if not self._primary_params or not hasattr(state_dict, "get"):
                 return
-            stepped = [key for key, p in module.named_parameters(prefix=prefix) if id(p) in self._primary_params]
-            loaded = next((state_dict[key] for key in stepped if key in state_dict), None)
-            if not isinstance(loaded, torch.Tensor):
-                return
-            mark = (loaded.data_ptr(), loaded._version)
-            if self._last_loads.get(name) != mark:
-                self._last_loads[name] = mark
-                self.doctor.history.note_state_loaded(self.step, name)
+            roots = set(self.root_names)
+            for path, module in target.named_modules():
+                info = self.infos.get(module)
+                if info is not None and info.name in roots:
+                    self._note_model_load(info.name, module, state_dict, f"{path}." if path else "")
         except Exception as error:
-            self._fail("load_state_dict hook", error)
+            self._fail("load_state_dict", error)
+
+    def _note_model_load(self, name: str, module: nn.Module, state_dict, prefix: str) -> None:
+        stepped = [key for key, p in module.named_parameters(prefix=prefix) if id(p) in self._primary_params]
+        loaded = next((state_dict.get(key) for key in stepped if key in state_dict), None)
+        if not isinstance(loaded, torch.Tensor):
+            return
+        mark = (loaded.data_ptr(), loaded._version)
+        if self._last_loads.get(name) != mark:
+            self._last_loads[name] = mark
+            self.doctor.history.note_state_loaded(self.step, name)
 
     def _param_label(self, param):
         entry = self.param_labels.get(id(param))
