@@ -1,5 +1,6 @@
 """The doctor's command line and runner on scripts that end, fail or use their streams and threads unusually."""
 
+import json
 import os
 import subprocess
 import sys
@@ -269,3 +270,50 @@ def test_a_model_traced_under_the_doctor_passes_the_traces_own_check(tmp_path):
     run = run_script(str(script))
     assert run.exit_code == 0 and run.doctor.steps == 20
     assert run.doctor.notes == []
+
+
+def test_threads_training_models_at_once_are_not_mixed_and_the_first_is_followed(tmp_path):
+    """Three threads each training a model at the same time: the probe mixed their steps into one and read gradients
+    another thread's autograd was writing, which crashed the process (a segfault in 3 of 9 runs with `--every 1`,
+    sweep 31) or left internal notes. Now the first thread's training is followed, and the others' are left alone."""
+    path = tmp_path / "threads.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import threading
+            import torch
+            torch.set_num_threads(1)
+            results = {}
+            made = threading.Lock()
+            def train(name, seed):
+                generator = torch.Generator().manual_seed(seed)
+                with made:
+                    torch.manual_seed(seed)
+                    model = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+                optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+                for _ in range(150):
+                    x = torch.randn(64, 4, generator=generator)
+                    loss = (model(x) - x.sum(1, keepdim=True)).pow(2).mean()
+                    optimizer.zero_grad(); loss.backward(); optimizer.step()
+                results[name] = [p.detach().clone() for p in model.parameters()]
+            threads = [threading.Thread(target=train, args=(i, i)) for i in range(3)]
+            for thread in threads: thread.start()
+            for thread in threads: thread.join()
+            torch.save(results, "weights.pt")
+            """
+        )
+    )
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    report = tmp_path / "r.json"
+    command = [sys.executable, "-m", "leakygrad", "doctor", "--every", "1", "--json", str(report), str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    written = json.loads(report.read_text())
+    assert written["steps"] == 150 and "notes" not in written
+    (tmp_path / "weights.pt").rename(tmp_path / "watched.pt")
+    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    import torch
+
+    watched, alone = torch.load(tmp_path / "watched.pt"), torch.load(tmp_path / "weights.pt")
+    assert all(torch.equal(a, b) for i in range(3) for a, b in zip(watched[i], alone[i]))

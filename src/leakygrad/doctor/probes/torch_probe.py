@@ -33,6 +33,7 @@ import inspect
 import itertools
 import math
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -119,11 +120,16 @@ TORCH_BACKWARD = torch.autograd.backward  # as PyTorch defines it (this module i
 # called after the watch ended: each then calls PyTorch's own, kept here.)
 
 
+def _probes_of_this_thread() -> list[TorchProbe]:
+    """The active probes that follow the thread running now (see `TorchProbe.claim_thread`)."""
+    return [probe for probe in _active_probes if probe.in_its_thread()]
+
+
 def _patched_backward(tensors, *args, **kwargs):
     original = _original_backward or TORCH_BACKWARD
     if _inside_backward():  # re-entrant checkpointing differentiates its recomputed part inside the outer backward:
         return original(tensors, *args, **kwargs)  # part of a backward the probes already see
-    probes = list(_active_probes)
+    probes = [probe for probe in _active_probes if probe.claim_thread()]
     for probe in probes:
         probe.before_backward(tensors)
     result = original(tensors, *args, **kwargs)
@@ -214,7 +220,7 @@ def _patched_clip(parameters, max_norm, *args, **kwargs):
             parameters = itertools.chain((first,), parameters)
     total = (_original_clip or CLIP_GRAD_NORM)(parameters, max_norm, *args, **kwargs)
     if not _compiled_or_transformed():  # (traced by torch.compile, the note would be compiled in)
-        for probe in list(_active_probes):
+        for probe in _probes_of_this_thread():
             probe.note_clipping(max_norm, total, given_nothing)
     return total
 
@@ -230,7 +236,7 @@ def _patched_clip_value(parameters, clip_value, *args, **kwargs):
     clip = _original_clip_value or CLIP_GRAD_VALUE
     if _compiled_or_transformed():
         return clip(parameters, clip_value, *args, **kwargs)
-    watching = [probe for probe in _active_probes if probe.sampling and probe.state is not None]
+    watching = [probe for probe in _probes_of_this_thread() if probe.sampling and probe.state is not None]
     if not watching:
         return clip(parameters, clip_value, *args, **kwargs)
     parameters = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)  # (read twice below)
@@ -253,7 +259,7 @@ def _patched_grad(outputs, inputs, *args, **kwargs):
     result = (_original_grad or AUTOGRAD_GRAD)(outputs, inputs, *args, **kwargs)
     create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
     if not _compiled_or_transformed() and not _inside_backward():
-        for probe in list(_active_probes):
+        for probe in _probes_of_this_thread():
             probe.note_grad(inputs, create_graph)
     return result
 
@@ -285,7 +291,7 @@ def _patched_sample_of(cls):
     def sample(self, *args, **kwargs):
         drawn = original(self, *args, **kwargs)
         if self.has_rsample and _active_probes and torch.is_grad_enabled() and not _compiled_or_transformed():
-            for probe in list(_active_probes):
+            for probe in _probes_of_this_thread():
                 probe.note_sample(self, drawn)
         return drawn
 
@@ -301,7 +307,7 @@ LOAD_STATE_DICT = nn.Module.load_state_dict
 
 def _patched_load_state_dict(self, state_dict, *args, **kwargs):
     if not _compiled_or_transformed():
-        for probe in list(_active_probes):
+        for probe in _probes_of_this_thread():
             probe.note_state_load(self, state_dict)
     return (_original_load_state_dict or LOAD_STATE_DICT)(self, state_dict, *args, **kwargs)
 
@@ -1113,6 +1119,7 @@ class TorchProbe:
         self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
+        self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         # roots discovered since the last sampled step ended, with the module names and parameter ids they added:
         # one called alone while its model was being built (a dummy forward that sizes a head, spectral_norm's check
         # of its layer) gives way to that model when it runs
@@ -1451,10 +1458,27 @@ class TorchProbe:
         self.doctor.internal_error(where, error)
 
     # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
+    # --- one thread's training is followed ---------------------------------------------------------------------------
+    def claim_thread(self) -> bool:
+        """Whether the running thread's training is the one followed: the thread of the first backward pass or
+        optimiser step the probe meets (from then on, the others' are not watched). Several threads training models
+        at once share no step: the probe's hooks would mix their steps, and read gradients that another thread's
+        autograd is writing without the interpreter's lock (a crash). (The thread itself, not its number: a thread
+        started after it ended may get the same number.)"""
+        if self._thread is None:
+            self._thread = threading.current_thread()
+        return self._thread is threading.current_thread()
+
+    def in_its_thread(self) -> bool:
+        """Whether the running thread is the one followed, or none is yet (a forward pass before any backward)."""
+        return self._thread is None or self._thread is threading.current_thread()
+
     def _on_forward_pre(self, module, args):
         # (inside torch.compile or a torch.func transform the hooks do nothing: the module runs as it would,
         # unwatched inside, its parameters still measured at the optimiser step)
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
+            return None
+        if not self.in_its_thread():
             return None
         try:
             depth = self._depth
@@ -1573,6 +1597,8 @@ class TorchProbe:
 
     def _on_forward(self, module, args, output):
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
+            return None
+        if not self.in_its_thread():
             return None
         try:
             if self._depth:
@@ -2537,7 +2563,7 @@ class TorchProbe:
 
     def _on_optimizer_pre(self, optimizer, args, kwargs):
         try:
-            if not self._is_watched_optimizer(optimizer):
+            if not self.in_its_thread() or not self._is_watched_optimizer(optimizer) or not self.claim_thread():
                 return None
             self._stepped_since_backward = True
             if self.sampling and self.state is not None and self.state.gradient_sample is not None:
@@ -2693,7 +2719,7 @@ class TorchProbe:
 
     def _on_optimizer_post(self, optimizer, args, kwargs):
         try:
-            if self.primary is None or self.primary() is not optimizer:
+            if not self.in_its_thread() or self.primary is None or self.primary() is not optimizer:
                 return
             if self._stepped_since_primary:
                 self._stepped_since_primary.clear()  # (a training step ends here)
