@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 # name -> (module, one-line help)
@@ -47,7 +49,22 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 0
-    return int(args.run(args) or 0)
+    code = int(args.run(args) or 0)
+    if argv is None and getattr(args, "interrupted", False):  # (a run from the shell, not a call from Python code)
+        _end_by_sigint()
+    return code
+
+
+def _end_by_sigint() -> None:
+    """End this process as Python ends one whose Ctrl-C was not caught: killed by SIGINT, not exiting with a status,
+    so that a shell loop or `make` running it stops too (they tell "killed by Ctrl-C" from "exited with 130")."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -317,3 +317,34 @@ def test_threads_training_models_at_once_are_not_mixed_and_the_first_is_followed
 
     watched, alone = torch.load(tmp_path / "watched.pt"), torch.load(tmp_path / "weights.pt")
     assert all(torch.equal(a, b) for i in range(3) for a, b in zip(watched[i], alone[i]))
+
+
+@pytest.mark.parametrize("caught", [False, True])
+def test_ctrl_c_the_script_does_not_catch_ends_the_doctor_by_sigint_as_python_would(tmp_path, caught):
+    """Python ends a process whose Ctrl-C was not caught by SIGINT itself (a parent sees "killed by SIGINT", and a
+    shell loop stops), not with exit status 130 as the doctor did (sweep 31). A script that catches it exits as it
+    says, and the report is written either way."""
+    import signal
+
+    path = tmp_path / "interrupted.py"
+    handled = "try:\n    wait()\nexcept KeyboardInterrupt:\n    print('stopped')\n" if caught else "wait()\n"
+    path.write_text(TRAIN + "import time\n"
+                    "def wait():\n"
+                    "    print('ready', flush=True)\n"
+                    "    time.sleep(120)\n" + handled)  # fmt: skip
+    report = tmp_path / "r.json"
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    results = []
+    for command in ([sys.executable, str(path)], [sys.executable, "-m", "leakygrad", "doctor", "--quiet", "--json",
+                                                  str(report), str(path)]):  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert process.stdout.readline().strip() == "ready"
+            process.send_signal(signal.SIGINT)
+            stdout, _ = process.communicate(timeout=120)
+        finally:
+            process.kill()
+        results.append((process.returncode, stdout))
+    plain, watched = results
+    assert watched == plain == ((0, "stopped\n") if caught else (-signal.SIGINT, ""))
+    assert '"steps": 3' in report.read_text()

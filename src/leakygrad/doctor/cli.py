@@ -114,6 +114,7 @@ def run(args) -> int:
             print_summary(doctor, report_paths=written, file=terminal)
         except (OSError, ValueError):  # the script closed the terminal's stream: nothing to print to
             pass
+    args.interrupted = result.interrupted  # (the process then ends by SIGINT, as Python's would: leakygrad.cli.main)
     if result.exit_code == 0 and args.fail_on:
         worst = {f.severity for f in doctor.findings}
         if "error" in worst or (args.fail_on == "warning" and "warning" in worst):

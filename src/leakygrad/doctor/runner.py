@@ -33,6 +33,7 @@ class ScriptRun:
     exit_code: int  # what `python SCRIPT.py` would have exited with
     doctor: Doctor
     globals: dict | None  # the script's module globals when it finished (None if it raised)
+    interrupted: bool = False  # it ended on Ctrl-C it did not catch: Python would end by SIGINT (leakygrad.cli)
 
 
 def run_script(
@@ -60,7 +61,7 @@ def run_script(
         sys.path[0] = folder
     else:
         sys.path.insert(0, folder)
-    exit_code, script_globals = 0, None
+    exit_code, script_globals, interrupted = 0, None, False
     threads_before = set(threading.enumerate())
     if doctor.probe is not None:
         doctor.probe.attach()
@@ -71,7 +72,7 @@ def run_script(
     except KeyboardInterrupt as interrupt:
         _print_script_traceback(interrupt, filename)
         doctor.script_error = "KeyboardInterrupt"
-        exit_code = 130
+        exit_code, interrupted = 130, True
     except BaseException as error:  # the script's own error: print it as Python would, keep going to the report
         _print_script_traceback(error, filename)
         doctor.script_error = _one_line(_describe(error))
@@ -87,7 +88,7 @@ def run_script(
             doctor.probe.detach()
         sys.argv = saved_argv
         _restore_path_entry(folder, saved_path0)
-    return ScriptRun(exit_code, doctor, script_globals)
+    return ScriptRun(exit_code, doctor, script_globals, interrupted)
 
 
 def _restore_path_entry(folder: str, saved: str | None) -> None:
