@@ -2258,6 +2258,23 @@ def test_weights_loaded_back_at_every_step_are_named(case):
     assert "never back into `model`" in f.remedies[0]
 
 
+def test_the_warnings_filters_are_as_the_script_left_them_after_the_watch():
+    """The doctor hides PyTorch's warning about its own global hooks meeting `torch.compile` while it watches; the
+    filter stayed after the watch (sweep 31), one more than the script had."""
+
+    def about_global_hooks():  # (a module imported for the first time may add filters of its own: sympy does)
+        return [f for f in warnings.filters if f[1] is not None and "global hooks" in f[1].pattern]
+
+    assert about_global_hooks() == []
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2):
+        sgd_steps(model, optimizer, x, y, 2)
+        assert len(about_global_hooks()) == 1
+    assert about_global_hooks() == []
+
+
 def test_a_watched_model_can_be_saved_whole_pickled_and_copied_and_the_copies_hold_nothing_of_the_doctor():
     """`torch.save(model, path)` of a watched model raised "cannot pickle 'weakref.ReferenceType' object" (sweep 31),
     and `mp.spawn(..., args=(model,))` with it: a `load_state_dict` pre-hook the doctor had put on the model held the

@@ -1120,6 +1120,7 @@ class TorchProbe:
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
+        self._warning_filter = None  # the one warnings filter attach() adds
         # roots discovered since the last sampled step ended, with the module names and parameter ids they added:
         # one called alone while its model was being built (a dummy forward that sizes a head, spectral_norm's check
         # of its layer) gives way to that model when it runs
@@ -1210,6 +1211,7 @@ class TorchProbe:
         # PyTorch warns that a torch.compile'd module meets global module hooks: ours, which do nothing inside
         # compiled code. The user did nothing to cause it, so it is not shown.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
+        self._warning_filter = warnings.filters[0]  # (taken out again at detach: the script's filters as they were)
         for i, model in enumerate(self._given_models):
             name = self._given_name if (self._given_name and i == 0) else None
             name = name or _global_name(model) or type(model).__name__.lower()
@@ -1248,6 +1250,9 @@ class TorchProbe:
         self._global_handles = []
         _deactivate(self)
         self.attached = False
+        if self._warning_filter in warnings.filters:
+            warnings.filters.remove(self._warning_filter)
+            getattr(warnings, "_filters_mutated", lambda: None)()  # (what filterwarnings() calls: caches reset)
         if self.state is not None:
             try:
                 self.state.release()
