@@ -2258,6 +2258,41 @@ def test_weights_loaded_back_at_every_step_are_named(case):
     assert "never back into `model`" in f.remedies[0]
 
 
+@pytest.mark.parametrize("where", ["_defer_activation_tallies", "_walk_graph", "_tally_activation"])
+def test_a_ctrl_c_inside_a_hook_that_the_script_catches_leaves_no_half_made_step(monkeypatch, where):
+    """Ctrl-C landing inside one of the doctor's hooks, caught by the script, which trains on: the step's statistics
+    were left half gathered, and read later ("'int' object has no attribute 'item'", an internal note, 2 runs in 12
+    in sweep 31). Now that step is dropped whole, and the rest are recorded as usual."""
+    from leakygrad.doctor.probes.torch_probe import TorchProbe
+
+    original, calls = getattr(TorchProbe, where), []
+
+    def interrupted(self, *args):
+        result = original(self, *args)
+        calls.append(self.step)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(TorchProbe, where, interrupted)
+    model = mlp()
+    x, y = regression_data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    stepped = 0  # (the optimiser steps taken: the weights moved, whether the interrupt came before or after)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(12):
+            before = model[0].weight.detach().clone()
+            try:
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+            except KeyboardInterrupt:
+                pass
+            stepped += not torch.equal(before, model[0].weight)
+    assert len(calls) > 3 and dr.notes == []
+    assert dr.steps == stepped and len(dr.history.records) >= stepped - 1
+
+
 def test_the_warnings_filters_are_as_the_script_left_them_after_the_watch():
     """The doctor hides PyTorch's warning about its own global hooks meeting `torch.compile` while it watches; the
     filter stayed after the watch (sweep 31), one more than the script had."""

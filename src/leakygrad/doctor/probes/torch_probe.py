@@ -1540,6 +1540,9 @@ class TorchProbe:
                     return self._watch_sequence_input(module, info, args)
         except Exception as error:
             self._fail("forward pre-hook", error)
+        except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
+            self._drop_interrupted_step()
+            raise
         return None
 
     def _note_cell_state(self, state: StepState, name: str, args) -> None:
@@ -1663,6 +1666,9 @@ class TorchProbe:
         except Exception as error:
             if not _not_dense(output):  # (a sparse or nested output, a layer of a graph network say: unmeasured)
                 self._fail("forward hook", error)
+        except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
+            self._drop_interrupted_step()
+            raise
         return None
 
     def _look_at_input_spread(self, state: StepState, info: ModuleInfo, y: torch.Tensor) -> None:
@@ -1883,6 +1889,9 @@ class TorchProbe:
                 self._walk_graph(roots)  # (not inside the optimiser step: an LBFGS closure's layers are not watched)
         except Exception as error:
             self._fail("before backward", error)
+        except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
+            self._drop_interrupted_step()
+            raise
 
     def after_backward(self) -> None:
         """Without an optimiser, each forward + backward is one step and ends here.
@@ -1921,6 +1930,9 @@ class TorchProbe:
                 self._install_module_hooks()
         except Exception as error:
             self._fail("after backward", error)
+        except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
+            self._drop_interrupted_step()
+            raise
 
     def _representative_gradient(self) -> tuple | None:
         """(parameter, weak reference to its gradient, the gradient's version, the parameter's version) of the first
@@ -2619,6 +2631,9 @@ class TorchProbe:
                     self._defer_zero_suspects(self.state)
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
+        except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
+            self._drop_interrupted_step()
+            raise
         return None
 
     def _look_at_zero_suspects(self) -> None:
@@ -2723,6 +2738,7 @@ class TorchProbe:
         return True
 
     def _on_optimizer_post(self, optimizer, args, kwargs):
+        step = self.step
         try:
             if not self.in_its_thread() or self.primary is None or self.primary() is not optimizer:
                 return
@@ -2744,6 +2760,22 @@ class TorchProbe:
                 self._end_step()
             except Exception as second:
                 self._fail("ending a step", second)
+        except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
+            self._drop_interrupted_step()
+            try:
+                if self.step == step:  # (the optimiser did step: counted, once)
+                    self._end_step()
+            except Exception as second:
+                self._fail("ending a step", second)
+            raise
+
+    def _drop_interrupted_step(self) -> None:
+        """A Ctrl-C (KeyboardInterrupt) inside one of the probe's hooks leaves the sampled step's statistics half
+        gathered; the script may catch it and train on. The step is dropped whole (no record of it), never read
+        half-made, and the next optimiser step begins a new one as usual."""
+        if self.state is not None:
+            self.state.release()
+        self.state = None
 
     def _optimizer_parameters(self, optimizer):
         return [p for p in _stepped_parameters(optimizer) if self._param_label(p)]
