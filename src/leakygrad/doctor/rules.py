@@ -1852,7 +1852,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
         if last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
-            if _margin_loss_met(history, t) or _hinge_met(history, key, t):
+            if _margin_loss_met(history, t) or _hinge_met(history, key, t) or _hinge_learning(history, key, t):
                 continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
         elif last.floor_at_zero and severity == "warning":
@@ -1885,6 +1885,20 @@ def _hinge_met(history: History, key: str, t: Thresholds) -> bool:
         return False
     first = sum(values[: len(values) // 3]) / (len(values) // 3)
     return first > 0 and median(recent) <= t.margin_met * first
+
+
+def _hinge_learning(history: History, key: str, t: Thresholds) -> bool:
+    """Whether a margin loss is still learning, however many of its examples are past the margin: its hinge's mean,
+    or the loss, on the recent sampled steps (median; the loss: its last third's mean) is `margin_learning` of its
+    first sampled value or less. The blocked examples are those it has learnt; the others keep teaching. (The loss
+    too: a hinge inside `torch.where`, as `cosine_embedding_loss` computes it, is measured over the pairs the other
+    branch takes as well.)"""
+    values = [r.ops[key].hinge_mean for r in history.records if key in r.ops and r.ops[key].hinge_mean is not None]
+    recent = [r.ops[key].hinge_mean for r in history.recent() if key in r.ops and r.ops[key].hinge_mean is not None]
+    if len(values) >= 3 and recent and values[0] > 0 and median(recent) <= t.margin_learning * values[0]:
+        return True
+    learnt = _loss_learnt(history)
+    return learnt is not None and learnt <= t.margin_learning
 
 
 def _margin_loss_met(history: History, t: Thresholds) -> bool:
