@@ -1807,3 +1807,39 @@ def test_a_temperature_held_on_a_device_is_not_read_as_one():
     assert not torch_graph._factor_on_the_host(Quotient())
     Quotient._saved_other = torch.tensor(0.07)
     assert torch_graph._factor_on_the_host(Quotient())
+
+
+@pytest.mark.parametrize("gather", ["dim 0", "dim 1", "dim 0, a partner per example"])
+def test_q_values_gathered_along_the_batch_axis_are_a_blocked_gradient_at_gather(gather):
+    """A DQN's Q-value of the action taken written `q.gather(0, a.unsqueeze(1))` where `gather(1, ...)` was meant:
+    example i reads row a[i] (an action number: 0, 1, 2), another example's, and only those few rows get a gradient.
+    In sweep 31's script the greedy return was -0.30 against 0.95, and nothing was said. Gathered along dim 1, or
+    along dim 0 with an index that names every row (each example's partner), no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 32), nn.ReLU(), nn.Linear(32, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    states = torch.randn(64, 6)
+    actions = torch.randint(0, 3, (64,))
+    rewards = states[torch.arange(64), actions]  # (the reward of each action: a feature of the state)
+    with doctor.watch(model, optimizer, every=4, name="q_net") as dr:
+        for _ in range(60):
+            q = model(states)
+            if gather == "dim 0":
+                taken = q.gather(0, actions.unsqueeze(1)).squeeze(1)
+            elif gather == "dim 1":
+                taken = q.gather(1, actions.unsqueeze(1)).squeeze(1)
+            else:
+                partner = torch.randperm(64).unsqueeze(1).expand(-1, 3)
+                taken = q.gather(0, partner).mean(1)
+            loss = F.mse_loss(taken, rewards)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "gather"]
+    if gather != "dim 0":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
+    assert f.evidence["rows_read"] == pytest.approx(3 / 64, rel=1e-2) and f.evidence["columns"] == 3
+    assert f.evidence["output_of"] == "q_net.2" and "gather(1, a.unsqueeze(1))" in f.remedies[0]

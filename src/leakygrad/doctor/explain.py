@@ -494,6 +494,23 @@ def _explain_custom_backward(f: Finding):
     return text, remedies
 
 
+def _explain_gather_across_batch(f: Finding):
+    e = f.evidence
+    batch, columns, module = e["batch"], e["columns"], e["output_of"]
+    text = (
+        f"The loss picks entries of `{module}`'s output, {batch} examples by {columns} columns, with `gather` along "
+        f"dim 0, the batch axis: example i reads the row numbered by its own index (an action, a class: 0 to "
+        f"{columns - 1}), which is another example's row. Only {pct(e['rows_read'])} of the {batch} rows are read "
+        "at all; gather's backward puts the gradient only where it read, so the other examples' outputs get none, "
+        "and the ones read are pushed towards targets that belong to other examples."
+    )
+    remedies = [
+        "Gather along the columns: `q.gather(1, a.unsqueeze(1)).squeeze(1)` (dim 1 picks, for each example, the "
+        "entry its index names), or `q[torch.arange(len(a)), a]`.",
+    ]
+    return text, remedies
+
+
 def _explain_targets_out_of_reach(f: Finding):
     """A regression's prediction squashed into a range (ReLU, sigmoid, tanh) that a share of its targets is not in."""
     e = f.evidence
@@ -1514,6 +1531,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_self_similarity(f)
     if "targets_outside" in e:
         return _explain_targets_out_of_reach(f)
+    if "gathered_along" in e:
+        return _explain_gather_across_batch(f)
     if e.get("axis_length") == 1:
         return _explain_softmax_over_one(f)
     if e.get("custom_function"):

@@ -1075,6 +1075,24 @@ def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
 
 
+def gather_across_batch_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The loss picks entries of a module's (N, C) output with `gather` along dim 0, the batch axis, one index per
+    example, and reads at most half of the N rows (median over most recent sampled steps): `q.gather(0, a[:, None])`
+    where `gather(1, ...)` was meant. Example i reads row a[i], another example's; the rows no index names get no
+    gradient, whatever their examples were. An error."""
+    marked = _marked_on_most(history, "gather_across_batch", t)
+    if not marked:
+        return []
+    read = median([r.gather_across_batch["rows_read"] for r in marked])
+    if not read <= 0.5:
+        return []
+    last = marked[-1].gather_across_batch
+    evidence = {"gathered_along": 0, "rows_read": _sci(read), "batch": last["batch"], "columns": last["columns"]}
+    evidence["output_of"] = last["module"]
+    first = next(r.step for r in history.records if r.gather_across_batch is not None)
+    return [Finding("blocked_gradient", "gather", first, "error", evidence)]
+
+
 # --- learnable tensors that no optimiser can see ---------------------------------------------------------------------
 def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
     """A tensor held by a module that gets a gradient on every look but is no parameter the optimisers know: a plain
@@ -2753,6 +2771,7 @@ RULES = (
     inverted_loss_mask_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
+    gather_across_batch_rule,
     raw_targets_rule,
     dropout_into_loss_rule,
     softmax_over_one_rule,

@@ -193,6 +193,8 @@ class StepRecord:
     # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
     targets_out_of_reach: dict | None = None
+    # the loss gathers a module's (N, C) output along dim 0: {"module", "batch", "columns", "rows_read"} (a share)
+    gather_across_batch: dict | None = None
     # a regression loss on one of the first sampled steps: {"loss", "target_rms", "prediction_rms"}, the targets' and
     # the predictions' typical size (targets left in raw units, house prices of 2e5, against predictions near 0)
     target_scale: dict | None = None

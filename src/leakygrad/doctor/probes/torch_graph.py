@@ -406,6 +406,28 @@ OUTPUT_RANGES = {
 REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the target)
 
 
+def gather_across_batch(loss_nodes, module_outputs) -> tuple[dict, torch.Tensor] | None:
+    """({"module", "batch", "columns"}, the share of the output's rows the gather reads, on the device) when the loss
+    picks entries of a module's (N, C) output with `gather` along dim 0, the batch axis, with one index per example
+    and C < N columns: `q.gather(0, a.unsqueeze(1))` where `gather(1, ...)` was meant (a DQN's Q-value of the action
+    taken). Each example then reads another example's row (the row numbered by its action), and only those rows get a
+    gradient. Else None."""
+    for node in loss_nodes:
+        if op_name(node) != "gather" or getattr(node, "_saved_dim", None) not in (0, -2):
+            continue
+        index, source = saved_value(node, "_saved_index"), node.next_functions[0][0] if node.next_functions else None
+        shape = output_shape(source) if source is not None else None
+        if not isinstance(index, torch.Tensor) or shape is None or len(shape) != 2 or index.dim() != 2:
+            continue
+        batch, columns = shape
+        module = module_outputs.get(beneath_reshapes(source))
+        if module is None or not 2 <= columns < batch or index.shape[0] != batch:
+            continue
+        rows = torch.zeros(batch, device=index.device).index_fill_(0, index.reshape(-1), 1.0)
+        return {"module": module, "batch": batch, "columns": columns}, rows.mean()
+    return None
+
+
 def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
     """A regression loss (mse, huber, smooth L1) whose prediction comes straight out of a ReLU, sigmoid or tanh,
     compared with targets: {"loss", "activation", "module", "range", "target"}, the target (detached) to measure

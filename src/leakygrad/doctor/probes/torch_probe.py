@@ -938,6 +938,7 @@ class StepState:
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
     # index of the share of targets outside the range it can reach)
     targets_out_of_reach: tuple | None = None
+    gather_across_batch: tuple | None = None  # the loss gathers a module's output along the batch axis (graph_tools)
     # a regression loss: (its name, deferred indices of its targets' and its predictions' root mean square)
     target_scale: tuple | None = None
     # a huber_loss: (its delta, deferred indices of the share of errors past delta and of their mean size)
@@ -2156,6 +2157,10 @@ class TorchProbe:
                 size = errors.abs()
                 scalar = state.deferred.scalar
                 state.huber = (delta, scalar((size > delta).float().mean()), scalar(size.mean()))
+        if loss_nodes and state.gather_across_batch is None:
+            found = graph_tools.gather_across_batch(loss_nodes, names)
+            if found is not None:
+                state.gather_across_batch = (found[0], state.deferred.scalar(found[1]))
         if loss_nodes and state.targets_out_of_reach is None:
             found = graph_tools.targets_out_of_reach(loss_nodes, names)
             if found is not None:
@@ -3087,6 +3092,9 @@ class TorchProbe:
         if state.targets_out_of_reach is not None:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
+        if state.gather_across_batch is not None:
+            found, share_at = state.gather_across_batch
+            record.gather_across_batch = {**found, "rows_read": value(share_at)}
         record.negated_loss = state.negated_loss
         fed_own = {
             # (read by the loss: its output, or that of a part of it whose output it returned, the graph naming an
