@@ -1843,3 +1843,42 @@ def test_q_values_gathered_along_the_batch_axis_are_a_blocked_gradient_at_gather
     assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
     assert f.evidence["rows_read"] == pytest.approx(3 / 64, rel=1e-2) and f.evidence["columns"] == 3
     assert f.evidence["output_of"] == "q_net.2" and "gather(1, a.unsqueeze(1))" in f.remedies[0]
+
+
+@pytest.mark.parametrize("old", ["recomputed with its graph", "kept from the rollout"])
+def test_a_ppo_ratio_whose_old_log_probability_is_recomputed_with_its_graph_is_an_error(old):
+    """PPO's ratio exp(new_logp - old_logp) with the "old" log-probability recomputed inside the update by the current
+    policy, not detached: the ratio is 1 and every parameter's gradient exactly 0 (the two terms cancel). Sweep 31's
+    policy learned nothing (greedy accuracy 0.24 against 0.97), told as a warning whose remedy was to drop biases that
+    cancel by design. Weights and biases of a layer cancelling together are no design: an error."""
+    from torch.distributions import Categorical
+
+    torch.manual_seed(0)
+    policy = nn.Sequential(nn.Linear(4, 32), nn.Tanh(), nn.Linear(32, 3))
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    with doctor.watch(policy, optimizer, every=2, name="policy") as dr:
+        for _ in range(30):
+            states = torch.randn(64, 4)
+            with torch.no_grad():
+                rollout = Categorical(logits=policy(states))
+                actions = rollout.sample()
+                kept = rollout.log_prob(actions)
+            advantage = states[torch.arange(64), actions] - states[:, :3].mean(1)
+            new_logp = Categorical(logits=policy(states)).log_prob(actions)
+            old_logp = Categorical(logits=policy(states)).log_prob(actions) if old.startswith("recomputed") else kept
+            ratio = torch.exp(new_logp - old_logp)
+            loss = -torch.min(ratio * advantage, ratio.clamp(0.8, 1.2) * advantage).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    if old == "kept from the rollout":
+        assert [f for f in dr.findings if f.symptom == "no_gradient"] == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (f.where, f.severity, f.evidence["gradient"], f.evidence["cancels_exactly"]) == (
+        "policy",
+        "error",
+        "exactly zero",
+        True,
+    )
+    assert "f(x) - f(x)" in f.explanation and ".detach()" in f.remedies[0]

@@ -1749,6 +1749,20 @@ def explain_no_gradient(f: Finding):
             "finding), so they never learn."
         )
         return text, ["Fix the blocking operation named in the blocked_gradient finding; these then learn."]
+    if e.get("cancels_exactly") and not cuts:
+        text = reached_but_zero + (
+            "gradient reaches their layers' outputs, and still a layer's bias gets exactly 0 as well as its weight: "
+            "what arrives cancels exactly, which is what the loss subtracting two identical computations gives, "
+            "f(x) - f(x). A PPO ratio exp(new_logp - old_logp) whose old log-probability was recomputed by the current "
+            "policy, graph and all, is one: the ratio is 1 at every step, and its gradient 0, so the policy never "
+            "learns (a siamese distance between an example and itself is another)."
+        )
+        remedies = [
+            "Compute the subtracted term once, where it belongs, and detach it: the old log-probabilities when the "
+            "actions are collected (`old_logp = dist.log_prob(a).detach()`), kept for the update.",
+            "If two outputs of the model are compared on purpose, check that they are given different inputs.",
+        ]
+        return text, remedies
     if e.get("gradient") == "exactly zero" and not cuts:
         text = reached_but_zero + (
             "they have no effect on the loss, so they never learn. By design when they cancel out (a bias added to "

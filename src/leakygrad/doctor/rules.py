@@ -2028,6 +2028,10 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["gradient_after_backward"] = True
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
+        elif always_zero and not cuts and not blocking and _weights_and_biases(params):
+            # Gradient reaches their outputs, and a layer's bias as well as its weight gets exactly 0: no dead input
+            # explains that (a bias reads none); what reaches the layer cancels exactly, as in f(x) - f(x)
+            evidence["cancels_exactly"] = True
         if always_zero and all(_only_first_time_step_reached(history, layer) for layer in layers):
             evidence["only_time_step_reached"] = 0  # a recurrent layer read at its first step: nothing to carry over
         reset = _state_reset_at_every_call(history, layers, t) if always_zero else None
@@ -2057,12 +2061,20 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["drops_out_of_input_gradient"] = True
         first_step = history.records[0].step if history.records else 0
         severity = "warning" if (always_zero or never_ran or constant) and not cuts and not blocking else "error"
-        if reset is not None:  # (not by design: the recurrence itself is switched off)
+        if reset is not None or evidence.get("cancels_exactly"):  # (not by design: nothing of the layers learns)
             severity = "error"
         if module == "(model)":
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return findings
+
+
+def _weights_and_biases(params: list[str]) -> bool:
+    """Whether `params` hold both a weight and a bias of one layer."""
+    owners = {name.rpartition(".")[0]: set() for name in params}
+    for name in params:
+        owners[name.rpartition(".")[0]].add(name.rpartition(".")[2])
+    return any({"weight", "bias"} <= kinds for kinds in owners.values())
 
 
 def _custom_backward_dropping(history: History, params: list[str]) -> str | None:
