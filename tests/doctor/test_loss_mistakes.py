@@ -1882,3 +1882,35 @@ def test_a_ppo_ratio_whose_old_log_probability_is_recomputed_with_its_graph_is_a
         True,
     )
     assert "f(x) - f(x)" in f.explanation and ".detach()" in f.remedies[0]
+
+
+@pytest.mark.parametrize("reduction, optimizer_class", [("sum", "SGD"), ("mean", "SGD"), ("sum", "Adam")])
+def test_a_loss_summed_over_the_batch_under_sgd_is_named_as_the_rates_multiplier(reduction, optimizer_class):
+    """`mse_loss(..., reduction="sum")` with an SGD rate tuned for the mean: each step is the batch size times too
+    large, and the loss overflows. Sweep 31's summed cross-entropy was told as a learning rate too high, without the
+    sum (so a 10x lower rate, its advice, was still 12.8x too high). Averaged, or under Adam (whose steps do not grow
+    with the loss's scale), nothing is said of it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1))
+    make = torch.optim.SGD if optimizer_class == "SGD" else torch.optim.Adam
+    optimizer = make(model.parameters(), lr=0.05 if optimizer_class == "SGD" else 1e-3)
+    x = torch.randn(128, 16)
+    y = x[:, :4].sum(1, keepdim=True)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for _ in range(60):
+            loss = F.mse_loss(model(x), y, reduction=reduction)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("loss_summed_over")]
+    if (reduction, optimizer_class) != ("sum", "SGD"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.evidence["loss_summed_over"], f.evidence["summed_loss"]) == (
+        "nonfinite",
+        "error",
+        128,
+        "mse_loss",
+    )
+    assert 'reduction="mean"' in f.remedies[0] and "128 times" in f.explanation

@@ -1394,6 +1394,16 @@ def explain_nonfinite(f: Finding):
             "until a value overflowed, the mark of a learning rate too high for this model."
         )
         remedies.insert(0, "Lower the learning rate (try 10x lower), or clip the gradient norm.")
+        if f.evidence.get("loss_summed_over"):
+            n = f.evidence["loss_summed_over"]
+            text += (
+                f' The loss is `{f.evidence["summed_loss"]}` with `reduction="sum"` over {n} terms: each gradient '
+                f"step is {n} times the mean's, as if the learning rate were {n} times larger."
+            )
+            remedies[0] = (
+                f'Average the loss (`reduction="mean"`, the default), or divide the learning rate by {n}: a rate '
+                "tuned for a mean is far too high for a sum."
+            )
     if f.evidence.get("clipping_does_nothing"):
         text += " The script clips the gradient's norm, but where it does so the clipping has no effect: see the "
         text += "`clip_grad_norm_` finding."
@@ -2294,6 +2304,17 @@ def explain_diverging_loss(f: Finding):
         remedies.append(
             f"Divide each micro-batch's loss by the number accumulated, `(loss / {fmt(k)}).backward()`, so that a step "
             "applies their mean; or lower the learning rate as many times."
+        )
+    if e.get("loss_summed_over"):
+        n = e["loss_summed_over"]
+        text += (
+            f' The loss is `{e["summed_loss"]}` with `reduction="sum"`, summed over {n} terms: its gradient is {n} '
+            f"times the mean's, and each plain gradient step with it, as if the learning rate were {n} times larger."
+        )
+        remedies.insert(
+            0,
+            f'Average the loss (`reduction="mean"`, the default), or divide the learning rate by {n}: a rate '
+            "tuned for a mean is far too high for a sum.",
         )
     if e.get("lr_raised"):
         raised = e["lr_raised"]

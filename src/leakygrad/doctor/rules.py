@@ -2362,6 +2362,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence = {"phase": "forward", "value": "nan or inf", "exact": False, "nonfinite_loss_steps": 0}
         evidence["nonfinite_loss_steps"] = history.loss.nonfinite_steps
         evidence["loss_before"] = _loss_before(history, history.loss.first_nonfinite_step)
+        _note_summed_loss(evidence, history, t)
         return [Finding("nonfinite", "loss", history.loss.first_nonfinite_step, "error", evidence)]
     evidence = {
         "phase": event.phase,
@@ -2389,6 +2390,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         first, evidence["found_at_step"] = loss_first, event.step
         evidence["loss_before"] = _loss_before(history, loss_first)
     evidence.update(_amplified_from_the_start(history, first, t))
+    _note_summed_loss(evidence, history, t)
     return [Finding("nonfinite", event.where, first, "error", evidence)]
 
 
@@ -2510,6 +2512,20 @@ def _note_summed_micro_batches(evidence: dict, history: History, t: Thresholds) 
     summed = [pairs + 1 for resets, pairs, scale, _ in checked if resets == 0 and not abs(scale or 1.0) <= 0.5]
     if len(summed) >= t.min_records and 2 * len(summed) >= len(recent):
         evidence["micro_batches_summed"] = median(summed)
+
+
+SUMMED_TERMS_NOTED = 16  # a loss summed over fewer terms than this is not named as the rate's multiplier
+
+
+def _note_summed_loss(evidence: dict, history: History, t: Thresholds) -> None:
+    """A diverging loss computed with `reduction="sum"` over N >= 16 terms (the batch's examples, or entries) on most
+    recent sampled steps, stepped by an optimiser whose steps grow with the gradient (SGD, not Adam): each step is
+    N times the mean's, as if the learning rate were N times larger (a rate tuned for the mean, reused). Noted as
+    `loss_summed_over` (N) and `loss_function`."""
+    marked = _marked_on_most(history, "summed_loss", t)
+    if marked and marked[-1].summed_loss["terms"] >= SUMMED_TERMS_NOTED:
+        evidence["loss_summed_over"] = marked[-1].summed_loss["terms"]
+        evidence["summed_loss"] = marked[-1].summed_loss["loss"]
 
 
 def _inputs_alike(history: History, t: Thresholds) -> dict | None:
@@ -2681,12 +2697,14 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         )
         evidence["updates_normal_size"] = normal_updates
         _note_summed_micro_batches(evidence, history, t)
+        _note_summed_loss(evidence, history, t)
         _note_rate_raised(evidence, history, first, t)
         return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
     blowup = _blowup(history, smoothed, t)
     if blowup is not None:
         evidence.update(blowup)
         _note_summed_micro_batches(evidence, history, t)
+        _note_summed_loss(evidence, history, t)
         if verdict != "far too high":  # (ratios measured after the jump are a broken network's: no verdict)
             evidence["learning_rate"] = None
         return [Finding("diverging_loss", "loss", blowup["blew_up_at_step"], "error", evidence)]

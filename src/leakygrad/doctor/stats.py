@@ -195,6 +195,7 @@ class StepRecord:
     targets_out_of_reach: dict | None = None
     # the loss gathers a module's (N, C) output along dim 0: {"module", "batch", "columns", "rows_read"} (a share)
     gather_across_batch: dict | None = None
+    summed_loss: dict | None = None  # a loss with reduction="sum", stepped by SGD-like steps: {"loss", "terms"}
     # a regression loss on one of the first sampled steps: {"loss", "target_rms", "prediction_rms"}, the targets' and
     # the predictions' typical size (targets left in raw units, house prices of 2e5, against predictions near 0)
     target_scale: dict | None = None

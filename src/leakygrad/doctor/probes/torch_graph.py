@@ -406,6 +406,24 @@ OUTPUT_RANGES = {
 REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the target)
 
 
+SUMMING_LOSSES = ("nll_loss", "mse_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "huber_loss",
+                  "smooth_l1_loss")  # fmt: skip
+REDUCTION_SUM = 2  # (PyTorch's enum: 0 none, 1 mean, 2 sum)
+
+
+def summed_loss(root) -> dict | None:
+    """{"loss", "terms"} when the backward pass starts from a loss function called with `reduction="sum"` (under
+    constant factors at most): its gradient is `terms` times the mean's. Else None."""
+    node = beneath_scaling(root)
+    if op_name(node) not in SUMMING_LOSSES or getattr(node, "_saved_reduction", None) != REDUCTION_SUM:
+        return None
+    shape = output_shape(node.next_functions[0][0]) if node.next_functions and node.next_functions[0][0] else None
+    if not shape:
+        return None
+    terms = shape[0] if op_name(node) == "nll_loss" else math.prod(shape)  # (nll_loss: one term per example)
+    return {"loss": op_name(node), "terms": int(terms)}
+
+
 def gather_across_batch(loss_nodes, module_outputs) -> tuple[dict, torch.Tensor] | None:
     """({"module", "batch", "columns"}, the share of the output's rows the gather reads, on the device) when the loss
     picks entries of a module's (N, C) output with `gather` along dim 0, the batch axis, with one index per example

@@ -939,6 +939,7 @@ class StepState:
     # index of the share of targets outside the range it can reach)
     targets_out_of_reach: tuple | None = None
     gather_across_batch: tuple | None = None  # the loss gathers a module's output along the batch axis (graph_tools)
+    summed_loss: dict | None = None  # the backward's first root is a loss with reduction="sum" (graph_tools)
     # a regression loss: (its name, deferred indices of its targets' and its predictions' root mean square)
     target_scale: tuple | None = None
     # a huber_loss: (its delta, deferred indices of the share of errors past delta and of their mean size)
@@ -2083,6 +2084,7 @@ class TorchProbe:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
             state.root_scale = graph_tools.root_scale(root_nodes[0])
+            state.summed_loss = graph_tools.summed_loss(root_nodes[0])
         if state.constant_loss_term is None and state.grad_without_graph:
             # (a term with no graph, or one that reaches no parameter: a residual of inputs alone, a constant to them)
             terms = graph_tools.loss_terms(root_nodes[0])
@@ -3092,6 +3094,8 @@ class TorchProbe:
         if state.targets_out_of_reach is not None:
             found, share_at = state.targets_out_of_reach
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
+        if not state.step_size_normalised:  # (Adam's steps do not grow with the loss's scale: no matter then)
+            record.summed_loss = state.summed_loss
         if state.gather_across_batch is not None:
             found, share_at = state.gather_across_batch
             record.gather_across_batch = {**found, "rows_read": value(share_at)}
