@@ -1914,3 +1914,25 @@ def test_a_loss_summed_over_the_batch_under_sgd_is_named_as_the_rates_multiplier
         "mse_loss",
     )
     assert 'reduction="mean"' in f.remedies[0] and "128 times" in f.explanation
+
+
+def test_an_exponential_that_overflowed_is_named_as_the_maker_of_the_inf():
+    """An affine coupling's scale exp(s) with s unbounded: exp overflows float32 past 88.7, and the inf turns NaN in
+    the product after it. The NaN was placed at the matrix product before exp, "one of addmm, split, mul, exp", with a
+    learning-rate remedy (sweep 31's RealNVP); exp's own saved result holds the inf, which names it."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Linear(16, 2))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x = torch.randn(64, 2)
+    x[0, 0] = 2000.0  # (one outlier: its log-scale passes 88.7)
+    with doctor.watch(net, optimizer, every=1, name="coupling") as dr:
+        for _ in range(3):
+            s, t = net(x[:, :1]).chunk(2, dim=1)
+            z = x[:, 1:] * torch.exp(s.abs()) + t
+            loss = (0.5 * z**2 - s.abs()).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.first_step, f.evidence["exact"], f.evidence["value"]) == ("exp", 0, True, "inf")
+    assert "88.7" in f.explanation and f.remedies[0].startswith("Bound what goes into exp")

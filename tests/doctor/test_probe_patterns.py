@@ -704,9 +704,11 @@ def test_a_part_run_alone_while_its_model_is_built_is_named_as_part_of_that_mode
     assert set(run.doctor.history.records[-1].layers) == {"features.0", "fc"}
 
 
-def test_the_parts_of_a_module_list_called_one_by_one_are_all_named_under_the_list(tmp_path):
-    """A flow's couplings held in an `nn.ModuleList` and called in a loop inside a function: the first part called
-    was named without the list's name (`net.2`), the later ones with it (`flow.1.net.2`), in one report (sweep 31)."""
+@pytest.mark.parametrize("loop", ["in a function", "at top level"])
+def test_the_parts_of_a_module_list_called_one_by_one_are_all_named_under_the_list(tmp_path, loop):
+    """A flow's couplings held in an `nn.ModuleList` and called in a loop: inside a function, the first part called
+    was named without the list's name (`net.2`), the later ones with it (`flow.1.net.2`), in one report; at top level,
+    by the loop's variable (`coupling.net.2`, `coupling_2.net.2`, ...) (sweep 31)."""
     script = tmp_path / "flow.py"
     script.write_text(
         "import torch\n"
@@ -726,8 +728,12 @@ def test_the_parts_of_a_module_list_called_one_by_one_are_all_named_under_the_li
         "    return h\n"
         "x = torch.randn(32, 4)\n"
         "for step in range(8):\n"
-        "    loss = transform(x).pow(2).mean()\n"
-        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+        + (
+            "    loss = transform(x).pow(2).mean()\n"
+            if loop == "in a function"
+            else "    h = x\n    for coupling in flow:\n        h = coupling(h)\n    loss = h.pow(2).mean()\n"
+        )
+        + "    opt.zero_grad(); loss.backward(); opt.step()\n"
     )
     run = doctor.run_script(script, every=2)
     assert run.exit_code == 0 and run.doctor.history.models == ["flow.0", "flow.1", "flow.2"]

@@ -1240,7 +1240,10 @@ def explain_nonfinite(f: Finding):
         elif op in ("sqrt", "rsqrt", "pow"):
             text += " sqrt or a fractional power of a negative number is NaN."
         elif op == "exp" and not f.evidence.get("half_precision_overflow"):
-            text += " exp overflows float32 above about 88.7."
+            text += (
+                " exp overflows float32 above about 88.7: its input grew without bound (a flow's log-scale, a "
+                "log-variance head, logits exponentiated by hand)."
+            )
         elif masked:
             text += (
                 " A row whose entries are all -inf (every position masked, as for a padded sequence with no real "
@@ -1302,6 +1305,7 @@ def explain_nonfinite(f: Finding):
         )
     if op in ("sqrt", "pow", "rsqrt"):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
+
     if op in ("div", "reciprocal"):
         remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
     if op in ("acos", "asin", "atanh"):
@@ -1408,6 +1412,13 @@ def explain_nonfinite(f: Finding):
         text += " The script clips the gradient's norm, but where it does so the clipping has no effect: see the "
         text += "`clip_grad_norm_` finding."
         remedies.insert(0, "Make the clipping act first (see the `clip_grad_norm_` finding).")
+    if phase == "forward" and op == "exp" and e.get("exact") and not e.get("half_precision_overflow"):
+        remedies.insert(  # (first: a bound holds whatever the learning rate)
+            0,
+            "Bound what goes into exp: `s = scale * torch.tanh(s / scale)` (a soft clamp, as RealNVP's couplings use), "
+            "or `s.clamp(max=...)`; for a softmax or log-sum-exp written by hand, use `torch.log_softmax` or "
+            "`torch.logsumexp`, which subtract the maximum first.",
+        )
     if phase != "input":  # (the data's NaN is named where it entered: no growth before it, no line to find)
         if f.evidence.get("after_negative_learning_rate") is None:
             remedies.append(

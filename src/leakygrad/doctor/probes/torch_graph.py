@@ -1299,6 +1299,9 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     confirmed = next((n for n in candidates if _recomputed_nonfinite(n) or _divides_by_zero(n)), None)
     # else one that ran in half precision and saved an infinite result: float16 overflows past 65504 (exp past 11)
     overflowed = next((n for n in candidates if _half_precision_overflow(n)), None) if confirmed is None else None
+    # ... or an exponential whose own saved result holds inf: exp overflows float32 past 88.7 (an unbounded log-scale)
+    exploded = next((n for n in candidates if _exponential_overflow(n)), None) if confirmed is None else None
+    confirmed = confirmed or (exploded if overflowed is None else None)
     culprit = confirmed or overflowed
     culprit = culprit or next((n for n in candidates if op_name(n) in FORWARD_NAN_PRONE), candidates[0])
     exact = len(candidates) == 1 or confirmed is not None
@@ -1318,7 +1321,9 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
         )
     value = "nan"
     recomputed = _recompute(culprit)
-    if recomputed is not None:
+    if culprit is exploded:
+        value = "inf"  # (what it made, whatever came of it after: inf * 0 is NaN)
+    elif recomputed is not None:
         value = kind_of_nonfinite(recomputed)
     elif loss.numel() == 1:
         value = "inf" if math.isinf(float(loss.detach())) else "nan"
@@ -1425,6 +1430,20 @@ def _half_precision_overflow(node) -> bool:
     if not isinstance(result, torch.Tensor) or result.dtype not in (torch.float16, torch.bfloat16):
         return False
     return bool(torch.isinf(result).any())
+
+
+EXPONENTIALS = ("exp", "exp2")  # (they save their result: exp(x) = its own derivative)
+
+
+def _exponential_overflow(node) -> bool:
+    """An exponential whose saved result holds an infinity: its input passed the dtype's limit (88.7 for float32)."""
+    if op_name(node) not in EXPONENTIALS:
+        return False
+    try:
+        result = node._saved_result
+    except (AttributeError, RuntimeError):
+        return False
+    return isinstance(result, torch.Tensor) and result.is_floating_point() and bool(torch.isinf(result).any())
 
 
 def _divides_by_zero(node) -> bool:

@@ -3525,6 +3525,13 @@ def _global_name(module: nn.Module) -> str | None:
     main = sys.modules.get("__main__")
     script_globals = [(name, value) for name, value in vars(main).items() if not name.startswith("_")] if main else []
     for name, value in script_globals:
+        # (first: a part of a module list held at top level, named by its place in it, `flow.0`, not by the loop
+        # variable that holds it for now, `for layer in flow: x = layer(x)` at top level)
+        if isinstance(value, nn.ModuleList):
+            path = next((path for path, inner in value.named_modules() if inner is module), "")
+            if path:
+                return f"{name}.{path}"
+    for name, value in script_globals:
         if value is module:
             return name
     for name, value in script_globals:
