@@ -1936,3 +1936,33 @@ def test_an_exponential_that_overflowed_is_named_as_the_maker_of_the_inf():
     [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
     assert (f.where, f.first_step, f.evidence["exact"], f.evidence["value"]) == ("exp", 0, True, "inf")
     assert "88.7" in f.explanation and f.remedies[0].startswith("Bound what goes into exp")
+
+
+@pytest.mark.parametrize("targets", ["1 and 0", "1 and -1"])
+def test_cosine_embedding_loss_given_zero_for_different_pairs_is_a_blocked_gradient_at_where(targets):
+    """`CosineEmbeddingLoss` expects 1 (pull together) and -1 (push apart); given the usual 1 and 0, every different
+    pair adds 0 and passes no gradient, and the embedding is only pulled together (sweep 31: kNN accuracy 0.76
+    against 0.94, nothing said; its hinge on the pairs it does take was a warning on the twin)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 8))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    criterion = nn.CosineEmbeddingLoss(margin=0.2)
+    x = torch.randn(256, 8)
+    labels = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    with doctor.watch(net, optimizer, every=2, name="embed") as dr:
+        for _ in range(40):
+            i, j = torch.randint(0, 256, (64,)), torch.randint(0, 256, (64,))
+            same = (labels[i] == labels[j]).float()
+            target = same if targets == "1 and 0" else 2 * same - 1
+            loss = criterion(net(x[i]), net(x[j]), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "where"]
+    if targets == "1 and -1":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
+    assert 0.5 < f.evidence["examples_no_branch_takes"] < 0.95 and f.evidence["second_branch_taken"] == 0
+    assert "2 * same.float() - 1" in f.remedies[0] and "CosineEmbeddingLoss" in f.explanation

@@ -494,6 +494,23 @@ def _explain_custom_backward(f: Finding):
     return text, remedies
 
 
+def _explain_no_branch_taken(f: Finding):
+    share = f.evidence["examples_no_branch_takes"]
+    text = (
+        "The loss adds two `torch.where` terms, each keeping its value where its condition holds and 0 elsewhere, "
+        f"and for {pct(share)} of the examples neither condition holds: they add 0 to the loss, and where's backward "
+        "passes them no gradient. The second term's condition held for no example at all. `CosineEmbeddingLoss` "
+        "(`F.cosine_embedding_loss`) computes itself this way, with target == 1 for pairs to pull together and "
+        "target == -1 for pairs to push apart: targets of 1 and 0, the usual labels for same and different, leave "
+        "every different pair out, so the embedding is only ever pulled together."
+    )
+    remedies = [
+        "Give CosineEmbeddingLoss targets 1 and -1: `target = 2 * same.float() - 1` (same: 1 for a matching pair, 0 "
+        "for a different one).",
+    ]
+    return text, remedies
+
+
 def _explain_gather_across_batch(f: Finding):
     e = f.evidence
     batch, columns, module = e["batch"], e["columns"], e["output_of"]
@@ -1554,6 +1571,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_targets_out_of_reach(f)
     if "gathered_along" in e:
         return _explain_gather_across_batch(f)
+    if "examples_no_branch_takes" in e:
+        return _explain_no_branch_taken(f)
     if e.get("axis_length") == 1:
         return _explain_softmax_over_one(f)
     if e.get("custom_function"):

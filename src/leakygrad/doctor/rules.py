@@ -1075,6 +1075,26 @@ def targets_out_of_reach_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding(symptom, last["module"] or last["activation"], first, severity, evidence)]
 
 
+NO_BRANCH_SHARE = 0.25  # examples no branch of a loss's where-pair takes, from which it is told (the other: never)
+
+
+def no_branch_taken_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The loss adds two `torch.where` terms, `where(c1, a, 0) + where(c2, b, 0)` (how `cosine_embedding_loss`
+    computes itself, c1: target == 1, c2: target == -1), the second condition held for no example and neither for a
+    quarter of them or more, on most recent sampled steps: those examples add 0 and pass no gradient, and the second
+    term never acts. Targets of 0 and 1 given where 1 and -1 are expected. An error."""
+    marked = _marked_on_most(history, "no_branch_taken", t)
+    if not marked:
+        return []
+    neither = median([r.no_branch_taken[0] for r in marked])
+    second = max(r.no_branch_taken[1] for r in marked)
+    if not (second == 0 and neither >= NO_BRANCH_SHARE):
+        return []
+    evidence = {"examples_no_branch_takes": _sci(neither), "second_branch_taken": 0.0}
+    first = next(r.step for r in history.records if r.no_branch_taken is not None)
+    return [Finding("blocked_gradient", "where", first, "error", evidence)]
+
+
 def gather_across_batch_rule(history: History, t: Thresholds) -> list[Finding]:
     """The loss picks entries of a module's (N, C) output with `gather` along dim 0, the batch axis, one index per
     example, and reads at most half of the N rows (median over most recent sampled steps): `q.gather(0, a[:, None])`
@@ -2802,6 +2822,7 @@ RULES = (
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     gather_across_batch_rule,
+    no_branch_taken_rule,
     raw_targets_rule,
     dropout_into_loss_rule,
     softmax_over_one_rule,

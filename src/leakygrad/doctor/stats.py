@@ -196,6 +196,8 @@ class StepRecord:
     # the loss gathers a module's (N, C) output along dim 0: {"module", "batch", "columns", "rows_read"} (a share)
     gather_across_batch: dict | None = None
     summed_loss: dict | None = None  # a loss with reduction="sum", stepped by SGD-like steps: {"loss", "terms"}
+    # the loss adds where(c1, a, 0) + where(c2, b, 0): (share of examples neither takes, share the second takes)
+    no_branch_taken: tuple[float, float] | None = None
     # a regression loss on one of the first sampled steps: {"loss", "target_rms", "prediction_rms"}, the targets' and
     # the predictions' typical size (targets left in raw units, house prices of 2e5, against predictions near 0)
     target_scale: dict | None = None

@@ -424,6 +424,29 @@ def summed_loss(root) -> dict | None:
     return {"loss": op_name(node), "terms": int(terms)}
 
 
+def examples_no_branch_takes(loss_nodes) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(the share of examples neither condition takes, the share the second takes), on the device, when the loss adds
+    two `torch.where` terms that each keep a computed value where their condition holds and 0 elsewhere:
+    `where(c1, a, 0) + where(c2, b, 0)`, as `cosine_embedding_loss` is computed (c1: target == 1, c2: target == -1).
+    An example neither condition holds for adds 0 to the loss and passes no gradient. Else None."""
+    for node in loss_nodes:
+        if op_name(node) != "add" or len(node.next_functions) != 2:
+            continue
+        wheres = [child for child, _ in node.next_functions]
+        if not all(op_name(w) == "where" for w in wheres):
+            continue
+        conditions = [saved_value(w, "_saved_condition") for w in wheres]
+        one_sided = all(len(w.next_functions) == 2 and w.next_functions[1][0] is None for w in wheres)
+        if not one_sided or not all(isinstance(c, torch.Tensor) and c.dtype == torch.bool for c in conditions):
+            continue
+        first, second = conditions
+        if first.shape != second.shape or first.numel() == 0:
+            continue
+        neither = (~(first | second)).float().mean()
+        return neither, second.float().mean()
+    return None
+
+
 def gather_across_batch(loss_nodes, module_outputs) -> tuple[dict, torch.Tensor] | None:
     """({"module", "batch", "columns"}, the share of the output's rows the gather reads, on the device) when the loss
     picks entries of a module's (N, C) output with `gather` along dim 0, the batch axis, with one index per example

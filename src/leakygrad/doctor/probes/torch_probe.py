@@ -939,6 +939,7 @@ class StepState:
     # index of the share of targets outside the range it can reach)
     targets_out_of_reach: tuple | None = None
     gather_across_batch: tuple | None = None  # the loss gathers a module's output along the batch axis (graph_tools)
+    no_branch_taken: tuple | None = None  # where(c1, a, 0) + where(c2, b, 0) on the loss: (neither, c2's share) at
     summed_loss: dict | None = None  # the backward's first root is a loss with reduction="sum" (graph_tools)
     # a regression loss: (its name, deferred indices of its targets' and its predictions' root mean square)
     target_scale: tuple | None = None
@@ -2159,6 +2160,10 @@ class TorchProbe:
                 size = errors.abs()
                 scalar = state.deferred.scalar
                 state.huber = (delta, scalar((size > delta).float().mean()), scalar(size.mean()))
+        if loss_nodes and state.no_branch_taken is None and "where" in state.loss_ops:
+            found = graph_tools.examples_no_branch_takes(loss_nodes)
+            if found is not None:
+                state.no_branch_taken = tuple(state.deferred.scalar(share) for share in found)
         if loss_nodes and state.gather_across_batch is None:
             found = graph_tools.gather_across_batch(loss_nodes, names)
             if found is not None:
@@ -3096,6 +3101,9 @@ class TorchProbe:
             record.targets_out_of_reach = {**found, "targets_outside": value(share_at)}
         if not state.step_size_normalised:  # (Adam's steps do not grow with the loss's scale: no matter then)
             record.summed_loss = state.summed_loss
+        if state.no_branch_taken is not None:
+            neither_at, second_at = state.no_branch_taken
+            record.no_branch_taken = (value(neither_at), value(second_at))
         if state.gather_across_batch is not None:
             found, share_at = state.gather_across_batch
             record.gather_across_batch = {**found, "rows_read": value(share_at)}
