@@ -348,3 +348,29 @@ def test_ctrl_c_the_script_does_not_catch_ends_the_doctor_by_sigint_as_python_wo
     plain, watched = results
     assert watched == plain == ((0, "stopped\n") if caught else (-signal.SIGINT, ""))
     assert '"steps": 3' in report.read_text()
+
+
+def test_an_error_raised_inside_backward_shows_the_traceback_python_would(tmp_path):
+    """PyTorch's error from a second backward through a freed graph passed through the doctor's wrapper of
+    `torch.autograd.backward`, whose frame showed in the script's traceback (sweep 31). The traceback, cause and all,
+    is now the one Python prints."""
+    path = tmp_path / "twice.py"
+    path.write_text(TRAIN + textwrap.dedent(
+        """
+        def differentiate(value):
+            value.backward()
+        loss = model(torch.randn(4, 2)).pow(2).mean()
+        differentiate(loss)
+        try:
+            differentiate(loss)
+        except RuntimeError as error:
+            raise ValueError("the second pass failed") from error
+        """
+    ))  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    command = [sys.executable, "-m", "leakygrad", "doctor", "--quiet", "--json", str(tmp_path / "r.json"), str(path)]
+    watched = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert plain.returncode == watched.returncode == 1
+    assert "Trying to backward through the graph a second time" in plain.stderr
+    assert watched.stderr == plain.stderr

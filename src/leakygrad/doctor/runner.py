@@ -188,6 +188,35 @@ def _exit_code(code) -> int:
     return 1
 
 
+DOCTOR_FOLDER = str(Path(__file__).resolve().parent)
+
+
+def _without_doctor_frames(tb):
+    """A traceback without the frames of the doctor's own code: the wrappers it puts around `torch.autograd.backward`
+    and the like while it watches (an error raised by PyTorch inside `loss.backward()` passed through one). Python
+    would show the script's frames and PyTorch's only."""
+    frames = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(DOCTOR_FOLDER):
+            frames.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for frame in reversed(frames):
+        rebuilt = types.TracebackType(rebuilt, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return rebuilt
+
+
+def _linked_exceptions(error: BaseException) -> list[BaseException]:
+    """The exceptions Python prints with `error`: its cause or context, theirs, and so on (each once)."""
+    linked, seen, current = [], {id(error)}, error
+    while True:
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        if current is None or id(current) in seen:
+            return linked
+        seen.add(id(current))
+        linked.append(current)
+
+
 def _print_script_traceback(error: BaseException, script: str) -> None:
     """The traceback from the script's first frame on (`script`: its code's file name), without the runner's own
     frames, through the script's `sys.excepthook` if it set one (as Python would)."""
@@ -196,6 +225,10 @@ def _print_script_traceback(error: BaseException, script: str) -> None:
         tb = tb.tb_next
     if tb is None and not isinstance(error, SyntaxError):  # raised before the script ran: show where
         tb = error.__traceback__
+    else:
+        tb = _without_doctor_frames(tb)
+        for linked in _linked_exceptions(error):  # (`raise ... from`, and during handling of ...: theirs too)
+            linked.__traceback__ = _without_doctor_frames(linked.__traceback__)
     if sys.excepthook is not sys.__excepthook__:
         sys.excepthook(type(error), error, tb)
     else:
