@@ -1123,6 +1123,7 @@ class TorchProbe:
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
+        self._thread_confirmed = False  # ... by a backward pass or an optimiser step in it
         self._warning_filter = None  # the one warnings filter attach() adds
         # roots discovered since the last sampled step ended, with the module names and parameter ids they added:
         # one called alone while its model was being built (a dummy forward that sizes a head, spectral_norm's check
@@ -1467,18 +1468,30 @@ class TorchProbe:
 
     # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
     # --- one thread's training is followed ---------------------------------------------------------------------------
-    def claim_thread(self) -> bool:
-        """Whether the running thread's training is the one followed: the thread of the first backward pass or
-        optimiser step the probe meets (from then on, the others' are not watched). Several threads training models
-        at once share no step: the probe's hooks would mix their steps, and read gradients that another thread's
-        autograd is writing without the interpreter's lock (a crash). (The thread itself, not its number: a thread
-        started after it ended may get the same number.)"""
+    def claim_thread(self, tentative: bool = False) -> bool:
+        """Whether the running thread's training is the one followed, the others' being left alone: several threads
+        training models at once share no step (the probe's hooks would mix their steps, and objects of another
+        thread's graph, which its autograd uses without the interpreter's lock, would be the probe's to free: a
+        crash). The first thread to run a watched module claims it `tentative`ly; a backward pass or an optimiser
+        step confirms it. A backward or a step in another thread before that one confirmed takes it over (a forward
+        in the main thread, then training in a thread of its own), and drops the step begun. (The thread itself, not
+        its number: a thread started after it ended may get the same number.)"""
+        current = threading.current_thread()
         if self._thread is None:
-            self._thread = threading.current_thread()
-        return self._thread is threading.current_thread()
+            self._thread, self._thread_confirmed = current, not tentative
+        elif self._thread is not current:
+            if tentative or self._thread_confirmed:
+                return False
+            self._drop_interrupted_step()  # (the first thread's forward, never trained on: its step is dropped,
+            for name in list(self._fresh_roots):  # and the models it found: their gradients are its thread's own)
+                self._forget_root(name)
+            self._thread = current
+        if not tentative:
+            self._thread_confirmed = True
+        return True
 
     def in_its_thread(self) -> bool:
-        """Whether the running thread is the one followed, or none is yet (a forward pass before any backward)."""
+        """Whether the running thread is the one followed, or none is yet."""
         return self._thread is None or self._thread is threading.current_thread()
 
     def _on_forward_pre(self, module, args):
@@ -1486,7 +1499,7 @@ class TorchProbe:
         # unwatched inside, its parameters still measured at the optimiser step)
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
-        if not self.in_its_thread():
+        if not self.claim_thread(tentative=True):
             return None
         try:
             depth = self._depth
@@ -1609,7 +1622,7 @@ class TorchProbe:
     def _on_forward(self, module, args, output):
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
-        if not self.in_its_thread():
+        if not self.claim_thread(tentative=True):
             return None
         try:
             if self._depth:
@@ -2784,7 +2797,8 @@ class TorchProbe:
     def _drop_interrupted_step(self) -> None:
         """A Ctrl-C (KeyboardInterrupt) inside one of the probe's hooks leaves the sampled step's statistics half
         gathered; the script may catch it and train on. The step is dropped whole (no record of it), never read
-        half-made, and the next optimiser step begins a new one as usual."""
+        half-made, and the next optimiser step begins a new one as usual. (Also: a step begun by a thread whose
+        training is not followed after all, `claim_thread`.)"""
         if self.state is not None:
             self.state.release()
         self.state = None
