@@ -162,25 +162,6 @@ def new_nodes(roots, seen: set) -> list:
     return nodes
 
 
-def reaches_other_leaves(roots, parameter_ids, limit: int = 20000) -> bool:
-    """Whether the graphs under `roots` end in a leaf that requires grad and is none of `parameter_ids` (an input
-    made to require grad, as an adversarial attack's is). Walked through at most `limit` nodes (beyond: True)."""
-    nodes, seen = [node for node in roots if node is not None], set(roots)
-    for node in nodes:
-        if len(nodes) > limit:
-            return True
-        for child, _ in node.next_functions:
-            if child is None or child in seen:
-                continue
-            seen.add(child)
-            if type(child) is PARAMETER_LEAF:
-                if id(child.variable) not in parameter_ids:
-                    return True
-            else:
-                nodes.append(child)
-    return False
-
-
 def forward_order(graph: Graph) -> list:
     """The nodes with every node after the nodes of its inputs (the order the forward pass ran them)."""
     order, state = [], {}

@@ -913,7 +913,6 @@ class StepState:
     # ... whether the weights moved between those passes (SAM's ascent step), and whether the step applied the last
     # pass's gradient just as that pass left it (not replaced or changed: the others' are then thrown away)
     weights_moved_between_backwards: bool = False
-    other_leaves: bool | None = None  # two passes: do their graphs reach a leaf that is no parameter (an input)?
     last_gradient_stepped: bool = False
     root_ops: set = field(default_factory=set)  # the operations at the roots of the step's backward passes
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
@@ -2614,9 +2613,6 @@ class TorchProbe:
                 # (clipped in place since, the gradient is still that pass's own)
                 clipped = self.state.clipping is not None or self.state.value_clipping is not None
                 self.state.last_gradient_stepped = _left_as_it_was(self._last_gradient, rescaled=clipped)
-                if self.state.backward_pairs == 1 and self.state.last_gradient_stepped:  # (two passes: an attack's?)
-                    roots = self.state.roots
-                    self.state.other_leaves = graph_tools.reaches_other_leaves(roots, self.param_labels)
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -3040,11 +3036,10 @@ class TorchProbe:
         record.root_scale_unknown = changed is not None and math.isnan(changed)
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
-            # (two passes or more of one loss: the same loss over several batches, not an attack's pass before the
-            # training's, whose graph reaches the input it perturbs, nor a task's, nor SAM's two)
+            # (three passes or more of one loss: the same loss over several batches, not an attack's or a task's pass
+            # before the training's, nor SAM's two, nor A-GEM's memory pass, nor a validation gradient for a log)
             only_the_last = state.last_gradient_stepped and not state.weights_moved_between_backwards
-            of_one_loss = state.backward_pairs >= 2 or (state.backward_pairs == 1 and state.other_leaves is False)
-            only_the_last = only_the_last and of_one_loss and len(state.root_ops) == 1
+            only_the_last = only_the_last and state.backward_pairs >= 2 and len(state.root_ops) == 1
             record.reset_between_backwards = (
                 state.reset_between_backwards,
                 state.backward_pairs,
