@@ -321,6 +321,35 @@ def test_threads_training_models_at_once_are_not_mixed_and_the_first_is_followed
     assert all(torch.equal(a, b) for i in range(4) for a, b in zip(watched[i], alone[i]))
 
 
+@pytest.mark.parametrize("first", ["a thread per epoch", "a sanity check's backward in the main thread"])
+def test_training_that_moves_to_another_thread_is_followed_there(tmp_path, first):
+    """The thread followed is released when it has ended (each epoch in a thread of its own), or taken over by one that
+    goes further in a step (a one-batch backward in the main thread to check the loss, then training in a worker
+    while the main thread waits): a review of stop 30 found the rest of such a training silently unwatched."""
+    path = tmp_path / "moves.py"
+    body = textwrap.dedent(
+        """
+        import threading
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        def epoch():
+            for _ in range(8):
+                loss = model(torch.randn(4, 2)).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """
+    )
+    if first != "a thread per epoch":
+        body += "model(torch.randn(4, 2)).pow(2).mean().backward()\noptimizer.zero_grad()\n"
+    body += "for _ in range(3):\n    worker = threading.Thread(target=epoch)\n    worker.start()\n    worker.join()\n"
+    path.write_text(body)
+    run = run_script(path, every=1)
+    assert run.exit_code == 0 and run.doctor.notes == [] and run.doctor.steps == 24
+
+
 def test_a_forward_in_the_main_thread_then_training_in_another_follows_the_training(tmp_path):
     """The script looks at its model's output once in the main thread (with gradients on), then trains it in a thread
     of its own: the thread that trains is followed, and every step counted."""

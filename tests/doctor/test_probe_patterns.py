@@ -741,6 +741,26 @@ def test_the_parts_of_a_module_list_called_one_by_one_are_all_named_under_the_li
     assert layers == {f"flow.{i}.net.{j}" for i in range(3) for j in (0, 2)}
 
 
+def test_models_each_held_by_a_name_of_their_own_and_gathered_in_a_module_list_keep_their_names(tmp_path):
+    """A GAN's generator and discriminator, each held by a name, also gathered in `nets = nn.ModuleList([...])` (for
+    one `.to(device)`): named `generator` and `discriminator`, not `nets.0` and `nets.1` (a review of stop 30)."""
+    script = tmp_path / "gan.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "torch.manual_seed(0)\n"
+        "generator = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 2))\n"
+        "discriminator = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))\n"
+        "nets = nn.ModuleList([generator, discriminator])\n"
+        "opt = torch.optim.Adam(nets.parameters(), lr=1e-3)\n"
+        "for step in range(8):\n"
+        "    loss = discriminator(generator(torch.randn(32, 2))).mean()\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=2)
+    assert run.exit_code == 0 and run.doctor.history.models == ["generator", "discriminator"]
+
+
 def test_a_spectral_norm_layer_is_named_as_part_of_its_model(tmp_path):
     """spectral_norm() runs its parametrization once, at top level, to check it: that made it a watched model."""
     script = tmp_path / "spectral.py"

@@ -2048,7 +2048,13 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["gradient_after_backward"] = True
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
-        elif always_zero and not cuts and not blocking and _weights_and_biases(params):
+        elif (
+            always_zero
+            and not cuts
+            and not blocking
+            and _weights_and_biases(params)
+            and _gradient_at_output(history, layers)
+        ):
             # Gradient reaches their outputs, and a layer's bias as well as its weight gets exactly 0: no dead input
             # explains that (a bias reads none); what reaches the layer cancels exactly, as in f(x) - f(x)
             evidence["cancels_exactly"] = True
@@ -2542,8 +2548,9 @@ def _note_summed_loss(evidence: dict, history: History, t: Thresholds) -> None:
     recent sampled steps, stepped by an optimiser whose steps grow with the gradient (SGD, not Adam): each step is
     N times the mean's, as if the learning rate were N times larger (a rate tuned for the mean, reused). Noted as
     `loss_summed_over` (N) and `loss_function`."""
-    marked = _marked_on_most(history, "summed_loss", t)
-    if marked and marked[-1].summed_loss["terms"] >= SUMMED_TERMS_NOTED:
+    # (read from every record kept, not the recent ones only: a run that overflows early has few before its NaN)
+    marked = [r for r in history.records if r.summed_loss is not None]
+    if marked and 2 * len(marked) >= len(history.records) and marked[-1].summed_loss["terms"] >= SUMMED_TERMS_NOTED:
         evidence["loss_summed_over"] = marked[-1].summed_loss["terms"]
         evidence["summed_loss"] = marked[-1].summed_loss["loss"]
 

@@ -393,9 +393,9 @@ REDUCTION_SUM = 2  # (PyTorch's enum: 0 none, 1 mean, 2 sum)
 
 
 def summed_loss(root) -> dict | None:
-    """{"loss", "terms"} when the backward pass starts from a loss function called with `reduction="sum"` (under
-    constant factors at most): its gradient is `terms` times the mean's. Else None."""
-    node = beneath_scaling(root)
+    """{"loss", "terms"} when the backward pass starts from a loss function called with `reduction="sum"`, as it is:
+    its gradient is `terms` times the mean's. Else None."""
+    node = beneath_reshapes(root)  # (not beneath constant factors: `mse_loss(..., reduction="sum") / n` is a mean)
     if op_name(node) not in SUMMING_LOSSES or getattr(node, "_saved_reduction", None) != REDUCTION_SUM:
         return None
     shape = output_shape(node.next_functions[0][0]) if node.next_functions and node.next_functions[0][0] else None
@@ -420,6 +420,11 @@ def examples_no_branch_takes(loss_nodes) -> tuple[torch.Tensor, torch.Tensor] | 
         one_sided = all(len(w.next_functions) == 2 and w.next_functions[1][0] is None for w in wheres)
         if not one_sided or not all(isinstance(c, torch.Tensor) and c.dtype == torch.bool for c in conditions):
             continue
+        # (cosine_embedding_loss's own terms: 1 - cos where target == 1, clamp_min(cos - margin, 0) where -1; a masked
+        # loss beside a guard that rarely fires is another where-pair, and no mistake)
+        terms = [op_name(w.next_functions[0][0]) for w in wheres]
+        if terms[0] not in ("sub", "rsub") or terms[1] != "clamp_min":
+            continue
         first, second = conditions
         if first.shape != second.shape or first.numel() == 0:
             continue
@@ -443,10 +448,13 @@ def gather_across_batch(loss_nodes, module_outputs) -> tuple[dict, torch.Tensor]
             continue
         batch, columns = shape
         module = module_outputs.get(beneath_reshapes(source))
-        if module is None or not 2 <= columns < batch or index.shape[0] != batch:
+        if module is None or not 2 <= columns < batch or tuple(index.shape) != (batch, 1):
             continue
         rows = torch.zeros(batch, device=index.device).index_fill_(0, index.reshape(-1), 1.0)
-        return {"module": module, "batch": batch, "columns": columns}, rows.mean()
+        # (indices as large as the columns or larger pick examples on purpose, the hardest positive of a triplet
+        # loss: counted as every row read)
+        read = torch.where(index.max() < columns, rows.mean(), torch.ones((), device=index.device))
+        return {"module": module, "batch": batch, "columns": columns}, read
     return None
 
 

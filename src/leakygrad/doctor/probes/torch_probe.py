@@ -110,6 +110,7 @@ ZERO_CHECK_SAMPLE = 256  # entries of a gradient read to tell whether it was zer
 SCALER_OVERFLOWS_TOLERATED = 8  # sampled steps in a row whose scaled backward overflowed before it is reported
 # backward passes an optimiser that has not stepped yet is waited for (accumulation over micro-batches), at most
 MAX_BACKWARDS_BEFORE_FIRST_STEP = 256
+RAN_FORWARD, RAN_BACKWARD, STEPPED = 1, 2, 3  # how far a thread went in a training step (TorchProbe.claim_thread)
 
 
 # --- the one patched function: torch.autograd.backward ------------------------------------------------------------
@@ -129,7 +130,7 @@ def _patched_backward(tensors, *args, **kwargs):
     original = _original_backward or TORCH_BACKWARD
     if _inside_backward():  # re-entrant checkpointing differentiates its recomputed part inside the outer backward:
         return original(tensors, *args, **kwargs)  # part of a backward the probes already see
-    probes = [probe for probe in _active_probes if probe.claim_thread()]
+    probes = [probe for probe in _active_probes if probe.claim_thread(RAN_BACKWARD)]
     for probe in probes:
         probe.before_backward(tensors)
     result = original(tensors, *args, **kwargs)
@@ -469,12 +470,17 @@ def _left_as_it_was(last: tuple | None, rescaled: bool = False) -> bool:
 
 
 def _negative_rate(optimizer) -> float | None:
-    """The lowest learning rate among an optimiser's parameter groups, when it is below 0 (a linear decay
-    `LambdaLR(opt, lambda s: 1 - s / total)` run past `total`); else None. A rate held as a GPU tensor is not read."""
-    rates = [group.get("lr") for group in optimizer.param_groups]
-    rates = [lr for lr in rates if isinstance(lr, (int, float)) or (isinstance(lr, torch.Tensor) and lr.is_cpu)]
-    lowest = min((float(lr) for lr in rates), default=None)
-    return lowest if lowest is not None and lowest < 0 else None
+    """The lowest learning rate among an optimiser's parameter groups that a scheduler drove below 0 from a rate given
+    at 0 or above (`initial_lr`: a linear decay `LambdaLR(opt, lambda s: 1 - s / total)` run past `total`); else None.
+    A rate given below 0 on purpose (a Lagrange multiplier's group, for ascent) is not one. A rate held as a GPU
+    tensor is not read."""
+    lowest = None
+    for group in optimizer.param_groups:
+        lr, given = group.get("lr"), group.get("initial_lr")
+        readable = [x for x in (lr, given) if isinstance(x, (int, float)) or (isinstance(x, torch.Tensor) and x.is_cpu)]
+        if len(readable) == 2 and float(given) >= 0 > float(lr):
+            lowest = float(lr) if lowest is None else min(lowest, float(lr))
+    return lowest
 
 
 def _swapped_betas(optimizer) -> list[float] | None:
@@ -1122,7 +1128,7 @@ class TorchProbe:
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
-        self._thread_confirmed = False  # ... by a backward pass or an optimiser step in it
+        self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
         # roots discovered since the last sampled step ended, with the module names and parameter ids they added:
         # one called alone while its model was being built (a dummy forward that sizes a head, spectral_norm's check
@@ -1467,26 +1473,27 @@ class TorchProbe:
 
     # --- forward hooks (sampled steps only) ---------------------------------------------------------------------------
     # --- one thread's training is followed ---------------------------------------------------------------------------
-    def claim_thread(self, tentative: bool = False) -> bool:
+    def claim_thread(self, level: int) -> bool:
         """Whether the running thread's training is the one followed, the others' being left alone: several threads
         training models at once share no step (the probe's hooks would mix their steps, and objects of another
         thread's graph, which its autograd uses without the interpreter's lock, would be the probe's to free: a
-        crash). The first thread to run a watched module claims it `tentative`ly; a backward pass or an optimiser
-        step confirms it. A backward or a step in another thread before that one confirmed takes it over (a forward
-        in the main thread, then training in a thread of its own), and drops the step begun. (The thread itself, not
-        its number: a thread started after it ended may get the same number.)"""
-        current = threading.current_thread()
-        if self._thread is None:
-            self._thread, self._thread_confirmed = current, not tentative
-        elif self._thread is not current:
-            if tentative or self._thread_confirmed:
+        crash). `level` says how far this thread goes in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED. The
+        first thread to come claims it; another takes it over when the one followed has ended (a thread per epoch),
+        or has not gone as far as this one does (a sanity check's backward in the main thread, then training in a
+        worker): the step begun is dropped, and, the old thread still running, the models it found are forgotten
+        (their gradients are its own). (The thread itself, not its number: a thread started after one ended may get
+        the same number.)"""
+        current, owner = threading.current_thread(), self._thread
+        if owner is not current:
+            if owner is not None and owner.is_alive() and level <= self._thread_level:
                 return False
-            self._drop_interrupted_step()  # (the first thread's forward, never trained on: its step is dropped,
-            for name in list(self._fresh_roots):  # and the models it found: their gradients are its thread's own)
-                self._forget_root(name)
-            self._thread = current
-        if not tentative:
-            self._thread_confirmed = True
+            if owner is not None:
+                self._drop_interrupted_step()
+                if owner.is_alive():
+                    for name in list(self._fresh_roots):
+                        self._forget_root(name)
+            self._thread, self._thread_level = current, 0
+        self._thread_level = max(self._thread_level, level)
         return True
 
     def in_its_thread(self) -> bool:
@@ -1498,7 +1505,7 @@ class TorchProbe:
         # unwatched inside, its parameters still measured at the optimiser step)
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
-        if not self.claim_thread(tentative=True):
+        if not self.claim_thread(RAN_FORWARD):
             return None
         try:
             depth = self._depth
@@ -1621,7 +1628,7 @@ class TorchProbe:
     def _on_forward(self, module, args, output):
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
-        if not self.claim_thread(tentative=True):
+        if not self.claim_thread(RAN_FORWARD):
             return None
         try:
             if self._depth:
@@ -2586,6 +2593,14 @@ class TorchProbe:
         return site
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
+    def _may_watch(self, optimizer) -> bool:
+        """Whether an optimiser is or may become watched, told without finding models (`_is_watched_optimizer`):
+        any in a script the runner runs, else one that steps a watched parameter."""
+        ref, known = self.optimizers.get(id(optimizer), (None, None))
+        if ref is not None and ref() is optimizer and known is not None:
+            return known
+        return self.discover or any(self._param_label(p) for group in optimizer.param_groups for p in group["params"])
+
     def _is_watched_optimizer(self, optimizer) -> bool:
         ref, known = self.optimizers.get(id(optimizer), (None, None))
         if ref is not None and ref() is not optimizer:  # (another optimiser, freed, had this id)
@@ -2604,7 +2619,9 @@ class TorchProbe:
 
     def _on_optimizer_pre(self, optimizer, args, kwargs):
         try:
-            if not self.in_its_thread() or not self._is_watched_optimizer(optimizer) or not self.claim_thread():
+            if not self._may_watch(optimizer) or not self.claim_thread(STEPPED):
+                return None
+            if not self._is_watched_optimizer(optimizer):
                 return None
             self._stepped_since_backward = True
             if self.sampling and self.state is not None and self.state.gradient_sample is not None:
@@ -2794,7 +2811,7 @@ class TorchProbe:
         """A Ctrl-C (KeyboardInterrupt) inside one of the probe's hooks leaves the sampled step's statistics half
         gathered; the script may catch it and train on. The step is dropped whole (no record of it), never read
         half-made, and the next optimiser step begins a new one as usual. (Also: a step begun by a thread whose
-        training is not followed after all, `claim_thread`.)"""
+        training is followed no longer, `claim_thread`.)"""
         if self.state is not None:
             self.state.release()
         self.state = None
@@ -3541,10 +3558,12 @@ def _global_name(module: nn.Module) -> str | None:
     a model held at top level (`model.encoder(x)` called on its own -> 'model.encoder')."""
     main = sys.modules.get("__main__")
     script_globals = [(name, value) for name, value in vars(main).items() if not name.startswith("_")] if main else []
+    held = {id(value) for _, value in script_globals}
     for name, value in script_globals:
         # (first: a part of a module list held at top level, named by its place in it, `flow.0`, not by the loop
-        # variable that holds it for now, `for layer in flow: x = layer(x)` at top level)
-        if isinstance(value, nn.ModuleList):
+        # variable that holds it for now, `for layer in flow: x = layer(x)` at top level; unless each of the list's
+        # parts has a name of its own, a GAN's generator and discriminator gathered in a list)
+        if isinstance(value, nn.ModuleList) and not all(id(part) in held for part in value):
             path = next((path for path, inner in value.named_modules() if inner is module), "")
             if path:
                 return f"{name}.{path}"
