@@ -841,8 +841,8 @@ def negative_learning_rate_rule(history: History, t: Thresholds) -> list[Finding
         "negative_learning_rate": _sci(marked[-1].negative_lr),
         "negative_from_step": onset,
         "negative_on_sampled_steps": len(marked),
-        "loss_when_negative": _sci(before[-1].total / before[-1].count) if before else None,
-        "loss_last": _sci(after[-1].total / after[-1].count) if after else None,
+        "loss_when_negative": _sci(before[-1].mean) if before else None,
+        "loss_last": _sci(after[-1].mean) if after else None,
         "nonfinite_loss_steps": loss.nonfinite_steps or None,
     }
     return [Finding("diverging_loss", "optimizer", onset, "error", evidence)]
@@ -1917,12 +1917,18 @@ def _hinge_met(history: History, key: str, t: Thresholds) -> bool:
     """Whether a margin loss's hinge, measured on its own (the mean of its output: the margin loss's value, whatever
     other losses the step adds to the one recorded, a probe's trained beside it), sits at its floor of 0 on the recent
     sampled steps: median below `margin_met` of its mean over the first third of the sampled steps kept."""
-    values = [r.ops[key].hinge_mean for r in history.records if key in r.ops and r.ops[key].hinge_mean is not None]
-    recent = [r.ops[key].hinge_mean for r in history.recent() if key in r.ops and r.ops[key].hinge_mean is not None]
+    values, recent = _hinge_means(history, key)
     if len(values) < 3 or not recent:
         return False
     first = sum(values[: len(values) // 3]) / (len(values) // 3)
     return first > 0 and median(recent) <= t.margin_met * first
+
+
+def _hinge_means(history: History, key: str) -> tuple[list[float], list[float]]:
+    """A margin loss's hinge means (`OpStats.hinge_mean`) on every record kept, and on the recent ones."""
+    values = [r.ops[key].hinge_mean for r in history.records if key in r.ops and r.ops[key].hinge_mean is not None]
+    recent = [r.ops[key].hinge_mean for r in history.recent() if key in r.ops and r.ops[key].hinge_mean is not None]
+    return values, recent
 
 
 def _hinge_learning(history: History, key: str, t: Thresholds) -> bool:
@@ -1931,8 +1937,7 @@ def _hinge_learning(history: History, key: str, t: Thresholds) -> bool:
     first sampled value or less. The blocked examples are those it has learnt; the others keep teaching. (The loss
     too: a hinge inside `torch.where`, as `cosine_embedding_loss` computes it, is measured over the pairs the other
     branch takes as well.)"""
-    values = [r.ops[key].hinge_mean for r in history.records if key in r.ops and r.ops[key].hinge_mean is not None]
-    recent = [r.ops[key].hinge_mean for r in history.recent() if key in r.ops and r.ops[key].hinge_mean is not None]
+    values, recent = _hinge_means(history, key)
     if len(values) >= 3 and recent and values[0] > 0 and median(recent) <= t.margin_learning * values[0]:
         return True
     learnt = _loss_learnt(history)

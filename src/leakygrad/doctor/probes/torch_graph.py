@@ -887,16 +887,11 @@ def _product_of_unit_rows(product) -> bool:
         return True
     # einsum lays both operands out anew before its bmm: the summed axis must be the one normalised, told by its
     # length (only where no other axis of either tensor has that length, which would leave it in doubt)
-    summed, shapes = _summed_length(left), [output_shape(unit) for unit in units]
-    if summed is None or None in shapes:
+    summed = output_shape(left)  # (the axis a matrix product sums over: its left operand's last)
+    shapes = [output_shape(unit) for unit in units]
+    if not summed or None in shapes:
         return False
-    return all(shape[-1] == summed and summed not in shape[:-1] for shape in shapes)
-
-
-def _summed_length(left) -> int | None:
-    """The length of the axis a matrix product sums over: the last axis of its left operand."""
-    shape = output_shape(left)
-    return shape[-1] if shape else None
+    return all(shape[-1] == summed[-1] and summed[-1] not in shape[:-1] for shape in shapes)
 
 
 def _summed_product_of_unit_rows(node) -> bool:
@@ -1435,13 +1430,17 @@ def _half_precision_overflow(node) -> bool:
     """A NaN-prone operation whose saved result, in float16 or bfloat16, holds an infinity."""
     if op_name(node) not in FORWARD_NAN_PRONE:
         return False
+    result = _saved_result(node)
+    return result is not None and result.dtype in (torch.float16, torch.bfloat16) and bool(torch.isinf(result).any())
+
+
+def _saved_result(node) -> torch.Tensor | None:
+    """The output a node saved for its backward (exp, sigmoid, tanh, ... keep it), or None."""
     try:
         result = node._saved_result
-    except (AttributeError, RuntimeError):
-        return False
-    if not isinstance(result, torch.Tensor) or result.dtype not in (torch.float16, torch.bfloat16):
-        return False
-    return bool(torch.isinf(result).any())
+    except (AttributeError, RuntimeError):  # (none saved, or freed by the backward pass)
+        return None
+    return result if isinstance(result, torch.Tensor) else None
 
 
 EXPONENTIALS = ("exp", "exp2")  # (they save their result: exp(x) = its own derivative)
@@ -1451,11 +1450,8 @@ def _exponential_overflow(node) -> bool:
     """An exponential whose saved result holds an infinity: its input passed the dtype's limit (88.7 for float32)."""
     if op_name(node) not in EXPONENTIALS:
         return False
-    try:
-        result = node._saved_result
-    except (AttributeError, RuntimeError):
-        return False
-    return isinstance(result, torch.Tensor) and result.is_floating_point() and bool(torch.isinf(result).any())
+    result = _saved_result(node)
+    return result is not None and result.is_floating_point() and bool(torch.isinf(result).any())
 
 
 def _divides_by_zero(node) -> bool:

@@ -1488,7 +1488,7 @@ class TorchProbe:
             if owner is not None and owner.is_alive() and level <= self._thread_level:
                 return False
             if owner is not None:
-                self._drop_interrupted_step()
+                self._drop_step_in_flight()
                 if owner.is_alive():
                     for name in list(self._fresh_roots):
                         self._forget_root(name)
@@ -1563,7 +1563,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("forward pre-hook", error)
         except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
-            self._drop_interrupted_step()
+            self._drop_step_in_flight()
             raise
         return None
 
@@ -1628,7 +1628,7 @@ class TorchProbe:
     def _on_forward(self, module, args, output):
         if _compiled_or_transformed() or self._hooks_paused:  # (in this order: no guard on the flag)
             return None
-        if not self.claim_thread(RAN_FORWARD):
+        if not self.in_its_thread():  # (its pre-hook claimed the thread, or left it to another)
             return None
         try:
             if self._depth:
@@ -1689,7 +1689,7 @@ class TorchProbe:
             if not _not_dense(output):  # (a sparse or nested output, a layer of a graph network say: unmeasured)
                 self._fail("forward hook", error)
         except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
-            self._drop_interrupted_step()
+            self._drop_step_in_flight()
             raise
         return None
 
@@ -1912,7 +1912,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("before backward", error)
         except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
-            self._drop_interrupted_step()
+            self._drop_step_in_flight()
             raise
 
     def after_backward(self) -> None:
@@ -1953,7 +1953,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("after backward", error)
         except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
-            self._drop_interrupted_step()
+            self._drop_step_in_flight()
             raise
 
     def _representative_gradient(self) -> tuple | None:
@@ -2593,22 +2593,26 @@ class TorchProbe:
         return site
 
     # --- optimiser steps ----------------------------------------------------------------------------------------------
-    def _may_watch(self, optimizer) -> bool:
-        """Whether an optimiser is or may become watched, told without finding models (`_is_watched_optimizer`):
-        any in a script the runner runs, else one that steps a watched parameter."""
+    def _known_optimizer(self, optimizer) -> bool | None:
+        """Whether an optimiser met before was found watched; None for one not met (or a freed one's id reused)."""
         ref, known = self.optimizers.get(id(optimizer), (None, None))
-        if ref is not None and ref() is optimizer and known is not None:
-            return known
-        return self.discover or any(self._param_label(p) for group in optimizer.param_groups for p in group["params"])
+        return known if ref is not None and ref() is optimizer else None
+
+    def _steps_watched(self, params) -> bool:
+        """Whether an optimiser stepping `params` is watched: any in a script the runner runs (its model may not be
+        discovered yet), else one that steps a watched parameter."""
+        return self.discover or any(self._param_label(p) for p in params)
+
+    def _may_watch(self, optimizer) -> bool:
+        """`_is_watched_optimizer`'s answer, told without finding models for it (which is that method's to do)."""
+        known = self._known_optimizer(optimizer)
+        return known if known is not None else self._steps_watched(_stepped_parameters(optimizer))
 
     def _is_watched_optimizer(self, optimizer) -> bool:
-        ref, known = self.optimizers.get(id(optimizer), (None, None))
-        if ref is not None and ref() is not optimizer:  # (another optimiser, freed, had this id)
-            known = None
+        known = self._known_optimizer(optimizer)
         if known is None:
-            params = [p for group in optimizer.param_groups for p in group["params"]]
-            # (a script run under the doctor has every optimiser watched: its model may not be discovered yet)
-            known = self.discover or any(self._param_label(p) for p in params)
+            params = _stepped_parameters(optimizer)
+            known = self._steps_watched(params)
             if self.discover and not any(self._param_label(p) for p in params):
                 self._discover_owner(params)
             self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
@@ -2670,7 +2674,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("optimizer pre-step hook", error)
         except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
-            self._drop_interrupted_step()
+            self._drop_step_in_flight()
             raise
         return None
 
@@ -2799,7 +2803,7 @@ class TorchProbe:
             except Exception as second:
                 self._fail("ending a step", second)
         except BaseException:  # (Ctrl-C in the hook: the script may catch it and train on)
-            self._drop_interrupted_step()
+            self._drop_step_in_flight()
             try:
                 if self.step == step:  # (the optimiser did step: counted, once)
                     self._end_step()
@@ -2807,7 +2811,7 @@ class TorchProbe:
                 self._fail("ending a step", second)
             raise
 
-    def _drop_interrupted_step(self) -> None:
+    def _drop_step_in_flight(self) -> None:
         """A Ctrl-C (KeyboardInterrupt) inside one of the probe's hooks leaves the sampled step's statistics half
         gathered; the script may catch it and train on. The step is dropped whole (no record of it), never read
         half-made, and the next optimiser step begins a new one as usual. (Also: a step begun by a thread whose
