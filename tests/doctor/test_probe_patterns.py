@@ -2597,3 +2597,171 @@ def test_an_error_while_ending_the_last_step_is_a_note_not_an_exception(monkeypa
         loss = model(x).square().mean()
         loss.backward()  # (a backward with no optimiser step after it: the step is still open at the exit)
     assert any("ending the last step" in note for note in dr.notes)
+
+
+class SoftplusWrongBackward(torch.autograd.Function):
+    """softplus(x), whose backward takes sigmoid(-x) for its derivative sigmoid(x): it uses grad_output, and it is
+    wrong (sweep 31's digits MLP: accuracy 0.81 against 0.91)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return nn.functional.softplus(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.sigmoid(-x)
+
+
+class Softplus(SoftplusWrongBackward):
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.sigmoid(x)
+
+
+class GradientReversal(torch.autograd.Function):
+    """DANN's gradient reversal layer: the identity forward, -lambda times the gradient backward. Not the forward's
+    derivative, on purpose: a constant times it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return -0.3 * grad_output
+
+
+class StraightThroughRound(torch.autograd.Function):
+    """round(x) passing the gradient straight through: the forward is flat, so there is nothing to compare."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class NoisyScaledTanh(torch.autograd.Function):
+    """tanh(x) * (1 + noise) with its noise drawn in the forward and kept for the backward (correct): the test's
+    calls of the forward draw from generators restored after them, so the training draws the same."""
+
+    @staticmethod
+    def forward(ctx, x):
+        noise = 1 + 0.1 * torch.rand_like(x)
+        y = torch.tanh(x)
+        ctx.save_for_backward(y, noise)
+        return y * noise
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        y, noise = ctx.saved_tensors
+        return grad_output * noise * (1 - y * y)
+
+
+class LinearWrongWeightGradient(torch.autograd.Function):
+    """x @ w.T + b, a hand-written linear layer whose weight gradient is transposed the wrong way for a square
+    weight (x.T @ g where g.T @ x is meant): the input's gradient is right, the weight's is not."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, scale):
+        ctx.save_for_backward(x, weight)
+        ctx.scale = scale
+        return scale * (x @ weight.t() + bias)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight = ctx.saved_tensors
+        g = ctx.scale * grad_output
+        return g @ weight, x.t() @ g, g.sum(0), None
+
+
+class HandLinear(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width, width) / width**0.5)
+        self.bias = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x):
+        return LinearWrongWeightGradient.apply(x, self.weight, self.bias, 2.0)
+
+
+@pytest.mark.parametrize(
+    "function, wrong",
+    [(SoftplusWrongBackward, True), (Softplus, False), (GradientReversal, False), (StraightThroughRound, False),
+     (NoisyScaledTanh, False)],
+)  # fmt: skip
+def test_a_custom_backward_that_disagrees_with_its_forward_is_named(function, wrong):
+    """A custom Function whose backward uses grad_output but computes the wrong derivative (sigmoid(-x) for
+    softplus') passed the grad_output test, and the run was "no leaks found". On its first three sampled steps its
+    forward is now run again on float64 copies of its inputs along two random directions v, and <g, v> compared
+    with <grad_output, (f(x + h v) - f(x - h v)) / 2h>. A gradient reversal (a constant times the true gradient),
+    a straight-through rounding (a flat forward) and a correct backward are no finding; the training is unchanged
+    bit for bit, a forward that draws random numbers included."""
+    dr, losses, params = train_with(function)
+    tally = dr.history.custom_backwards[function.__name__]
+    named = [f for f in dr.findings if f.symptom == "wrong_gradient"]
+    _, plain_losses, plain_params = train_with(function, watch=False)
+    assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(params, plain_params))
+    if function is StraightThroughRound:
+        assert tally.get("checked", 0) == 0 and named == []  # (flat along every direction: nothing to compare)
+        return
+    assert tally["checked"] == 3
+    if not wrong:
+        assert named == [] and tally.get("disagreeing", 0) == 0
+        return
+    [f] = named
+    assert (f.where, f.severity, f.first_step) == (function.__name__, "error", 0)
+    assert f.evidence["site"] == "net.2" and f.evidence["tests"] == 3 and f.evidence["relative_mismatch"] > 0.1
+    assert "gradcheck(SoftplusWrongBackward.apply" in f.remedies[0] and "J^T u" in f.explanation
+
+
+def test_a_wrong_weight_gradient_of_a_custom_layer_is_named_and_a_right_one_is_not():
+    """A hand-written linear Function with a tensor, two parameters and a number as arguments: its weight gradient
+    transposed the wrong way is found (the input's gradient is right); with the right one, nothing."""
+
+    def train(backward):
+        torch.manual_seed(0)
+        LinearWrongWeightGradient.backward = staticmethod(backward)
+        model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), HandLinear(16), nn.Tanh(), nn.Linear(16, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        x, y = regression_data()
+        with doctor.watch(model, optimizer, every=2, name="net") as dr:
+            for _ in range(12):
+                loss = nn.functional.mse_loss(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        return [f for f in dr.findings if f.symptom == "wrong_gradient"]
+
+    wrong = LinearWrongWeightGradient.backward
+
+    def right(ctx, grad_output):
+        x, weight = ctx.saved_tensors
+        g = ctx.scale * grad_output
+        return g @ weight, g.t() @ x, g.sum(0), None
+
+    try:
+        [f] = train(wrong)
+        assert (f.where, f.evidence["site"]) == ("LinearWrongWeightGradient", "net.1")
+        assert train(right) == []
+    finally:
+        LinearWrongWeightGradient.backward = staticmethod(wrong)
+
+
+def test_reading_the_forward_test():
+    """`backward_disagrees` reads [typical size, then per direction <g, v>, <u, J v> at h and at h/2]."""
+    from leakygrad.doctor.probes.torch_graph import backward_disagrees
+
+    assert backward_disagrees([1.0, 0.5, 0.5, 0.5, -0.2, -0.2, -0.2])["agrees"]
+    assert backward_disagrees([1.0, 0.5, 0.0, 0.0, -0.2, -0.2, -0.2]) is None  # flat along one direction
+    assert backward_disagrees([1.0, 0.5, 0.4, 0.8, -0.2, -0.2, -0.2]) is None  # a kink or a jump within the step
+    reversed_on_purpose = backward_disagrees([1.0, -0.15, 0.5, 0.5, 0.06, -0.2, -0.2])
+    assert not reversed_on_purpose["agrees"] and reversed_on_purpose["scaled_by"] == pytest.approx(-0.3)
+    wrong = backward_disagrees([1.0, 0.9, 0.5, 0.5, -0.5, -0.2, -0.2])
+    assert not wrong["agrees"] and "scaled_by" not in wrong and wrong["mismatch"] == pytest.approx(0.4 / 0.9)
+    assert backward_disagrees([0.0, 0.0, 0.5, 0.5]) is None  # no gradient came out

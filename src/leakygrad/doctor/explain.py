@@ -494,6 +494,31 @@ def _explain_custom_backward(f: Finding):
     return text, remedies
 
 
+def explain_wrong_gradient(f: Finding):
+    """A custom autograd.Function whose backward disagrees with its forward's finite differences."""
+    e = f.evidence
+    text = (
+        f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
+        "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "
+        "carried back through the forward's Jacobian J; so for any direction v of its inputs, <g, v> must equal "
+        "<u, J v>, and J v is how the forward's output moves along v, (f(x + h v) - f(x - h v)) / 2h. The doctor ran "
+        f"the forward again on copies of the inputs (float64) along random directions, on {e['tests']} sampled "
+        f"steps: the backward gave <g, v> = {fmt(e['backward_dot'])} where the forward's change gives "
+        f"{fmt(e['finite_difference_dot'])}, {pct(e['relative_mismatch'])} apart or more along every direction "
+        "tried (a backward that is the true one times a constant, a gradient reversal layer's, is not this). Every "
+        "layer before it learns from a gradient that is not the loss's: the training may still move, towards the "
+        "wrong place."
+    )
+    remedies = [
+        f"Fix `{f.where}.backward`: `torch.autograd.gradcheck({f.where}.apply, (x.double().requires_grad_(),))` on "
+        "a small input compares it with finite differences entry by entry and shows which entries differ (a sign, "
+        "a missing factor, a derivative taken of the wrong variable).",
+        f"Or drop `{f.where}` and write its forward with PyTorch operations: autograd then derives the backward "
+        "itself.",
+    ]
+    return text, remedies
+
+
 def _explain_no_branch_taken(f: Finding):
     share = f.evidence["examples_no_branch_takes"]
     text = (
@@ -2678,6 +2703,7 @@ EXPLAINERS = {
     "saturated_activation": explain_saturated_activation,
     "nonfinite": explain_nonfinite,
     "blocked_gradient": explain_blocked_gradient,
+    "wrong_gradient": explain_wrong_gradient,
     "no_gradient": explain_no_gradient,
     "accumulating_gradient": explain_accumulating_gradient,
     "unapplied_gradient": explain_unapplied_gradient,

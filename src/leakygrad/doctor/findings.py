@@ -12,6 +12,7 @@ SYMPTOMS = (
     "dead_relu",
     "saturated_activation",
     "blocked_gradient",
+    "wrong_gradient",
     "no_gradient",
     "accumulating_gradient",
     "unapplied_gradient",

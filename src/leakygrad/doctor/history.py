@@ -305,6 +305,7 @@ class History:
             if test.get("tested") is False:
                 continue
             tally["tests"] += 1
+            self._fold_against_forward(tally, test.get("against_forward"), record.step, test["after"])
             tally["grad_output_one"] = tally["grad_output_one"] and test["grad_output_one"]
             # (every input that got a gradient: one input's constant gradient beside another's that uses grad_output
             # is an injection on purpose, such as an auxiliary loss's gradient of 1)
@@ -315,6 +316,19 @@ class History:
                     for key in ("after", "grad_output_norm", "grad_input_norm"):
                         tally[key] = test[key]
                     tally["inputs"] = test["ignores_grad_output"]
+
+    @staticmethod
+    def _fold_against_forward(tally: dict, verdict: dict | None, step: int, after: str | None) -> None:
+        """A custom Function's backward compared with its forward's finite differences on one step (None: the test
+        said nothing there, a rounding or a kink within the step): does it disagree, and by how much?"""
+        if verdict is None:
+            return
+        tally["checked"] = tally.get("checked", 0) + 1
+        if verdict["agrees"] or "scaled_by" in verdict:  # (a constant times the true gradient: reversed on purpose)
+            return
+        tally["disagreeing"] = tally.get("disagreeing", 0) + 1
+        if "disagreement" not in tally:  # (the first step it disagreed: its numbers are the evidence)
+            tally["disagreement"] = {"first_step": step, "after": after, **verdict}
 
     def _fold_unit_masks(self, record: StepRecord) -> None:
         window = self.thresholds.dead_window

@@ -283,6 +283,10 @@ class Thresholds:
     raw_target_ratio: float = 100.0
     """... and this many times the predictions' (a network starts near 0), were left in raw units: the loss's
     gradient 2 (prediction - target) is of their size, and every layer's with it."""
+    wrong_backward_tests: int = 2
+    """A custom autograd.Function's backward is reported wrong when it disagrees with its forward's finite
+    differences on every test that could tell, and on at least this many (each test: two random directions, the
+    dot products <g, v> and <grad_output, J v> more than 10% apart on both; see docs/doctor.md)."""
     stopped_gradient_share: float = 1e-2
     """Weights that stopped moving part-way are a stall only if the gradient's norm since then (median) is at least
     this share of its norm before: a learning rate cut to almost nothing, not a run converged to a zero gradient."""

@@ -1523,3 +1523,115 @@ def ignores_grad_output(node, grad_inputs, grad_outputs) -> list[torch.Tensor] |
             continue
         flags.append((given == other).all() & (given != 0).any())
     return flags
+
+
+# --- a custom autograd.Function's backward against its forward: the dot-product test of gradcheck ------------------
+FORWARD_STEP = 1e-5  # the finite-difference step, times each input's root mean square (the forward runs in float64)
+CHECK_DIRECTIONS = 2  # random directions each test looks along
+
+
+def forward_may_run_again(function) -> bool:
+    """Whether a custom Function's forward may be called again, on copies of its inputs, to test its backward: no
+    autograd or optimiser calls in its code (see `_NOT_CALLED_TWICE`)."""
+    code = getattr(inspect.unwrap(function.forward), "__code__", None)
+    return code is not None and _NOT_CALLED_TWICE.isdisjoint(code.co_names)
+
+
+def backward_against_forward(forward, args, differentiated, grad_inputs, grad_outputs) -> torch.Tensor | None:
+    """Compare a custom Function's backward with its forward, as `torch.autograd.gradcheck` does with one number per
+    direction. The chain rule asks the backward for g = J^T u (u the gradient that arrived, `grad_outputs`; J the
+    forward's Jacobian), so for any direction v of the inputs <g, v> = <u, J v>; and J v is the forward's change
+    along v, (f(x + h v) - f(x - h v)) / 2h. `forward` runs the Function again (in float64, on copies of its
+    inputs: nothing it writes into reaches the training; the random generators restored after each call); the
+    inputs moved are those `differentiated` that got a gradient.
+
+    Returns, on the inputs' device, [T, then per direction: <g, v>, <u, J v> with step h, the same with step h/2]:
+    T = ||g * scale||, the typical size of <g, v> (each input's entries drawn N(0, its rms^2)); the second
+    estimate tells a smooth forward (the two agree) from one with a kink or a jump close by. None when it cannot
+    be tested (no input got a gradient, a shape that does not match, a forward that fails in float64)."""
+    grad_inputs = grad_inputs if isinstance(grad_inputs, tuple) else (grad_inputs,)
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]  # (the node's inputs: its tensors)
+    if len(grad_inputs) != len(tensors):
+        return None
+    grad_inputs = dict(zip(tensors, grad_inputs))  # argument's position -> its gradient
+    moved = [
+        i
+        for i, g in grad_inputs.items()
+        if differentiated[i]
+        and isinstance(g, torch.Tensor)
+        and g.shape == args[i].shape
+        and args[i].is_floating_point()
+    ]
+    if not moved:
+        return None
+    base = [
+        (a.detach().to(torch.float64) if a.is_floating_point() else a.detach().clone())
+        if isinstance(a, torch.Tensor)
+        else a
+        for a in args
+    ]
+    device = base[moved[0]].device
+    devices = [device.index] if device.type == "cuda" else []
+    scales = [base[i].square().mean().sqrt().clamp_min(1e-3) for i in moved]
+    generator = torch.Generator(device=device).manual_seed(0)  # (its own: the training's generators are not drawn)
+    typical = torch.stack([(grad_inputs[i].double() * s).square().sum() for i, s in zip(moved, scales)]).sum().sqrt()
+    values = [typical]
+
+    def change_along(directions, step):
+        shifted = [list(base), list(base)]
+        for i, v in zip(moved, directions):
+            shifted[0][i], shifted[1][i] = base[i] + step * v, base[i] - step * v
+        with torch.no_grad():
+            with torch.random.fork_rng(devices=devices):
+                plus = forward(*shifted[0])
+            with torch.random.fork_rng(devices=devices):
+                minus = forward(*shifted[1])
+        plus, minus = _as_tuple(plus), _as_tuple(minus)
+        total = torch.zeros((), dtype=torch.float64, device=device)
+        for u, p, m in zip(grad_outputs, plus, minus):
+            if isinstance(u, torch.Tensor) and isinstance(p, torch.Tensor) and p.shape == u.shape:
+                total = total + (u.double() * (p.double() - m.double())).sum() / (2 * step)
+        return total
+
+    try:
+        for _ in range(CHECK_DIRECTIONS):
+            directions = [
+                torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s
+                for i, s in zip(moved, scales)
+            ]
+            backward_dot = sum((grad_inputs[i].double() * v).sum() for i, v in zip(moved, directions))
+            values += [backward_dot, change_along(directions, FORWARD_STEP), change_along(directions, FORWARD_STEP / 2)]
+    except (RuntimeError, TypeError, ValueError):  # (a forward that cannot run in float64, say: left untested)
+        return None
+    return torch.stack([v.reshape(()).to(torch.float64) for v in values])
+
+
+def _as_tuple(value) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def backward_disagrees(numbers) -> dict | None:
+    """Read `backward_against_forward`'s numbers: None when the test says nothing (the forward is flat along a
+    direction, a straight-through estimator's rounding; or not smooth there, a kink or a jump within the step; or
+    no gradient arrived), else {"agrees": ..., ...}. A backward that is the true one times a constant (a gradient
+    reversal layer's -lambda, a gradient scaled on purpose) gives the same ratio along both directions: it agrees
+    in direction, and is told apart by "scaled_by"."""
+    typical, rest = numbers[0], numbers[1:]
+    directions = [rest[k : k + 3] for k in range(0, len(rest), 3)]
+    if not directions or not typical > 0:
+        return None
+    mismatches, ratios = [], []
+    for backward_dot, numerical, numerical_half in directions:
+        size = max(abs(numerical), abs(numerical_half))
+        if size == 0 or abs(numerical - numerical_half) > 1e-3 * size:
+            return None  # flat (a rounding), or a kink or a jump within the step: nothing to compare
+        scale = max(abs(backward_dot), abs(numerical), 0.1 * typical)
+        mismatches.append(abs(backward_dot - numerical) / scale)
+        ratios.append(backward_dot / numerical)
+    result = {"agrees": max(mismatches) <= 0.1, "mismatch": min(mismatches), "backward_dot": directions[0][0]}
+    result["numerical_dot"] = directions[0][1]
+    if not result["agrees"] and len(ratios) >= 2:
+        low, high = min(ratios), max(ratios)
+        if low * high > 0 and abs(high - low) <= 0.05 * max(abs(low), abs(high)):
+            result["scaled_by"] = sum(ratios) / len(ratios)
+    return result

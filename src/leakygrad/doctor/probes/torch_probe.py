@@ -313,10 +313,53 @@ def _patched_load_state_dict(self, state_dict, *args, **kwargs):
     return (_original_load_state_dict or LOAD_STATE_DICT)(self, state_dict, *args, **kwargs)
 
 
+# torch.autograd.Function.apply: the calls of custom Functions on sampled steps, with their inputs, so that their
+# backward can be tested against their forward (`TorchProbe.note_custom_call`).
+_original_function_apply = None
+FUNCTION_APPLY = vars(torch.autograd.Function)["apply"]  # a classmethod
+
+
+def _patched_function_apply(cls, *args, **kwargs):
+    apply = (_original_function_apply or FUNCTION_APPLY).__func__
+    if kwargs or _compiled_or_transformed():
+        return apply(cls, *args, **kwargs)
+    probes = [probe for probe in _probes_of_this_thread() if probe.wants_custom_call(cls)]
+    if not probes:
+        return apply(cls, *args)
+    generators = _generator_states(args)  # (a forward that draws random numbers draws the same ones when tested)
+    output = apply(cls, *args)
+    for probe in probes:
+        probe.note_custom_call(cls, args, output, generators)
+    return output
+
+
+def _generator_states(args) -> tuple:
+    """The CPU's random generator state, and those of the GPUs the arguments are on."""
+    devices = sorted({a.device.index for a in args if isinstance(a, torch.Tensor) and a.is_cuda})
+    return torch.get_rng_state(), {d: torch.cuda.get_rng_state(d) for d in devices}
+
+
+def _run_forward_again(function, generators):
+    """The Function's own apply, not the patched one (a test's calls are not calls of the training), with the random
+    generators as they were when the training called it (the caller restores them after)."""
+    apply = (_original_function_apply or FUNCTION_APPLY).__func__
+    cpu, gpus = generators
+
+    def forward(*args):
+        torch.set_rng_state(cpu)
+        for device, state in gpus.items():
+            torch.cuda.set_rng_state(state, device)
+        return apply(function, *args)
+
+    return forward
+
+
 def _activate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _original_grad
-    global _original_load_state_dict
+    global _original_load_state_dict, _original_function_apply
     if not _active_probes:
+        _original_function_apply = vars(torch.autograd.Function)["apply"]
+        torch.autograd.Function.apply = classmethod(_patched_function_apply)
         _original_load_state_dict = nn.Module.load_state_dict
         nn.Module.load_state_dict = functools.wraps(_original_load_state_dict)(_patched_load_state_dict)
         _original_grad = torch.autograd.grad
@@ -338,10 +381,12 @@ def _activate(probe: TorchProbe) -> None:
 
 def _deactivate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled, _original_grad
-    global _original_load_state_dict
+    global _original_load_state_dict, _original_function_apply
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
+        torch.autograd.Function.apply = _original_function_apply
+        _original_function_apply = None
         nn.Module.load_state_dict = _original_load_state_dict
         _original_load_state_dict = None
         torch.autograd.backward = _original_backward
@@ -1010,8 +1055,11 @@ class StepState:
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     # a custom autograd.Function tested on this step: its name -> [node, the module before it, per input the deferred
     # index of "ignores grad_output" (or None), deferred indices of ||grad_output|| and ||grad_input||, and of
-    # "grad_output is one number, 1" (the Function is the backward's root) or None]
+    # "grad_output is one number, 1" (the Function is the backward's root) or None, the parameters its backward
+    # dropped, the call that made the node (`CustomCall`, or None), and the deferred index of the numbers of its
+    # backward tested against its forward (or None)]
     custom_backwards: dict = field(default_factory=dict)
+    custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
 
@@ -1030,6 +1078,26 @@ class StepState:
         self.ticket.state = None
         self.output_memory.clear()
         self.drawn.clear()
+        self.custom_calls.clear()
+
+
+@dataclass(slots=True)
+class CustomCall:
+    """A call of a custom autograd.Function on a sampled step, kept until its backward is tested against its forward
+    (`torch_graph.backward_against_forward`): the node it made, the Function, its arguments (references, not copies:
+    they are copied at the test), which of them required grad, and each tensor's version then (one changed in place
+    since is not the input the backward was computed for)."""
+
+    node: object
+    function: type
+    args: tuple
+    differentiated: list
+    versions: list
+    generators: tuple  # the random generators' states before the call (`_generator_states`)
+
+
+MAX_CUSTOM_CALLS = 256  # calls of custom Functions kept per sampled step for the test (a Function called at each time
+# step of a long sequence: the one the graph walk meets first is tested)
 
 
 @dataclass(slots=True)
@@ -2465,7 +2533,9 @@ class TorchProbe:
             return
         self._custom_checks[name] = self._custom_checks.get(name, 0) + 1
         after = graph_tools.nearest_upstream(node, names)
-        state.custom_backwards[name] = [node, after, None, None, None, None, []]
+        call = state.custom_calls.get(id(node))
+        call = call if call is not None and call.node is node else None
+        state.custom_backwards[name] = [node, after, None, None, None, None, [], call, None]
         if given:
             node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
         if testable:
@@ -2497,6 +2567,44 @@ class TorchProbe:
                 entry[5] = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
         except Exception as error:
             self._fail("testing a custom Function's backward", error)
+        call = entry[7]
+        if call is None or [_version_of(a) for a in call.args] != call.versions:  # (changed in place since: untested)
+            return
+        try:
+            numbers = graph_tools.backward_against_forward(
+                _run_forward_again(call.function, call.generators),
+                call.args,
+                call.differentiated,
+                grad_inputs,
+                grad_outputs,
+            )
+            if numbers is not None:
+                entry[8] = state.deferred.vector(numbers)
+        except Exception as error:
+            self._fail("testing a custom Function's backward against its forward", error)
+
+    def wants_custom_call(self, function) -> bool:
+        """Whether a call of this custom autograd.Function is to be kept for the test of its backward against its
+        forward: on a sampled step, while the Function is still under test and its forward may run again."""
+        state = self.state
+        if state is None or self._hooks_paused or len(state.custom_calls) >= MAX_CUSTOM_CALLS:
+            return False
+        if function.__module__.split(".")[0] == "torch" or not torch.is_grad_enabled():
+            return False
+        if self._custom_checks.get(function.__name__, 0) >= CUSTOM_BACKWARD_CHECKS:
+            return False
+        return graph_tools.forward_may_run_again(function)
+
+    def note_custom_call(self, function, args, output, generators) -> None:
+        """A custom autograd.Function applied (`_patched_function_apply`), one `wants_custom_call` wanted: the call
+        is kept, with the random generators' states before it."""
+        state = self.state
+        node = next((t.grad_fn for t in _tensors(output) if t.grad_fn is not None), None)  # (one node for every output)
+        if state is None or node is None:
+            return
+        differentiated = [isinstance(a, torch.Tensor) and a.requires_grad for a in args]
+        versions = [_version_of(a) for a in args]
+        state.custom_calls[id(node)] = CustomCall(node, function, args, differentiated, versions, generators)
 
     def _reaches_a_watched_parameter(self, node, limit: int = 256) -> bool:
         """Whether a watched parameter lies upstream of `node` in the graph (the first `limit` nodes looked at)."""
@@ -3184,7 +3292,7 @@ class TorchProbe:
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
         record.custom_backwards = {}
-        for name, (_, after, flags, out_at, in_at, one_at, dropped) in state.custom_backwards.items():
+        for name, (_, after, flags, out_at, in_at, one_at, dropped, _, numbers_at) in state.custom_backwards.items():
             if flags:  # (tested: the hook ran, and the backward could be called again)
                 record.custom_backwards[name] = {
                     "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
@@ -3194,6 +3302,9 @@ class TorchProbe:
                     "grad_input_norm": value(in_at),
                     "grad_output_one": one_at is not None and value(one_at) > 0,
                     "drops_parameters": dropped,
+                    "against_forward": None
+                    if numbers_at is None
+                    else graph_tools.backward_disagrees(vectors[numbers_at].tolist()),
                 }
             elif dropped:  # (not run again, but seen to return None for parameters given to it)
                 record.custom_backwards[name] = {"tested": False, "drops_parameters": dropped}
@@ -3531,6 +3642,10 @@ def _recurrent_layers(label: str, by_name: dict):
             continue
         biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
         yield weight_ih, by_name[f"{label}.weight_hh_l{suffix}"], *biases
+
+
+def _version_of(value) -> int | None:
+    return value._version if isinstance(value, torch.Tensor) else None
 
 
 def _stepped_parameters(optimizer) -> list:
