@@ -2634,6 +2634,45 @@ class GradientReversal(torch.autograd.Function):
         return -0.3 * grad_output
 
 
+class ClipGradient(torch.autograd.Function):
+    """The identity forward whose backward clips the gradient: written for its backward alone."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output.clamp(-1e-3, 1e-3)
+
+
+class StraightThroughClamp(torch.autograd.Function):
+    """clamp(x, -0.5, 0.5) whose backward passes the gradient through everywhere: a straight-through estimator."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clamp(-0.5, 0.5)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class HalvedTanh(torch.autograd.Function):
+    """tanh whose backward is half its derivative, on purpose (a gradient scaled down through one layer)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return 0.5 * grad_output * (1 - y * y)
+
+
 class StraightThroughRound(torch.autograd.Function):
     """round(x) passing the gradient straight through: the forward is flat, so there is nothing to compare."""
 
@@ -2693,22 +2732,23 @@ class HandLinear(nn.Module):
 @pytest.mark.parametrize(
     "function, wrong",
     [(SoftplusWrongBackward, True), (Softplus, False), (GradientReversal, False), (StraightThroughRound, False),
-     (NoisyScaledTanh, False)],
+     (NoisyScaledTanh, False), (ClipGradient, False), (StraightThroughClamp, False), (HalvedTanh, False)],
 )  # fmt: skip
 def test_a_custom_backward_that_disagrees_with_its_forward_is_named(function, wrong):
     """A custom Function whose backward uses grad_output but computes the wrong derivative (sigmoid(-x) for
     softplus') passed the grad_output test, and the run was "no leaks found". On its first three sampled steps its
     forward is now run again on float64 copies of its inputs along two random directions v, and <g, v> compared
-    with <grad_output, (f(x + h v) - f(x - h v)) / 2h>. A gradient reversal (a constant times the true gradient),
-    a straight-through rounding (a flat forward) and a correct backward are no finding; the training is unchanged
+    with <grad_output, (f(x + h v) - f(x - h v)) / 2h>. Not judged: an identity forward (a gradient reversal, a
+    clip), a backward passing grad_output through (straight-through), a flat forward (a rounding); a backward that
+    is a constant times the true one is tested and not wrong, and so is a correct one. The training is unchanged
     bit for bit, a forward that draws random numbers included."""
     dr, losses, params = train_with(function)
     tally = dr.history.custom_backwards[function.__name__]
     named = [f for f in dr.findings if f.symptom == "wrong_gradient"]
     _, plain_losses, plain_params = train_with(function, watch=False)
     assert losses == plain_losses and all(torch.equal(a, b) for a, b in zip(params, plain_params))
-    if function is StraightThroughRound:
-        assert tally.get("checked", 0) == 0 and named == []  # (flat along every direction: nothing to compare)
+    if function in (StraightThroughRound, GradientReversal, ClipGradient, StraightThroughClamp):
+        assert tally.get("checked", 0) == 0 and named == []  # (a surrogate gradient meant: nothing to compare)
         return
     assert tally["checked"] == 3
     if not wrong:

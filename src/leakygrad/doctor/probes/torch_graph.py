@@ -1562,7 +1562,7 @@ def backward_against_forward(forward, args, differentiated, grad_inputs, grad_ou
         and g.shape == args[i].shape
         and args[i].is_floating_point()
     ]
-    if not moved:
+    if not moved or _passes_gradient_through(moved, grad_inputs, grad_outputs):
         return None
     base = [
         (a.detach().to(torch.float64) if a.is_floating_point() else a.detach().clone())
@@ -1594,6 +1594,8 @@ def backward_against_forward(forward, args, differentiated, grad_inputs, grad_ou
         return total
 
     try:
+        if len(moved) == 1 and _unchanged_by(forward, base, moved[0], devices):
+            return None  # the identity forward: written for its backward alone (a gradient reversal, a clip, a scale)
         for _ in range(CHECK_DIRECTIONS):
             directions = [
                 torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s
@@ -1604,6 +1606,29 @@ def backward_against_forward(forward, args, differentiated, grad_inputs, grad_ou
     except (RuntimeError, TypeError, ValueError):  # (a forward that cannot run in float64, say: left untested)
         return None
     return torch.stack([v.reshape(()).to(torch.float64) for v in values])
+
+
+def _passes_gradient_through(moved, grad_inputs, grad_outputs) -> bool:
+    """Whether the backward returned the gradient it was given, unchanged: a straight-through estimator (a rounding,
+    a clamp, a sampling step whose gradient is taken to be the identity's), whose surrogate gradient is meant."""
+    given = [u for u in grad_outputs if isinstance(u, torch.Tensor)]
+    if len(moved) != 1 or len(given) != 1:
+        return False
+    g, u = grad_inputs[moved[0]], given[0]
+    return g.shape == u.shape and torch.equal(g, u)
+
+
+def _unchanged_by(forward, base, position, devices) -> bool:
+    """Whether the forward returns its one moved input unchanged (the identity)."""
+    with torch.no_grad(), torch.random.fork_rng(devices=devices):
+        output = _as_tuple(forward(*base))
+    x = base[position]
+    return (
+        len(output) == 1
+        and isinstance(output[0], torch.Tensor)
+        and output[0].shape == x.shape
+        and torch.equal(output[0].double(), x)
+    )
 
 
 def _as_tuple(value) -> tuple:
