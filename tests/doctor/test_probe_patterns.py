@@ -2719,6 +2719,50 @@ class LinearWrongWeightGradient(torch.autograd.Function):
         return g @ weight, x.t() @ g, g.sum(0), None
 
 
+class LearnedStepQuantizer(torch.autograd.Function):
+    """LSQ (Esser et al. 2020): round(clamp(x / s, -4, 3)) * s, x's gradient passed straight through inside the range
+    and the step size's the paper's surrogate. Flat along x, smooth along s: a designed surrogate, not judged."""
+
+    @staticmethod
+    def forward(ctx, x, step):
+        q = (x / step).clamp(-4, 3)
+        ctx.save_for_backward(x, step)
+        return q.round() * step
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, step = ctx.saved_tensors
+        q = x / step
+        inside = (q >= -4) & (q <= 3)
+        step_grad = torch.where(inside, q.round() - q, q.clamp(-4, 3)) / (x.numel() * 3) ** 0.5
+        return grad_output * inside, (grad_output * step_grad).sum().reshape(step.shape)
+
+
+class Quantized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step = nn.Parameter(torch.tensor(0.25))
+
+    def forward(self, x):
+        return LearnedStepQuantizer.apply(x, self.step)
+
+
+def test_a_quantiser_with_a_learned_step_is_not_judged():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), Quantized(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=2, name="net") as dr:
+        for _ in range(12):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    tally = dr.history.custom_backwards["LearnedStepQuantizer"]
+    assert tally["tests"] == 3 and tally.get("checked", 0) == 0
+    assert [f for f in dr.findings if f.symptom == "wrong_gradient"] == []
+
+
 class HandLinear(nn.Module):
     def __init__(self, width):
         super().__init__()

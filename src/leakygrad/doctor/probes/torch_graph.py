@@ -1596,6 +1596,13 @@ def backward_against_forward(forward, args, differentiated, grad_inputs, grad_ou
     try:
         if len(moved) == 1 and _unchanged_by(forward, base, moved[0], devices):
             return None  # the identity forward: written for its backward alone (a gradient reversal, a clip, a scale)
+        for k in range(len(moved) if len(moved) > 1 else 0):  # (one input at a time: is it rounded?)
+            directions = [
+                torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s * (j == k)
+                for j, (i, s) in enumerate(zip(moved, scales))
+            ]
+            if change_along(directions, FORWARD_STEP).item() == 0:
+                return None  # flat along one input (LSQ's quantiser rounds x, its step size is smooth): a surrogate
         for _ in range(CHECK_DIRECTIONS):
             directions = [
                 torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s
