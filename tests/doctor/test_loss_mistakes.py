@@ -1366,6 +1366,40 @@ def test_a_gradient_scalers_factor_is_not_taken_for_the_users_constant():
     assert not [f for f in dr.findings if "loss_multiplied_by" in f.evidence]
 
 
+@pytest.mark.parametrize("through", ["optimizer.step", "scaler.step", "optimizer.step under Adam"])
+def test_an_optimiser_stepped_on_gradients_the_scaler_never_unscaled_is_named(through):
+    """Mixed precision added to an SGD loop as `scaler.scale(loss).backward()` while the loop keeps `optimizer.step()`
+    (no `scaler.step(optimizer)`, no `scaler.update()`): every gradient stays 65536 times the loss's, and the run
+    goes to NaN. Sweep 32 had it told as "lower the learning rate" (10x lower still diverged). Through the scaler it
+    is healthy; under Adam, whose steps do not grow with the gradient, the factor is not judged."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    adam = through.endswith("Adam")
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3) if adam else torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu")
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(24):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            if through == "scaler.step":
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+    told = [f for f in dr.findings if f.evidence.get("scaler_never_unscaled")]
+    if through != "optimizer.step":
+        assert told == [] and all(not r.scaler_never_unscaled for r in dr.history.records)
+        assert dr.findings == [] if through == "scaler.step" else True
+        return
+    assert told and told[0].symptom in ("nonfinite", "diverging_loss", "exploding_gradient")
+    assert told[0].evidence["loss_multiplied_by"] == 65536
+    assert told[0].explanation.startswith("The loss comes from `scaler.scale(loss)`, which multiplies it by 65536")
+    assert "scaler.step(optimizer)" in told[0].remedies[0]
+
+
 @pytest.mark.parametrize("loss_kind", ["mse of a softmax", "cross_entropy"])
 def test_a_softmax_compared_by_a_squared_error_is_named_as_the_stalls_cause(loss_kind):
     """`F.mse_loss(softmax(logits), one_hot)` in a deep tanh network: the gradient reaches the logits only through

@@ -2720,7 +2720,9 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_softmax_into_squared_error(e["softmax_into_squared_error"]))
     if e.get("identity_activations"):
         _add_cause(finding, *_identity_activations(e["identity_activations"]))
-    if e.get("loss_multiplied_by"):
+    if e.get("loss_multiplied_by") and e.get("scaler_never_unscaled"):
+        _add_cause(finding, *_scaler_never_unscaled(e["loss_multiplied_by"]))
+    elif e.get("loss_multiplied_by"):
         _add_cause(finding, *_loss_multiplied(e["loss_multiplied_by"]))
     if e.get("batches_of_one_class"):
         _add_batches_of_one_class(finding)
@@ -2733,6 +2735,20 @@ def _add_cause(finding: Finding, text: str, remedy: str) -> None:
     """A cause found beside a finding's own reading: its explanation and remedy come first."""
     finding.explanation = text + " " + finding.explanation
     finding.remedies = [remedy, *finding.remedies]
+
+
+def _scaler_never_unscaled(factor: float) -> tuple[str, str]:
+    factor = f"{factor:g}"
+    return (
+        f"The loss comes from `scaler.scale(loss)`, which multiplies it by {factor}, but the optimiser steps itself "
+        "(`optimizer.step()`), not through `scaler.step(optimizer)`, and no `scaler.unscale_(optimizer)` comes "
+        f"before it: by the chain rule every gradient is {factor} times the loss's own, and so is every SGD step. "
+        "(The scaler also never gets to skip a step whose gradients overflowed, nor to lower its factor.) What "
+        "follows is that step's doing.",
+        "Step through the scaler: `scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()` "
+        "(`scaler.unscale_(optimizer)` before any gradient clipping): it divides the gradients back before the "
+        "update.",
+    )
 
 
 def _loss_multiplied(factor: float) -> tuple[str, str]:

@@ -1566,6 +1566,13 @@ def _loss_multiplied_by(history: History, t: Thresholds) -> float | None:
     return float(f"{median(scales):.6g}")  # (1024, as written: not rounded to 1020)
 
 
+def _scaler_never_unscaled(history: History) -> bool:
+    """Whether the factor the loss was multiplied by is a GradScaler's that no `scaler.step` (or `unscale_`) divided
+    back: the optimiser stepped itself on every step that recorded a factor."""
+    scaled = [r for r in history.records if r.root_scale is not None and not r.root_scale_unknown]
+    return bool(scaled) and all(r.scaler_never_unscaled for r in scaled)
+
+
 def _curve_causes(history: History) -> dict:
     """Evidence for a stalled loss from the graph: a LeakyReLU with a slope of 1 (`identity_activations`), a softmax
     compared by a squared error (`softmax_into_squared_error`), each on most recent sampled steps."""
@@ -1595,6 +1602,8 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
             f.evidence["batches_of_one_class"] = sorted_data
         if scaled_by is not None and f.symptom in ("nonfinite", "diverging_loss", "exploding_gradient"):
             f.evidence["loss_multiplied_by"] = scaled_by
+            if _scaler_never_unscaled(history):
+                f.evidence["scaler_never_unscaled"] = True
         if f.symptom == "stalled_loss" and f.where == "loss":
             f.evidence.update(causes)
     return findings

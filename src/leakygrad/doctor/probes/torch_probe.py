@@ -902,6 +902,7 @@ class StepState:
     step: int = 0  # the training step this state measures
     loss_scaled: bool = False  # its loss came from a gradient scaler (torch.amp.GradScaler.scale)
     loss_scale_at: int | None = None  # deferred index of that scaler's factor (gradients in the graph carry it)
+    stepped_scaled: bool = False  # the optimiser stepped on them before the scaler unscaled them (no scaler.step)
     deferred: Deferred = field(default_factory=Deferred)
     order: dict = field(default_factory=dict)  # module name -> forward position
     # Written into the graph's nodes (see NodeTags), so that the state holds no node between forward and backward:
@@ -2766,6 +2767,8 @@ class TorchProbe:
                     "betas" in group for group in optimizer.param_groups
                 )
                 self.state.lr_schedule = _lr_schedule(optimizer)
+                # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are the scale times theirs)
+                self.state.stepped_scaled = self.state.loss_scaled and not _unscaled_yet()
                 self.state.decayed_rate = _decayed_rate(optimizer)
                 self.state.large_eps = _large_eps(optimizer)
                 self.state.group_rates = _group_rates(optimizer, self._param_label)
@@ -3162,6 +3165,8 @@ class TorchProbe:
         changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)
         if not (state.loss_scaled or state.step_size_normalised or changed):  # (0.0 or None: kept as backward made it)
             record.root_scale = state.root_scale
+        if state.stepped_scaled and state.loss_scale_at is not None and not state.step_size_normalised:
+            record.root_scale, record.scaler_never_unscaled = value(state.loss_scale_at), True  # (its factor, left in)
         record.root_scale_unknown = changed is not None and math.isnan(changed)
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
