@@ -178,8 +178,8 @@ class StepRecord:
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)
     root_scale: float | None = None
-    # the root's factor is a GradScaler's, never unscaled: the optimiser stepped itself (`optimizer.step()`), not through
-    # `scaler.step(optimizer)`, and no `scaler.unscale_` came before it
+    # the root's factor is a GradScaler's, never unscaled: the optimiser stepped itself (`optimizer.step()`), not
+    # through `scaler.step(optimizer)`, and no `scaler.unscale_` came before it
     scaler_never_unscaled: bool = False
     root_scale_unknown: bool = False  # ... not known: the gradients were already NaN or inf (dividing leaves them so)
     probabilities_function: str | None = None

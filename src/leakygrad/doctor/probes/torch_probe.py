@@ -2767,7 +2767,7 @@ class TorchProbe:
                     "betas" in group for group in optimizer.param_groups
                 )
                 self.state.lr_schedule = _lr_schedule(optimizer)
-                # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are the scale times theirs)
+                # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are scale times theirs)
                 self.state.stepped_scaled = self.state.loss_scaled and not _unscaled_yet()
                 self.state.decayed_rate = _decayed_rate(optimizer)
                 self.state.large_eps = _large_eps(optimizer)
