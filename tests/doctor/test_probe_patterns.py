@@ -2849,3 +2849,68 @@ def test_reading_the_forward_test():
     wrong = backward_disagrees([1.0, 0.9, 0.5, 0.5, -0.5, -0.2, -0.2])
     assert not wrong["agrees"] and "scaled_by" not in wrong and wrong["mismatch"] == pytest.approx(0.4 / 0.9)
     assert backward_disagrees([0.0, 0.0, 0.5, 0.5]) is None  # no gradient came out
+
+
+LORA_SCRIPT = """
+import sys
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+torch.manual_seed(0)
+B_START = sys.argv[1]  # "zeros": both factors at 0 (the mistake); "random": A at random, B at 0 (LoRA's own)
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, base, rank=4):
+        super().__init__()
+        self.base = base.requires_grad_(False)
+        self.A = nn.Linear(base.in_features, rank, bias=False)
+        self.B = nn.Linear(rank, base.out_features, bias=False)
+        nn.init.zeros_(self.B.weight)
+        if B_START == "zeros":
+            nn.init.zeros_(self.A.weight)
+
+    def forward(self, x):
+        return self.base(x) + 2.0 * self.B(self.A(x))
+
+
+x, y = torch.randn(128, 8), torch.randint(0, 3, (128,))
+net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+for _ in range(24):  # "pretraining": the model is seen, and named, here
+    loss = F.cross_entropy(net(x), y)
+    optimizer.zero_grad(); loss.backward(); optimizer.step()
+for i in (0, 2):  # adapters wrapped around its layers afterwards
+    net[i] = LoRALinear(net[i])
+optimizer = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-2)
+for _ in range(64):
+    loss = F.cross_entropy(net(x), (y + 1) % 3)
+    optimizer.zero_grad(); loss.backward(); optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("start", ["zeros", "random"])
+def test_adapters_put_into_a_watched_model_are_measured_and_two_zero_factors_named(tmp_path, start):
+    """LoRA adapters wrapped around the layers of a model the doctor had already named, trained by a new optimiser:
+    their parameters were nobody's, so nothing of the fine-tuning was measured ("the optimiser steps none of the
+    model's weights"). They are named under the model now. With both factors started at 0 (A as well as B) each one's
+    gradient is the other's value times something: exactly 0, forever (sweep 32: accuracy 0.20 against 0.89), one
+    no_gradient error at the model that names the zero weights. LoRA's own start (A at random) is no finding."""
+    from leakygrad.doctor.runner import run_script
+
+    script = tmp_path / "lora.py"
+    script.write_text(LORA_SCRIPT)
+    run = run_script(str(script), [start], every=4)
+    dr = run.doctor
+    assert run.exit_code == 0
+    last = dr.history.records[-1]
+    assert {"net.0.A", "net.0.B", "net.2.A", "net.2.B"} <= set(last.layers)
+    findings = [f for f in dr.findings if f.symptom == "no_gradient"]
+    if start == "random":
+        assert findings == [] and last.layers["net.0.B"].update_ratio > 0
+        return
+    [f] = findings
+    assert (f.where, f.severity) == ("net", "error")
+    assert f.evidence["zero_weights"] == ["net.0.A", "net.0.B", "net.2.A", "net.2.B"]
+    assert "kaiming_uniform_" in f.remedies[0] and "dL/dB = g (A x)^T" in f.explanation

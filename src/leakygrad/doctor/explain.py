@@ -1783,6 +1783,20 @@ def explain_no_gradient(f: Finding):
             "Harmless: it never moves, and costs one parameter per unit."
         )
         return text, ["Leave it, or drop it: `bias=False` on that layer (the model computes the same gradients)."]
+    if e.get("zero_weights"):
+        layers = ", ".join(f"`{layer}`" for layer in e["zero_weights"][:6])
+        text = reached_but_zero + (
+            f"the weights of {layers} are exactly 0 as well, and have stayed so. They are factors of one product "
+            "that all start at 0 (LoRA's A and B both zero-initialised, two layers in a row zeroed): by the chain rule "
+            "each one's gradient is the others' value times something (for y = B A x, dL/dB = g (A x)^T and dL/dA = "
+            "B^T g x^T), and with both at 0 both gradients are 0. The optimiser never moves them: a saddle point at "
+            "the origin, and the layers they should adapt never change."
+        )
+        remedies = [
+            "Initialise one factor at random and the other at 0 (LoRA: `nn.init.kaiming_uniform_(A.weight, a=5 ** "
+            "0.5)`, `nn.init.zeros_(B.weight)`): the product still starts at 0, and B's gradient g (A x)^T is not.",
+        ]
+        return text, remedies
     if e.get("state_reset_every_call"):
         text = reached_but_zero + (
             f"`{f.where}` is called {e['state_reset_every_call']} times a step, and not once is it given its own last "

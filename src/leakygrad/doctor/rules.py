@@ -2133,7 +2133,47 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         if module == "(model)":
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
-    return findings
+    return _zero_factors_together(findings, history)
+
+
+def _zero_factors_together(findings: list[Finding], history: History) -> list[Finding]:
+    """Layers whose weights are exactly 0 and whose gradient is exactly 0, two or more of them: factors of a product
+    that all start at 0 (LoRA's A and B both zero-initialised, two layers in a row zeroed). Each one's gradient is
+    the other's value times something, 0, so none ever moves: a saddle the optimiser cannot leave. One error at the
+    module holding them, in place of a warning for each."""
+    zeroed = [
+        f
+        for f in findings
+        if f.evidence.get("gradient") == "exactly zero"
+        and not f.evidence.get("graph_cuts")
+        and not f.evidence.get("forward_ran")
+        and _weights_stay_zero(history, {_module_of(p, history.param_module) for p in f.evidence["parameters"]})
+    ]
+    if len(zeroed) < 2:
+        return findings
+    params = sorted(p for f in zeroed for p in f.evidence["parameters"])
+    layers = sorted({_module_of(p, history.param_module) for p in params})
+    where = _common_prefix(layers) or _whole_model_name(params, history.param_module, history)
+    evidence = {
+        "parameters": params,
+        "parameter_count": len(params),
+        "sampled_steps_checked": min(f.evidence["sampled_steps_checked"] for f in zeroed),
+        "gradient": "exactly zero",
+        "graph_cuts": [],
+        "zero_weights": layers,
+    }
+    merged = Finding("no_gradient", where, min(f.first_step for f in zeroed), "error", evidence)
+    return [f for f in findings if f not in zeroed] + [merged]
+
+
+def _weights_stay_zero(history: History, layers: set[str]) -> bool:
+    """Whether every one of `layers` had weights of norm exactly 0 on every sampled step that measured them."""
+    for layer in layers:
+        norms = [r.layers[layer].weight_norm for r in history.records if layer in r.layers]
+        norms = [n for n in norms if n is not None]
+        if not norms or any(n != 0 for n in norms):
+            return False
+    return True
 
 
 def _weights_and_biases(params: list[str]) -> bool:

@@ -1196,6 +1196,9 @@ class TorchProbe:
         self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
+        self._roots: dict[
+            str, tuple[weakref.ref, str]
+        ] = {}  # root name -> (its module, the prefix of its parts' names)
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
@@ -1347,22 +1350,8 @@ class TorchProbe:
         # A bare nn.Sequential's paths are just indices ("3"); prefix them with its name ("model.3").
         prefix = f"{name}." if prefixed or isinstance(module, nn.Sequential) else ""
         self.root_names.append(name)
-        added_modules, added_params = set(), set()
-        for path, sub in module.named_modules():
-            if sub in self.infos:
-                continue
-            label = f"{prefix}{path}" if path else name
-            self.infos[sub] = _module_info(label, sub)
-            self.info_by_name[label] = self.infos[sub]
-            added_modules.add(label)
-            if self.infos[sub].gated:
-                self._gated_names.add(label)
-        for path, param in module.named_parameters():
-            if id(param) not in self.param_labels:
-                owner = _weight_owner(module, path.rpartition(".")[0])
-                label = f"{prefix}{owner}" if owner else name
-                self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
-                added_params.add(id(param))
+        self._roots[name] = (weakref.ref(module), prefix)
+        added_modules, added_params = self._name_parts(module, name, prefix)
         for container, owner, kind, held in _modules_in_plain_containers(module):
             # Named as nn.ModuleList / nn.ModuleDict would name them (`blocks.0`): watched like the registered ones.
             container = f"{prefix}{container}"
@@ -1379,6 +1368,38 @@ class TorchProbe:
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
         return added_modules, added_params
+
+    def _name_parts(self, module: nn.Module, name: str, prefix: str) -> tuple[set[str], set[int]]:
+        """Name the modules and parameters of the root `module` that no root has named yet: `prefix` + their path."""
+        added_modules, added_params = set(), set()
+        for path, sub in module.named_modules():
+            if sub in self.infos:
+                continue
+            label = f"{prefix}{path}" if path else name
+            self.infos[sub] = _module_info(label, sub)
+            self.info_by_name[label] = self.infos[sub]
+            added_modules.add(label)
+            if self.infos[sub].gated:
+                self._gated_names.add(label)
+        for path, param in module.named_parameters():
+            if id(param) not in self.param_labels:
+                owner = _weight_owner(module, path.rpartition(".")[0])
+                label = f"{prefix}{owner}" if owner else name
+                self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
+                added_params.add(id(param))
+        return added_modules, added_params
+
+    def _name_parts_added_since(self, params) -> None:
+        """Parameters of a new optimiser that no watched model had when it was named, held by one now: modules put
+        into a watched model after it was first seen (LoRA adapters wrapping its layers, a new head). Named under it,
+        as its own parts are."""
+        unknown = {id(p) for p in params if not self._param_label(p)}
+        for name, (ref, prefix) in list(self._roots.items()):
+            module = ref()
+            if unknown and module is not None and any(id(p) in unknown for p in module.parameters()):
+                self._name_parts(module, name, prefix)
+                unknown -= {id(p) for p in module.parameters()}
+                self._plan = self._callable_cache = None
 
     def note_state_load(self, target: nn.Module, state_dict) -> None:
         """`target.load_state_dict(state_dict)` is about to replace weights of the watched models it is or holds.
@@ -1479,6 +1500,7 @@ class TorchProbe:
             self.param_labels.pop(key, None)
         self._gated_names -= labels
         self.root_names.remove(name)
+        self._roots.pop(name, None)
         self.doctor.history.watched.remove(name)
         self.doctor.history.models.remove(name)
         if self.state is not None:
@@ -2721,6 +2743,7 @@ class TorchProbe:
         known = self._known_optimizer(optimizer)
         if known is None:
             params = _stepped_parameters(optimizer)
+            self._name_parts_added_since(params)
             known = self._steps_watched(params)
             if self.discover and not any(self._param_label(p) for p in params):
                 self._discover_owner(params)
