@@ -295,6 +295,25 @@ def test_units_dead_from_the_first_steps_are_blamed_on_the_start_not_the_learnin
     assert "dead_from_start" not in later.evidence and later.remedies[0].startswith("Lower the learning rate")
 
 
+def test_units_dead_from_the_start_stay_so_when_the_onset_comes_from_before_a_thinning():
+    """A long run with statistics on every step thins its records, and before each thinning the findings' onsets are
+    kept. Units dead from step 0, alive for a while later, then dead again: the onset kept was step 0, but "dead from
+    the start" was judged from the records left, whose onset had moved on, and the remedies turned to "Lower the
+    learning rate" (sweep 32's MobileNet, its squeeze-excitation units off from step 0: right at every 16, wrong at
+    every step)."""
+    doctor = Doctor(every=1)
+    for step in range(600):
+        active = bytes([1, 1, 1, 1]) if 160 <= step < 330 else bytes(4)
+        doctor.record(
+            StepRecord(step=step, activations={"net.1": ActivationStats("net.1", "relu", 4, 64, unit_active=active)})
+        )
+    doctor.history.steps = 600
+    assert doctor.history.onsets[("dead_relu", "net.1")] == 0  # (kept at the first thinning)
+    [f] = doctor.findings
+    assert f.first_step == 0 and f.evidence["dead_from_start"] is True
+    assert f.remedies[0].startswith("Initialise with")
+
+
 def squash(step, fraction, depth=1.5):
     stats = ActivationStats("net.1", "tanh", 10, 64, saturated_fraction=fraction, mean_derivative=0.02, depth=depth)
     layers = {

@@ -172,6 +172,7 @@ class History:
         self.nonfinite: NonfiniteEvent | None = None
         self.notes: dict[str, int] = {}  # internal notes (errors inside the doctor) -> times seen
         self.onsets: dict[tuple[str, str], int] = {}  # (symptom, where) -> earliest step, kept across thinning
+        self.first_record_step: int | None = None  # the first sampled step recorded (thinning may drop its record)
         self.watched: list[str] = []  # names of the models and optimisers watched
         self.models: list[str] = []  # ... of the models alone
         # modules kept in a plain list/tuple/dict attribute, unregistered: container -> (owner, its type, modules held)
@@ -228,6 +229,8 @@ class History:
         return self.loss.since(self.loss_restarts[-1])
 
     def add_record(self, record: StepRecord) -> None:
+        if self.first_record_step is None:
+            self.first_record_step = record.step
         self._fold_unit_masks(record)
         self._fold_parameter_checks(record)
         for cut in record.graph_cuts:

@@ -1782,7 +1782,12 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         feeder = recent[-1].layers.get(last.feeds_from) if last.feeds_from else None
         if feeder is not None and feeder.has_weights and feeder.weight_norm == 0:
             evidence["feeds_from_weights_zero"] = True  # initialised to zero: no unit ever fired
-        if first is not None and first <= history.healthy_records()[0].step:
+        # (the onset remembered before old records were thinned: the run's first record may be gone by now)
+        earliest = min(first, history.onsets.get(("dead_relu", site), first)) if first is not None else None
+        start = history.healthy_records()[0].step
+        if history.first_record_step is not None and history.nonfinite is None:
+            start = min(start, history.first_record_step)
+        if earliest is not None and earliest <= start:
             evidence["dead_from_start"] = True  # dead in the first window measured: before any update could kill them
         if any(site in r.activations_read_by_loss for r in recent):
             evidence["read_by_loss"] = True  # the loss reads these outputs directly too: a penalty on the activations

@@ -1196,9 +1196,8 @@ class TorchProbe:
         self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
-        self._roots: dict[
-            str, tuple[weakref.ref, str]
-        ] = {}  # root name -> (its module, the prefix of its parts' names)
+        # root name -> (its module, the prefix of its parts' names)
+        self._roots: dict[str, tuple[weakref.ref, str]] = {}
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
