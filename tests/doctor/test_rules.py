@@ -314,6 +314,28 @@ def test_units_dead_from_the_start_stay_so_when_the_onset_comes_from_before_a_th
     assert f.remedies[0].startswith("Initialise with")
 
 
+@pytest.mark.parametrize("learning", [True, False])
+def test_dead_units_in_a_run_that_learns_are_not_told_to_lower_the_rate_first(learning):
+    """Half the units of a layer dead in a run whose loss fell to a tenth: sweep 32's healthy Adam MLPs (lr 1e-3) had
+    0.42-0.57 dead, and the first remedy, a lower rate, made all of them worse at the same number of steps (the live
+    units carry the task). Other activations come first then, and the rate last, with that said; a run that does not
+    learn keeps the rate first."""
+    history = History(T)
+    for step in range(0, 400, 16):
+        stats = ActivationStats("net.1", "relu", 4, 64, unit_active=bytes([1, 1, 0, 0]) if step else bytes([1] * 4))
+        history.add_record(StepRecord(step=step, activations={"net.1": stats}))
+    for step in range(400):
+        history.add_loss(step, 2.0 / (1 + step / 10) if learning else 2.0)
+    history.steps = 400
+    [f] = [f for f in diagnose(history) if f.symptom == "dead_relu"]
+    assert f.severity == "warning"
+    if not learning:
+        assert f.remedies[0].startswith("Lower the learning rate")
+        return
+    assert f.evidence["loss_last_third_to_first_step"] < 0.1 and "the live units carry the task" in f.explanation
+    assert f.remedies[0].startswith("Use LeakyReLU") and f.remedies[-1].startswith("Lower the learning rate only if")
+
+
 def squash(step, fraction, depth=1.5):
     stats = ActivationStats("net.1", "tanh", 10, 64, saturated_fraction=fraction, mean_derivative=0.02, depth=depth)
     layers = {

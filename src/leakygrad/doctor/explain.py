@@ -1160,6 +1160,14 @@ def explain_dead_relu(f: Finding):
             "Standardise the inputs (zero mean, unit variance: raw pixel values of 0-255 put most units above 6) and "
             "put BatchNorm before the ReLU6, so that its input stays inside (0, 6).",
         )
+    lower = [r for r in remedies if r.startswith("Lower the learning rate")]
+    if lower and e.get("loss_last_third_to_first_step") is not None:
+        # (a lower rate keeps more units alive, and slows the learning that works: sweep 32's healthy runs at Adam's
+        # 1e-3 lost more by it than the dead units cost them)
+        remedies = [r for r in remedies if r not in lower] + [
+            "Lower the learning rate only if the dead share keeps growing: here the loss still falls, and a lower "
+            "rate slows that too.",
+        ]
     return text, remedies
 
 

@@ -1792,9 +1792,9 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         if any(site in r.activations_read_by_loss for r in recent):
             evidence["read_by_loss"] = True  # the loss reads these outputs directly too: a penalty on the activations
         learnt = _loss_learnt(history)
-        if severity == "error" and fraction < 1 and learnt is not None and learnt < t.dead_but_learning:
-            # most units dead, yet the loss fell to under half its start: the live ones carry the task (a hypernetwork
-            # whose task code is 2-D); capacity lost, not a training that stopped
+        if fraction < 1 and learnt is not None and learnt < t.dead_but_learning:
+            # the loss fell to under half its start: the live units carry the task (a hypernetwork whose task code is
+            # 2-D); capacity lost, not a training that stopped. Most units dead: a warning, not an error
             severity, evidence["loss_last_third_to_first_step"] = "warning", _sci(learnt)
         findings.append(Finding("dead_relu", site, first if first is not None else recent[0].step, severity, evidence))
     return _warnings_folded_into_the_first(findings)
