@@ -1400,6 +1400,42 @@ def test_an_optimiser_stepped_on_gradients_the_scaler_never_unscaled_is_named(th
     assert "scaler.step(optimizer)" in told[0].remedies[0]
 
 
+@pytest.mark.parametrize("per", ["epoch", "batch"])
+def test_a_one_cycle_schedule_stepped_per_epoch_is_named_as_the_stalls_cause(per):
+    """OneCycleLR sized in batches (epochs x steps_per_epoch) but stepped once per epoch: its rate never leaves the
+    start of its warm-up, max_lr / 25, and the loss stalls. Sweep 32's CNN reached 0.32 against 0.74; the stall was
+    told as "updates of a normal size, the gradient carries little signal". Stepped per batch, it learns."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    layers = [nn.Linear(64, 64), nn.Tanh()]
+    for _ in range(5):
+        layers += [nn.Linear(64, 64), nn.Tanh()]
+    model = nn.Sequential(*layers, nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    epochs, batches = 8, 16
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, epochs=epochs, steps_per_epoch=batches)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(epochs):
+            for step in range(batches):
+                batch = slice(64 * step, 64 * (step + 1))
+                loss = F.cross_entropy(model(x[batch]), y[batch])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if per == "batch":
+                    scheduler.step()
+            if per == "epoch":
+                scheduler.step()
+    told = [f for f in dr.findings if "one_cycle_never_peaked" in f.evidence]
+    if per == "batch":
+        assert told == [] and [f for f in dr.findings if f.symptom == "stalled_loss"] == []
+        return
+    [stall] = told
+    assert stall.symptom == "stalled_loss" and stall.evidence["one_cycle_never_peaked"]["max_lr"] == 0.1
+    assert stall.explanation.startswith("`OneCycleLR` never took the learning rate past")
+    assert "after every `optimizer.step()`" in stall.remedies[0]
+
+
 @pytest.mark.parametrize("loss_kind", ["mse of a softmax", "cross_entropy"])
 def test_a_softmax_compared_by_a_squared_error_is_named_as_the_stalls_cause(loss_kind):
     """`F.mse_loss(softmax(logits), one_hot)` in a deep tanh network: the gradient reaches the logits only through

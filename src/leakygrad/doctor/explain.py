@@ -2750,6 +2750,8 @@ def explain(finding: Finding) -> Finding:
         _add_batches_of_one_class(finding)
     if e.get("lr_by_group"):
         _add_cause(finding, *_group_rates(e["lr_by_group"]))
+    if e.get("one_cycle_never_peaked"):
+        _add_cause(finding, *_one_cycle_never_peaked(e["one_cycle_never_peaked"]))
     return finding
 
 
@@ -2757,6 +2759,18 @@ def _add_cause(finding: Finding, text: str, remedy: str) -> None:
     """A cause found beside a finding's own reading: its explanation and remedy come first."""
     finding.explanation = text + " " + finding.explanation
     finding.remedies = [remedy, *finding.remedies]
+
+
+def _one_cycle_never_peaked(seen: dict) -> tuple[str, str]:
+    return (
+        f"`OneCycleLR` never took the learning rate past {fmt(seen['lr_highest'])}, against its max_lr of "
+        f"{fmt(seen['max_lr'])}, on any of {seen['sampled_steps']} sampled steps: the schedule is still at the start "
+        "of its warm-up (max_lr / 25). It moves one step per `scheduler.step()` call, and its `total_steps` (epochs x "
+        "steps_per_epoch) counts batches: called once per epoch, it advances one batch per epoch, and the rate "
+        "stays low for the whole run.",
+        "Call `scheduler.step()` after every `optimizer.step()`, inside the loop over batches (OneCycleLR is a "
+        "per-batch schedule), or give it `total_steps` equal to the number of times you call it.",
+    )
 
 
 def _scaler_never_unscaled(factor: float) -> tuple[str, str]:

@@ -2686,6 +2686,23 @@ def _note_group_rates(evidence: dict, history: History, ratios: dict, t: Thresho
         }
 
 
+def _note_one_cycle_never_peaked(evidence: dict, history: History, t: Thresholds) -> None:
+    """A stalled loss under `OneCycleLR` whose rate stayed at most `one_cycle_reached` of its `max_lr` on every sampled
+    step (at least `min_records`): the schedule never got past the start of its warm-up (max_lr / 25). It counts its
+    `scheduler.step()` calls against `total_steps` (epochs x batches): stepped once per epoch, it advances one batch
+    per epoch. Noted as `one_cycle_never_peaked` ({"max_lr", "lr_highest", "sampled_steps"})."""
+    rates = [(r.lr_schedule[0], r.one_cycle_max_lr) for r in history.records if r.one_cycle_max_lr and r.lr_schedule]
+    if len(rates) < t.min_records or 2 * len(rates) < len(history.records):
+        return
+    highest, peak = max(lr for lr, _ in rates), rates[-1][1]
+    if highest <= t.one_cycle_reached * peak:
+        evidence["one_cycle_never_peaked"] = {
+            "max_lr": _sci(peak),
+            "lr_highest": _sci(highest),
+            "sampled_steps": len(rates),
+        }
+
+
 def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
     the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
@@ -2861,6 +2878,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         if alike is not None:
             evidence["inputs_alike"] = alike
         _note_group_rates(evidence, history, ratios, t)
+        _note_one_cycle_never_peaked(evidence, history, t)
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)

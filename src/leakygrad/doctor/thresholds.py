@@ -283,6 +283,10 @@ class Thresholds:
     raw_target_ratio: float = 100.0
     """... and this many times the predictions' (a network starts near 0), were left in raw units: the loss's
     gradient 2 (prediction - target) is of their size, and every layer's with it."""
+    one_cycle_reached: float = 0.25
+    """A stall under OneCycleLR whose rate never rose past this share of its max_lr on any sampled step (it starts at
+    max_lr / 25 = 0.04 of it): the schedule is stepped per epoch while it counts batches (evidence
+    `one_cycle_never_peaked`)."""
     wrong_backward_tests: int = 2
     """A custom autograd.Function's backward is reported wrong when it disagrees with its forward's finite
     differences on every test that could tell, and on at least this many (each test: two random directions, the

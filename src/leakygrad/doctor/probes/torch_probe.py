@@ -558,6 +558,15 @@ def _lr_schedule(optimizer) -> tuple[float, float] | None:
     return (lr, initial) if initial > 0 and math.isfinite(lr) else None
 
 
+def _one_cycle_max_lr(optimizer) -> float | None:
+    """The peak rate `OneCycleLR` set in the first parameter group (`max_lr`, beside its `initial_lr`), or None."""
+    group = optimizer.param_groups[0] if optimizer.param_groups else {}
+    peak = group.get("max_lr")
+    if "initial_lr" not in group or isinstance(peak, bool) or not isinstance(peak, (int, float)):
+        return None
+    return float(peak) if peak > 0 else None
+
+
 def _unused_name(name: str, taken) -> str:
     """`name`, or `name_2`, `name_3`, ... when it is taken: a second model of the same class, or a model's copy
     (Reptile deep-copies its model at every task: hundreds of names, each kept short)."""
@@ -1029,6 +1038,7 @@ class StepState:
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
     negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
+    one_cycle_max_lr: float | None = None  # ... its first group's peak rate, when OneCycleLR set one (`max_lr`)
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
     group_rates: list | None = None  # ... its parameter groups' rates and modules, when they lie far apart
@@ -2789,6 +2799,7 @@ class TorchProbe:
                     "betas" in group for group in optimizer.param_groups
                 )
                 self.state.lr_schedule = _lr_schedule(optimizer)
+                self.state.one_cycle_max_lr = _one_cycle_max_lr(optimizer)
                 # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are scale times theirs)
                 self.state.stepped_scaled = self.state.loss_scaled and not _unscaled_yet()
                 self.state.decayed_rate = _decayed_rate(optimizer)
@@ -3293,7 +3304,7 @@ class TorchProbe:
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
         record.negative_lr = state.negative_lr
-        record.lr_schedule = state.lr_schedule
+        record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
         record.decayed_rate = state.decayed_rate
         record.group_rates = state.group_rates
         if state.large_eps is not None:
