@@ -2752,6 +2752,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_group_rates(e["lr_by_group"]))
     if e.get("one_cycle_never_peaked"):
         _add_cause(finding, *_one_cycle_never_peaked(e["one_cycle_never_peaked"]))
+    if e.get("input_derivative_zero"):
+        _add_cause(finding, *_input_derivative_zero(e["input_derivative_zero"]))
     return finding
 
 
@@ -2759,6 +2761,20 @@ def _add_cause(finding: Finding, text: str, remedy: str) -> None:
     """A cause found beside a finding's own reading: its explanation and remedy come first."""
     finding.explanation = text + " " + finding.explanation
     finding.remedies = [remedy, *finding.remedies]
+
+
+def _input_derivative_zero(seen: dict) -> tuple[str, str]:
+    sites = ", ".join(f"`{site}`" for site in seen["activations"])
+    return (
+        "The loss is made of a derivative of the model with respect to its inputs (`torch.autograd.grad(..., "
+        "create_graph=True)`), and one of those derivatives came out exactly 0 everywhere on all "
+        f"{seen['sampled_steps']} sampled steps that took one. The network's activations ({sites}) are ReLUs: "
+        "piecewise linear, so its first "
+        "derivative is piecewise constant and its second is 0 wherever it is defined. A loss term made of it (a PDE "
+        "residual u_xx - f) is a constant to the weights, and passes them no gradient.",
+        "Use a smooth activation (tanh, SiLU, softplus, GELU) in a network whose loss differentiates it twice with "
+        "respect to its inputs (a physics-informed network): its second derivative is not 0.",
+    )
 
 
 def _one_cycle_never_peaked(seen: dict) -> tuple[str, str]:

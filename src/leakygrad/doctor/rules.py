@@ -2703,6 +2703,20 @@ def _note_one_cycle_never_peaked(evidence: dict, history: History, t: Thresholds
         }
 
 
+def _note_input_derivative_zero(evidence: dict, history: History, t: Thresholds) -> None:
+    """A stalled loss made of a gradient with respect to the inputs (`torch.autograd.grad(..., create_graph=True)`),
+    one of which came out exactly 0 everywhere on every sampled step that took one (at least `min_records`), in a
+    network whose activations are all of the ReLU family: piecewise linear, so its second derivative is 0 wherever
+    it is defined, and a loss term made of one (a PDE residual u_xx - f) is a constant to the weights. Noted as
+    `input_derivative_zero` ({"activations": the ReLU sites, "sampled_steps"})."""
+    looked = [r for r in history.records if r.input_gradient_zero is not None]
+    if len(looked) < t.min_records or not all(r.input_gradient_zero for r in looked):
+        return
+    functions = {site: a.function for r in looked for site, a in r.activations.items()}
+    if functions and all(function in RELU_FAMILY for function in functions.values()):
+        evidence["input_derivative_zero"] = {"activations": sorted(functions)[:6], "sampled_steps": len(looked)}
+
+
 def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
     """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
     the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
@@ -2879,6 +2893,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["inputs_alike"] = alike
         _note_group_rates(evidence, history, ratios, t)
         _note_one_cycle_never_peaked(evidence, history, t)
+        _note_input_derivative_zero(evidence, history, t)
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)

@@ -175,6 +175,8 @@ class StepRecord:
     # torch.autograd.grad(..., create_graph=True) taken with respect to tensors other than the parameters (the inputs):
     # a loss made of a gradient, a Hamiltonian network's dH/dz
     loss_of_input_gradient: bool = False
+    # ... one of them came out exactly 0 everywhere (None: no such call measured on this step)
+    input_gradient_zero: bool | None = None
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)

@@ -261,7 +261,7 @@ def _patched_grad(outputs, inputs, *args, **kwargs):
     create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
     if not _compiled_or_transformed() and not _inside_backward():
         for probe in _probes_of_this_thread():
-            probe.note_grad(inputs, create_graph)
+            probe.note_grad(inputs, create_graph, result)
     return result
 
 
@@ -993,6 +993,7 @@ class StepState:
     gradients_changed_before_step: bool = False  # ... or the gradient was cleared or replaced before the step
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
     grad_of_inputs: bool = False  # ... or with it, with respect to tensors other than the parameters
+    input_grad_sizes: list = field(default_factory=list)  # ... deferred indices of each such result's largest |entry|
     constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
@@ -1921,7 +1922,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("noting a distribution's sample", error)
 
-    def note_grad(self, inputs, create_graph: bool) -> None:
+    def note_grad(self, inputs, create_graph: bool, result=()) -> None:
         """`torch.autograd.grad` was called during this sampled step, with respect to `inputs`, which are not parameters
         the probe watches (first-order MAML's inner step takes the weights' gradient, without a graph on purpose):
         without `create_graph=True` (a penalty made of it is a constant to the backward), or with it (the loss is
@@ -1931,6 +1932,10 @@ class TorchProbe:
             if not any(id(t) in self.param_labels for t in inputs if isinstance(t, torch.Tensor)):
                 if create_graph:
                     self.state.grad_of_inputs = True
+                    # (exactly 0 everywhere: the second derivative of a piecewise-linear network, a ReLU MLP's u_xx)
+                    sizes = [g.detach().abs().amax() for g in _tensors(result) if g.is_floating_point() and g.numel()]
+                    if sizes and len(self.state.input_grad_sizes) < 8:
+                        self.state.input_grad_sizes.append(self.state.deferred.scalar(torch.stack(sizes).amax()))
                 else:
                     self.state.grad_without_graph = True
 
@@ -3301,6 +3306,8 @@ class TorchProbe:
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.loss_of_input_gradient = state.grad_of_inputs
+        if state.input_grad_sizes:  # (did one of the step's input gradients come out exactly 0 everywhere?)
+            record.input_gradient_zero = any(value(i) == 0 for i in state.input_grad_sizes)
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
         record.negative_lr = state.negative_lr
