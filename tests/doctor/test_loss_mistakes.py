@@ -1400,6 +1400,44 @@ def test_an_optimiser_stepped_on_gradients_the_scaler_never_unscaled_is_named(th
     assert "scaler.step(optimizer)" in told[0].remedies[0]
 
 
+class Highway(nn.Module):
+    def __init__(self, width, gate_bias):
+        super().__init__()
+        self.H, self.T = nn.Linear(width, width), nn.Linear(width, width)
+        nn.init.constant_(self.T.bias, gate_bias)
+
+    def forward(self, x):
+        t = torch.sigmoid(self.T(x))
+        return t * F.relu(self.H(x)) + (1 - t) * x
+
+
+@pytest.mark.parametrize("gate_bias", [-10.0, -1.0])
+def test_highway_gates_started_shut_are_named_as_the_stalls_cause(gate_bias):
+    """A highway network whose transform gates' bias starts at -10 (the advice: -1 to -3): t = 4.5e-5, each layer
+    passes its input through, and neither the branches nor the gates get a gradient (sweep 32: 0.31 against 0.90).
+    Gates are not judged saturated, by design, so it was a stall with no cause. At -1 it learns."""
+    torch.manual_seed(0)
+    x = torch.randn(512, 16)  # (three shells by radius: no linear map of x separates them)
+    y = (x.norm(dim=1) > 3.6).long() + (x.norm(dim=1) > 4.2).long()
+    model = nn.Sequential(nn.Linear(16, 32), *[Highway(32, gate_bias) for _ in range(4)], nn.Linear(32, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(160):
+            batch = slice(128 * (step % 4), 128 * (step % 4 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    told = [f for f in dr.findings if "gates_shut" in f.evidence]
+    if gate_bias == -1.0:
+        assert told == [] and dr.history.records[-1].gate_means
+        return
+    [stall] = told
+    assert stall.symptom == "stalled_loss" and stall.evidence["gates_shut_count"] == 4
+    assert all(mean < 1e-4 for mean in stall.evidence["gates_shut"].values())
+    assert stall.explanation.startswith("Every sigmoid gate sits shut") and "-1 to -3" in stall.remedies[0]
+
+
 @pytest.mark.parametrize("activation", [nn.ReLU, nn.Tanh])
 def test_a_pde_loss_on_a_relu_network_is_named_as_the_stalls_cause(activation):
     """A physics-informed network for u'' = -pi^2 sin(pi x) built of ReLUs: its second derivative with respect to x

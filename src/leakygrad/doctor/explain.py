@@ -2754,6 +2754,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_one_cycle_never_peaked(e["one_cycle_never_peaked"]))
     if e.get("input_derivative_zero"):
         _add_cause(finding, *_input_derivative_zero(e["input_derivative_zero"]))
+    if e.get("gates_shut"):
+        _add_cause(finding, *_gates_shut(e["gates_shut"], e.get("gates_shut_count", len(e["gates_shut"]))))
     return finding
 
 
@@ -2761,6 +2763,20 @@ def _add_cause(finding: Finding, text: str, remedy: str) -> None:
     """A cause found beside a finding's own reading: its explanation and remedy come first."""
     finding.explanation = text + " " + finding.explanation
     finding.remedies = [remedy, *finding.remedies]
+
+
+def _gates_shut(gates: dict, count: int) -> tuple[str, str]:
+    shown = ", ".join(f"`{site}` ({fmt(mean)})" for site, mean in list(gates.items())[:4])
+    more = f" and {count - 4} more" if count > 4 else ""
+    return (
+        f"Every sigmoid gate sits shut: the mean of its output is {shown}{more}. A gate t passes t times what it "
+        "gates (a highway layer's t * H(x) + (1 - t) * x), so the branch behind it gets t times the gradient, and the "
+        "gate's own derivative t (1 - t) is as small: neither learns, and the layers pass their input through "
+        "unchanged. A gate's bias started far negative does this (a highway's transform bias at -10, where -1 to -3 "
+        "is the advice).",
+        "Start the gates' biases near -1 to -3 (or at 0), so that t (1 - t) is not vanishingly small and the "
+        "gates can open as the training asks.",
+    )
 
 
 def _input_derivative_zero(seen: dict) -> tuple[str, str]:

@@ -2703,6 +2703,22 @@ def _note_one_cycle_never_peaked(evidence: dict, history: History, t: Thresholds
         }
 
 
+def _note_gates_shut(evidence: dict, history: History, t: Thresholds) -> None:
+    """A stalled loss whose every sigmoid gate (a sigmoid multiplying another computed tensor: a highway's transform
+    gate, a GLU) sat shut, its output's mean under `gate_shut` on every recent sampled step: a gate t passes t times
+    what it gates, and its own derivative is t (1 - t): with t near 0 neither the gated branch nor the gate learns
+    (a highway's transform bias started at -10, where -1 to -3 is the advice). Noted as `gates_shut` (site -> the
+    median mean)."""
+    recent = history.recent()
+    sites = {site for r in recent for site in (r.gate_means or {})}
+    if not sites or len(recent) < t.min_records:
+        return
+    means = {site: [r.gate_means[site] for r in recent if r.gate_means and site in r.gate_means] for site in sites}
+    if all(len(values) == len(recent) and max(values) < t.gate_shut for values in means.values()):
+        evidence["gates_shut"] = {site: _sci(median(values)) for site, values in sorted(means.items())[:8]}
+        evidence["gates_shut_count"] = len(means)
+
+
 def _note_input_derivative_zero(evidence: dict, history: History, t: Thresholds) -> None:
     """A stalled loss made of a gradient with respect to the inputs (`torch.autograd.grad(..., create_graph=True)`),
     one of which came out exactly 0 everywhere on every sampled step that took one (at least `min_records`), in a
@@ -2894,6 +2910,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         _note_group_rates(evidence, history, ratios, t)
         _note_one_cycle_never_peaked(evidence, history, t)
         _note_input_derivative_zero(evidence, history, t)
+        _note_gates_shut(evidence, history, t)
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)

@@ -283,6 +283,10 @@ class Thresholds:
     raw_target_ratio: float = 100.0
     """... and this many times the predictions' (a network starts near 0), were left in raw units: the loss's
     gradient 2 (prediction - target) is of their size, and every layer's with it."""
+    gate_shut: float = 1e-3
+    """A stall whose every sigmoid gate's output had a mean below this on every recent sampled step: the gates are
+    shut, and what they gate gets (almost) no gradient (evidence `gates_shut`; a highway's transform gate started
+    at bias -10: 4.5e-5)."""
     one_cycle_reached: float = 0.25
     """A stall under OneCycleLR whose rate never rose past this share of its max_lr on any sampled step (it starts at
     max_lr / 25 = 0.04 of it): the schedule is stepped per epoch while it counts batches (evidence

@@ -994,6 +994,7 @@ class StepState:
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
     grad_of_inputs: bool = False  # ... or with it, with respect to tensors other than the parameters
     input_grad_sizes: list = field(default_factory=list)  # ... deferred indices of each such result's largest |entry|
+    gate_means: dict = field(default_factory=dict)  # sigmoid gate's site -> deferred index of its output's mean
     constant_loss_term: bool | None = None  # the backward's root adds a term that has no graph (a constant to it)
     prediction_broadcast: dict | None = None  # a module's (N, 1) output compared with an (N,) target, as (N, N)
     # a regression loss's prediction straight out of a ReLU/sigmoid/tanh: (graph_tools.targets_out_of_reach, deferred
@@ -2354,7 +2355,10 @@ class TorchProbe:
                 owner = inside.get(node)
                 if owner in gated or (function in GATE_FUNCTIONS and node in multiplied):
                     # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6, a
-                    # hard-concrete gate x * clamp(...)) sit saturated by design: open or shut
+                    # hard-concrete gate x * clamp(...)) sit saturated by design: open or shut. A sigmoid gate's mean
+                    # is read all the same (all of them shut: what they gate gets no gradient, a stall's cause)
+                    if function == "sigmoid" and owner not in gated and len(state.gate_means) < 16:
+                        self._note_gate_mean(state, node)
                     continue
                 if function == "tanh" and node in gated_by_sigmoid:  # (a gated unit's, or a hand-written LSTM's
                     continue  # sigmoid(o) * tanh(c): the gate decides what passes, as in the layers PyTorch gates)
@@ -2706,6 +2710,11 @@ class TorchProbe:
             return True
         maker = graph_tools.nearest_upstream(node, names)
         return maker is not None and maker.split(".")[0] == reader.split(".")[0]
+
+    def _note_gate_mean(self, state: StepState, node) -> None:
+        """The mean of a sigmoid gate's output (what it saved), under its site's name."""
+        site = f"sigmoid after {graph_tools.nearest_upstream(node, state.names) or 'input'}"
+        state.gate_means[site] = state.deferred.scalar(node._saved_result.detach().float().mean())
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> str:
         """Count an activation's outputs into its site's tally; returns the site."""
@@ -3306,6 +3315,7 @@ class TorchProbe:
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.loss_of_input_gradient = state.grad_of_inputs
+        record.gate_means = {site: value(at) for site, at in state.gate_means.items()} or None
         if state.input_grad_sizes:  # (did one of the step's input gradients come out exactly 0 everywhere?)
             record.input_gradient_zero = any(value(i) == 0 for i in state.input_grad_sizes)
         record.maximized_loss = state.root_loss if state.maximizes else None
