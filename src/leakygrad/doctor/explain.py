@@ -502,12 +502,19 @@ def explain_wrong_gradient(f: Finding):
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "
         "carried back through the forward's Jacobian J; so for any direction v of its inputs, <g, v> must equal "
         "<u, J v>, and J v is how the forward's output moves along v, (f(x + h v) - f(x - h v)) / 2h. The doctor ran "
-        f"the forward again on copies of the inputs (float64) along random directions, on {e['tests']} sampled "
-        f"steps: the backward gave <g, v> = {fmt(e['backward_dot'])} where the forward's change gives "
-        f"{fmt(e['finite_difference_dot'])}, {pct(e['relative_mismatch'])} apart or more along every direction "
-        "tried (a backward that is the true one times a constant, a gradient reversal layer's, is not this). Every "
-        "layer before it learns from a gradient that is not the loss's: the training may still move, towards the "
-        "wrong place."
+        "the forward again on copies of the inputs (float64) along two random directions on each of "
+        f"{e['tests']} sampled steps, and on {e.get('tests_disagreeing', e['tests'])} of them the two sides differed: "
+        f"the backward gave <g, v> = {fmt(e['backward_dot'])} where the forward's change gives "
+        f"{fmt(e['finite_difference_dot'])}, {pct(e['relative_mismatch'])} apart."
+    )
+    if e.get("scaled_by") is not None:
+        text += (
+            f" Along every direction the backward's gradient was {fmt(e['scaled_by'])} times the true one: a sign "
+            "or a constant factor is wrong (a mean's 1/N left out, a minus sign lost)."
+        )
+    text += (
+        " Every layer before it learns from a gradient that is not the loss's: the training may still move, towards "
+        "the wrong place."
     )
     remedies = [
         f"Fix `{f.where}.backward`: `torch.autograd.gradcheck({f.where}.apply, (x.double().requires_grad_(),))` on "

@@ -327,7 +327,7 @@ class History:
         if verdict is None:
             return
         tally["checked"] = tally.get("checked", 0) + 1
-        if verdict["agrees"] or "scaled_by" in verdict:  # (a constant times the true gradient: reversed on purpose)
+        if verdict["agrees"]:
             return
         tally["disagreeing"] = tally.get("disagreeing", 0) + 1
         if "disagreement" not in tally:  # (the first step it disagreed: its numbers are the evidence)

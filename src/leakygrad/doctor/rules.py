@@ -1279,14 +1279,14 @@ def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- a custom autograd.Function whose backward disagrees with its forward ------------------------------------------
 def custom_backward_wrong_rule(history: History, t: Thresholds) -> list[Finding]:
     """A custom `torch.autograd.Function` whose backward's gradient g disagrees with its forward's finite
-    differences on every test that could tell (at least `wrong_backward_tests`): <g, v> against <u, (f(x + h v) -
+    differences on most tests that could tell (at least `wrong_backward_tests`): <g, v> against <u, (f(x + h v) -
     f(x - h v)) / 2h> along random directions v, u the gradient that arrived. The chain rule holds only if each
     backward returns J^T u; every layer before this one learns from a gradient that is not the loss's. (A backward
     that ignores grad_output altogether is told as such, by `custom_backward_rule`.)"""
     findings = []
     for name, tally in sorted(history.custom_backwards.items()):
         checked, wrong = tally.get("checked", 0), tally.get("disagreeing", 0)
-        if checked < t.wrong_backward_tests or wrong < checked:
+        if wrong < t.wrong_backward_tests or 2 * wrong <= checked:
             continue
         if tally["tests"] and tally["ignoring"] == tally["tests"]:  # (it ignores grad_output: said so, more exactly)
             continue
@@ -1298,7 +1298,10 @@ def custom_backward_wrong_rule(history: History, t: Thresholds) -> list[Finding]
             "backward_dot": _sci(first["backward_dot"]),
             "finite_difference_dot": _sci(first["numerical_dot"]),
             "relative_mismatch": round(first["mismatch"], 3),
+            "tests_disagreeing": wrong,
         }
+        if "scaled_by" in first:  # (the true gradient times one constant: a sign, or a factor)
+            evidence["scaled_by"] = _sci(first["scaled_by"])
         findings.append(Finding("wrong_gradient", name, first["first_step"], "error", evidence))
     return findings
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import random
 import re
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 _OP_NAMES: dict[str, str] = {}
@@ -1537,82 +1539,111 @@ def forward_may_run_again(function) -> bool:
     return code is not None and _NOT_CALLED_TWICE.isdisjoint(code.co_names)
 
 
-def backward_against_forward(forward, args, differentiated, grad_inputs, grad_outputs) -> torch.Tensor | None:
+def backward_against_forward(forward, args, differentiated, grad_inputs, grad_outputs, outputs) -> torch.Tensor | None:
     """Compare a custom Function's backward with its forward, as `torch.autograd.gradcheck` does with one number per
     direction. The chain rule asks the backward for g = J^T u (u the gradient that arrived, `grad_outputs`; J the
     forward's Jacobian), so for any direction v of the inputs <g, v> = <u, J v>; and J v is the forward's change
-    along v, (f(x + h v) - f(x - h v)) / 2h. `forward` runs the Function again (in float64, on copies of its
-    inputs: nothing it writes into reaches the training; the random generators restored after each call); the
-    inputs moved are those `differentiated` that got a gradient.
+    along v, (f(x + h v) - f(x - h v)) / 2h. `forward` runs the Function again, in float64, on copies of its inputs
+    made for each call (nothing it writes into in place is the training's), every random generator it may draw from
+    put back after (PyTorch's, a `torch.Generator` among its arguments, NumPy's and Python's); the inputs moved are
+    those `differentiated` that got a gradient.
 
     Returns, on the inputs' device, [T, then per direction: <g, v>, <u, J v> with step h, the same with step h/2]:
     T = ||g * scale||, the typical size of <g, v> (each input's entries drawn N(0, its rms^2)); the second
-    estimate tells a smooth forward (the two agree) from one with a kink or a jump close by. None when it cannot
-    be tested (no input got a gradient, a shape that does not match, a forward that fails in float64)."""
+    estimate tells a smooth forward (the two agree) from one with a kink or a jump close by. None when it cannot be
+    tested: no input got a gradient, a shape that does not match, a forward that fails in float64, or one that does
+    not give again the `outputs` the training got from it (random numbers drawn otherwise than from the generators
+    put back: a float64 draw is not a float32 one)."""
     grad_inputs = grad_inputs if isinstance(grad_inputs, tuple) else (grad_inputs,)
     tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]  # (the node's inputs: its tensors)
     if len(grad_inputs) != len(tensors):
         return None
     grad_inputs = dict(zip(tensors, grad_inputs))  # argument's position -> its gradient
-    moved = [
+    moved = [  # (the arguments moved along a direction: those that required grad and got one)
         i
         for i, g in grad_inputs.items()
-        if differentiated[i]
-        and isinstance(g, torch.Tensor)
-        and g.shape == args[i].shape
-        and args[i].is_floating_point()
+        if differentiated[i] and isinstance(g, torch.Tensor) and g.shape == args[i].shape and g.is_floating_point()
     ]
     if not moved or _passes_gradient_through(moved, grad_inputs, grad_outputs):
         return None
+    generators = [a for a in args if isinstance(a, torch.Generator)]
+    states = [g.get_state() for g in generators], np.random.get_state(), random.getstate()
+    try:
+        return _compare(forward, args, moved, grad_inputs, grad_outputs, outputs)
+    except Exception:  # (a forward that cannot run in float64, or asserts its dtype: left untested)
+        return None
+    finally:
+        for generator, state in zip(generators, states[0]):
+            generator.set_state(state)
+        np.random.set_state(states[1])
+        random.setstate(states[2])
+
+
+def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs) -> torch.Tensor | None:
     base = [
-        (a.detach().to(torch.float64) if a.is_floating_point() else a.detach().clone())
+        (a.detach().to(torch.float64, copy=True) if a.is_floating_point() else a.detach().clone())
         if isinstance(a, torch.Tensor)
         else a
         for a in args
     ]
     device = base[moved[0]].device
     devices = [device.index] if device.type == "cuda" else []
+
+    def run(shifted):
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in shifted]
+        with torch.no_grad(), torch.random.fork_rng(devices=devices):
+            return _as_tuple(forward(*copies))
+
+    again = run(base)
+    if not _same_outputs(again, outputs):
+        return None  # (it does not compute again what the training got: nothing to compare its backward with)
+    if len(moved) == 1 and _is_its_input(again, base[moved[0]]):
+        return None  # the identity forward: written for its backward alone (a gradient reversal, a clip, a scale)
     scales = [base[i].square().mean().sqrt().clamp_min(1e-3) for i in moved]
     generator = torch.Generator(device=device).manual_seed(0)  # (its own: the training's generators are not drawn)
     typical = torch.stack([(grad_inputs[i].double() * s).square().sum() for i, s in zip(moved, scales)]).sum().sqrt()
     values = [typical]
 
     def change_along(directions, step):
-        shifted = [list(base), list(base)]
+        plus, minus = list(base), list(base)
         for i, v in zip(moved, directions):
-            shifted[0][i], shifted[1][i] = base[i] + step * v, base[i] - step * v
-        with torch.no_grad():
-            with torch.random.fork_rng(devices=devices):
-                plus = forward(*shifted[0])
-            with torch.random.fork_rng(devices=devices):
-                minus = forward(*shifted[1])
-        plus, minus = _as_tuple(plus), _as_tuple(minus)
+            plus[i], minus[i] = base[i] + step * v, base[i] - step * v
         total = torch.zeros((), dtype=torch.float64, device=device)
-        for u, p, m in zip(grad_outputs, plus, minus):
+        for u, p, m in zip(grad_outputs, run(plus), run(minus)):
             if isinstance(u, torch.Tensor) and isinstance(p, torch.Tensor) and p.shape == u.shape:
                 total = total + (u.double() * (p.double() - m.double())).sum() / (2 * step)
         return total
 
-    try:
-        if len(moved) == 1 and _unchanged_by(forward, base, moved[0], devices):
-            return None  # the identity forward: written for its backward alone (a gradient reversal, a clip, a scale)
-        for k in range(len(moved) if len(moved) > 1 else 0):  # (one input at a time: is it rounded?)
-            directions = [
-                torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s * (j == k)
-                for j, (i, s) in enumerate(zip(moved, scales))
-            ]
-            if change_along(directions, FORWARD_STEP).item() == 0:
-                return None  # flat along one input (LSQ's quantiser rounds x, its step size is smooth): a surrogate
-        for _ in range(CHECK_DIRECTIONS):
-            directions = [
-                torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s
-                for i, s in zip(moved, scales)
-            ]
-            backward_dot = sum((grad_inputs[i].double() * v).sum() for i, v in zip(moved, directions))
-            values += [backward_dot, change_along(directions, FORWARD_STEP), change_along(directions, FORWARD_STEP / 2)]
-    except (RuntimeError, TypeError, ValueError):  # (a forward that cannot run in float64, say: left untested)
-        return None
+    for k in range(len(moved) if len(moved) > 1 else 0):  # (one input at a time: is it rounded?)
+        directions = [
+            torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s * (j == k)
+            for j, (i, s) in enumerate(zip(moved, scales))
+        ]
+        if change_along(directions, FORWARD_STEP).item() == 0:
+            return None  # flat along one input (LSQ's quantiser rounds x, its step size is smooth): a surrogate
+    for _ in range(CHECK_DIRECTIONS):
+        directions = [
+            torch.randn(base[i].shape, generator=generator, dtype=torch.float64, device=device) * s
+            for i, s in zip(moved, scales)
+        ]
+        backward_dot = sum((grad_inputs[i].double() * v).sum() for i, v in zip(moved, directions))
+        values += [backward_dot, change_along(directions, FORWARD_STEP), change_along(directions, FORWARD_STEP / 2)]
     return torch.stack([v.reshape(()).to(torch.float64) for v in values])
+
+
+def _same_outputs(again: tuple, outputs: tuple) -> bool:
+    """Whether the forward run again (float64) gave the training's outputs (float32 or less: to their precision)."""
+    pairs = [(a, o) for a, o in zip(again, outputs) if isinstance(o, torch.Tensor) and o.is_floating_point()]
+    if not pairs or len(again) != len(outputs):
+        return False
+    for a, o in pairs:
+        if not isinstance(a, torch.Tensor) or a.shape != o.shape:
+            return False
+        o = o.detach().double()
+        tolerance = 1e-3 * (o.abs().amax() if o.numel() else 0) + 1e-6
+        if o.numel() and not bool(((a.double() - o).abs() <= tolerance).all()):
+            return False
+    return True
 
 
 def _passes_gradient_through(moved, grad_inputs, grad_outputs) -> bool:
@@ -1625,11 +1656,8 @@ def _passes_gradient_through(moved, grad_inputs, grad_outputs) -> bool:
     return g.shape == u.shape and torch.equal(g, u)
 
 
-def _unchanged_by(forward, base, position, devices) -> bool:
-    """Whether the forward returns its one moved input unchanged (the identity)."""
-    with torch.no_grad(), torch.random.fork_rng(devices=devices):
-        output = _as_tuple(forward(*base))
-    x = base[position]
+def _is_its_input(output: tuple, x: torch.Tensor) -> bool:
+    """Whether a forward's output is its one moved input, unchanged (the identity)."""
     return (
         len(output) == 1
         and isinstance(output[0], torch.Tensor)
@@ -1645,9 +1673,9 @@ def _as_tuple(value) -> tuple:
 def backward_disagrees(numbers) -> dict | None:
     """Read `backward_against_forward`'s numbers: None when the test says nothing (the forward is flat along a
     direction, a straight-through estimator's rounding; or not smooth there, a kink or a jump within the step; or
-    no gradient arrived), else {"agrees": ..., ...}. A backward that is the true one times a constant (a gradient
-    reversal layer's -lambda, a gradient scaled on purpose) gives the same ratio along both directions: it agrees
-    in direction, and is told apart by "scaled_by"."""
+    no gradient came out), else {"agrees", "mismatch" (the larger of the directions'), "backward_dot",
+    "numerical_dot" (that direction's), and "scaled_by" when the backward is the true gradient times one constant
+    (the same ratio along both directions: a sign, or a factor, missing or added)}."""
     typical, rest = numbers[0], numbers[1:]
     directions = [rest[k : k + 3] for k in range(0, len(rest), 3)]
     if not directions or not typical > 0:
@@ -1660,10 +1688,14 @@ def backward_disagrees(numbers) -> dict | None:
         scale = max(abs(backward_dot), abs(numerical), 0.1 * typical)
         mismatches.append(abs(backward_dot - numerical) / scale)
         ratios.append(backward_dot / numerical)
-    result = {"agrees": max(mismatches) <= 0.1, "mismatch": min(mismatches), "backward_dot": directions[0][0]}
-    result["numerical_dot"] = directions[0][1]
-    if not result["agrees"] and len(ratios) >= 2:
-        low, high = min(ratios), max(ratios)
-        if low * high > 0 and abs(high - low) <= 0.05 * max(abs(low), abs(high)):
-            result["scaled_by"] = sum(ratios) / len(ratios)
+    worst = max(range(len(mismatches)), key=mismatches.__getitem__)
+    result = {
+        "agrees": mismatches[worst] <= 0.1,
+        "mismatch": mismatches[worst],
+        "backward_dot": directions[worst][0],
+        "numerical_dot": directions[worst][1],
+    }
+    low, high = min(ratios), max(ratios)
+    if not result["agrees"] and len(ratios) >= 2 and low * high > 0 and high - low <= 0.05 * max(-low, high):
+        result["scaled_by"] = sum(ratios) / len(ratios)
     return result

@@ -327,9 +327,11 @@ def _patched_function_apply(cls, *args, **kwargs):
     if not probes:
         return apply(cls, *args)
     generators = _generator_states(args)  # (a forward that draws random numbers draws the same ones when tested)
+    versions = [_version_of(a) for a in args]
     output = apply(cls, *args)
-    for probe in probes:
-        probe.note_custom_call(cls, args, output, generators)
+    if [_version_of(a) for a in args] == versions:  # (one that changed an input in place, `mark_dirty`: untested)
+        for probe in probes:
+            probe.note_custom_call(cls, args, output, generators)
     return output
 
 
@@ -1107,6 +1109,7 @@ class CustomCall:
     differentiated: list
     versions: list
     generators: tuple  # the random generators' states before the call (`_generator_states`)
+    outputs: tuple  # what the call returned (detached): the test first checks that the forward gives it again
 
 
 MAX_CUSTOM_CALLS = 256  # calls of custom Functions kept per sampled step for the test (a Function called at each time
@@ -2618,6 +2621,7 @@ class TorchProbe:
                 call.differentiated,
                 grad_inputs,
                 grad_outputs,
+                call.outputs,
             )
             if numbers is not None:
                 entry[8] = state.deferred.vector(numbers)
@@ -2645,7 +2649,10 @@ class TorchProbe:
             return
         differentiated = [isinstance(a, torch.Tensor) and a.requires_grad for a in args]
         versions = [_version_of(a) for a in args]
-        state.custom_calls[id(node)] = CustomCall(node, function, args, differentiated, versions, generators)
+        returned = output if isinstance(output, tuple) else (output,)
+        outputs = tuple(t.detach() if isinstance(t, torch.Tensor) else t for t in returned)
+        call = CustomCall(node, function, args, differentiated, versions, generators, outputs)
+        state.custom_calls[id(node)] = call
 
     def _reaches_a_watched_parameter(self, node, limit: int = 256) -> bool:
         """Whether a watched parameter lies upstream of `node` in the graph (the first `limit` nodes looked at)."""
