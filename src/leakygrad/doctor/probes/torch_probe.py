@@ -192,6 +192,21 @@ def _unscaled_yet() -> bool:
     return any(getattr(state.get("stage"), "name", "UNSCALED") != "READY" for state in stages.values())
 
 
+def _steps_scaled_gradients(optimizer, kwargs) -> bool:
+    """Whether `optimizer` is about to step on gradients the last GradScaler multiplied and never divided back: the
+    scaler neither unscaled them for this optimiser (`scaler.unscale_(optimizer)`, or its own `scaler.step`) nor
+    handed it its factor (a fused optimiser divides inside its step: `scaler.step` sets `optimizer.found_inf`, or
+    passes `grad_scaler`)."""
+    if getattr(optimizer, "found_inf", None) is not None or "grad_scaler" in kwargs:
+        return False
+    scaler = _last_scaled[2]() if _last_scaled is not None else None
+    stages = getattr(scaler, "_per_optimizer_states", None)
+    if not isinstance(stages, dict):
+        return False
+    stage = stages.get(id(optimizer), {}).get("stage")  # (`get`: the scaler's defaultdict makes no entry)
+    return stage is None or getattr(stage, "name", None) == "READY"
+
+
 def _scale_of(loss: torch.Tensor) -> torch.Tensor | None:
     """The factor a gradient scaler multiplied this loss by, if it did."""
     if _last_scaled is not None and _last_scaled[0]() is loss:
@@ -2822,7 +2837,7 @@ class TorchProbe:
                 self.state.lr_schedule = _lr_schedule(optimizer)
                 self.state.one_cycle_max_lr = _one_cycle_max_lr(optimizer)
                 # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are scale times theirs)
-                self.state.stepped_scaled = self.state.loss_scaled and not _unscaled_yet()
+                self.state.stepped_scaled = self.state.loss_scaled and _steps_scaled_gradients(optimizer, kwargs)
                 self.state.decayed_rate = _decayed_rate(optimizer)
                 self.state.large_eps = _large_eps(optimizer)
                 self.state.group_rates = _group_rates(optimizer, self._param_label)
