@@ -3048,3 +3048,78 @@ def test_running_a_custom_forward_again_leaves_the_training_as_it_is(kind):
     # (a float32 mask drawn again from the generators as they were: tested, and right; the others are not computed
     # again, or changed something in place: the running mean, the input)
     assert checked == (3 if kind == "torch" else 0)
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, base, a_start, rank=4):
+        super().__init__()
+        self.base = base.requires_grad_(False)
+        self.A, self.B = nn.Linear(base.in_features, rank, bias=False), nn.Linear(rank, base.out_features, bias=False)
+        nn.init.zeros_(self.B.weight)
+        if a_start == "zeros":
+            nn.init.zeros_(self.A.weight)
+
+    def forward(self, x):
+        return self.base(x) + 2.0 * self.B(self.A(x))
+
+
+@pytest.mark.parametrize("a_start", ["zeros", "random"])
+def test_adapters_put_into_a_model_watched_in_code_are_measured(a_start):
+    """The same with `doctor.watch(net, optimizer)` in the script: the new optimiser over the adapters was turned
+    away before its parameters were looked for (the review of stop 31), and the fine-tuning went unmeasured."""
+    torch.manual_seed(0)
+    x, y = torch.randn(128, 8), torch.randint(0, 3, (128,))
+    net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    with doctor.watch(net, optimizer, every=4, name="net") as dr:
+        for _ in range(24):
+            loss = nn.functional.cross_entropy(net(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        for i in (0, 2):
+            net[i] = LoRALinear(net[i], a_start)
+        optimizer = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-2)
+        for _ in range(64):
+            loss = nn.functional.cross_entropy(net(x), (y + 1) % 3)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert {"net.0.A", "net.0.B", "net.2.A", "net.2.B"} <= set(dr.history.records[-1].layers)
+    named = [f for f in dr.findings if f.symptom == "no_gradient"]
+    if a_start == "random":
+        assert named == []
+        return
+    [f] = named
+    assert (f.where, f.severity, f.evidence["zero_weights"]) == (
+        "net",
+        "error",
+        ["net.0.A", "net.0.B", "net.2.A", "net.2.B"],
+    )
+
+
+@pytest.mark.parametrize("weight", [0.0, 1.0])
+def test_zero_initialised_heads_no_gradient_reaches_are_not_taken_for_factors_of_a_product(weight):
+    """Two auxiliary heads started at zero whose loss is weighted 0: their outputs get no gradient at all, so they are
+    not LoRA's A and B (B's output gets one). Each keeps its own warning; weighted 1, they learn."""
+    torch.manual_seed(0)
+    body, head, aux1, aux2 = nn.Linear(8, 16), nn.Linear(16, 1), nn.Linear(16, 1), nn.Linear(16, 1)
+    for aux in (aux1, aux2):
+        nn.init.zeros_(aux.weight), nn.init.zeros_(aux.bias)
+    model = nn.ModuleDict({"body": body, "head": head, "aux1": aux1, "aux2": aux2})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = regression_data()
+    with doctor.watch(model, optimizer, every=2, name="net") as dr:
+        for _ in range(24):
+            h = torch.tanh(body(x))
+            extra = nn.functional.mse_loss(aux1(h), y) + nn.functional.mse_loss(aux2(h), y)
+            loss = nn.functional.mse_loss(head(h), y) + weight * extra
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.symptom == "no_gradient"]
+    if weight:
+        assert named == []
+        return
+    assert sorted(f.where for f in named) == ["aux1", "aux2"]
+    assert all(f.severity == "warning" and "zero_weights" not in f.evidence for f in named)

@@ -2803,12 +2803,13 @@ def _input_derivative_zero(seen: dict) -> tuple[str, str]:
 def _one_cycle_never_peaked(seen: dict) -> tuple[str, str]:
     return (
         f"`OneCycleLR` never took the learning rate past {fmt(seen['lr_highest'])}, against its max_lr of "
-        f"{fmt(seen['max_lr'])}, on any of {seen['sampled_steps']} sampled steps: the schedule is still at the start "
-        "of its warm-up (max_lr / 25). It moves one step per `scheduler.step()` call, and its `total_steps` (epochs x "
-        "steps_per_epoch) counts batches: called once per epoch, it advances one batch per epoch, and the rate "
-        "stays low for the whole run.",
+        f"{fmt(seen['max_lr'])}, on any of {seen['sampled_steps']} sampled steps: the schedule never left the start "
+        "of its warm-up (max_lr / 25), and the rate stayed low for the whole run. It moves one step per "
+        "`scheduler.step()` call, and its `total_steps` (epochs x steps_per_epoch) counts batches: called once per "
+        "epoch, it advances one batch per epoch. (Called per batch, the run ends long before the schedule does.)",
         "Call `scheduler.step()` after every `optimizer.step()`, inside the loop over batches (OneCycleLR is a "
-        "per-batch schedule), or give it `total_steps` equal to the number of times you call it.",
+        "per-batch schedule); if it is called so already, size the schedule to the run: `total_steps` = the number "
+        "of optimiser steps the run takes.",
     )
 
 

@@ -2157,7 +2157,9 @@ def _zero_factors_together(findings: list[Finding], history: History) -> list[Fi
         and not f.evidence.get("forward_ran")
         and _weights_stay_zero(history, {_module_of(p, history.param_module) for p in f.evidence["parameters"]})
     ]
-    if len(zeroed) < 2:
+    # (a gradient reaches one of them at least: B's output in LoRA's y = B A x. Layers none reaches, zero-initialised
+    # heads whose loss is weighted 0, are not a product's factors: their own warnings stand)
+    if len(zeroed) < 2 or all(f.evidence.get("output_gradient") == "exactly zero" for f in zeroed):
         return findings
     params = sorted(p for f in zeroed for p in f.evidence["parameters"])
     layers = sorted({_module_of(p, history.param_module) for p in params})

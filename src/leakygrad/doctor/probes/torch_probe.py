@@ -1228,6 +1228,7 @@ class TorchProbe:
         self.root_names: list[str] = []
         # root name -> (its module, the prefix of its parts' names)
         self._roots: dict[str, tuple[weakref.ref, str]] = {}
+        self._parts_looked_for: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its size then
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
@@ -2780,9 +2781,18 @@ class TorchProbe:
         return self.discover or any(self._param_label(p) for p in params)
 
     def _may_watch(self, optimizer) -> bool:
-        """`_is_watched_optimizer`'s answer, told without finding models for it (which is that method's to do)."""
+        """`_is_watched_optimizer`'s answer, told without finding models for it (which is that method's to do). An
+        optimiser over parameters none of the watched models had when named may step parts put into one since (LoRA
+        adapters): looked for once per optimiser and size."""
         known = self._known_optimizer(optimizer)
-        return known if known is not None else self._steps_watched(_stepped_parameters(optimizer))
+        if known is not None:
+            return known
+        params = _stepped_parameters(optimizer)
+        if self._steps_watched(params) or self._parts_looked_for.get(optimizer) == len(params):
+            return self._steps_watched(params)
+        self._parts_looked_for[optimizer] = len(params)
+        self._name_parts_added_since(params)
+        return self._steps_watched(params)
 
     def _is_watched_optimizer(self, optimizer) -> bool:
         known = self._known_optimizer(optimizer)
