@@ -2748,17 +2748,22 @@ class Quantized(nn.Module):
         return LearnedStepQuantizer.apply(x, self.step)
 
 
-def test_a_quantiser_with_a_learned_step_is_not_judged():
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), Quantized(), nn.Linear(32, 1))
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+def fit_regression(model, optimizer, steps=12, every=2):
+    """Train `model` on `regression_data()` with the doctor watching (named "net"); returns the doctor."""
     x, y = regression_data()
-    with doctor.watch(model, optimizer, every=2, name="net") as dr:
-        for _ in range(12):
+    with doctor.watch(model, optimizer, every=every, name="net") as dr:
+        for _ in range(steps):
             loss = nn.functional.mse_loss(model(x), y)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+    return dr
+
+
+def test_a_quantiser_with_a_learned_step_is_not_judged():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), Quantized(), nn.Linear(32, 1))
+    dr = fit_regression(model, torch.optim.Adam(model.parameters(), lr=1e-2))
     tally = dr.history.custom_backwards["LearnedStepQuantizer"]
     assert tally["tests"] == 3 and tally.get("checked", 0) == 0
     assert [f for f in dr.findings if f.symptom == "wrong_gradient"] == []
@@ -2815,14 +2820,7 @@ def test_a_wrong_weight_gradient_of_a_custom_layer_is_named_and_a_right_one_is_n
         torch.manual_seed(0)
         LinearWrongWeightGradient.backward = staticmethod(backward)
         model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), HandLinear(16), nn.Tanh(), nn.Linear(16, 1))
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-        x, y = regression_data()
-        with doctor.watch(model, optimizer, every=2, name="net") as dr:
-            for _ in range(12):
-                loss = nn.functional.mse_loss(model(x), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+        dr = fit_regression(model, torch.optim.SGD(model.parameters(), lr=0.05))
         return [f for f in dr.findings if f.symptom == "wrong_gradient"]
 
     wrong = LinearWrongWeightGradient.backward
