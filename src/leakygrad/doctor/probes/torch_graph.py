@@ -1494,10 +1494,16 @@ def custom_function(node, testable: bool = True) -> str | None:
         return None
     if not testable:
         return function.__name__
-    code = getattr(inspect.unwrap(function.backward), "__code__", None)  # (unwrapped: @once_differentiable)
-    if code is None or not _NOT_CALLED_TWICE.isdisjoint(code.co_names) or any(map(_in_place, code.co_names)):
+    names = _names_in_code(function.backward)
+    if names is None or not _NOT_CALLED_TWICE.isdisjoint(names) or any(map(_in_place, names)):
         return None
     return function.__name__
+
+
+def _names_in_code(method) -> tuple[str, ...] | None:
+    """The names a Function's forward or backward code uses (unwrapped: `@once_differentiable`), or None."""
+    code = getattr(inspect.unwrap(method), "__code__", None)
+    return None if code is None else code.co_names
 
 
 def _in_place(name: str) -> bool:
@@ -1535,8 +1541,8 @@ CHECK_DIRECTIONS = 2  # random directions each test looks along
 def forward_may_run_again(function) -> bool:
     """Whether a custom Function's forward may be called again, on copies of its inputs, to test its backward: no
     autograd or optimiser calls in its code (see `_NOT_CALLED_TWICE`)."""
-    code = getattr(inspect.unwrap(function.forward), "__code__", None)
-    return code is not None and _NOT_CALLED_TWICE.isdisjoint(code.co_names)
+    names = _names_in_code(function.forward)
+    return names is not None and _NOT_CALLED_TWICE.isdisjoint(names)
 
 
 def backward_against_forward(forward, args, differentiated, grad_inputs, grad_outputs, outputs) -> torch.Tensor | None:

@@ -185,11 +185,18 @@ def _unscaled_yet() -> bool:
     """Whether the gradient scaler that scaled the last loss has unscaled the gradients of an optimiser since
     (`scaler.unscale_(optimizer)`, or its own step): before that they are multiplied by its factor. True when
     unknown, so that nothing is said."""
-    scaler = _last_scaled[2]() if _last_scaled is not None else None
-    stages = getattr(scaler, "_per_optimizer_states", None)
-    if not isinstance(stages, dict):
+    stages = _last_scaler_stages()
+    if stages is None:
         return True
     return any(getattr(state.get("stage"), "name", "UNSCALED") != "READY" for state in stages.values())
+
+
+def _last_scaler_stages() -> dict | None:
+    """The per-optimiser states (their `stage`: READY, UNSCALED, STEPPED) of the GradScaler that scaled the last
+    loss, keyed by id(optimizer); None when unknown."""
+    scaler = _last_scaled[2]() if _last_scaled is not None else None
+    stages = getattr(scaler, "_per_optimizer_states", None)
+    return stages if isinstance(stages, dict) else None
 
 
 def _steps_scaled_gradients(optimizer, kwargs) -> bool:
@@ -199,9 +206,8 @@ def _steps_scaled_gradients(optimizer, kwargs) -> bool:
     passes `grad_scaler`)."""
     if getattr(optimizer, "found_inf", None) is not None or "grad_scaler" in kwargs:
         return False
-    scaler = _last_scaled[2]() if _last_scaled is not None else None
-    stages = getattr(scaler, "_per_optimizer_states", None)
-    if not isinstance(stages, dict):
+    stages = _last_scaler_stages()
+    if stages is None:
         return False
     stage = stages.get(id(optimizer), {}).get("stage")  # (`get`: the scaler's defaultdict makes no entry)
     return stage is None or getattr(stage, "name", None) == "READY"
