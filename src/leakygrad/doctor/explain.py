@@ -711,6 +711,8 @@ def _explain_penalty_without_graph(f: Finding):
 
 
 def _explain_soft_targets(f: Finding):
+    if f.where == "binary_cross_entropy":
+        return _explain_softmax_into_bce(f)
     e = f.evidence
     text = (
         f"`cross_entropy` is given targets of 0s and 1s whose rows sum to {fmt(e['target_row_sum'])} on average "
@@ -726,6 +728,26 @@ def _explain_soft_targets(f: Finding):
         "multi_hot)`, and predict the tags whose logit is above 0.",
         "If one class per example is meant, give `cross_entropy` the class indices (`target.argmax(1)`), or "
         "probabilities that sum to 1 (`target / target.sum(1, keepdim=True)`).",
+    ]
+    return text, remedies
+
+
+def _explain_softmax_into_bce(f: Finding):
+    e = f.evidence
+    text = (
+        "`binary_cross_entropy` is given a softmax's output and targets of 0s and 1s whose rows sum to "
+        f"{fmt(e['target_row_sum'])} on average ({pct(e['rows_summing_over_one'])} of them to more than 1): a "
+        "multi-label target. A softmax shares one unit of probability among the classes, so each of k marked "
+        f"classes can have 1/k of it (about {fmt(e['probability_per_class_at_most'])} here), never the 1 each tag's "
+        "term asks for: backprop pushes one tag's probability up only by pushing the others' down, through the "
+        "softmax's Jacobian diag(p) - p p^T, and the tags of one example compete instead of each being learnt. "
+        "Predicted with a 0.5 threshold, an example with two tags or more gets none."
+    )
+    remedies = [
+        "Give each class its own sigmoid: drop the softmax and train the logits with "
+        "`F.binary_cross_entropy_with_logits(logits, multi_hot)` (numerically stable), predicting the tags whose "
+        "logit is above 0.",
+        "If one class per example is meant, use `F.cross_entropy(logits, target.argmax(1))` on the logits.",
     ]
     return text, remedies
 

@@ -1435,7 +1435,8 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     multi-hot target (2.4 tags an example) given to `cross_entropy`. A softmax shares one unit of
     probability among the classes, and the derivative of -sum(t * log softmax(z)) is s * softmax(z) - t with s the
     row's sum: it is 0 where each of k tagged classes has probability 1/k. The gradient stops pushing a tag up
-    halfway (at 1/2 for two tags), however sure the example is."""
+    halfway (at 1/2 for two tags), however sure the example is. So does a binary cross-entropy of a softmax's
+    output: each tag's probability is capped by the others'."""
     looks = [look for look in history.soft_targets if math.isfinite(look["row_sum"])]
     if not looks or not all(look["binary"] for look in looks):
         return []  # (a label distribution, unnormalised on purpose; a policy gradient's advantages times an action)
@@ -1448,7 +1449,8 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
         "probability_per_class_at_most": round(1 / row_sum, 3),  # (where the gradient stops, for a typical row)
         "site": "loss",
     }
-    return [Finding("blocked_gradient", "cross_entropy", history.records[0].step, "error", evidence)]
+    loss = looks[-1].get("loss", "cross_entropy")
+    return [Finding("blocked_gradient", loss, history.records[0].step, "error", evidence)]
 
 
 # --- a gradient penalty with no graph -------------------------------------------------------------------------------

@@ -546,12 +546,14 @@ def huber_errors(loss_nodes) -> tuple[float, torch.Tensor] | None:
     return None
 
 
-def soft_targets(root) -> tuple[torch.Tensor, int] | None:
-    """(target, dim), the target detached, of a cross-entropy given class probabilities at the backward root: PyTorch
-    builds `cross_entropy(logits, target)` with a float target as -sum(target * log_softmax(logits, dim)) / N, and a
-    hand-written one is the same graph. Followed down from the root through sums, means, negations, products and
-    quotients by numbers, and the terms of a sum of losses; None when there is none. (A per-row division by a tensor,
-    as in a supervised contrastive loss's mean over each row's positives, normalises the target: not followed.)"""
+def soft_targets(root) -> tuple[torch.Tensor, int, str] | None:
+    """(target, dim, loss), the target detached, of a loss that compares a softmax's class probabilities with a
+    target of the same shape, at the backward root: a cross-entropy given class probabilities (PyTorch builds
+    `cross_entropy(logits, target)` with a float target as -sum(target * log_softmax(logits, dim)) / N, and a
+    hand-written one is the same graph), or `binary_cross_entropy` of a softmax's output. Followed down from the root
+    through sums, means, negations, products and quotients by numbers, and the terms of a sum of losses; None when
+    there is none. (A per-row division by a tensor, as in a supervised contrastive loss's mean over each row's
+    positives, normalises the target: not followed.)"""
     stack, looked = [root], 0
     while stack and looked < 32:
         node, looked = stack.pop(), looked + 1
@@ -559,6 +561,10 @@ def soft_targets(root) -> tuple[torch.Tensor, int] | None:
         inputs = [child for child, _ in node.next_functions if child is not None]
         if op in ("add", "sub"):
             stack.extend(inputs)
+        elif op == "binary_cross_entropy" and inputs:
+            found = _softmax_given_to_bce(node, inputs[0])
+            if found is not None:
+                return found
         elif len(inputs) != 1:
             continue
         elif op in ("neg", "sum", "mean") or (op == "div" and _constant_factor(node) is not None):
@@ -573,10 +579,22 @@ def soft_targets(root) -> tuple[torch.Tensor, int] | None:
                     target = saved_value(node, name)
                     if isinstance(target, torch.Tensor) and isinstance(result, torch.Tensor):
                         if target.is_floating_point() and not target.requires_grad and target.shape == result.shape:
-                            return target.detach(), saved_dim(below)
+                            return target.detach(), saved_dim(below), "cross_entropy"
             elif _constant_factor(node) is not None:
                 stack.append(inputs[0])
     return None
+
+
+def _softmax_given_to_bce(node, prediction) -> tuple[torch.Tensor, int, str] | None:
+    """(target, dim, "binary_cross_entropy") when `binary_cross_entropy` is given a softmax's output (a multi-label
+    head ending in a softmax, where each tag wants a sigmoid of its own), reached through reshapes; else None."""
+    below = beneath_reshapes(prediction)
+    if op_name(below) != "softmax" or attention_scores(below) is not None:
+        return None
+    target, result = saved_value(node, "_saved_target"), saved_value(below, "_saved_result")
+    if not (isinstance(target, torch.Tensor) and isinstance(result, torch.Tensor)) or target.shape != result.shape:
+        return None
+    return target.detach(), saved_dim(below), "binary_cross_entropy"
 
 
 SCORE_SHAPING = ("masked_fill", "add", "sub")  # a mask or a position bias added to (or filled into) the scores

@@ -2516,20 +2516,21 @@ class TorchProbe:
         state.loss_mask = (padding_idx, scalar(padding_of_kept), scalar(real_kept))
 
     def _look_at_soft_targets(self, state: StepState, root) -> None:
-        """A cross-entropy given class probabilities as its target: how their rows sum. A softmax's outputs sum to 1,
-        so targets whose rows sum to more (a multi-hot target, 2.4 tags an example) are out of its reach."""
+        """A cross-entropy given class probabilities as its target, or a binary cross-entropy given a softmax's
+        output: how the targets' rows sum. A softmax's outputs sum to 1, so targets whose rows sum to more (a
+        multi-hot target, 2.4 tags an example) are out of its reach."""
         self._soft_target_looks += 1
         found = graph_tools.soft_targets(root)
         if found is None:
             return
-        target, dim = found
+        target, dim, loss = found
         if target.numel() == 0:
             return
         rows = target.float().sum(dim)
         scalar = state.deferred.scalar
         over_one = (rows > 1.01).float().mean()  # (label smoothing's and mixup's rows sum to 1 up to rounding)
         binary = ((target == 0) | (target == 1)).all().float()  # (a multi-hot target; not a label distribution)
-        state.soft_targets = (scalar(rows.mean()), scalar(over_one), scalar(binary))
+        state.soft_targets = (scalar(rows.mean()), scalar(over_one), scalar(binary), loss)
 
     def _count_batch_classes(self, state: StepState, target: torch.Tensor, classes: int, ignore_index: int) -> None:
         """How many classes a classifier's batch holds, and which is the most frequent: on a few first sampled steps,
@@ -3280,11 +3281,12 @@ class TorchProbe:
                 "positives_weighted_zero": value(unweighted_at),
             }
         if state.soft_targets is not None:
-            row_sum_at, over_one_at, binary_at = state.soft_targets
+            row_sum_at, over_one_at, binary_at, loss = state.soft_targets
             record.soft_targets = {
                 "row_sum": value(row_sum_at),
                 "rows_over_one": value(over_one_at),
                 "binary": value(binary_at) == 1,
+                "loss": loss,
             }
         if state.attention:
             record.attention = {
