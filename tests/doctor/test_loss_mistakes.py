@@ -1288,6 +1288,39 @@ def test_a_softmax_given_to_binary_cross_entropy_with_multi_hot_targets_is_named
     assert "binary_cross_entropy_with_logits" in f.remedies[0] and "softmax" in f.explanation
 
 
+@pytest.mark.parametrize("scores", ["raw", "log_softmax", "hand-written log_softmax"])
+def test_raw_scores_given_to_ctc_loss_are_named_at_the_loss(scores):
+    """`F.ctc_loss` given a frame classifier's raw scores, without `log_softmax`: the loss is unnormalised and falls as
+    every score grows (sweep 32's recogniser: sequence accuracy 0.54 against 0.99, and nothing was said). Log-
+    probabilities, from `log_softmax` or written by hand, are no finding."""
+    torch.manual_seed(0)
+    frames, batch, classes, length = 12, 16, 6, 3
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, classes))
+    x = torch.randn(batch, frames, 8)
+    labels = torch.randint(1, classes, (batch, length))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            z = model(x)
+            if scores == "log_softmax":
+                z = F.log_softmax(z, dim=-1)
+            elif scores == "hand-written log_softmax":
+                z = z - z.logsumexp(dim=-1, keepdim=True)
+            lengths = torch.full((batch,), frames), torch.full((batch,), length)
+            loss = F.ctc_loss(z.transpose(0, 1), labels, *lengths)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "ctc_loss"]
+    if scores != "raw":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("diverging_loss", "error", 0)
+    assert f.evidence["classes"] == classes and f.evidence["input_logsumexp_over_classes"] > 0.5
+    assert "log_softmax" in f.remedies[0] and "log-probabilities" in f.explanation
+
+
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_batches_of_one_class_are_named_in_the_findings_they_cause(shuffled):
     """A dataset sorted by class, read in order without shuffling: every batch holds one class, each stretch of steps

@@ -398,6 +398,23 @@ def _explain_loss_below_zero(f: Finding):
     return text, remedies
 
 
+def _explain_ctc_raw_scores(f: Finding):
+    e = f.evidence
+    text = (
+        "`ctc_loss` is given scores that are not log-probabilities: over its "
+        f"{e['classes']} classes a frame's logsumexp is {fmt(e['input_logsumexp_over_classes'])} (median frame), "
+        f"where log_softmax's is 0, and its input reaches {fmt(e['input_high'])}. The loss is -log of a sum, over the "
+        "alignments of the labels, of products of exp(input): unnormalised, it falls as the scores of every class "
+        "grow together, so backprop pushes all of them up instead of teaching which class belongs to which frame. "
+        "The falling loss is no sign of learning, and it has no lower bound."
+    )
+    remedies = [
+        "Give `ctc_loss` log-probabilities over the classes: `F.ctc_loss(logits.log_softmax(dim=-1), targets, "
+        "input_lengths, target_lengths)`, with the classes on the last axis and the time steps first (T, N, C).",
+    ]
+    return text, remedies
+
+
 def _explain_optimizer_without_gradient(f: Finding):
     e = f.evidence
     modules = ", ".join(f"`{m}`" for m in e["modules"])
@@ -2384,6 +2401,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_wrong_class_rewarded(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
+    if "input_logsumexp_over_classes" in e:
+        return _explain_ctc_raw_scores(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered
         text = (
             f"The loss jumped from {fmt(e['loss_initial'])} at the first step to a mean of {fmt(e['loss_highest'])} "

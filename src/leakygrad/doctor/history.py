@@ -193,6 +193,7 @@ class History:
         self.layer_spreads: list[tuple] = []  # ... their (record.layer_spreads, record.layers_read_by_loss)
         self.batch_as_sequence: list[list] = []  # the records' batch_as_sequence, where looked at
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
+        self.ctc_inputs: list[tuple[int, dict]] = []  # ... (step, record.ctc_input) (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
@@ -254,6 +255,8 @@ class History:
             self.layer_spreads.append((record.layer_spreads, list(record.layers_read_by_loss)))
         if record.soft_targets is not None:
             self.soft_targets.append(record.soft_targets)
+        if record.ctc_input is not None:
+            self.ctc_inputs.append((record.step, record.ctc_input))
         if record.batch_classes is not None:
             self.batch_classes.append(record.batch_classes)
         if record.attention is not None:

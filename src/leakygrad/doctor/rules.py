@@ -1453,6 +1453,25 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", loss, history.records[0].step, "error", evidence)]
 
 
+# --- ctc_loss given raw scores ---------------------------------------------------------------------------------------
+def ctc_raw_scores_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`ctc_loss` given scores that are not log-probabilities (no `log_softmax` over the classes): the median frame's
+    logsumexp over the classes further than `ctc_unnormalised` from 0, on the median of the first sampled steps'
+    looks. The loss is -log of a sum over alignments of products of exp(input): unnormalised, it falls as every score
+    grows, without the labels being learnt (it is unbounded below)."""
+    looks = [(step, look) for step, look in history.ctc_inputs if math.isfinite(look["logsumexp"])]
+    if not looks or median([look["logsumexp"] for _, look in looks]) <= t.ctc_unnormalised:
+        return []
+    evidence = {
+        "input_logsumexp_over_classes": _sci(median([look["logsumexp"] for _, look in looks])),
+        "input_high": _sci(max(look["high"] for _, look in looks)),
+        "classes": looks[-1][1]["classes"],
+        "site": "loss",
+    }
+    first = next(step for step, look in looks if look["logsumexp"] > t.ctc_unnormalised)
+    return [Finding("diverging_loss", "ctc_loss", first, "error", evidence)]
+
+
 # --- a gradient penalty with no graph -------------------------------------------------------------------------------
 def penalty_without_graph_rule(history: History, t: Thresholds) -> list[Finding]:
     """`torch.autograd.grad` called without `create_graph=True` (not for the watched weights), in steps whose loss
@@ -2989,6 +3008,7 @@ RULES = (
     no_gradient_rule,
     accumulating_rule,
     optimizer_made_anew_rule,
+    ctc_raw_scores_rule,
     state_loaded_rule,
     unapplied_rule,
     reset_between_backwards_rule,

@@ -149,6 +149,9 @@ class StepRecord:
     # probabilities, a binary cross-entropy's of a softmax): {"row_sum" (mean), "rows_over_one" (share), "binary"
     # (every entry 0 or 1), "loss" ("cross_entropy" or "binary_cross_entropy")}
     soft_targets: dict | None = None
+    # ctc_loss's input (first sampled steps): {"logsumexp" (median over frames, over the classes: 0 for
+    # log-probabilities), "high" (its largest entry), "classes"}
+    ctc_input: dict | None = None
     # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
     # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean)}
     attention: dict | None = None

@@ -597,6 +597,16 @@ def _softmax_given_to_bce(node, prediction) -> tuple[torch.Tensor, int, str] | N
     return target.detach(), saved_dim(below), "binary_cross_entropy"
 
 
+def ctc_input(loss_nodes) -> torch.Tensor | None:
+    """The input (detached) `ctc_loss` was given, from its node among the loss's, or None."""
+    for node in loss_nodes:
+        if op_name(node) == "ctc_loss":
+            log_probs = saved_value(node, "_saved_log_probs")
+            if isinstance(log_probs, torch.Tensor) and log_probs.is_floating_point():
+                return log_probs.detach()
+    return None
+
+
 SCORE_SHAPING = ("masked_fill", "add", "sub")  # a mask or a position bias added to (or filled into) the scores
 
 

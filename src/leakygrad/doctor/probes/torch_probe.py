@@ -95,6 +95,7 @@ TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets an
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
 OUTPUT_SPREAD_LOOKS = 2  # ... on which every weighted layer's are (is the prediction the same for every example?)
 SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its float targets) are summed by row
+CTC_INPUT_LOOKS = 4  # ... on which ctc_loss's input is checked to be log-probabilities
 # a classifier's batches: the classes each holds are counted on this many first sampled backward passes with a loss,
 # then on those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
 CLASS_COUNT_FIRST_LOOKS = 4
@@ -1036,6 +1037,9 @@ class StepState:
     # a cross-entropy given class probabilities: deferred indices of their rows' mean sum, of the share of rows that
     # sum to more than 1, and of "every entry is 0 or 1"
     soft_targets: tuple | None = None
+    # ctc_loss's input: deferred indices of the median over frames of its logsumexp over the classes (0 for
+    # log-probabilities) and of its largest entry, and the number of classes
+    ctc_input: tuple | None = None
     # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
     # capacity (see _look_at_attention) and of the rows' mean largest probability)
     attention: dict = field(default_factory=dict)
@@ -1292,6 +1296,7 @@ class TorchProbe:
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
         self._output_spread_looks = 0  # ... and every weighted layer's (is the prediction the same for every example?)
         self._soft_target_looks = 0  # sampled backward passes looked through for a cross-entropy's float targets
+        self._ctc_input_looks = 0  # ... and for ctc_loss's input
         self._loss_walks = 0  # backward passes of sampled steps with a loss side (see _count_batch_classes)
         self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
@@ -2279,6 +2284,8 @@ class TorchProbe:
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
         if state.soft_targets is None and self._soft_target_looks < SOFT_TARGET_LOOKS:
             self._look_at_soft_targets(state, root_nodes[0])
+        if state.ctc_input is None and "ctc_loss" in state.loss_ops and self._ctc_input_looks < CTC_INPUT_LOOKS:
+            self._look_at_ctc_input(state, loss_nodes)
         if loss_nodes and state.batch_classes is None and self._class_count_looks < CLASS_COUNT_LOOKS:
             self._loss_walks += 1
             seen = self._loss_walks
@@ -2531,6 +2538,17 @@ class TorchProbe:
         over_one = (rows > 1.01).float().mean()  # (label smoothing's and mixup's rows sum to 1 up to rounding)
         binary = ((target == 0) | (target == 1)).all().float()  # (a multi-hot target; not a label distribution)
         state.soft_targets = (scalar(rows.mean()), scalar(over_one), scalar(binary), loss)
+
+    def _look_at_ctc_input(self, state: StepState, loss_nodes) -> None:
+        """`ctc_loss` wants log-probabilities, each frame's normalised over the classes (`log_softmax`): the median
+        over frames of their logsumexp, 0 for log-probabilities and about log(C) or more for raw scores."""
+        self._ctc_input_looks += 1
+        log_probs = graph_tools.ctc_input(loss_nodes)
+        if log_probs is None or log_probs.numel() == 0:
+            return
+        frames = torch.logsumexp(log_probs.float(), dim=-1)  # (T, N, C) or (T, C): the classes last
+        scalar = state.deferred.scalar
+        state.ctc_input = (scalar(frames.abs().median()), scalar(log_probs.amax()), log_probs.shape[-1])
 
     def _count_batch_classes(self, state: StepState, target: torch.Tensor, classes: int, ignore_index: int) -> None:
         """How many classes a classifier's batch holds, and which is the most frequent: on a few first sampled steps,
@@ -3288,6 +3306,9 @@ class TorchProbe:
                 "binary": value(binary_at) == 1,
                 "loss": loss,
             }
+        if state.ctc_input is not None:
+            logsumexp_at, high_at, classes = state.ctc_input
+            record.ctc_input = {"logsumexp": value(logsumexp_at), "high": value(high_at), "classes": classes}
         if state.attention:
             record.attention = {
                 site: {"entries": entries, "scale": scale, "capacity": value(left_at), "max_probability": value(max_at)}
