@@ -833,6 +833,10 @@ def test_weights_that_stop_moving_part_way_are_a_stall_from_then_though_the_loss
     # the steps stopped with the gradient: a run converged to its minimum (a noiseless fit), not a rate cut
     converged = [2.3 * 0.9**k for k in range(100)] + [1e-13] * 300
     assert diagnose(history_of(stilled(gradient_after=1e-7), losses=converged), T) == []
+    # a step decay that stills the weights of a run whose loss had fallen to a sliver of its start (0.6 to 1e-4, the
+    # gradient not shrinking as much: sweep 33's MultiStepLR twin) anneals a converged run: no finding
+    annealed = [0.6 * 0.9**k for k in range(80)] + [1e-4 * (1 + 0.3 * math.sin(k)) for k in range(320)]
+    assert diagnose(history_of(stilled(gradient_after=0.05), losses=annealed), T) == []
     # a schedule annealed to zero stills the weights only at its very end: no finding
     cosine = [with_ratio(s, 1e-4 * (1 + math.cos(math.pi * s / 400)) / 2) for s in range(0, 400, 16)]
     learning = [2.3 * 0.995**k for k in range(400)]

@@ -2911,6 +2911,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         and stopped_at > history.healthy_records()[0].step  # (they moved at first)
         and history.steps - stopped_at >= history.steps / 3
         and _gradient_kept_up(history, stopped_at, t)  # (not a run converged to a zero gradient)
+        and thirds[1] > t.stopped_after_converging * start  # (nor one whose loss had fallen to a sliver of its start)
     )
     still = flat or (verdict == "zero" and thirds is not None) or stopped
     if still and (not competing or verdict in ("zero", "far too low")):

@@ -302,6 +302,9 @@ class Thresholds:
     stopped_gradient_share: float = 1e-2
     """Weights that stopped moving part-way are a stall only if the gradient's norm since then (median) is at least
     this share of its norm before: a learning rate cut to almost nothing, not a run converged to a zero gradient."""
+    stopped_after_converging: float = 1e-2
+    """... and only if the last third's loss is above this share of the first loss: a step decay that stills the weights
+    of a run whose loss fell from 0.61 to 1e-4 anneals a converged run (sweep 33's MultiStepLR twin)."""
 
     def __post_init__(self):
         """A setting that cannot work is refused here, not met as an error inside every sampled step. (0 and inf
