@@ -1515,6 +1515,25 @@ def test_gradients_zeroed_through_data_are_a_reset():
     assert "accumulating_gradient" in run(lambda model: None)
 
 
+def test_gradients_not_reset_are_found_after_they_killed_the_layers():
+    """Accumulation over 4 micro-batches with `optimizer.step()` outside the `if`: each step re-applies the running sum.
+    The run blew up and its ReLUs died; a dead layer's gradient reads all zeros before each backward, which was taken
+    for a reset, so most checks said "reset" and only dead units were reported, with a lower rate as the remedy
+    (sweep 33). All-zero gradients now tell nothing either way, and the accumulation comes first."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
+    with doctor.watch(model, optimizer, every=3) as dr:
+        for i, (x, y) in enumerate(_digits_batches(240, size=16)):
+            (nn.functional.cross_entropy(model(x), y) / 4).backward()
+            if (i + 1) % 4 == 0:
+                optimizer.zero_grad()
+            optimizer.step()
+    dead = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert dead and dr.findings[0].symptom == "accumulating_gradient"
+    assert dr.findings[0].evidence["steps_not_reset"] >= dr.findings[0].evidence["steps_checked"] / 2
+
+
 @pytest.mark.parametrize("init_scale", [2.0**24, 2.0**30])
 def test_a_gradient_scalers_first_overflows_are_not_a_nan_of_the_run(init_scale):
     """A high initial loss scale overflows float16 gradients for the first steps; the scaler skips them and lowers

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 SYMPTOMS = (
+    "accumulating_gradient",  # (first: gradients summed over steps blow up, and kill units, downstream of it)
     "nonfinite",
     "exploding_gradient",
     "vanishing_gradient",
@@ -14,7 +15,6 @@ SYMPTOMS = (
     "blocked_gradient",
     "wrong_gradient",
     "no_gradient",
-    "accumulating_gradient",
     "unapplied_gradient",
     "diverging_loss",
     "stalled_loss",

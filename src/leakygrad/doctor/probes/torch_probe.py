@@ -1173,6 +1173,8 @@ class GradientMarks:
     each backward: a new tensor, or a jump of two versions or more since the last look, is a reset; a gradient
     that only ever moved one version per backward holds last step's gradient still. (Only after each backward:
     clipping the gradients in place between the last backward and the step adds a version too, and is no reset.)
+    A gradient that reads all zeros before a backward, its version unmoved, tells nothing either way: zeroed through
+    `.data`, or the gradient of a layer that died (all its ReLUs off), which sums to zero whether reset or not.
     """
 
     def __init__(self, params: list[torch.Tensor]):
@@ -1182,28 +1184,32 @@ class GradientMarks:
         self.weight_versions = [p._version for p in self.params]  # (an update by hand, `p -= lr * p.grad`, moves it)
         self.moved = [False] * len(self.params)
         self.reset = [False] * len(self.params)
+        self.undetermined = [False] * len(self.params)  # (all zeros, version unmoved: see above)
 
     def look_before_backward(self) -> None:
         """Before a backward: a gradient zeroed through `.data` (`p.grad.data.zero_()`, older code's way) moves no
-        version counter, but reads all zeros now. Only gradients that look untouched since the last look are
-        read (after the usual zero_grad() there is none: None, or a new version), some entries spread through
-        each, in one call."""
+        version counter, but reads all zeros now; so does a dead layer's, reset or not. Either is left out of the
+        counts. Only gradients that look untouched since the last look are read (after the usual zero_grad() there
+        is none: None, or a new version), some entries spread through each, in one call."""
         idle = [
             i
             for i, (p, grad) in enumerate(zip(self.params, self.grads))
-            if not self.reset[i] and p.grad is not None and p.grad is grad() and p.grad._version == self.versions[i]
+            if not (self.reset[i] or self.undetermined[i])
+            and p.grad is not None
+            and p.grad is grad()
+            and p.grad._version == self.versions[i]
         ]
         if not idle:
             return
         samples = [spread(self.params[i].grad.detach(), ZERO_CHECK_SAMPLE) for i in idle]
         for i, size in zip(idle, torch._foreach_norm(samples)):
             if size.item() == 0:
-                self.reset[i] = True
+                self.undetermined[i] = True
 
     def follow(self) -> None:
         """After a backward: note which gradients moved, and which were reset first."""
         for i, (p, grad) in enumerate(zip(self.params, self.grads)):
-            if self.reset[i]:
+            if self.reset[i] or self.undetermined[i]:
                 continue
             if p.grad is None or p.grad is not grad():
                 self.reset[i] = True
@@ -1217,9 +1223,13 @@ class GradientMarks:
         """(how many gradients were reset, the parameters whose gradient moved and was never reset), at the
         optimiser step; or, with `updated_only` (weights updated by hand, no optimiser), at the next backward and
         among the parameters whose weights changed in between (a gradient accumulated over micro-batches between two
-        updates is not reset between them either)."""
+        updates is not reset between them either). Gradients undetermined (all zeros before a backward) are in
+        neither."""
         reset = [r or p.grad is None or p.grad is not grad() for r, p, grad in zip(self.reset, self.params, self.grads)]
-        kept = [not updated_only or p._version != v for p, v in zip(self.params, self.weight_versions)]
+        kept = [
+            not u and (not updated_only or p._version != v)
+            for p, v, u in zip(self.params, self.weight_versions, self.undetermined)
+        ]
         return (
             sum(r for r, k in zip(reset, kept) if k),
             [p for p, m, r, k in zip(self.params, self.moved, reset, kept) if m and not r and k],
