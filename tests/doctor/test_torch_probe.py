@@ -571,6 +571,26 @@ def test_a_nan_in_the_data_is_named_where_it_entered_not_at_the_layer_that_read_
     assert not any("--every 1" in r for r in finding.remedies)
 
 
+@pytest.mark.parametrize("every", [1, 100])
+def test_a_nonfinite_target_is_named_as_the_losss_target(every):
+    """A regression on log(price) where some prices are 0: -inf in the targets of `mse_loss`. The finding named the
+    input of the last layer, and the raw-targets warning fired on an infinite size, shown as "n/a" (sweep 33)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, price = torch.randn(32, 8), torch.rand(32, 1) * 100
+    price[5] = 0.0  # (a free item)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for _ in range(3):
+            loss = nn.functional.mse_loss(model(x), torch.log(price))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [finding] = dr.findings
+    assert (finding.symptom, finding.where, finding.first_step) == ("nonfinite", "target of mse_loss", 0)
+    assert "in its targets" in finding.explanation and "log1p" in finding.remedies[0]
+
+
 class CellLoop(nn.Module):
     def __init__(self):
         super().__init__()

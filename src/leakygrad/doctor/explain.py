@@ -1345,6 +1345,12 @@ def explain_nonfinite(f: Finding):
                 " A row whose entries are all -inf (every position masked, as for a padded sequence with no real "
                 "token) has no largest finite value: its softmax is 0/0 = NaN."
             )
+    elif phase == "input" and f.where.startswith("target of "):
+        text = (
+            f"At step {f.first_step} `{op}` was given {e['value']} in its targets: they were non-finite before the "
+            "model ran (the data set, or a transformation of it such as the log of a 0). No operation of the model "
+            "made it; the loss is non-finite, and so are its gradient and the weights it updates."
+        )
     elif phase == "input":
         reader = f"`{module}`" if module else f"`{op}`"
         text = (
@@ -1409,7 +1415,12 @@ def explain_nonfinite(f: Finding):
             f"Keep {op}'s argument strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))`. A clamp to "
             "[-1, 1] is not enough: at exactly 1 (a cosine between a vector and itself) the derivative is infinite."
         )
-    if phase == "input":
+    if phase == "input" and f.where.startswith("target of "):
+        remedies.append(
+            "Check the targets before the loss: `torch.isfinite(y).all()`; a log of prices or counts that can be 0 "
+            "wants `torch.log1p(y)` (or those rows filtered out), and a missing value in the data set a fill or a drop."
+        )
+    elif phase == "input":
         remedies.append(
             "Check the batch before the model: `torch.isfinite(x).all()`; look for missing values in the data set and "
             "for preprocessing that divides by 0 or takes the log of 0 (`(x - mean) / std` with a constant feature)."

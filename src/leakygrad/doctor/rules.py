@@ -1190,8 +1190,8 @@ def raw_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     is of the targets' size, and backprop scales every layer's gradient by it. A warning; an error when the run
     shows it (a gradient exploding or growing, a loss diverging or stalled: those findings are folded into it)."""
     scale = history.target_scale
-    if scale is None or not scale["target_rms"] > t.raw_target_rms:
-        return []
+    if scale is None or not math.isfinite(scale["target_rms"]) or not scale["target_rms"] > t.raw_target_rms:
+        return []  # (targets holding NaN or Inf are the nonfinite finding's: their size means nothing)
     if not scale["target_rms"] > t.raw_target_ratio * scale["prediction_rms"]:  # (a head started at the targets' mean)
         return []
     first = history.records[0].grad_norm if history.records else None

@@ -1286,6 +1286,13 @@ def fed_by_a_floor_at_zero(node) -> str | None:
 BOUND_OPS = {"clamp", "clamp_min", "clamp_max", "clip", "minimum", "maximum", "fmin", "fmax"}
 
 
+def nonfinite_target(node) -> bool:
+    """Whether a loss's node saved a target that holds NaN or Inf (`mse_loss(prediction, torch.log(price))` with a
+    price of 0)."""
+    target = saved_value(node, "_saved_target")
+    return isinstance(target, torch.Tensor) and not is_finite(target)
+
+
 def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     """Where did a non-finite loss come from? Read the values every node saved, find the first that is not finite.
 

@@ -3681,8 +3681,11 @@ class TorchProbe:
             return
         labels = self._node_labels(graph_tools.walk([loss.grad_fn]))
         if culprit.data_fed:  # already non-finite in a tensor that needs no gradient: the data, not the model
-            module = labels.get(culprit.node)  # (the layer that read it, or the operation outside any layer)
-            where = f"input of {module or culprit.op}"
+            if graph_tools.nonfinite_target(culprit.node):  # (a loss's targets: log(0) of a price of 0)
+                module, where = None, f"target of {culprit.op}"
+            else:
+                module = labels.get(culprit.node)  # (the layer that read it, or the operation outside any layer)
+                where = f"input of {module or culprit.op}"
             event = NonfiniteEvent(self.step, "input", where, culprit.op, module, value=culprit.value)
             self.doctor.set_nonfinite(event)
             return
