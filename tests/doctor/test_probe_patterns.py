@@ -817,6 +817,38 @@ def test_a_backbone_unfrozen_part_way_but_never_given_to_the_optimiser_is_named_
     assert f.evidence["since_step"] == f.first_step and "add_param_group" in f.remedies[0]
 
 
+@pytest.mark.parametrize("prediction_from", ["target_net", "q_net"])
+def test_a_loss_computed_from_the_target_network_sends_the_gradient_to_the_copy(tmp_path, prediction_from):
+    """A DQN's Q-values taken from its target network, the optimiser over the online one: the online network got no
+    gradient (an error, right), and the target network a gradient no optimiser applies, whose remedy was to add it to
+    the optimiser (sweep 33). The second is the first's doing: one error, naming the copy the gradient went to."""
+    script = tmp_path / "dqn.py"
+    script.write_text(
+        "import copy, torch\n"
+        "from torch import nn\n"
+        "torch.manual_seed(0)\n"
+        "q_net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))\n"
+        "target_net = copy.deepcopy(q_net)\n"
+        "optimizer = torch.optim.Adam(q_net.parameters(), lr=1e-3)\n"
+        "x, r = torch.randn(64, 8), torch.randn(64, 1)\n"
+        "for step in range(40):\n"
+        f"    prediction = {prediction_from}(x)\n"
+        "    with torch.no_grad():\n"
+        "        goal = r + 0.9 * target_net(x)\n"
+        "    loss = nn.functional.mse_loss(prediction, goal)\n"
+        "    optimizer.zero_grad(); loss.backward(); optimizer.step()\n"
+        "    if step % 10 == 9:\n"
+        "        target_net.load_state_dict(q_net.state_dict())\n"
+    )
+    findings = doctor.run_script(script, every=4).doctor.findings
+    if prediction_from == "q_net":
+        assert findings == []
+        return
+    [f] = [f for f in findings if f.symptom in ("no_gradient", "unapplied_gradient")]
+    assert (f.symptom, f.where, f.severity) == ("no_gradient", "q_net", "error")
+    assert f.evidence["gradient_went_to"] == "target_net" and "torch.no_grad()" in f.remedies[0]
+
+
 def test_gradients_left_over_from_a_model_trained_earlier_are_not_thrown_away_at_each_step():
     """Pretrain one model, then train another: the first's `.grad` stays as its last backward left it, and no
     optimiser steps it any more. Seen at every check since, it was reported as thrown away from part-way through

@@ -1827,12 +1827,32 @@ def _explain_all_frozen(f: Finding):
     return text, remedies
 
 
+def _explain_gradient_to_a_copy(f: Finding):
+    e, copy = f.evidence, f.evidence["gradient_went_to"]
+    text = (
+        f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a gradient "
+        f"in {e['sampled_steps_checked']} sampled steps, while `{copy}`, a module with the same parameters, got one "
+        "that no optimiser applies. The loss was computed from the copy where the trained module was meant (a DQN's "
+        "Q-values taken from its target network, an EMA copy used in the forward pass): backprop follows the graph "
+        f"that was built, so the gradient went through `{copy}` and stopped there, and `{f.where}` never learns."
+    )
+    remedies = [
+        f"Compute the prediction the loss trains with `{f.where}`, and anything taken from `{copy}` (a target) under "
+        "`torch.no_grad()` or with `.detach()`.",
+        f"If `{copy}` is meant to learn, give its parameters to an optimiser; if it is meant to follow `{f.where}`, "
+        "copy the weights across (`copy.load_state_dict(model.state_dict())`) rather than train it.",
+    ]
+    return text, remedies
+
+
 def explain_no_gradient(f: Finding):
     e = f.evidence
     if e.get("all_frozen"):
         return _explain_all_frozen(f)
     if e.get("optimizer_steps_without_gradient"):
         return _explain_optimizer_without_gradient(f)
+    if e.get("gradient_went_to"):
+        return _explain_gradient_to_a_copy(f)
     cuts = e.get("graph_cuts") or []
     reached_but_zero = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "

@@ -189,6 +189,29 @@ def _one_layer_to_blame(chain: list, record: StepRecord, gains: dict, ratio: flo
     return None
 
 
+def _copies_taking_the_gradient(findings: list[Finding]) -> list[Finding]:
+    """A module no gradient reaches at all (`no_gradient`) beside a module with the same parameters whose gradient no
+    optimiser applies (`unapplied_gradient`): the loss read the copy (a DQN's target network) where the trained one
+    was meant, and backprop followed it there. The copy's finding is the first's doing: noted in it as
+    `gradient_went_to`, and returned, to be left out."""
+    unapplied = [f for f in findings if f.symptom == "unapplied_gradient" and f.evidence.get("parameters")]
+    taken = []
+    for f in findings:
+        if f.symptom != "no_gradient" or f.evidence.get("gradient") != "none" or not f.evidence.get("parameters"):
+            continue
+        own = _names_under(f.where, f.evidence["parameters"])
+        copy = next((g for g in unapplied if _names_under(g.where, g.evidence["parameters"]) == own), None)
+        if copy is not None and copy not in taken:
+            f.evidence["gradient_went_to"] = copy.where
+            taken.append(copy)
+    return taken
+
+
+def _names_under(module: str, parameters: list[str]) -> list[str]:
+    """Parameter names relative to their module (`q_net.0.weight` under `q_net`: `0.weight`), sorted."""
+    return sorted(name.removeprefix(module + ".") for name in parameters)
+
+
 def fold_explained(findings: list[Finding]) -> list[Finding]:
     """Let one finding explain another: an exactly-zero gradient (`no_gradient` warning) in a layer where a
     vanishing gradient has underflowed to zero is that vanishing gradient, not a second leak; and a stalled loss
@@ -358,10 +381,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             or (f.symptom == "saturated_activation" and f.where in twice)
         )
 
+    copies = _copies_taking_the_gradient(findings)
     kept = [
         f
         for f in findings
-        if not explained(f)
+        if not any(f is copy for copy in copies)
+        and not explained(f)
         and not behind_dead_units(f)
         and not behind_the_softmax(f)
         and not _through_a_recurrent_layer(f, over_time)
