@@ -340,6 +340,28 @@ def test_lbfgs_is_watched_through_its_closure():
     assert dr.history.loss.buckets[0].total == returned[0]
 
 
+def test_lbfgs_converged_at_float32_resolution_is_not_a_learning_rate_of_zero():
+    """Full-batch L-BFGS with a strong-Wolfe line search: once it can lower the loss no further in float32, its steps
+    leave every weight exactly where it is, with a gradient still there. That was told as a learning rate of zero
+    ("check the scheduler") on a converged run (sweep 33)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
+    x = torch.linspace(-2, 2, 128)[:, None]
+    y = torch.sin(2 * x) + 0.05 * torch.randn(128, 1)
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    with doctor.watch(model, optimizer, every=4) as dr:
+        losses = [optimizer.step(closure).item() for _ in range(80)]
+    assert losses[-1] < 0.01 * losses[0] and losses[-1] == losses[-20]  # (converged: the weights no longer move)
+    assert [f for f in dr.findings if f.symptom == "stalled_loss"] == []
+
+
 def test_memory_freed_and_used_again_for_fresh_data_is_no_graph_cut():
     class Net(nn.Module):
         def __init__(self):

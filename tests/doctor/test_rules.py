@@ -812,6 +812,15 @@ def test_weights_that_never_move_are_a_stall_though_the_loss_wanders_with_the_ba
     assert "moves only with the batches" in f.explanation and "learning rate is zero" in f.explanation
     moving = [StepRecord(step=s, grad_norm=1.0, layers=with_ratio(s, 1e-3).layers) for s in range(0, 100, 10)]
     assert diagnose(history_of(moving, losses=noisy), T) == []  # the same loss with weights moving: not judged
+    # steps sized by a line search (LBFGS) that stop after the loss fell are convergence; before it fell, still a stall
+    by_line_search = [
+        StepRecord(step=s, grad_norm=1.0, layers=with_ratio(s, 0.0).layers, optimizer_checked=True, closure_step=True)
+        for s in range(0, 100, 10)
+    ]
+    [f] = diagnose(history_of(by_line_search, losses=noisy), T)
+    assert f.evidence["learning_rate"] == "zero"
+    fell = [0.5 * 0.8**k for k in range(30)] + [0.5 * 0.8**30] * 70
+    assert diagnose(history_of(by_line_search, losses=fell), T) == []
 
 
 def test_weights_that_stop_moving_part_way_are_a_stall_from_then_though_the_loss_fell_before():

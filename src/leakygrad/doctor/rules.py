@@ -2836,6 +2836,12 @@ def _stopped_moving(history: History, t: Thresholds) -> int | None:
     return onset(history.healthy_records(), still, t.persistence)
 
 
+def _steps_by_line_search(history: History) -> bool:
+    """Whether the recent sampled steps' optimiser was given a closure (LBFGS), whose line search sizes each step."""
+    recent = [r for r in history.recent() if r.optimizer_checked]
+    return bool(recent) and all(r.closure_step for r in recent)
+
+
 def _gradient_kept_up(history: History, since: int, t: Thresholds) -> bool:
     """Whether the gradient's norm since step `since` (median) is at least `stopped_gradient_share` of what it was
     before: the steps stopped while the gradient did not (a learning rate cut), rather than with it (converged)."""
@@ -2938,7 +2944,12 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         and _gradient_kept_up(history, stopped_at, t)  # (not a run converged to a zero gradient)
         and thirds[1] > t.stopped_after_converging * start  # (nor one whose loss had fallen to a sliver of its start)
     )
-    still = flat or (verdict == "zero" and thirds is not None) or stopped
+    # A line search (LBFGS's) that finds no step lowering the loss any more leaves the weights exactly where they are,
+    # whatever the learning rate: after a fall, that is convergence at float32's resolution, not a rate of zero
+    converged_by_line_search = (
+        verdict == "zero" and thirds is not None and _steps_by_line_search(history) and thirds[0] > thirds[1] * 2
+    )
+    still = flat or (verdict == "zero" and thirds is not None and not converged_by_line_search) or stopped
     if still and (not competing or verdict in ("zero", "far too low")):
         first, last = thirds
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)

@@ -1068,6 +1068,7 @@ class StepState:
     negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     one_cycle_max_lr: float | None = None  # ... its first group's peak rate, when OneCycleLR set one (`max_lr`)
+    closure_step: bool = False  # ... it was given a closure (LBFGS: a line search chooses the step's size)
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
     group_rates: list | None = None  # ... its parameter groups' rates and modules, when they lie far apart
@@ -2887,6 +2888,7 @@ class TorchProbe:
                 self.state.large_eps = _large_eps(optimizer)
                 self.state.group_rates = _group_rates(optimizer, self._param_label)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
+                self.state.closure_step = closure is not None
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
                     # Its first forward and backward are this step's; the gradients are measured after them.
@@ -3393,6 +3395,7 @@ class TorchProbe:
         record.swapped_betas = state.swapped_betas
         record.negative_lr = state.negative_lr
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
+        record.closure_step = state.closure_step
         record.decayed_rate = state.decayed_rate
         record.group_rates = state.group_rates
         if state.large_eps is not None:
