@@ -1564,6 +1564,23 @@ def test_a_dropout_that_drops_most_of_its_input_is_a_blocked_gradient_named_with
     assert "p is the share dropped, not kept" in f.explanation and "sequential.2" in f.remedies[0]
 
 
+def test_dropouts_that_all_drop_most_of_their_input_are_one_finding():
+    """A transformer whose every dropout was given 0.9 meant as a keep probability: six separate warnings (sweep 33).
+    One finding now, at the first, listing the others."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.9), nn.Linear(32, 32), nn.ReLU(), nn.Dropout(0.9), nn.Linear(32, 1)
+    )
+    x = torch.randn(64, 8)
+    y = (x[:, :1] > 0).float()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        sgd_steps(model, optimizer, x, y, 80)
+    [f] = [f for f in dr.findings if f.where == "dropout"]
+    assert f.evidence["site"] == "sequential.2" and f.evidence["also_sites"] == ["sequential.5"]
+    assert "So are 1 more dropout layers: `sequential.5`" in f.explanation and "every such dropout" in f.remedies[0]
+
+
 def test_a_missing_zero_grad_of_one_of_two_optimisers_names_the_module_it_steps():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))

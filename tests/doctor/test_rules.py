@@ -1248,3 +1248,17 @@ def test_half_precision_updates_rounded_away_are_judged_by_the_share_that_moved(
         records.append(record)
     found = rounded_away_rule(history_of(records), T)
     assert [f.severity for f in found] == ([] if severity is None else [severity])
+
+
+@pytest.mark.parametrize("learning_rate", [None, "zero"])
+def test_a_stall_beside_a_dropout_that_drops_nearly_everything_is_folded_into_it(learning_rate):
+    """Every dropout at p = 0.9 (a keep probability given as p) and the loss stalled: the stall is the dropout's doing
+    (sweep 33's transformer), and the dropout an error. A stall with a cause of its own (a learning rate of zero) is
+    not folded."""
+    dropout = Finding("blocked_gradient", "dropout", 0, "warning", {"blocked_fraction": 0.9, "site": "enc.0.dropout"})
+    stall = Finding("stalled_loss", "loss", 0, "warning", {"learning_rate": learning_rate})
+    kept = fold_explained([dropout, stall])
+    if learning_rate is not None:
+        assert kept == [dropout, stall] and dropout.severity == "warning"
+        return
+    assert kept == [dropout] and dropout.severity == "error" and dropout.evidence["folded"] == ["stalled_loss"]

@@ -1761,7 +1761,15 @@ def explain_blocked_gradient(f: Finding):
             f" `{site}` is set to drop {pct(e['blocked_fraction'])} of its inputs at every training step: PyTorch's p "
             "is the share dropped, not kept (TensorFlow 1's keep_prob is the opposite)."
         )
-        remedies.append(f"Set `{site}`'s p to the share to drop: 0.1 to 0.5 is usual (p=1 drops everything).")
+        others = e.get("also_sites") or []
+        if others:
+            listed = ", ".join(f"`{other}`" for other in others[:6]) + (", ..." if len(others) > 6 else "")
+            text += f" So are {len(others)} more dropout layers: {listed}."
+        text += _folded_sentence(e)
+        remedies.append(
+            f"Set {'every such dropout' if others else f'`{site}`'}'s p to the share to drop: 0.1 to 0.5 is usual "
+            "(p=1 drops everything)."
+        )
     else:
         remedies.append(
             f"Move `{op}` out of the training path, widen its range, or use a smooth version "

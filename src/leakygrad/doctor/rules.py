@@ -15,7 +15,7 @@ import re
 import statistics
 from collections.abc import Callable
 
-from leakygrad.doctor.findings import Finding, sort_findings
+from leakygrad.doctor.findings import Finding, natural_key, sort_findings
 from leakygrad.doctor.history import History, LossSeries
 from leakygrad.doctor.stats import LayerStats, StepRecord
 from leakygrad.doctor.thresholds import Thresholds
@@ -300,6 +300,13 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ... and so does a prediction squashed into a range its targets are not in: the activation's other findings too
     out_of_reach = next((f for f in findings if "targets_outside" in f.evidence), None)
     stall_has_a_cause = stall_has_a_cause or out_of_reach is not None or pooled is not None
+    # ... and so does dropout that drops nearly all of its inputs: what is left to learn from is noise
+    dropping = next((f for f in findings if f.where == "dropout" and f.symptom == "blocked_gradient"), None)
+    stalled = [f for f in findings if f.symptom == "stalled_loss" and f.where == "loss"]
+    if dropping is not None and stalled and stalled[0].evidence.get("learning_rate") is None:  # (no other cause)
+        dropping.severity = "error"
+        dropping.evidence["folded"] = ["stalled_loss"]
+        stall_has_a_cause = True
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in SQUASHED_TWICE}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
@@ -2000,7 +2007,20 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         findings.append(
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )
-    return findings
+    return _one_for_all_dropouts(findings)
+
+
+def _one_for_all_dropouts(findings: list[Finding]) -> list[Finding]:
+    """Dropout modules that drop most of their inputs (p = 0.9 for a keep probability of 0.1, in every layer of a
+    transformer): one finding, at the first site, the others listed in `also_sites`."""
+    dropouts = [f for f in findings if f.where == "dropout"]
+    if len(dropouts) < 2:
+        return findings
+    dropouts.sort(key=lambda f: natural_key(f.evidence["site"]))
+    first = dropouts[0]
+    first.evidence["also_sites"] = [f.evidence["site"] for f in dropouts[1:]]
+    first.severity = "error" if any(f.severity == "error" for f in dropouts) else first.severity
+    return [f for f in findings if f.where != "dropout" or f is first]
 
 
 def _hinge_met(history: History, key: str, t: Thresholds) -> bool:
