@@ -482,7 +482,10 @@ def test_a_squeeze_excitation_gate_open_or_shut_is_no_saturation():
     assert not [f for f in findings if f[1] == "saturated_activation"], findings
 
 
-def test_a_bias_that_cancels_in_a_difference_is_a_warning_not_an_error():
+def test_a_bias_that_cancels_in_a_difference_is_no_finding():
+    """The distance between two embeddings of one network: its last bias cancels, and its gradient is exactly 0, by
+    design. It was a warning (an error before that, as for a graph cut); sweep 33's healthy WGAN-GP critic, whose
+    last bias cancels in D(fake) - D(real), had it on every run. A constant with no effect on the loss is no leak."""
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
 
@@ -490,7 +493,7 @@ def test_a_bias_that_cancels_in_a_difference_is_a_warning_not_an_error():
         return (m(x) - m(x.flip(0))).pow(2).sum(1).mean() * 0.01
 
     findings = train_and_diagnose(net, siamese, steps=60)
-    assert findings == [("warning", "no_gradient", "sequential.2")]  # (an error, as for a graph cut)
+    assert findings == []
 
 
 COMPILED_SCRIPT = """

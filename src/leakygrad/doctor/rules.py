@@ -2161,6 +2161,8 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
             elif _held_after_backward(history):  # (the backward of the step before: step() came before backward())
                 evidence["gradient_after_backward"] = True
+        if always_zero and not cuts and not blocking and _biases_cancelling(params, layers, history):
+            continue  # (harmless by design: a constant the loss subtracts from itself, D(fake) - D(real))
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
         elif (
@@ -2208,6 +2210,16 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return _zero_factors_together(findings, history)
+
+
+def _biases_cancelling(params: list[str], layers: set, history: History) -> bool:
+    """Biases alone, whose gradient is exactly 0 while their layers' weights get one and gradient reaches their output:
+    a constant that cancels in the loss, which compares two outputs of the same layer (a WGAN critic's D(fake) -
+    D(real), a siamese distance). It has no effect on the loss at all, by design: nothing to learn, nothing lost."""
+    if not all(p.rpartition(".")[2] == "bias" for p in params):
+        return False
+    weights = [p.rpartition(".")[0] + ".weight" for p in params]
+    return all(history.param_with_grad.get(w, 0) > 0 for w in weights) and _gradient_at_output(history, layers)
 
 
 def _zero_factors_together(findings: list[Finding], history: History) -> list[Finding]:
