@@ -1288,13 +1288,16 @@ def test_a_softmax_given_to_binary_cross_entropy_with_multi_hot_targets_is_named
     assert "binary_cross_entropy_with_logits" in f.remedies[0] and "softmax" in f.explanation
 
 
-@pytest.mark.parametrize("scores", ["raw", "log_softmax", "hand-written log_softmax"])
+@pytest.mark.parametrize(
+    "scores", ["raw", "log_softmax", "hand-written log_softmax", "log_softmax, zero padding", "log of softmax + eps"]
+)
 def test_raw_scores_given_to_ctc_loss_are_named_at_the_loss(scores):
     """`F.ctc_loss` given a frame classifier's raw scores, without `log_softmax`: the loss is unnormalised and falls as
     every score grows (sweep 32's recogniser: sequence accuracy 0.54 against 0.99, and nothing was said). Log-
-    probabilities, from `log_softmax` or written by hand, are no finding."""
+    probabilities, from `log_softmax` or written by hand, are no finding; nor are zeros padding the frames past each
+    sequence's length, or `log(softmax + eps)`, never above 0 (a review found both told as raw scores)."""
     torch.manual_seed(0)
-    frames, batch, classes, length = 12, 16, 6, 3
+    frames, batch, classes, length = 20, 16, 6, 3
     model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, classes))
     x = torch.randn(batch, frames, 8)
     labels = torch.randint(1, classes, (batch, length))
@@ -1302,11 +1305,16 @@ def test_raw_scores_given_to_ctc_loss_are_named_at_the_loss(scores):
     with doctor.watch(model, optimizer, every=2) as dr:
         for _ in range(16):
             z = model(x)
-            if scores == "log_softmax":
+            if scores.startswith("log_softmax"):
                 z = F.log_softmax(z, dim=-1)
             elif scores == "hand-written log_softmax":
                 z = z - z.logsumexp(dim=-1, keepdim=True)
+            elif scores == "log of softmax + eps":
+                z = torch.log(torch.softmax(z, dim=-1) + 0.05)
             lengths = torch.full((batch,), frames), torch.full((batch,), length)
+            if scores == "log_softmax, zero padding":  # (3 sequences in 4 only 5 frames long, zeros after)
+                lengths = torch.tensor([frames, 5, 5, 5] * (batch // 4)), lengths[1]
+                z = z * (torch.arange(frames)[None, :, None] < lengths[0][:, None, None])
             loss = F.ctc_loss(z.transpose(0, 1), labels, *lengths)
             optimizer.zero_grad()
             loss.backward()

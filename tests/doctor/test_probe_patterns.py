@@ -847,6 +847,7 @@ def test_a_loss_computed_from_the_target_network_sends_the_gradient_to_the_copy(
     """A DQN's Q-values taken from its target network, the optimiser over the online one: the online network got no
     gradient (an error, right), and the target network a gradient no optimiser applies, whose remedy was to add it to
     the optimiser (sweep 33). The second is the first's doing: one error, naming the copy the gradient went to."""
+    acting = "    with torch.no_grad():\n        action = q_net(x[:1]).argmax()\n"  # (the online network acts)
     script = tmp_path / "dqn.py"
     script.write_text(
         "import copy, torch\n"
@@ -857,6 +858,7 @@ def test_a_loss_computed_from_the_target_network_sends_the_gradient_to_the_copy(
         "optimizer = torch.optim.Adam(q_net.parameters(), lr=1e-3)\n"
         "x, r = torch.randn(64, 8), torch.randn(64, 1)\n"
         "for step in range(40):\n"
+        f"{acting}"
         f"    prediction = {prediction_from}(x)\n"
         "    with torch.no_grad():\n"
         "        goal = r + 0.9 * target_net(x)\n"
@@ -872,6 +874,32 @@ def test_a_loss_computed_from_the_target_network_sends_the_gradient_to_the_copy(
     [f] = [f for f in findings if f.symptom in ("no_gradient", "unapplied_gradient")]
     assert (f.symptom, f.where, f.severity) == ("no_gradient", "q_net", "error")
     assert f.evidence["gradient_went_to"] == "target_net" and "torch.no_grad()" in f.remedies[0]
+
+
+def test_an_unused_head_beside_a_layer_left_out_of_the_optimiser_are_no_copies():
+    """An unused head in the optimiser (no gradient) and another layer left out of it (a gradient not applied): two
+    findings, each with its own remedy. A review found them told as a copy that took the other's gradient, though
+    their shapes differ and the head never ran."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+            self.aux = nn.Linear(32, 3)
+
+        def forward(self, x):
+            return self.body(self.proj(x))
+
+    torch.manual_seed(0)
+    net = Net()
+    optimizer = torch.optim.Adam([p for n, p in net.named_parameters() if not n.startswith("proj")], lr=1e-3)
+    x, y = regression_data()
+    with doctor.watch(net, optimizer, every=4, name="net") as dr:
+        sgd_steps(net, optimizer, x, y, 40)
+    found = {(f.symptom, f.where) for f in dr.findings}
+    assert {("no_gradient", "aux"), ("unapplied_gradient", "proj")} <= found
+    assert not any("gradient_went_to" in f.evidence for f in dr.findings)
 
 
 def test_gradients_left_over_from_a_model_trained_earlier_are_not_thrown_away_at_each_step():
@@ -1581,7 +1609,8 @@ def test_dropouts_that_all_drop_most_of_their_input_are_one_finding():
         sgd_steps(model, optimizer, x, y, 80)
     [f] = [f for f in dr.findings if f.where == "dropout"]
     assert f.evidence["site"] == "sequential.2" and f.evidence["also_sites"] == ["sequential.5"]
-    assert "So are 1 more dropout layers: `sequential.5`" in f.explanation and "every such dropout" in f.remedies[0]
+    assert "1 more dropout layers drop most of their inputs too: `sequential.5`" in f.explanation
+    assert "every such dropout" in f.remedies[0]
 
 
 def test_a_missing_zero_grad_of_one_of_two_optimisers_names_the_module_it_steps():

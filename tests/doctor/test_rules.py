@@ -814,7 +814,7 @@ def test_weights_that_never_move_are_a_stall_though_the_loss_wanders_with_the_ba
     assert diagnose(history_of(moving, losses=noisy), T) == []  # the same loss with weights moving: not judged
     # steps sized by a line search (LBFGS) that stop after the loss fell are convergence; before it fell, still a stall
     by_line_search = [
-        StepRecord(step=s, grad_norm=1.0, layers=with_ratio(s, 0.0).layers, optimizer_checked=True, closure_step=True)
+        StepRecord(step=s, grad_norm=1.0, layers=with_ratio(s, 0.0).layers, optimizer_checked=True, line_search=True)
         for s in range(0, 100, 10)
     ]
     [f] = diagnose(history_of(by_line_search, losses=noisy), T)
@@ -1248,17 +1248,3 @@ def test_half_precision_updates_rounded_away_are_judged_by_the_share_that_moved(
         records.append(record)
     found = rounded_away_rule(history_of(records), T)
     assert [f.severity for f in found] == ([] if severity is None else [severity])
-
-
-@pytest.mark.parametrize("learning_rate", [None, "zero"])
-def test_a_stall_beside_a_dropout_that_drops_nearly_everything_is_folded_into_it(learning_rate):
-    """Every dropout at p = 0.9 (a keep probability given as p) and the loss stalled: the stall is the dropout's doing
-    (sweep 33's transformer), and the dropout an error. A stall with a cause of its own (a learning rate of zero) is
-    not folded."""
-    dropout = Finding("blocked_gradient", "dropout", 0, "warning", {"blocked_fraction": 0.9, "site": "enc.0.dropout"})
-    stall = Finding("stalled_loss", "loss", 0, "warning", {"learning_rate": learning_rate})
-    kept = fold_explained([dropout, stall])
-    if learning_rate is not None:
-        assert kept == [dropout, stall] and dropout.severity == "warning"
-        return
-    assert kept == [dropout] and dropout.severity == "error" and dropout.evidence["folded"] == ["stalled_loss"]

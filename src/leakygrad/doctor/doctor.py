@@ -14,7 +14,7 @@ import numpy as np
 from leakygrad.doctor.explain import explain
 from leakygrad.doctor.findings import Finding, sort_findings
 from leakygrad.doctor.history import History
-from leakygrad.doctor.rules import RULES, add_run_evidence, fold_explained
+from leakygrad.doctor.rules import RULES, add_run_evidence, fold_copies, fold_explained
 from leakygrad.doctor.stats import NonfiniteEvent, StepRecord
 from leakygrad.doctor.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -33,6 +33,10 @@ def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> l
         except Exception as error:  # a bug in one rule must not hide the others
             history.note(f"rule {rule.__name__} failed: {type(error).__name__}: {error}")
     findings = fold_explained(findings)
+    try:
+        findings = fold_copies(findings, history)
+    except Exception as error:
+        history.note(f"folding copies' findings failed: {type(error).__name__}: {error}")
     try:
         findings = add_run_evidence(findings, history, thresholds)
     except Exception as error:

@@ -1764,8 +1764,7 @@ def explain_blocked_gradient(f: Finding):
         others = e.get("also_sites") or []
         if others:
             listed = ", ".join(f"`{other}`" for other in others[:6]) + (", ..." if len(others) > 6 else "")
-            text += f" So are {len(others)} more dropout layers: {listed}."
-        text += _folded_sentence(e)
+            text += f" {len(others)} more dropout layers drop most of their inputs too: {listed}."
         remedies.append(
             f"Set {'every such dropout' if others else f'`{site}`'}'s p to the share to drop: 0.1 to 0.5 is usual "
             "(p=1 drops everything)."

@@ -149,6 +149,7 @@ class History:
         # parameter -> ... whose loss was made of a gradient with respect to the inputs (loss_of_input_gradient)
         self.checked_under_input_gradient: dict[str, int] = {}
         self.param_module: dict[str, str] = {}
+        self.param_shapes: dict[str, tuple] = {}  # parameter -> its shape (those stepped, and those left out)
         self.param_nonzero_between: set[str] = set()  # ... nonzero at some step between the sampled ones
         self.not_called: dict[str, int] = {}  # module -> sampled steps on which its forward did not run
         self.without_grad: dict[str, int] = {}  # module -> sampled steps on which it ran with grad recording off

@@ -189,27 +189,36 @@ def _one_layer_to_blame(chain: list, record: StepRecord, gains: dict, ratio: flo
     return None
 
 
-def _copies_taking_the_gradient(findings: list[Finding]) -> list[Finding]:
-    """A module no gradient reaches at all (`no_gradient`) beside a module with the same parameters whose gradient no
-    optimiser applies (`unapplied_gradient`): the loss read the copy (a DQN's target network) where the trained one
-    was meant, and backprop followed it there. The copy's finding is the first's doing: noted in it as
-    `gradient_went_to`, and returned, to be left out."""
+def fold_copies(findings: list[Finding], history: History) -> list[Finding]:
+    """The findings, less those of copies that took the gradient meant for the module they copy (see below)."""
+    copies = _copies_taking_the_gradient(findings, history)
+    return [f for f in findings if not any(f is copy for copy in copies)]
+
+
+def _copies_taking_the_gradient(findings: list[Finding], history: History) -> list[Finding]:
+    """A module no gradient reaches at all (`no_gradient`), whose forward ran, beside a module with the same
+    parameters (names under it, and shapes) whose gradient no optimiser applies (`unapplied_gradient`): the loss read
+    the copy (a DQN's target network) where the trained one was meant, and backprop followed it there. The copy's
+    finding is the first's doing: noted in it as `gradient_went_to`, and returned, to be left out."""
     unapplied = [f for f in findings if f.symptom == "unapplied_gradient" and f.evidence.get("parameters")]
     taken = []
     for f in findings:
         if f.symptom != "no_gradient" or f.evidence.get("gradient") != "none" or not f.evidence.get("parameters"):
             continue
-        own = _names_under(f.where, f.evidence["parameters"])
-        copy = next((g for g in unapplied if _names_under(g.where, g.evidence["parameters"]) == own), None)
+        if f.evidence.get("forward_ran") == "never":  # (an unused module is no copy's twin)
+            continue
+        own = _parameters_under(f.where, f.evidence["parameters"], history)
+        twins = (g for g in unapplied if _parameters_under(g.where, g.evidence["parameters"], history) == own)
+        copy = next(twins, None)
         if copy is not None and copy not in taken:
             f.evidence["gradient_went_to"] = copy.where
             taken.append(copy)
     return taken
 
 
-def _names_under(module: str, parameters: list[str]) -> list[str]:
-    """Parameter names relative to their module (`q_net.0.weight` under `q_net`: `0.weight`), sorted."""
-    return sorted(name.removeprefix(module + ".") for name in parameters)
+def _parameters_under(module: str, parameters: list[str], history: History) -> list[tuple]:
+    """(name relative to the module, shape) of each parameter (`q_net.0.weight` under `q_net`: `0.weight`), sorted."""
+    return sorted((name.removeprefix(module + "."), history.param_shapes.get(name)) for name in parameters)
 
 
 def fold_explained(findings: list[Finding]) -> list[Finding]:
@@ -300,13 +309,6 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ... and so does a prediction squashed into a range its targets are not in: the activation's other findings too
     out_of_reach = next((f for f in findings if "targets_outside" in f.evidence), None)
     stall_has_a_cause = stall_has_a_cause or out_of_reach is not None or pooled is not None
-    # ... and so does dropout that drops nearly all of its inputs: what is left to learn from is noise
-    dropping = next((f for f in findings if f.where == "dropout" and f.symptom == "blocked_gradient"), None)
-    stalled = [f for f in findings if f.symptom == "stalled_loss" and f.where == "loss"]
-    if dropping is not None and stalled and stalled[0].evidence.get("learning_rate") is None:  # (no other cause)
-        dropping.severity = "error"
-        dropping.evidence["folded"] = ["stalled_loss"]
-        stall_has_a_cause = True
     # an output sigmoid squashed again by the loss sits saturated because of it: the "sigmoid twice" finding says so
     twice = {f.where for f in findings if f.evidence.get("across") in SQUASHED_TWICE}
     # a loss minimised with its sign flipped: the loss rule's reading of the same curve says less; so does it when the
@@ -388,12 +390,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             or (f.symptom == "saturated_activation" and f.where in twice)
         )
 
-    copies = _copies_taking_the_gradient(findings)
     kept = [
         f
         for f in findings
-        if not any(f is copy for copy in copies)
-        and not explained(f)
+        if not explained(f)
         and not behind_dead_units(f)
         and not behind_the_softmax(f)
         and not _through_a_recurrent_layer(f, over_time)
@@ -1488,11 +1488,14 @@ def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- ctc_loss given raw scores ---------------------------------------------------------------------------------------
 def ctc_raw_scores_rule(history: History, t: Thresholds) -> list[Finding]:
     """`ctc_loss` given scores that are not log-probabilities (no `log_softmax` over the classes): the median frame's
-    logsumexp over the classes further than `ctc_unnormalised` from 0, on the median of the first sampled steps'
-    looks. The loss is -log of a sum over alignments of products of exp(input): unnormalised, it falls as every score
-    grows, without the labels being learnt (it is unbounded below)."""
+    logsumexp over the classes (frames within each sequence's length) further than `ctc_unnormalised` from 0, on the
+    median of the first sampled steps' looks, and some entry above 0. The loss is -log of a sum over alignments of
+    products of exp(input): unnormalised, it falls as every score grows, without the labels being learnt (it is
+    unbounded below)."""
     looks = [(step, look) for step, look in history.ctc_inputs if math.isfinite(look["logsumexp"])]
     if not looks or median([look["logsumexp"] for _, look in looks]) <= t.ctc_unnormalised:
+        return []
+    if max(look["high"] for _, look in looks) <= 0:  # (log(softmax + eps): never above 0, and bounded)
         return []
     evidence = {
         "input_logsumexp_over_classes": _sci(median([look["logsumexp"] for _, look in looks])),
@@ -2869,9 +2872,9 @@ def _stopped_moving(history: History, t: Thresholds) -> int | None:
 
 
 def _steps_by_line_search(history: History) -> bool:
-    """Whether the recent sampled steps' optimiser was given a closure (LBFGS), whose line search sizes each step."""
+    """Whether the recent sampled steps' optimiser is LBFGS given a closure, whose line search sizes each step."""
     recent = [r for r in history.recent() if r.optimizer_checked]
-    return bool(recent) and all(r.closure_step for r in recent)
+    return bool(recent) and all(r.line_search for r in recent)
 
 
 def _gradient_kept_up(history: History, since: int, t: Thresholds) -> bool:

@@ -128,7 +128,7 @@ class StepRecord:
     negative_lr: float | None = None  # ... its lowest learning rate, when below 0
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
     one_cycle_max_lr: float | None = None  # ... its peak rate, when OneCycleLR set one (`max_lr`)
-    closure_step: bool = False  # ... it was given a closure (LBFGS: its line search chooses the step's size)
+    line_search: bool = False  # ... it is LBFGS, given a closure: its line search chooses the step's size
     # an optimiser dividing its steps by sqrt(v) + eps, eps >= 1e-4: {"eps", "gradient_rms"} (a typical entry's size)
     eps_against_gradient: dict | None = None
     # its parameter groups, lowest rate first, when their rates lie 1000 times apart or more: [{"lr", "modules"}]

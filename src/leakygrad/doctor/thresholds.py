@@ -243,10 +243,11 @@ class Thresholds:
     target_rows_over_one: float = 0.25
     """... with more than this share of its rows summing past 1: a multi-hot target, out of a softmax's reach (a
     probability target sums to 1: label smoothing, mixup and distillation's targets do, up to rounding)."""
-    ctc_unnormalised: float = 0.01
+    ctc_unnormalised: float = 0.1
     """`ctc_loss` given an input whose frames' logsumexp over the classes is further than this from 0 (the median over
-    frames, the median over the first sampled steps' looks): raw scores, not log-probabilities (log_softmax's frames
-    give 0 up to float rounding, ~1e-7; raw scores about log(C) or more)."""
+    the frames within each sequence's length, the median over the first sampled steps' looks), with an entry above 0:
+    raw scores, not log-probabilities (log_softmax's frames give 0 up to float rounding, ~1e-7; raw scores about
+    log(C) or more; `log(softmax + 1e-4)` over 500 classes 0.05, never above 0)."""
     loss_scaled_up: float = 64.0
     """A backward root that multiplies its loss by this constant or more on every sampled step (no GradScaler): the
     gradients are that many times the loss's, and NaNs, a divergence or exploding gradients are told with it

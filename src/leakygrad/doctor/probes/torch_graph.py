@@ -597,13 +597,14 @@ def _softmax_given_to_bce(node, prediction) -> tuple[torch.Tensor, int, str] | N
     return target.detach(), saved_dim(below), "binary_cross_entropy"
 
 
-def ctc_input(loss_nodes) -> torch.Tensor | None:
-    """The input (detached) `ctc_loss` was given, from its node among the loss's, or None."""
+def ctc_input(loss_nodes) -> tuple[torch.Tensor, tuple] | None:
+    """(input, input lengths) `ctc_loss` was given, the input detached, (T, N, C), from its node among the loss's; or
+    None. The frames past each sequence's length are padding, whatever they hold."""
     for node in loss_nodes:
         if op_name(node) == "ctc_loss":
-            log_probs = saved_value(node, "_saved_log_probs")
-            if isinstance(log_probs, torch.Tensor) and log_probs.is_floating_point():
-                return log_probs.detach()
+            log_probs, lengths = saved_value(node, "_saved_log_probs"), saved_value(node, "_saved_input_lengths")
+            if isinstance(log_probs, torch.Tensor) and log_probs.is_floating_point() and log_probs.dim() == 3:
+                return log_probs.detach(), tuple(lengths) if isinstance(lengths, (tuple, list)) else ()
     return None
 
 

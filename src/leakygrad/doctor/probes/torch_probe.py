@@ -1068,7 +1068,7 @@ class StepState:
     negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     one_cycle_max_lr: float | None = None  # ... its first group's peak rate, when OneCycleLR set one (`max_lr`)
-    closure_step: bool = False  # ... it was given a closure (LBFGS: a line search chooses the step's size)
+    line_search: bool = False  # ... it is LBFGS, given a closure: its line search chooses the step's size
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
     group_rates: list | None = None  # ... its parameter groups' rates and modules, when they lie far apart
@@ -2552,14 +2552,25 @@ class TorchProbe:
 
     def _look_at_ctc_input(self, state: StepState, loss_nodes) -> None:
         """`ctc_loss` wants log-probabilities, each frame's normalised over the classes (`log_softmax`): the median
-        over frames of their logsumexp, 0 for log-probabilities and about log(C) or more for raw scores."""
+        over the frames within each sequence's length of their logsumexp, 0 for log-probabilities and about log(C)
+        or more for raw scores, and the largest entry there (never above 0 for log-probabilities)."""
         self._ctc_input_looks += 1
-        log_probs = graph_tools.ctc_input(loss_nodes)
-        if log_probs is None or log_probs.numel() == 0:
+        found = graph_tools.ctc_input(loss_nodes)
+        if found is None or found[0].numel() == 0:
             return
-        frames = torch.logsumexp(log_probs.float(), dim=-1)  # (T, N, C) or (T, C): the classes last
+        log_probs, lengths = found
+        steps, batch = log_probs.shape[:2]
+        within = torch.ones(steps, batch, dtype=torch.bool, device=log_probs.device)
+        if len(lengths) == batch:  # (padding past a sequence's length holds anything: zeros, often)
+            within = torch.arange(steps, device=log_probs.device)[:, None] < torch.tensor(lengths)[None, :].to(
+                within.device
+            )
+        frames = log_probs.float()[within]  # (frames, C)
+        if frames.numel() == 0:
+            return
         scalar = state.deferred.scalar
-        state.ctc_input = (scalar(frames.abs().median()), scalar(log_probs.amax()), log_probs.shape[-1])
+        logsumexp = torch.logsumexp(frames, dim=-1).abs().median()
+        state.ctc_input = (scalar(logsumexp), scalar(frames.amax()), log_probs.shape[-1])
 
     def _count_batch_classes(self, state: StepState, target: torch.Tensor, classes: int, ignore_index: int) -> None:
         """How many classes a classifier's batch holds, and which is the most frequent: on a few first sampled steps,
@@ -2888,7 +2899,7 @@ class TorchProbe:
                 self.state.large_eps = _large_eps(optimizer)
                 self.state.group_rates = _group_rates(optimizer, self._param_label)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
-                self.state.closure_step = closure is not None
+                self.state.line_search = closure is not None and isinstance(optimizer, torch.optim.LBFGS)
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
                     # Its first forward and backward are this step's; the gradients are measured after them.
@@ -3122,6 +3133,7 @@ class TorchProbe:
             p = ref()
             if p is not None and p.requires_grad and p.grad is not None and self._written_since_last_look(name, p.grad):
                 not_applied[name] = label
+                self.doctor.history.param_shapes.setdefault(name, tuple(p.shape))
         return not_applied, stepped_outside
 
     def _written_since_last_look(self, name: str, grad: torch.Tensor) -> bool:
@@ -3153,6 +3165,7 @@ class TorchProbe:
             params = [p for p in candidates if p.requires_grad and self._param_label(p)]
             entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
             self._plan = ParameterPlan(key, params, entries, ParameterSamples(params))
+            self.doctor.history.param_shapes.update((name, tuple(p.shape)) for name, _, p in entries)
         return self._plan
 
     def _measure_update(self) -> None:
@@ -3395,7 +3408,7 @@ class TorchProbe:
         record.swapped_betas = state.swapped_betas
         record.negative_lr = state.negative_lr
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
-        record.closure_step = state.closure_step
+        record.line_search = state.line_search
         record.decayed_rate = state.decayed_rate
         record.group_rates = state.group_rates
         if state.large_eps is not None:
