@@ -362,6 +362,31 @@ def test_lbfgs_converged_at_float32_resolution_is_not_a_learning_rate_of_zero():
     assert [f for f in dr.findings if f.symptom == "stalled_loss"] == []
 
 
+def test_sgd_stepped_with_a_closure_and_a_rate_cut_to_zero_is_still_a_learning_rate_of_zero():
+    """SGD given a closure (PyTorch Lightning always passes one) whose LambdaLR sets the rate to 0 from step 140: the
+    weights stop after the loss fell. No line search chose that: the LBFGS exemption is LBFGS's only (a review)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0 if epoch < 140 else 0.0)
+    x = torch.randn(1024, 16)
+    y = x @ torch.randn(16, 1)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(400):
+            rows = slice(128 * (step % 8), 128 * (step % 8 + 1))
+
+            def closure(rows=rows):
+                optimizer.zero_grad()
+                loss = nn.functional.mse_loss(model(x[rows]), y[rows])
+                loss.backward()
+                return loss
+
+            optimizer.step(closure)
+            schedule.step()
+    [f] = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    assert f.evidence["learning_rate"] in ("zero", "scheduled to nothing")
+
+
 def test_memory_freed_and_used_again_for_fresh_data_is_no_graph_cut():
     class Net(nn.Module):
         def __init__(self):
