@@ -1258,12 +1258,12 @@ def test_multi_hot_targets_to_cross_entropy_are_named_at_the_loss(target_kind):
     assert "1/k" in f.explanation
 
 
-@pytest.mark.parametrize("head", ["softmax", "sigmoid", "softmax, one tag"])
+@pytest.mark.parametrize("head", ["softmax", "softmax, clamped", "sigmoid", "softmax, one tag"])
 def test_a_softmax_given_to_binary_cross_entropy_with_multi_hot_targets_is_named_at_the_loss(head):
     """A multi-label tagger whose head ends in a softmax, trained with `F.binary_cross_entropy(softmax(z), multi_hot)`:
     each of k tags can have 1/k of the probability, never the 1 its term asks for (sweep 32's tagger: micro-F1 0.05
     against 0.92 with a sigmoid, and nothing was said). A sigmoid per tag, and a softmax with one tag an example, are
-    no finding."""
+    no finding. A softmax clamped away from 0 and 1 before the loss is followed (a review found it was not)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
     x = torch.randn(128, 16)
@@ -1271,6 +1271,8 @@ def test_a_softmax_given_to_binary_cross_entropy_with_multi_hot_targets_is_named
     if head == "softmax, one tag":
         tags = F.one_hot(x[:, :8].argmax(1), 8).float()
     squash = torch.sigmoid if head == "sigmoid" else (lambda z: torch.softmax(z, dim=1))
+    if head == "softmax, clamped":
+        squash = lambda z: torch.softmax(z, dim=1).clamp(1e-7, 1 - 1e-7)  # noqa: E731
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     with doctor.watch(model, optimizer, every=2) as dr:
         for _ in range(40):
@@ -1279,7 +1281,7 @@ def test_a_softmax_given_to_binary_cross_entropy_with_multi_hot_targets_is_named
             loss.backward()
             optimizer.step()
     named = [f for f in dr.findings if f.where == "binary_cross_entropy"]
-    if head != "softmax":
+    if not head.startswith("softmax") or head == "softmax, one tag":
         assert named == []
         return
     [f] = named

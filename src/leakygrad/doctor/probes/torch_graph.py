@@ -587,9 +587,12 @@ def soft_targets(root) -> tuple[torch.Tensor, int, str] | None:
 
 def _softmax_given_to_bce(node, prediction) -> tuple[torch.Tensor, int, str] | None:
     """(target, dim, "binary_cross_entropy") when `binary_cross_entropy` is given a softmax's output (a multi-label
-    head ending in a softmax, where each tag wants a sigmoid of its own), reached through reshapes; else None."""
+    head ending in a softmax, where each tag wants a sigmoid of its own), reached through reshapes and a clamp away
+    from 0 and 1 (`softmax(z).clamp(1e-7, 1 - 1e-7)`); else None."""
     below = beneath_reshapes(prediction)
-    if op_name(below) != "softmax" or attention_scores(below) is not None:
+    if op_name(below) in ("clamp", "clamp_min", "clamp_max") and below.next_functions:
+        below = beneath_reshapes(below.next_functions[0][0])
+    if below is None or op_name(below) != "softmax" or attention_scores(below) is not None:
         return None
     target, result = saved_value(node, "_saved_target"), saved_value(below, "_saved_result")
     if not (isinstance(target, torch.Tensor) and isinstance(result, torch.Tensor)) or target.shape != result.shape:
