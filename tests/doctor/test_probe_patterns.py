@@ -3249,3 +3249,70 @@ def test_zero_initialised_heads_no_gradient_reaches_are_not_taken_for_factors_of
         return
     assert sorted(f.where for f in named) == ["aux1", "aux2"]
     assert all(f.severity == "warning" and "zero_weights" not in f.evidence for f in named)
+
+
+def signal_classifier_findings(lr):
+    """Sweep 33's 1-D CNN on noisy sines (eight frequencies), trained with Adam. Its last hidden layer reads
+    average-pooled features that hardly vary between examples: half its units are silent at step 0, with the initial
+    weights."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv1d(1, 32, 9, padding=4), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(32, 32, 9, padding=4), nn.ReLU(), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
+        nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8),
+    )  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    time = torch.arange(64).float()
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(150):
+            label = torch.randint(0, 8, (64,))
+            frequency = (label.float() * 0.5 + 2)[:, None] * 2 * math.pi / 32
+            x = torch.sin(frequency * time + torch.rand(64, 1) * 2 * math.pi) + 2.0 * torch.randn(64, 64)
+            loss = nn.functional.cross_entropy(model(x[:, None]), label)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_relus_killed_by_adam_at_an_sgd_rate_are_put_on_the_rate_though_half_were_silent_at_the_start():
+    """Adam at lr 0.1 kills the rest of the layer within its first steps, inside the first window measured. That was
+    told as dead from the start, "the initialisation or the scale of the inputs did this, not the learning rate", with
+    the lower rate dropped from the remedies: the units that fired at step 0 and died since say otherwise."""
+    [dead] = [f for f in signal_classifier_findings(lr=0.1) if f.symptom == "dead_relu"]
+    assert dead.where == "sequential.8" and "dead_from_start" not in dead.evidence
+    assert dead.evidence["died_after_first_step"] >= 0.2
+    assert dead.remedies[0].startswith("Lower the learning rate")
+    assert "have died since" in dead.explanation
+    assert not [f for f in signal_classifier_findings(lr=1e-3) if f.symptom == "dead_relu"]  # (Adam's usual rate)
+
+
+def irnn_findings(gain):
+    """Sweep 33's IRNN (a ReLU recurrence started at W_hh = gain times the identity) asked to remember the mean of its
+    first five inputs over 30 steps, the loss read at the last."""
+    torch.manual_seed(0)
+    rnn, head = nn.RNN(1, 64, nonlinearity="relu", batch_first=True), nn.Linear(64, 1)
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(torch.eye(64) * gain)
+        rnn.bias_hh_l0.zero_()
+        rnn.bias_ih_l0.zero_()
+    model = nn.ModuleDict({"rnn": rnn, "head": head})
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randn(64, 30, 1)
+            out, _ = rnn(x)
+            loss = nn.functional.mse_loss(head(out[:, -1]), x[:, :5, 0].mean(1, keepdim=True))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_an_irnn_whose_identity_carries_the_relu_gain_explodes_across_time():
+    """The feed-forward ReLU gain sqrt(2) copied onto a recurrence compounds over the sequence: the gradient at the
+    first time steps stayed 440-735 times that at the last for the whole run, under the old 1e3 line, and nothing was
+    said (test MSE 189 against 0.025 for the identity). Its twin with gain 1 gives no finding."""
+    found = [(f.symptom, f.where, f.severity) for f in irnn_findings(2**0.5)]
+    assert ("exploding_gradient", "rnn (time steps 0-2 of 30)", "warning") in found
+    assert not irnn_findings(1.0)

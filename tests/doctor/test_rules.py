@@ -295,6 +295,39 @@ def test_units_dead_from_the_first_steps_are_blamed_on_the_start_not_the_learnin
     assert "dead_from_start" not in later.evidence and later.remedies[0].startswith("Lower the learning rate")
 
 
+def test_units_that_fired_at_the_first_step_and_died_within_the_first_window_are_put_on_the_updates():
+    """Sweep 33: Adam at the SGD rate of 0.1. Half a layer fired at step 0, with the initial weights, and the rest died
+    in the first updates, inside the first window measured: told as "dead from the start", the initialisation's doing,
+    and the lower rate dropped from the remedies. The first step's units say which: those that fired then and are
+    silent now died since."""
+    history = History(T)
+    for step in range(0, 400, 16):
+        active = bytes([1, 1, 0, 0]) if step == 0 else bytes(4)
+        history.add_record(
+            StepRecord(step=step, activations={"net.1": ActivationStats("net.1", "relu", 4, 64, unit_active=active)})
+        )
+    history.steps = 400
+    [f] = diagnose(history)
+    assert f.first_step == 0 and "dead_from_start" not in f.evidence
+    assert f.evidence["died_after_first_step"] == 0.5
+    assert f.remedies[0].startswith("Lower the learning rate")
+    assert "50% of the units fired for some example at the first sampled step" in f.explanation
+
+
+def test_a_layer_whose_first_step_is_a_new_width_is_judged_from_that_step():
+    """The first step's mask is the site's first at its current width: a layer widened during the run starts again."""
+    history = History(T)
+    for step in range(0, 400, 16):
+        units = 4 if step < 64 else 6
+        active = bytes([1] * units) if step < 64 else bytes(units)  # the new units silent from their first step
+        history.add_record(
+            StepRecord(
+                step=step, activations={"net.1": ActivationStats("net.1", "relu", units, 64, unit_active=active)}
+            )
+        )
+    assert history.records[-1].activations["net.1"].died_after_first_step == 0.0
+
+
 def test_units_dead_from_the_start_stay_so_when_the_onset_comes_from_before_a_thinning():
     """A long run with statistics on every step thins its records, and before each thinning the findings' onsets are
     kept. Units dead from step 0, alive for a while later, then dead again: the onset kept was step 0, but "dead from

@@ -1164,6 +1164,12 @@ def explain_dead_relu(f: Finding):
             f"Initialise `{e['feeds_from']}`'s weights randomly (PyTorch's default, or `nn.init.kaiming_normal_`): "
             "all-zero weights give every unit the same input and the same gradient, and with a ReLU, none at all.",
         ] + remedies[1:]
+    elif e.get("died_after_first_step") is not None:
+        text += (
+            f" {pct(e['died_after_first_step'])} of the units fired for some example at the first sampled step, with "
+            "the weights the run started from, and have died since, within the first window measured: the updates "
+            "killed those, not the initialisation."
+        )
     elif e.get("dead_from_start"):
         text += (
             " They were dead from the first sampled steps, before the training could push them there: the "

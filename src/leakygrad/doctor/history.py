@@ -127,6 +127,7 @@ class UnitWindow:
     examples: deque = field(default_factory=deque)
     steps: deque = field(default_factory=deque)
     units: int | None = None
+    first: int = 0  # the mask of the site's first sampled step: which units fired with the weights it started from
 
 
 class History:
@@ -351,6 +352,7 @@ class History:
                 tally.examples.clear()
                 tally.steps.clear()
                 tally.units = units
+                tally.first = int.from_bytes(stats.unit_active, "little")
             tally.masks.append(int.from_bytes(stats.unit_active, "little"))
             tally.examples.append(stats.examples)
             tally.steps.append(record.step)
@@ -363,6 +365,9 @@ class History:
             stats.dead_fraction = silent / units if units else 0.0
             stats.window_examples = int(sum(tally.examples))
             stats.window_start = tally.steps[0]  # a unit silent over the window has been since this step
+            # (each unit's flag is one byte, 0 or 1: fired first and silent now is one set bit per unit)
+            died = (tally.first & ~fired).bit_count()
+            stats.died_after_first_step = died / units if units else 0.0
             stats.unit_active = None  # folded: the record keeps only the fraction
 
     def _fold_unit_spreads(self, record: StepRecord) -> None:

@@ -1846,8 +1846,12 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         start = history.healthy_records()[0].step
         if history.first_record_step is not None and history.nonfinite is None:
             start = min(start, history.first_record_step)
+        died = min(last.died_after_first_step or 0.0, fraction)  # (of the units dead: the last window's, at most)
         if earliest is not None and earliest <= start:
-            evidence["dead_from_start"] = True  # dead in the first window measured: before any update could kill them
+            if died < t.died_after_first_step:
+                evidence["dead_from_start"] = True  # dead in the first window measured, and already at its first step
+            else:  # (they fired at the first step, with the initial weights: the first updates killed them)
+                evidence["died_after_first_step"] = _sci(died)
         if any(site in r.activations_read_by_loss for r in recent):
             evidence["read_by_loss"] = True  # the loss reads these outputs directly too: a penalty on the activations
         learnt = _loss_learnt(history)

@@ -56,6 +56,8 @@ class ActivationStats:
     dead_fraction: float | None = None  # filled by History: share of units zero over the whole recent window
     window_examples: int = 0  # filled by History: examples in that window
     window_start: int | None = None  # filled by History: the step of the window's first sampled step
+    died_after_first_step: float | None = None  # filled by History: share of units that fired at the site's first
+    # sampled step and are silent over the window (they died since)
     feeds_from: str | None = None  # the layer whose output this activation transforms, when known
     depth: float | None = None  # position in the forward pass, comparable with LayerStats.depth
 
