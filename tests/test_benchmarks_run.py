@@ -35,3 +35,11 @@ def test_doctor_benchmark_runs_every_mode_and_the_memory_run():
     out = run("bench_doctor.py", "--models", "MLP", "--rounds", "1", "--block", "16", "--memory-steps", "40")
     assert "| MLP |" in out and "allocator keeps freed memory" in out
     assert "| 40 |" in out  # the memory table's last checkpoint
+
+
+@pytest.mark.slow
+def test_doctor_floor_benchmark_runs_and_its_bare_monitor_reads_every_layer():
+    out = run("bench_doctor_floor.py", "--rounds", "2", "--block", "4")
+    # MLP: 3 output-gradient norms, 2 ReLU shares, 6 gradient norms, 6 + 6 + 6 sample norms; 2 ReLU masks
+    assert "| 29 numbers, 2 unit masks |" in out.split("| MLP |")[1].splitlines()[0]
+    assert "| CNN |" in out
