@@ -3283,7 +3283,7 @@ def test_relus_killed_by_adam_at_an_sgd_rate_are_put_on_the_rate_though_half_wer
     assert dead.where == "sequential.8" and "dead_from_start" not in dead.evidence
     assert dead.evidence["died_after_first_step"] >= 0.2
     assert dead.remedies[0].startswith("Lower the learning rate")
-    assert "have died since" in dead.explanation
+    assert "the first updates killed those" in dead.explanation
     assert not [f for f in signal_classifier_findings(lr=1e-3) if f.symptom == "dead_relu"]  # (Adam's usual rate)
 
 
@@ -3316,3 +3316,41 @@ def test_an_irnn_whose_identity_carries_the_relu_gain_explodes_across_time():
     found = [(f.symptom, f.where, f.severity) for f in irnn_findings(2**0.5)]
     assert ("exploding_gradient", "rnn (time steps 0-2 of 30)", "warning") in found
     assert not irnn_findings(1.0)
+
+
+def hand_written_norm_findings(autocast):
+    """Sweep 33's 1-D CNN whose instance norm is written by hand, its variance as E[h^2] - E[h]^2, on signals with a
+    large offset (the outputs' mean is many times their spread), trained under bfloat16 autocast or not."""
+    torch.manual_seed(0)
+
+    def instance_norm(h, eps=1e-5):
+        mu = h.mean(-1, keepdim=True)
+        var = (h * h).mean(-1, keepdim=True) - mu * mu
+        return (h - mu) * torch.rsqrt(var + eps)
+
+    conv, head = nn.Conv1d(1, 16, 9), nn.Linear(16, 4)  # (no padding: zeros at the ends would widen the spread)
+    model = nn.ModuleDict({"conv": conv, "head": head})
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(12):
+            label = torch.randint(0, 4, (32,))
+            x = 50 + torch.sin((label.float() + 2)[:, None] * torch.arange(64.0) / 5) + 0.5 * torch.randn(32, 64)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                logits = head(torch.relu(instance_norm(conv(x[:, None]))).mean(-1))
+            loss = nn.functional.cross_entropy(logits.float(), label)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_a_variance_cancelled_in_bfloat16_is_put_on_the_root_of_it_and_the_cancellation():
+    """The first NaN was placed at the first `mul` (of h * h) among six candidates, with learning-rate remedies: a
+    product may overflow, and its place came first. Both products are recomputed from the factors they saved: finite,
+    no overflow; the root of the cancelled variance made it, in bfloat16. In float32 the same run stays finite."""
+    [nonfinite] = [f for f in hand_written_norm_findings(autocast=True) if f.symptom == "nonfinite"]
+    assert nonfinite.where == "rsqrt" and "mul" not in nonfinite.evidence["candidates"]
+    assert nonfinite.evidence["half_precision_root"] == "bfloat16"
+    assert "E[x^2] - E[x]^2" in nonfinite.explanation
+    assert nonfinite.remedies[0].startswith("Compute the variance as the mean of squared deviations")
+    assert not [f for f in hand_written_norm_findings(autocast=False) if f.symptom == "nonfinite"]

@@ -314,6 +314,23 @@ def test_units_that_fired_at_the_first_step_and_died_within_the_first_window_are
     assert "50% of the units fired for some example at the first sampled step" in f.explanation
 
 
+def test_units_dead_from_the_start_stay_so_when_more_of_the_layer_dies_much_later():
+    """The review's case: half a layer silent from step 0 (the initialisation's doing), three more units dying at step
+    1200. Judged from the last window, the late deaths counted as units that fired at the first step and died: the
+    finding said they died within the first window, and dropped the start. Only the steps right after the first
+    count."""
+    history = History(T)
+    for step in range(0, 2400, 16):
+        active = bytes([0] * 5 + [1] * 5) if step < 1200 else bytes([0] * 8 + [1] * 2)
+        history.add_record(
+            StepRecord(step=step, activations={"net.1": ActivationStats("net.1", "relu", 10, 64, unit_active=active)})
+        )
+    history.steps = 2400
+    [f] = diagnose(history)
+    assert f.first_step == 0 and f.evidence["dead_from_start"] is True
+    assert "died_after_first_step" not in f.evidence and f.remedies[0].startswith("Initialise with")
+
+
 def test_a_layer_whose_first_step_is_a_new_width_is_judged_from_that_step():
     """The first step's mask is the site's first at its current width: a layer widened during the run starts again."""
     history = History(T)

@@ -1167,9 +1167,11 @@ def explain_dead_relu(f: Finding):
     elif e.get("died_after_first_step") is not None:
         text += (
             f" {pct(e['died_after_first_step'])} of the units fired for some example at the first sampled step, with "
-            "the weights the run started from, and have died since, within the first window measured: the updates "
-            "killed those, not the initialisation."
+            "the weights the run started from, and were silent over the sampled steps that followed: the first "
+            "updates killed those, not the initialisation."
         )
+        if e.get("silent_at_first_step"):
+            text += f" ({pct(e['silent_at_first_step'])} were silent already at the first step.)"
     elif e.get("dead_from_start"):
         text += (
             " They were dead from the first sampled steps, before the training could push them there: the "
@@ -1341,6 +1343,12 @@ def explain_nonfinite(f: Finding):
             text += " Dividing by zero gives inf (and 0/0 NaN)."
         elif op in ("sqrt", "rsqrt", "pow"):
             text += " sqrt or a fractional power of a negative number is NaN."
+            if e.get("half_precision_root"):
+                text += (
+                    f" This root was taken in {e['half_precision_root']}, whose few bits of mantissa cancel a variance "
+                    "written E[x^2] - E[x]^2 to 0 or below once the mean is a few times the spread: a hand-written "
+                    "normalisation under autocast, say. An epsilon added after the cancellation does not help."
+                )
         elif op == "exp" and not f.evidence.get("half_precision_overflow"):
             text += (
                 " exp overflows float32 above about 88.7: its input grew without bound (a flow's log-scale, a "
@@ -1410,6 +1418,12 @@ def explain_nonfinite(f: Finding):
         remedies.append(
             "Keep log away from 0: `torch.log(x.clamp_min(1e-12))`, or better, compute from logits with "
             "`F.log_softmax`, `F.cross_entropy`, `F.binary_cross_entropy_with_logits`."
+        )
+    if op in ("sqrt", "pow", "rsqrt") and e.get("half_precision_root"):
+        remedies.append(
+            "Compute the variance as the mean of squared deviations, `((x - mu) ** 2).mean(...)`, not "
+            "`(x * x).mean(...) - mu * mu`; or the normalisation in float32 (`x.float()`); or PyTorch's own "
+            "`nn.GroupNorm`, `nn.InstanceNorm1d`, `nn.LayerNorm`, whose kernels do not cancel so."
         )
     if op in ("sqrt", "pow", "rsqrt"):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")

@@ -128,6 +128,10 @@ class UnitWindow:
     steps: deque = field(default_factory=deque)
     units: int | None = None
     first: int = 0  # the mask of the site's first sampled step: which units fired with the weights it started from
+    masks_seen: int = 0  # masks added since the window (re)started
+    died_early: float | None = None  # share of units that fired at the first step and were silent over the window
+    # that followed it (the next `dead_window` sampled steps): set once that window is complete, then kept
+    silent_at_first: float | None = None  # share of units silent at the first step
 
 
 class History:
@@ -353,9 +357,12 @@ class History:
                 tally.steps.clear()
                 tally.units = units
                 tally.first = int.from_bytes(stats.unit_active, "little")
+                tally.masks_seen, tally.died_early = 0, None
+                tally.silent_at_first = stats.unit_active.count(0) / units if units else 0.0
             tally.masks.append(int.from_bytes(stats.unit_active, "little"))
             tally.examples.append(stats.examples)
             tally.steps.append(record.step)
+            tally.masks_seen += 1
             while len(tally.masks) > window:
                 tally.masks.popleft()
                 tally.examples.popleft()
@@ -365,9 +372,10 @@ class History:
             stats.dead_fraction = silent / units if units else 0.0
             stats.window_examples = int(sum(tally.examples))
             stats.window_start = tally.steps[0]  # a unit silent over the window has been since this step
-            # (each unit's flag is one byte, 0 or 1: fired first and silent now is one set bit per unit)
-            died = (tally.first & ~fired).bit_count()
-            stats.died_after_first_step = died / units if units else 0.0
+            if tally.died_early is None and tally.masks_seen == window + 1:  # (the first step just left the window)
+                # each unit's flag is one byte, 0 or 1: fired first and silent since is one set bit per unit
+                tally.died_early = (tally.first & ~fired).bit_count() / units if units else 0.0
+            stats.died_after_first_step, stats.silent_at_first_step = tally.died_early, tally.silent_at_first
             stats.unit_active = None  # folded: the record keeps only the fraction
 
     def _fold_unit_spreads(self, record: StepRecord) -> None:

@@ -1846,12 +1846,13 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         start = history.healthy_records()[0].step
         if history.first_record_step is not None and history.nonfinite is None:
             start = min(start, history.first_record_step)
-        died = min(last.died_after_first_step or 0.0, fraction)  # (of the units dead: the last window's, at most)
+        died = last.died_after_first_step or 0.0  # (judged once, over the sampled steps right after the first)
         if earliest is not None and earliest <= start:
             if died < t.died_after_first_step:
                 evidence["dead_from_start"] = True  # dead in the first window measured, and already at its first step
             else:  # (they fired at the first step, with the initial weights: the first updates killed them)
                 evidence["died_after_first_step"] = _sci(died)
+                evidence["silent_at_first_step"] = _sci(last.silent_at_first_step or 0.0)
         if any(site in r.activations_read_by_loss for r in recent):
             evidence["read_by_loss"] = True  # the loss reads these outputs directly too: a penalty on the activations
         learnt = _loss_learnt(history)
@@ -2580,6 +2581,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "half_precision_overflow": event.half_precision,
         "eps_rounds_to_zero": event.eps_rounds_to_zero,
         "floor_at_zero": event.floor_at_zero,
+        "half_precision_root": event.half_precision_root,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
     }

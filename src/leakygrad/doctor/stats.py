@@ -57,7 +57,8 @@ class ActivationStats:
     window_examples: int = 0  # filled by History: examples in that window
     window_start: int | None = None  # filled by History: the step of the window's first sampled step
     died_after_first_step: float | None = None  # filled by History: share of units that fired at the site's first
-    # sampled step and are silent over the window (they died since)
+    # sampled step and were silent over the next `dead_window` sampled steps (they died early), once those have come
+    silent_at_first_step: float | None = None  # filled by History: share of units silent at the site's first step
     feeds_from: str | None = None  # the layer whose output this activation transforms, when known
     depth: float | None = None  # position in the forward pass, comparable with LayerStats.depth
 
@@ -265,5 +266,6 @@ class NonfiniteEvent:
     finite_until: int | None = None  # (phase "update", found when a sampled step began) the last step seen finite
     half_precision: bool = False  # (phase "forward") the op ran in float16/bfloat16, and its result overflowed
     floor_at_zero: str | None = None  # (phase "forward") the op at a floor of 0 (a relu) whose output the NaN op read
+    half_precision_root: str | None = None  # (phase "forward") a square root computed in this dtype (bfloat16, ...)
     # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
     eps_rounds_to_zero: dict | None = None

@@ -74,7 +74,8 @@ class Thresholds:
     """... above this: error (most of the layer no longer passes any gradient)."""
     died_after_first_step: float = 0.2
     """Dead in the first window measured, yet this share of the layer's units or more fired at its first sampled step
-    (the initial weights): they died in the first updates, within that window, and it is not the initialisation's doing
+    (the initial weights) and were silent over the `dead_window` sampled steps after it: they died in the first
+    updates, and it is not the initialisation's doing
     (sweep 33: Adam at the SGD rate of 0.1, half a layer firing at step 0 and all of it dead by step 34)."""
 
     # --- saturated sigmoid / tanh --------------------------------------------------------------------------

@@ -1444,23 +1444,38 @@ def _masked_by_an_additive_mask(node, result: torch.Tensor, dim: int) -> bool:
 
 
 def _recompute(node):
+    operands = _saved_operands(node)
+    if operands is None:
+        return None
     name = op_name(node)
-    function = RECOMPUTABLE.get(name)
+    function = torch.mul if name == "mul" else RECOMPUTABLE.get(name)
     if name == "pow" and isinstance(getattr(node, "_saved_exponent", None), (int, float)):
         function = functools.partial(torch.pow, exponent=node._saved_exponent)  # x ** c, c a number
-    if function is None or not hasattr(node, "_saved_self"):
+    if function is None:
         return None
     try:
         with torch.no_grad():
-            return function(node._saved_self)
+            return function(*operands)
     except RuntimeError:
         return None
 
 
+def _saved_operands(node) -> list | None:
+    """The inputs a node saved, when they are all it was computed from: a unary operation's input, or both factors of
+    a product that saved them (x * x, or two tensors that both need a gradient; a product by a constant saves one)."""
+    if op_name(node) == "mul":
+        operands = [getattr(node, "_saved_self", None), getattr(node, "_saved_other", None)]
+        return operands if all(isinstance(t, torch.Tensor) for t in operands) else None
+    saved = getattr(node, "_saved_self", None)
+    return [saved] if isinstance(saved, torch.Tensor) else None
+
+
 def _recomputed_finite(node) -> bool:
-    """Recomputed from its saved inputs, all finite, the operation gives finite values: it made no NaN or Inf."""
+    """Recomputed from its saved inputs, all finite, the operation gives finite values: it made no NaN or Inf. (A
+    product of finite factors recomputed to finite values did not overflow.)"""
     try:
-        inputs_finite = is_finite(node._saved_self)
+        operands = _saved_operands(node)
+        inputs_finite = operands is not None and all(is_finite(t) for t in operands)
     except (AttributeError, RuntimeError):
         return False
     recomputed = _recompute(node) if inputs_finite else None
@@ -1473,6 +1488,20 @@ def _half_precision_overflow(node) -> bool:
         return False
     result = _saved_result(node)
     return result is not None and result.dtype in (torch.float16, torch.bfloat16) and bool(torch.isinf(result).any())
+
+
+def half_precision_root(node) -> str | None:
+    """The dtype ("bfloat16", "float16") of a square root (sqrt, rsqrt, a power) computed in half precision, or None.
+    Its argument is usually a variance: written E[x^2] - E[x]^2, half precision's 8 or 11 bits of mantissa cancel it
+    to 0 or below once the mean is a few times the spread, and the root of that is inf or NaN."""
+    if op_name(node) not in ("sqrt", "rsqrt", "pow"):
+        return None
+    saved = _saved_result(node)
+    if saved is None:
+        saved = saved_value(node, "_saved_self")
+    if isinstance(saved, torch.Tensor) and saved.dtype in (torch.float16, torch.bfloat16):
+        return str(saved.dtype).removeprefix("torch.")
+    return None
 
 
 def _saved_result(node) -> torch.Tensor | None:
@@ -1509,11 +1538,12 @@ def _divides_by_zero(node) -> bool:
 
 def _recomputed_nonfinite(node) -> bool:
     try:
-        inputs_finite = is_finite(node._saved_self)
+        operands = _saved_operands(node)
+        inputs_finite = operands is not None and all(is_finite(t) for t in operands)
     except (AttributeError, RuntimeError):
         return False
-    recomputed = _recompute(node)
-    return recomputed is not None and inputs_finite and not is_finite(recomputed)
+    recomputed = _recompute(node) if inputs_finite else None
+    return recomputed is not None and not is_finite(recomputed)
 
 
 # --- a custom autograd.Function's backward: does it use the gradient it is given? ------------------------------------

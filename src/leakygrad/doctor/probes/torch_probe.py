@@ -3725,6 +3725,7 @@ class TorchProbe:
                 detail="" if culprit.exact else f"one of {', '.join(culprit.candidates)}",
                 half_precision=culprit.half_precision,
                 floor_at_zero=graph_tools.fed_by_a_floor_at_zero(culprit.node) if culprit.node is not None else None,
+                half_precision_root=graph_tools.half_precision_root(culprit.node) if culprit.node is not None else None,
             )
         )
 
