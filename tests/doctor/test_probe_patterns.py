@@ -3354,3 +3354,72 @@ def test_a_variance_cancelled_in_bfloat16_is_put_on_the_root_of_it_and_the_cance
     assert "E[x^2] - E[x]^2" in nonfinite.explanation
     assert nonfinite.remedies[0].startswith("Compute the variance as the mean of squared deviations")
     assert not [f for f in hand_written_norm_findings(autocast=False) if f.symptom == "nonfinite"]
+
+
+class ReZeroBlock(nn.Module):
+    def __init__(self, width, scale_learnt):
+        super().__init__()
+        self.f = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width))
+        if scale_learnt:
+            self.alpha = nn.Parameter(torch.zeros(1))
+        else:
+            self.register_buffer("alpha", torch.zeros(1))  # (the mistake: a buffer, never trained, 0 for good)
+
+    def forward(self, h):
+        return h + self.alpha * self.f(h)
+
+
+def rezero_findings(scale_learnt):
+    """Sweep 34's ReZero MLP on two concentric shells (not linearly separable): h + alpha * f(h), alpha started at 0."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 32), *[ReZeroBlock(32, scale_learnt) for _ in range(3)], nn.Linear(32, 2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(400):
+            x = torch.randn(128, 10)
+            loss = nn.functional.cross_entropy(model(x), (x.norm(dim=1) > 3.08).long())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_blocks_scaled_by_a_buffer_at_zero_are_an_error_not_a_bias_that_cancels_by_design():
+    """Every block's weights got exactly 0, and the finding was a warning whose first remedy was "if they cancel by
+    design, drop them (bias=False)": wording for biases alone. Weights without effect on a stalled loss are an error,
+    told with the zero factor (a buffer) among the causes."""
+    found = [f for f in rezero_findings(scale_learnt=False) if f.symptom == "no_gradient"]
+    assert [f.where for f in found] == ["sequential.1", "sequential.2", "sequential.3"]  # (each block)
+    for block in found:
+        assert block.severity == "error" and block.evidence["weights_without_effect"] is True
+        assert "bias=False" not in " ".join(block.remedies) and "nn.Parameter" in block.remedies[0]
+    assert not [f for f in rezero_findings(scale_learnt=True) if f.severity == "error"]
+
+
+def bidirectional_findings(read_last_step):
+    """Sweep 34's BiLSTM asked for the first token of 60 (three classes among distractors)."""
+    torch.manual_seed(0)
+    embed, lstm, head = nn.Embedding(10, 8), nn.LSTM(8, 16, batch_first=True, bidirectional=True), nn.Linear(32, 3)
+    model = nn.ModuleDict({"embed": embed, "lstm": lstm, "head": head})
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randint(3, 10, (32, 60))
+            y = torch.randint(0, 3, (32,))
+            x[:, 0] = y
+            out, _ = lstm(embed(x))
+            features = out[:, -1] if read_last_step else torch.cat([out[:, -1, :16], out[:, 0, 16:]], dim=-1)
+            loss = nn.functional.cross_entropy(head(features), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_a_bidirectional_lstm_read_at_its_last_step_is_told_its_reverse_half_saw_one_input():
+    """The reverse direction's hidden-to-hidden weights get exactly 0 when only out[:, -1] is read: there the reverse
+    direction has taken its first step. That was told as a bias cancelling by design."""
+    [found] = [f for f in bidirectional_findings(read_last_step=True) if f.symptom == "no_gradient"]
+    assert found.where == "lstm" and found.evidence["reverse_read_at_last_step"] is True
+    assert "h_n[-2]" in found.remedies[0] and "reverse direction" in found.explanation
+    assert not [f for f in bidirectional_findings(read_last_step=False) if f.symptom == "no_gradient"]

@@ -1934,6 +1934,19 @@ def explain_no_gradient(f: Finding):
             "hidden state `h_n[-1]` (for sequences of varied length, the last real step of each, or pack them)."
         ]
         return text, remedies
+    if e.get("reverse_read_at_last_step"):
+        text = reached_but_zero + (
+            f"only the reverse direction's hidden-to-hidden weights of the bidirectional `{f.where}` get exactly 0. "
+            "The loss reads the output at the last time step (`out[:, -1]`), where the reverse direction, which "
+            "runs from the end of the sequence to its start, has taken only its first step: from the zero initial "
+            "state, which its hidden-to-hidden weights multiply. So that half of the output has seen one input, the "
+            "last, and the reverse weights carry nothing over."
+        )
+        remedies = [
+            "Read both directions' final states: `h_n[-2]` (forward) and `h_n[-1]` (reverse) concatenated, or "
+            "`torch.cat([out[:, -1, :H], out[:, 0, H:]], dim=-1)`; or pool over time (mean or max of `out`).",
+        ]
+        return text, remedies
     if e.get("gradient") == "exactly zero" and e.get("blocking_op") and not cuts:
         text = reached_but_zero + (
             "an operation between them and the loss lets (nearly) no gradient through (see the blocked_gradient "
@@ -1952,6 +1965,24 @@ def explain_no_gradient(f: Finding):
             "Compute the subtracted term once, where it belongs, and detach it: the old log-probabilities when the "
             "actions are collected (`old_logp = dist.log_prob(a).detach()`), kept for the update.",
             "If two outputs of the model are compared on purpose, check that they are given different inputs.",
+        ]
+        return text, remedies
+    if e.get("gradient") == "exactly zero" and e.get("weights_without_effect") and not cuts:
+        after = (
+            "Nothing reaches their outputs either: something after them makes the loss blind to them"
+            if e.get("output_gradient") == "exactly zero"
+            else "Their weights are among them, so no constant cancelling by design explains it"
+        )
+        text = reached_but_zero + (
+            f"they have no effect on the loss, so they never learn. {after}. The usual causes: their output multiplied "
+            "by a factor held at exactly 0 that is not learnt (ReZero's alpha registered as a buffer, or set under "
+            "no_grad); a straight-through estimator written `z + (q(z) - z)` without `.detach()` on the bracket, "
+            "whose two paths to z cancel exactly; or dead units in front of them (see the other findings)."
+        )
+        remedies = [
+            "Look at what multiplies their output on its way to the loss: a scale meant to be learnt must be an "
+            "`nn.Parameter` (`self.alpha = nn.Parameter(torch.zeros(1))`), not a buffer or a plain tensor.",
+            "A straight-through estimator detaches the difference: `z + (torch.round(z) - z).detach()`.",
         ]
         return text, remedies
     if e.get("gradient") == "exactly zero" and not cuts:

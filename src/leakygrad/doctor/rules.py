@@ -2185,6 +2185,10 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["cancels_exactly"] = True
         if always_zero and all(_only_first_time_step_reached(history, layer) for layer in layers):
             evidence["only_time_step_reached"] = 0  # a recurrent layer read at its first step: nothing to carry over
+        elif always_zero and all(_REVERSE_RECURRENCE.fullmatch(p) for p in params):
+            # a bidirectional layer read at its last step only: there the reverse direction has made its first step,
+            # from the zero initial state, and its hidden-to-hidden weights carry nothing
+            evidence["reverse_read_at_last_step"] = True
         reset = _state_reset_at_every_call(history, layers, t) if always_zero else None
         if reset is not None:
             evidence["state_reset_every_call"] = reset  # a cell given a fresh state at each call: nothing carried
@@ -2214,10 +2218,17 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         severity = "warning" if (always_zero or never_ran or constant) and not cuts and not blocking else "error"
         if reset is not None or evidence.get("cancels_exactly"):  # (not by design: nothing of the layers learns)
             severity = "error"
+        if always_zero and not all(p.rpartition(".")[2].startswith("bias") for p in params):
+            evidence["weights_without_effect"] = True  # (not biases alone: no cancelling constant, by design)
+            if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
+                severity = "error"  # (weights that never learn, and a loss that stopped: the cause, likely)
         if module == "(model)":
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return _zero_factors_together(findings, history)
+
+
+_REVERSE_RECURRENCE = re.compile(r".*\.weight_hh_l\d+_reverse")  # a bidirectional RNN's reverse hidden-to-hidden
 
 
 def _biases_cancelling(params: list[str], layers: set, history: History) -> bool:
