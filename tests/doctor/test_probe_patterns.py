@@ -3423,3 +3423,40 @@ def test_a_bidirectional_lstm_read_at_its_last_step_is_told_its_reverse_half_saw
     assert found.where == "lstm" and found.evidence["reverse_read_at_last_step"] is True
     assert "h_n[-2]" in found.remedies[0] and "reverse direction" in found.explanation
     assert not [f for f in bidirectional_findings(read_last_step=False) if f.symptom == "no_gradient"]
+
+
+def deep_batchnorm_findings(train_mode):
+    """Sweep 34: a deep BatchNorm MLP on the digits, whose accuracy is measured before training by a helper that calls
+    model.eval(); without `model.train()` after it, every step trains in eval mode."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    x, y = load_digits(return_X_y=True)
+    x, y = torch.tensor(x / 16.0, dtype=torch.float32), torch.tensor(y)
+    layers = [nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU()]
+    for _ in range(7):
+        layers += [nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(64, 10))
+    model.eval()  # (the evaluation before training)
+    if train_mode:
+        model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(320):
+            i = torch.randint(0, len(x), (64,))
+            loss = nn.functional.cross_entropy(model(x[i]), y[i])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_batch_norms_trained_in_eval_mode_with_statistics_never_estimated_are_named_as_the_cause():
+    """Told as a vanishing gradient with initialisation remedies: in eval mode, with running statistics never
+    estimated, each batch norm subtracts 0 and divides by 1. The findings now lead with `model.train()`."""
+    findings = deep_batchnorm_findings(train_mode=False)
+    assert findings and all(f.evidence.get("batchnorm_never_estimated") for f in findings if f.severity == "error")
+    first = findings[0]
+    assert first.evidence["batchnorm_never_estimated"][:2] == ["sequential.1", "sequential.4"]  # (in forward order)
+    assert first.remedies[0].startswith("Call `model.train()`") and "eval mode" in first.explanation
+    assert not [f for f in deep_batchnorm_findings(train_mode=True) if f.evidence.get("batchnorm_never_estimated")]

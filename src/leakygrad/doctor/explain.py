@@ -2879,6 +2879,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_softmax_into_squared_error(e["softmax_into_squared_error"]))
     if e.get("identity_activations"):
         _add_cause(finding, *_identity_activations(e["identity_activations"]))
+    if e.get("batchnorm_never_estimated"):
+        _add_cause(finding, *_batchnorm_never_estimated(e["batchnorm_never_estimated"]))
     if e.get("loss_multiplied_by") and e.get("scaler_never_unscaled"):
         _add_cause(finding, *_scaler_never_unscaled(e["loss_multiplied_by"]))
     elif e.get("loss_multiplied_by"):
@@ -2978,6 +2980,18 @@ def _group_rates(rates: dict) -> tuple[str, str]:
         "gradient arrives; their own rate holds them.",
         "Check the rates given to each parameter group: layer-wise rates decayed by 0.1 per layer where 0.9 was "
         "meant leave the lowest layers at a millionth of the top one's.",
+    )
+
+
+def _batchnorm_never_estimated(norms: list) -> tuple[str, str]:
+    shown = ", ".join(f"`{name}`" for name in norms[:6]) + (f" and {len(norms) - 6} more" if len(norms) > 6 else "")
+    return (
+        f"The batch norm{'s' if len(norms) > 1 else ''} {shown} ran in eval mode on the training steps, with running "
+        "statistics never estimated (`num_batches_tracked` is 0): in eval mode a batch norm divides by its running "
+        "variance, still the 1 it was made with, after subtracting its running mean, still 0, so it does not "
+        "normalise at all, and the deep network behind it trains as if it had none. The model was left in eval mode "
+        "(`model.eval()` in an evaluation before the loop, and no `model.train()` after it).",
+        "Call `model.train()` before the training steps (after each evaluation that called `model.eval()`).",
     )
 
 

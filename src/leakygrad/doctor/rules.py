@@ -1637,7 +1637,7 @@ def _curve_causes(history: History) -> dict:
     compared by a squared error (`softmax_into_squared_error`), each on most recent sampled steps."""
     recent = history.recent()
     causes = {}
-    for key in ("identity_activations", "softmax_into_squared_error"):
+    for key in ("identity_activations", "softmax_into_squared_error", "batchnorm_never_estimated"):
         seen = [getattr(r, key) for r in recent if getattr(r, key)]
         if seen and 2 * len(seen) >= len(recent):
             causes[key] = seen[-1]
@@ -1665,7 +1665,15 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
                 f.evidence["scaler_never_unscaled"] = True
         if f.symptom == "stalled_loss" and f.where == "loss":
             f.evidence.update(causes)
+        elif "batchnorm_never_estimated" in causes and f.symptom in BATCH_NORM_SYMPTOMS:
+            f.evidence["batchnorm_never_estimated"] = causes["batchnorm_never_estimated"]
     return findings
+
+
+# what batch norms that do not normalise (eval mode, statistics never estimated) leave a deep network to
+BATCH_NORM_SYMPTOMS = (
+    "vanishing_gradient", "exploding_gradient", "dead_relu", "saturated_activation", "diverging_loss",
+)  # fmt: skip
 
 
 # --- a Huber loss's delta far below the errors -----------------------------------------------------------------------

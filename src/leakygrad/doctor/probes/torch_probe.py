@@ -86,6 +86,7 @@ GATING_OPS = {
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
@@ -1009,6 +1010,7 @@ class StepState:
     confined_logits: dict | None = None  # cross_entropy over cosine similarities times a constant (graph_tools)
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
+    batchnorm_never_estimated: dict = field(default_factory=dict)  # batch norms in eval mode, never estimated
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
@@ -1800,6 +1802,8 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad or y.is_complex():  # (a complex layer is named in the graph, not measured)
                 return None
+            if isinstance(module, BATCH_NORMS) and not module.training and _never_estimated(module):
+                state.batchnorm_never_estimated[name] = None  # (model.eval() left on: it normalises by 0 and 1)
             if isinstance(module, DROPOUTS) and module.training and module.p > 0:
                 state.dropout_sites[name] = float(module.p)  # (is it the last thing before the loss?)
                 if module.p >= DROPOUT_MOSTLY:
@@ -3289,6 +3293,7 @@ class TorchProbe:
         record.decoded_draws = dict(state.decoded_draws) or None
         record.confined_logits = state.confined_logits
         record.identity_activations = sorted(state.identity_activations) or None
+        record.batchnorm_never_estimated = list(state.batchnorm_never_estimated) or None  # (in forward order)
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
         changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)
@@ -3788,6 +3793,13 @@ def _recurrent_layers(label: str, by_name: dict):
             continue
         biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
         yield weight_ih, by_name[f"{label}.weight_hh_l{suffix}"], *biases
+
+
+def _never_estimated(norm) -> bool:
+    """A batch norm whose running statistics were never estimated: it has them, and has counted no training batch
+    (they are still the mean 0 and variance 1 it was made with). Read only for a batch norm in eval mode."""
+    counted = getattr(norm, "num_batches_tracked", None)
+    return norm.track_running_stats and isinstance(counted, torch.Tensor) and int(counted) == 0
 
 
 def _version_of(value) -> int | None:
