@@ -3460,3 +3460,43 @@ def test_batch_norms_trained_in_eval_mode_with_statistics_never_estimated_are_na
     assert first.evidence["batchnorm_never_estimated"][:2] == ["sequential.1", "sequential.4"]  # (in forward order)
     assert first.remedies[0].startswith("Call `model.train()`") and "eval mode" in first.explanation
     assert not [f for f in deep_batchnorm_findings(train_mode=True) if f.evidence.get("batchnorm_never_estimated")]
+
+
+def digits_classifier_findings(last_relu, split=False):
+    """Sweep 34: a digits MLP written as Linear + ReLU pairs, the last ReLU too, so the logits are floored at 0
+    (`last_relu`); or an encoder ending in a ReLU whose features a separate head reads (`split`, healthy)."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    x, y = load_digits(return_X_y=True)
+    x, y = torch.tensor(x / 16.0, dtype=torch.float32), torch.tensor(y)
+    layers = [nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10)]
+    model = nn.Sequential(*layers, nn.ReLU()) if last_relu else nn.Sequential(*layers)
+    head = None
+    if split:
+        model, head = nn.Sequential(*layers[:4]), layers[4]
+    parameters = list(model.parameters()) + (list(head.parameters()) if head else [])
+    optimizer = torch.optim.SGD(parameters, lr=0.05, momentum=0.9)
+    watched = nn.ModuleDict({"model": model, "head": head}) if head else model
+    with doctor.watch(watched, optimizer) as dr:
+        for _ in range(400):
+            i = torch.randint(0, len(x), (64,))
+            scores = head(model(x[i])) if head else model(x[i])
+            loss = nn.functional.cross_entropy(scores, y[i])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_a_relu_after_the_output_layer_is_named_on_the_scores_it_floors():
+    """The last ReLU was tallied as a hidden layer's (its units fire, for some examples: no dead unit) and nothing was
+    said (test accuracy 0.88 against 0.98). Read by cross-entropy as the scores, it blocks the gradient of every
+    score below 0: a blocked_gradient at `relu`, the model's output. An encoder ending in a ReLU whose features a
+    head reads, and the same MLP without the last ReLU, give nothing."""
+    [found] = [f for f in digits_classifier_findings(last_relu=True) if f.symptom == "blocked_gradient"]
+    assert found.where == "relu" and found.evidence["on_model_output"] is True
+    assert found.evidence["site"] == "the model's output, made by sequential.5"
+    assert found.remedies[0].startswith("Remove the ReLU after the last layer (`sequential.5`)")
+    assert not digits_classifier_findings(last_relu=False)
+    assert not [f for f in digits_classifier_findings(last_relu=False, split=True) if f.symptom == "blocked_gradient"]

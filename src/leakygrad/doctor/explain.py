@@ -1669,6 +1669,23 @@ def _explain_outputs_alike(f: Finding):
     return text, remedies
 
 
+def _explain_relu_on_model_output(f: Finding):
+    e = f.evidence
+    module = (e.get("site") or "").rpartition(" ")[2]
+    text = (
+        f"The model's output is made by a ReLU (`{module}`), its last module: every score below 0 comes out as 0, "
+        f"and relu'(z) = 0 there, so {pct(e['blocked_fraction'])} of the gradient the loss sends to the scores stops "
+        "at it. An example whose score for its class went negative cannot push it back up, and classes whose score "
+        "is 0 for every input cannot be told apart: the loss wants scores of any sign (logits), and a ReLU after "
+        "the output layer takes half of that away."
+    )
+    remedies = [
+        f"Remove the ReLU after the last layer (`{module}`): the loss takes raw scores, `F.cross_entropy(logits, y)`.",
+        "For an output that must be positive (a count, a scale), use `F.softplus` instead: its slope is never 0.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "outputs_alike" in e:
@@ -1705,6 +1722,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_attention_pooled(f)
     if e.get("model_outputs_reached") is False:
         return _explain_cut_before_loss()
+    if e.get("on_model_output") and f.where == "relu":
+        return _explain_relu_on_model_output(f)
     site = e.get("site") or ""
     op = f.where
     text = (

@@ -2006,7 +2006,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             if _margin_loss_met(history, t) or _hinge_met(history, key, t) or _hinge_learning(history, key, t):
                 continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
-        elif last.floor_at_zero and severity == "warning":
+        elif last.floor_at_zero and severity == "warning" and not last.site.startswith("the model's output"):
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
         if severity is None:
             continue
@@ -2018,6 +2018,8 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
         if last.floor_at_zero:
             evidence["floor_at_zero"] = True
+        if last.site.startswith("the model's output"):
+            evidence["on_model_output"] = True  # (a ReLU as the model's last module: its scores floored at 0)
         if last.reads:
             evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
         findings.append(

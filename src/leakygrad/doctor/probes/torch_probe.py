@@ -87,6 +87,8 @@ WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  #
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
+CLASS_SCORE_LOSSES = {"nll_loss", "log_softmax", "binary_cross_entropy_with_logits", "multilabel_soft_margin_loss"}
+MODEL_OUTPUT = "the model's output, made by"  # a blocking op's site when it makes the watched model's own output
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
@@ -1011,6 +1013,7 @@ class StepState:
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     batchnorm_never_estimated: dict = field(default_factory=dict)  # batch norms in eval mode, never estimated
+    model_outputs: set = field(default_factory=set)  # ids of the nodes that made a watched model's own output
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
@@ -1798,6 +1801,8 @@ class TorchProbe:
                 if node is not None:
                     state.names.tag(node, name)
                     state.outputs_made = True
+                    if name in self.root_names:
+                        state.model_outputs.add(id(node))
             else:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad or y.is_complex():  # (a complex layer is named in the graph, not measured)
@@ -2394,6 +2399,8 @@ class TorchProbe:
                 fed_to_modules = dict(state.input_nodes.values())  # (node id -> the module reading it)
             hidden = node in loss_nodes and self._read_by_its_own_model(node, fed_to_modules.get(id(node)), names)
             on_loss = (node in loss_nodes and not hidden) or (op == "clamp" and names.get(node) in self.root_names)
+            # (a ReLU that makes the model's own output, read as class scores by the loss itself: scores floored at 0)
+            on_loss = on_loss or (op == "relu" and self._relu_scores(state, node, names))
             function = _activation_function(node, op, on_loss=on_loss)
             if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
                 # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
@@ -2438,6 +2445,8 @@ class TorchProbe:
                     continue  # sign(z) * relu(|z| - theta): the gradient reaches z through the other factor
                 if node in loss_nodes:
                     site = "loss"
+                elif op == "relu" and self._relu_scores(state, node, names):
+                    site = f"{MODEL_OUTPUT} {names.get(node)}"  # (the model's last module: a ReLU on its scores)
                 elif names.get(node) or inside.get(node):
                     site = f"in {names.get(node) or inside.get(node)}"
                 elif parameter is not None:
@@ -2463,6 +2472,17 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    @staticmethod
+    def _relu_scores(state: StepState, node, names) -> bool:
+        """Whether a ReLU made the watched model's own output, and a loss on class scores (cross-entropy, a logistic
+        loss) reads it directly: the scores, logits of any sign, floored at 0. (Not an encoder ending in a ReLU whose
+        features another module reads, nor a count or an image predicted >= 0 under a squared error.)"""
+        return (
+            id(node) in state.model_outputs
+            and names.get(node) in state.loss_reads
+            and not state.loss_ops.isdisjoint(CLASS_SCORE_LOSSES)
+        )
 
     def _look_at_attention(self, state: StepState, node, names) -> None:
         """An attention's softmax, on the first sampled steps: how much of its derivative is left. The softmax's
