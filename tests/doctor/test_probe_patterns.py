@@ -3500,3 +3500,44 @@ def test_a_relu_after_the_output_layer_is_named_on_the_scores_it_floors():
     assert found.remedies[0].startswith("Remove the ReLU after the last layer (`sequential.5`)")
     assert not digits_classifier_findings(last_relu=False)
     assert not [f for f in digits_classifier_findings(last_relu=False, split=True) if f.symptom == "blocked_gradient"]
+
+
+class AffineCoupling(nn.Module):
+    """Glow's affine coupling on 2-D points: the second coordinate scaled by s = sigmoid(h + offset), shifted, and
+    log(s) added to the log-determinant."""
+
+    def __init__(self, offset):
+        super().__init__()
+        self.net, self.offset = nn.Sequential(nn.Linear(1, 32), nn.ReLU(), nn.Linear(32, 2)), offset
+
+    def forward(self, x):
+        a, b = x[:, :1], x[:, 1:]
+        h = self.net(a)
+        scale = torch.sigmoid(h[:, 1:] + self.offset)
+        return torch.cat([a, (b + h[:, :1]) * scale], 1), torch.log(scale).sum(1)
+
+
+def coupling_findings(offset):
+    torch.manual_seed(0)
+    flow = nn.ModuleList([AffineCoupling(offset) for _ in range(2)])
+    optimizer = torch.optim.Adam(flow.parameters(), lr=1e-3)
+    with doctor.watch(flow, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randn(128, 2) * torch.tensor([1.0, 0.3])
+            log_det = torch.zeros(128)
+            for layer in flow:
+                x, part = layer(x)
+                log_det = log_det + part
+                x = x.flip(1)
+            loss = -(-0.5 * (x**2).sum(1) + log_det).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_a_coupling_scale_that_multiplies_the_flow_is_a_gate_though_its_log_is_met_first():
+    """Sweep 34's Glow: the coupling's scale sigmoid(h + 2) sits near 1 by design, and was told as a saturated
+    activation with hidden-layer remedies. It multiplies z, a gate; but the walk met it first through log(s), the
+    log-determinant's shorter path to the loss, before the product: judged then, as a hidden activation."""
+    assert not [f for f in coupling_findings(offset=6.0) if f.symptom == "saturated_activation"]

@@ -79,6 +79,7 @@ from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, 
 
 ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU-n: see below)
 GATE_FUNCTIONS = ("sigmoid", "hardsigmoid", "relu6", "relu_n")  # multiplying another tensor, these are gates
+SQUASHING = (*GATE_FUNCTIONS, "tanh")  # judged once every product of the graph is known (a tanh a sigmoid gates)
 GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
@@ -2366,7 +2367,11 @@ class TorchProbe:
         self._output_side_looks += output_side_look
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
-        for node in nodes:  # (breadth first from the loss: a product comes before the factors it multiplies)
+        # Breadth first from the loss: a product usually comes before the factors it multiplies. A squashing function
+        # met before every product is (reached first by a shorter path: log(s) of Glow's scale s, which also
+        # multiplies z) is judged again after them, once (`postponed`): a product met later may make it a gate.
+        walk, postponed = list(nodes), set()
+        for node in walk:
             op = op_name(node)
             if isinstance(node, CUSTOM_FUNCTION_NODE):
                 self._test_custom_backward(state, node, names)
@@ -2407,6 +2412,10 @@ class TorchProbe:
                 state.identity_activations.add(names.get(node) or graph_tools.nearest_upstream(node, names) or "input")
             if function is not None:
                 owner = inside.get(node)
+                if function in SQUASHING and node not in multiplied and node not in postponed:
+                    postponed.add(node)
+                    walk.append(node)
+                    continue
                 if owner in gated or (function in GATE_FUNCTIONS and node in multiplied):
                     # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6, a
                     # hard-concrete gate x * clamp(...)) sit saturated by design: open or shut. A sigmoid gate's mean
