@@ -3541,3 +3541,42 @@ def test_a_coupling_scale_that_multiplies_the_flow_is_a_gate_though_its_log_is_m
     activation with hidden-layer remedies. It multiplies z, a gate; but the walk met it first through log(s), the
     log-determinant's shorter path to the loss, before the product: judged then, as a hidden activation."""
     assert not [f for f in coupling_findings(offset=6.0) if f.symptom == "saturated_activation"]
+
+
+def weighted_digits_findings(integer_division, ignore_background=False):
+    """Sweep 34: "balanced" class weights for the digits, n / (classes * count), computed with `//`: 0 for every class
+    above the mean count. `ignore_background`: the digits 0-2 only, 0 weighted 0 on purpose, the rest 1."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    x, y = load_digits(return_X_y=True)
+    x, y = torch.tensor(x / 16.0, dtype=torch.float32), torch.tensor(y)
+    if ignore_background:
+        x, y = x[y < 3], y[y < 3]
+    counts = torch.bincount(y, minlength=10).clamp_min(1)
+    weight = (len(y) // (10 * counts)).float() if integer_division else len(y) / (10 * counts.float())
+    if ignore_background:
+        weight = torch.ones(10)
+        weight[0] = 0.0
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(160):
+            i = torch.randint(0, len(x), (64,))
+            loss = nn.functional.cross_entropy(model(x[i]), y[i], weight=weight)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_classes_weighted_zero_by_an_integer_division_are_named():
+    """Weights of [1, 0, 1, 0, ...]-like shape from `//` left half the examples without gradient, and nothing was said
+    (the loss still fell). One class weighted 0 on purpose is a warning; correct float weights, nothing."""
+    [found] = [f for f in weighted_digits_findings(integer_division=True) if f.symptom == "blocked_gradient"]
+    assert found.where == "cross_entropy" and found.severity == "error"
+    assert found.evidence["classes_weighted_zero"] >= 2 and found.evidence["examples_weighted_zero"] >= 0.25
+    assert "integer division" in found.remedies[0]
+    [one] = [f for f in weighted_digits_findings(False, ignore_background=True) if f.symptom == "blocked_gradient"]
+    assert one.severity == "warning" and one.evidence["classes_weighted_zero"] == 1
+    assert not weighted_digits_findings(integer_division=False)

@@ -678,6 +678,23 @@ def _explain_value_clipping(f: Finding):
     return text, remedies
 
 
+def _explain_zero_class_weight(f: Finding):
+    e = f.evidence
+    count = e["classes_weighted_zero"]
+    text = (
+        f"`cross_entropy` is given class weights of exactly 0 for {count} of its {e['classes']} classes, which hold "
+        f"{pct(e['examples_weighted_zero'])} of the examples. Each example's loss is multiplied by its class's weight, "
+        "and so is its gradient: those examples teach the model nothing, and their classes are learnt only as what "
+        "the other examples are not."
+    )
+    remedies = [
+        'Compute the weights as floats: `weight = n / (classes * counts)` (scikit-learn\'s "balanced"), not with an '
+        "integer division, which gives 0 for every class above the mean count.",
+        "To leave one class out on purpose, give its label to `ignore_index` instead of a weight of 0.",
+    ]
+    return text, remedies
+
+
 def _explain_zero_pos_weight(f: Finding):
     e = f.evidence
     text = (
@@ -1712,6 +1729,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_huber_delta(f)
     if "pos_weight_min" in e:
         return _explain_zero_pos_weight(f)
+    if "classes_weighted_zero" in e:
+        return _explain_zero_class_weight(f)
     if "target_row_sum" in e:
         return _explain_soft_targets(f)
     if e.get("constant_loss_term"):

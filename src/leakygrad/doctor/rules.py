@@ -1461,6 +1461,36 @@ def zero_pos_weight_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "binary_cross_entropy_with_logits", first, "error", evidence)]
 
 
+def zero_class_weight_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`cross_entropy(..., weight=w)` with classes weighted exactly 0 whose examples are `zero_weight_examples` (10%) of
+    the batch or more, on most recent sampled steps that had class weights: their loss is multiplied by 0, and so
+    is their gradient. One class weighted 0 may be meant (a background class left out: a warning); several, holding
+    a quarter of the examples or more, are weights computed wrongly (`n // count`: an error)."""
+
+    def unweighted(r: StepRecord) -> bool:
+        w = r.zero_class_weight
+        if w is None or w["classes_weighted_zero"] == 0:
+            return False
+        return w["examples_weighted_zero"] >= t.zero_weight_examples
+
+    marked = _marked_on_most(history, "zero_class_weight", t)
+    hit = [r for r in marked if unweighted(r)]
+    if len(hit) < t.min_records or 2 * len(hit) < len(marked):
+        return []
+    share = median([r.zero_class_weight["examples_weighted_zero"] for r in hit])
+    zero_classes = hit[-1].zero_class_weight["classes_weighted_zero"]
+    evidence = {
+        "classes": hit[-1].zero_class_weight["classes"],
+        "classes_weighted_zero": zero_classes,
+        "examples_weighted_zero": round(share, 3),
+        "blocked_fraction": round(share, 3),  # (of the examples' gradient)
+        "site": "loss",
+    }
+    severity = "error" if zero_classes > 1 and share >= 0.25 else "warning"
+    first = next(r.step for r in history.records if unweighted(r))
+    return [Finding("blocked_gradient", "cross_entropy", first, severity, evidence)]
+
+
 # --- class probabilities that sum to more than 1 ---------------------------------------------------------------------
 def soft_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     """A cross-entropy given targets of 0s and 1s whose rows sum to more than 1, on the first sampled steps (median): a
@@ -3081,6 +3111,7 @@ RULES = (
     value_clipping_rule,
     huber_delta_rule,
     zero_pos_weight_rule,
+    zero_class_weight_rule,
     soft_targets_rule,
     attention_saturation_rule,
     attention_pooled_rule,

@@ -237,6 +237,9 @@ class Thresholds:
     loss_below_zero: float = 1e-4
     """A loss never negative while its input is in its domain (binary cross-entropy, nll_loss) recorded below minus
     this has left the domain (float rounding takes such a loss a few 1e-8 below zero at most)."""
+    zero_weight_examples: float = 0.1
+    """Examples of classes that `cross_entropy`'s `weight` sets to exactly 0 at this share of the batch or more: their
+    gradient is 0 (sweep 34: "balanced" weights computed with `//`, 0 for the five largest classes, half the data)."""
     dead_but_learning: float = 0.5
     """Units dead at the error level, but not all of them, in a run whose last third's loss fell below this share of its
     first step's: a warning (the live units carry the task; capacity is lost), not an error."""

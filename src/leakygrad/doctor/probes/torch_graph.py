@@ -532,6 +532,19 @@ def positive_weight(loss_nodes) -> tuple[torch.Tensor, torch.Tensor] | None:
     return None
 
 
+def class_weight(loss_nodes) -> tuple[torch.Tensor, torch.Tensor, int] | None:
+    """(weight, target, ignore_index) of the first `nll_loss` on the loss side given class weights (`cross_entropy(...,
+    weight=w)`), or None. An example's loss is multiplied by its class's weight: a class weighted 0 sends no gradient
+    back at all (weights from `n // count`, an integer division, are 0 for every class above the mean count)."""
+    for node in loss_nodes:
+        if op_name(node) not in ("nll_loss", "nll_loss2d"):
+            continue
+        weight, target = saved_value(node, "_saved_weight"), saved_value(node, "_saved_target")
+        if isinstance(weight, torch.Tensor) and isinstance(target, torch.Tensor) and weight.numel() and target.numel():
+            return weight.detach(), target.detach(), signed(node._saved_ignore_index)
+    return None
+
+
 def huber_errors(loss_nodes) -> tuple[float, torch.Tensor] | None:
     """(delta, prediction - target, detached) of the first `huber_loss` on the loss side, or None. Past delta its
     derivative is delta * sign(error): a delta far below the errors scales every example's gradient down to it."""

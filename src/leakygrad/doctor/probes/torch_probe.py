@@ -1040,6 +1040,7 @@ class StepState:
     # binary_cross_entropy_with_logits given a pos_weight: (deferred indices of its smallest entry, of the share of
     # the targets that are positive, and of those weighted 0)
     zero_pos_weight: tuple | None = None
+    zero_class_weight: tuple | None = None  # (classes, deferred: classes weighted 0, the share of examples of theirs)
     # a cross-entropy given class probabilities: deferred indices of their rows' mean sum, of the share of rows that
     # sum to more than 1, and of "every entry is 0 or 1"
     soft_targets: tuple | None = None
@@ -2331,6 +2332,15 @@ class TorchProbe:
                 unweighted = (positive & (weight == 0)).float().mean()  # (pos_weight broadcast over the classes)
                 smallest = scalar(weight.min().float())
                 state.zero_pos_weight = (smallest, scalar(positive.float().mean()), scalar(unweighted))
+        if loss_nodes and state.zero_class_weight is None:
+            found = graph_tools.class_weight(loss_nodes)
+            if found is not None:  # (how many classes are weighted 0, and the share of the examples that are theirs)
+                weight, target, ignore_index = found
+                counted = target != ignore_index
+                of_zero = (weight == 0)[target.clamp(0, weight.numel() - 1)] & counted
+                scalar = state.deferred.scalar
+                share = of_zero.float().sum() / counted.float().sum().clamp_min(1)
+                state.zero_class_weight = (weight.numel(), scalar((weight == 0).float().sum()), scalar(share))
         if loss_nodes and state.huber is None:
             found = graph_tools.huber_errors(loss_nodes)
             if found is not None:  # (how far past delta the errors are: the share, and their mean size)
@@ -3350,6 +3360,13 @@ class TorchProbe:
         if state.target_scale is not None:
             loss, target_at, prediction_at = state.target_scale
             record.target_scale = {"loss": loss, "target_rms": value(target_at), "prediction_rms": value(prediction_at)}
+        if state.zero_class_weight is not None:
+            classes, zero_at, share_at = state.zero_class_weight
+            record.zero_class_weight = {
+                "classes": classes,
+                "classes_weighted_zero": int(value(zero_at)),
+                "examples_weighted_zero": value(share_at),
+            }
         if state.zero_pos_weight is not None:
             smallest_at, positive_at, unweighted_at = state.zero_pos_weight
             record.zero_pos_weight = {
