@@ -3580,3 +3580,28 @@ def test_classes_weighted_zero_by_an_integer_division_are_named():
     [one] = [f for f in weighted_digits_findings(False, ignore_background=True) if f.symptom == "blocked_gradient"]
     assert one.severity == "warning" and one.evidence["classes_weighted_zero"] == 1
     assert not weighted_digits_findings(integer_division=False)
+
+
+@pytest.mark.parametrize("norm", ["group", "layer"])
+def test_a_normalisation_over_one_value_is_named_as_the_cause(norm):
+    """Sweep 34: an MLP on (N, C) features normalised by GroupNorm(C, C), to avoid BatchNorm's batch dependence. Each
+    group holds one value, which minus its own mean is 0: the output is the bias, and nothing passes back. Told as
+    a vanishing gradient with initialisation remedies. LayerNorm(C), the fix, gives nothing."""
+    torch.manual_seed(0)
+    normalise = (lambda: nn.GroupNorm(32, 32)) if norm == "group" else (lambda: nn.LayerNorm(32))
+    model = nn.Sequential(nn.Linear(8, 32), normalise(), nn.ReLU(), nn.Linear(32, 32), normalise(), nn.ReLU(),
+                          nn.Linear(32, 1))  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randn(64, 8)
+            loss = nn.functional.mse_loss(model(x), (x[:, :1] * x[:, 1:2]).tanh())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    marked = [f for f in dr.findings if f.evidence.get("norm_over_one_value")]
+    if norm == "layer":
+        assert not marked
+    else:
+        assert marked and marked[0].evidence["norm_over_one_value"] == ["sequential.1", "sequential.4"]
+        assert marked[0].remedies[0].startswith("Normalise over several values")

@@ -2919,6 +2919,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_identity_activations(e["identity_activations"]))
     if e.get("batchnorm_never_estimated"):
         _add_cause(finding, *_batchnorm_never_estimated(e["batchnorm_never_estimated"]))
+    if e.get("norm_over_one_value"):
+        _add_cause(finding, *_norm_over_one_value(e["norm_over_one_value"]))
     if e.get("loss_multiplied_by") and e.get("scaler_never_unscaled"):
         _add_cause(finding, *_scaler_never_unscaled(e["loss_multiplied_by"]))
     elif e.get("loss_multiplied_by"):
@@ -3018,6 +3020,19 @@ def _group_rates(rates: dict) -> tuple[str, str]:
         "gradient arrives; their own rate holds them.",
         "Check the rates given to each parameter group: layer-wise rates decayed by 0.1 per layer where 0.9 was "
         "meant leave the lowest layers at a millionth of the top one's.",
+    )
+
+
+def _norm_over_one_value(norms: list) -> tuple[str, str]:
+    shown = ", ".join(f"`{name}`" for name in norms[:6]) + (f" and {len(norms) - 6} more" if len(norms) > 6 else "")
+    return (
+        f"The normalisation layer{'s' if len(norms) > 1 else ''} {shown} take{'' if len(norms) > 1 else 's'} each "
+        "mean and variance over one value (GroupNorm(C, C) on features with no length, (N, C)): "
+        "that value minus its own mean is 0, whatever it was, so the output is the layer's bias for every input, "
+        "and the derivative of the output with respect to the input is 0. Nothing of the input passes forward, and "
+        "no gradient passes back to the layers before.",
+        "Normalise over several values: `nn.LayerNorm(C)` (or `nn.GroupNorm(g, C)` with g < C, or `nn.BatchNorm1d(C)`) "
+        "for (N, C) features; GroupNorm(C, C) needs a spatial or time axis to normalise over.",
     )
 
 

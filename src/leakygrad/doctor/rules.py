@@ -1662,12 +1662,20 @@ def _scaler_never_unscaled(history: History) -> bool:
     return bool(scaled) and all(r.scaler_never_unscaled for r in scaled)
 
 
+# (the graph's or the layers' marks that explain a curve, each read on most recent sampled steps)
+CURVE_CAUSES = (
+    "identity_activations", "softmax_into_squared_error", "batchnorm_never_estimated", "norm_over_one_value",
+)  # fmt: skip
+
+
 def _curve_causes(history: History) -> dict:
     """Evidence for a stalled loss from the graph: a LeakyReLU with a slope of 1 (`identity_activations`), a softmax
-    compared by a squared error (`softmax_into_squared_error`), each on most recent sampled steps."""
+    compared by a squared error (`softmax_into_squared_error`), each on most recent sampled steps; and from the layers:
+    batch norms trained in eval mode with statistics never estimated, norms over one value (which go on the depth and
+    unit findings too)."""
     recent = history.recent()
     causes = {}
-    for key in ("identity_activations", "softmax_into_squared_error", "batchnorm_never_estimated"):
+    for key in CURVE_CAUSES:
         seen = [getattr(r, key) for r in recent if getattr(r, key)]
         if seen and 2 * len(seen) >= len(recent):
             causes[key] = seen[-1]
@@ -1695,8 +1703,10 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
                 f.evidence["scaler_never_unscaled"] = True
         if f.symptom == "stalled_loss" and f.where == "loss":
             f.evidence.update(causes)
-        elif "batchnorm_never_estimated" in causes and f.symptom in BATCH_NORM_SYMPTOMS:
-            f.evidence["batchnorm_never_estimated"] = causes["batchnorm_never_estimated"]
+        elif f.symptom in BATCH_NORM_SYMPTOMS:
+            for key in ("batchnorm_never_estimated", "norm_over_one_value"):
+                if key in causes:
+                    f.evidence[key] = causes[key]
     return findings
 
 

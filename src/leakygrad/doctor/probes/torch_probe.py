@@ -89,6 +89,7 @@ DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a 
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 CLASS_SCORE_LOSSES = {"nll_loss", "log_softmax", "binary_cross_entropy_with_logits", "multilabel_soft_margin_loss"}
+NORMS_OVER_SAMPLES = (nn.GroupNorm, nn.LayerNorm)  # (an InstanceNorm over one value raises in training)
 MODEL_OUTPUT = "the model's output, made by"  # a blocking op's site when it makes the watched model's own output
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
@@ -1015,6 +1016,7 @@ class StepState:
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
     batchnorm_never_estimated: dict = field(default_factory=dict)  # batch norms in eval mode, never estimated
     model_outputs: set = field(default_factory=set)  # ids of the nodes that made a watched model's own output
+    norm_over_one_value: dict = field(default_factory=dict)  # norm layers whose every group holds one value
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
@@ -1809,6 +1811,8 @@ class TorchProbe:
                 self._note_output_nodes(state, info, output)
             if not y.requires_grad or y.is_complex():  # (a complex layer is named in the graph, not measured)
                 return None
+            if isinstance(module, NORMS_OVER_SAMPLES) and _one_value_per_group(module, args):
+                state.norm_over_one_value[name] = None  # (its output is its bias, whatever its input)
             if isinstance(module, BATCH_NORMS) and not module.training and _never_estimated(module):
                 state.batchnorm_never_estimated[name] = None  # (model.eval() left on: it normalises by 0 and 1)
             if isinstance(module, DROPOUTS) and module.training and module.p > 0:
@@ -3333,6 +3337,7 @@ class TorchProbe:
         record.confined_logits = state.confined_logits
         record.identity_activations = sorted(state.identity_activations) or None
         record.batchnorm_never_estimated = list(state.batchnorm_never_estimated) or None  # (in forward order)
+        record.norm_over_one_value = list(state.norm_over_one_value) or None
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
         changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)
@@ -3839,6 +3844,18 @@ def _recurrent_layers(label: str, by_name: dict):
             continue
         biases = (by_name.get(f"{label}.bias_ih_l{suffix}"), by_name.get(f"{label}.bias_hh_l{suffix}"))
         yield weight_ih, by_name[f"{label}.weight_hh_l{suffix}"], *biases
+
+
+def _one_value_per_group(norm, args) -> bool:
+    """Whether a normalisation layer takes each mean and variance over one value only: GroupNorm(C, C) on inputs with
+    no length (an MLP's (N, C) features), a LayerNorm over an axis of size 1. That value minus its own mean is 0,
+    whatever it was: the output is the layer's bias, and no gradient passes back."""
+    x = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    if x is None or x.dim() < 2:
+        return False
+    if isinstance(norm, nn.LayerNorm):
+        return math.prod(norm.normalized_shape) == 1
+    return norm.num_channels // norm.num_groups * math.prod(x.shape[2:]) == 1
 
 
 def _never_estimated(norm) -> bool:
