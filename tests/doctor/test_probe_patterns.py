@@ -3605,3 +3605,30 @@ def test_a_normalisation_over_one_value_is_named_as_the_cause(norm):
     else:
         assert marked and marked[0].evidence["norm_over_one_value"] == ["sequential.1", "sequential.4"]
         assert marked[0].remedies[0].startswith("Normalise over several values")
+
+
+@pytest.mark.parametrize("optimizer_class", [torch.optim.Adam, torch.optim.AdamW])
+def test_adam_given_an_adamw_weight_decay_is_told_to_use_adamw(optimizer_class):
+    """Sweep 34: weight_decay=0.1 copied from an AdamW recipe into Adam. Adam adds it to the gradient and divides it by
+    sqrt(v): the weights shrank 5e14 times, and the remedy quoted "0.01 to 0.1 for AdamW", the range of the 0.1
+    used. With Adam it now says to use AdamW; AdamW at 0.1 trains."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    x, y = load_digits(return_X_y=True)
+    x, y = torch.tensor(x / 16.0, dtype=torch.float32), torch.tensor(y)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+    optimizer = optimizer_class(model.parameters(), lr=1e-3, weight_decay=0.1)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(320):
+            i = torch.randint(0, len(x), (64,))
+            loss = nn.functional.cross_entropy(model(x[i]), y[i])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    shrunk = [f for f in dr.findings if "weights_shrank_by" in f.evidence]
+    if optimizer_class is torch.optim.AdamW:
+        assert not shrunk
+        return
+    assert shrunk and shrunk[0].evidence["coupled_weight_decay"] == {"optimizer": "Adam", "weight_decay": 0.1}
+    assert "Use `torch.optim.AdamW`" in shrunk[0].remedies[0]

@@ -111,7 +111,7 @@ def explain_vanishing_gradient(f: Finding):
         remedies += replace
     if e.get("weights_shrank_by"):
         parts.append(_weights_shrank(e["weights_shrank_by"]))
-        remedies.insert(0, WEIGHT_DECAY_REMEDY)
+        remedies.insert(0, _weight_decay_remedy(e))
     return " ".join(parts), remedies
 
 
@@ -2768,7 +2768,7 @@ def explain_stalled_loss(f: Finding):
         )
     if e.get("weights_shrank_by"):
         text += " " + _weights_shrank(e["weights_shrank_by"])
-        remedies.insert(0, WEIGHT_DECAY_REMEDY)
+        remedies.insert(0, _weight_decay_remedy(e))
     if not e.get("learning_rate") and not e.get("weights_shrank_by"):
         median_ratio, largest = e.get("update_ratio_median"), e.get("update_ratio_max")
         if e.get("gradient_vanishes"):
@@ -2869,6 +2869,18 @@ WEIGHT_DECAY_REMEDY = (
     "Check the optimiser's weight_decay: about 1e-4 to 5e-4 is usual for SGD, 0.01 to 0.1 for AdamW (weight_decay=0.5 "
     "where 5e-4 was meant removes lr x 0.5 of every weight at every step)."
 )
+
+
+def _weight_decay_remedy(e: dict) -> str:
+    coupled = e.get("coupled_weight_decay")
+    if not coupled:
+        return WEIGHT_DECAY_REMEDY
+    return (
+        f"{coupled['optimizer']} adds weight_decay={fmt(coupled['weight_decay'])} times the weights to the gradient "
+        "and then divides it by the gradient's running size: where the gradient is small, the decay alone moves each "
+        "weight by the full step towards 0. Use `torch.optim.AdamW` for a decoupled decay (0.01 to 0.1 is usual "
+        "there), or a weight_decay about 1e-5 to 1e-4 with Adam."
+    )
 
 
 def _weights_shrank(factor) -> str:

@@ -1693,7 +1693,10 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
     sorted_data = _batches_of_one_class(history, t)
     scaled_by = _loss_multiplied_by(history, t)
     causes = _curve_causes(history)
+    coupled = next((r.coupled_decay for r in reversed(history.recent()) if r.coupled_decay), None)
     for f in findings:
+        if coupled is not None and "weights_shrank_by" in f.evidence:
+            f.evidence["coupled_weight_decay"] = coupled  # (Adam's L2: the decay divided by sqrt(v) with the gradient)
         on_the_curve = f.where == "loss" and f.symptom in ("stalled_loss", "diverging_loss")
         if sorted_data is not None and (f.symptom == "dead_relu" or on_the_curve):
             f.evidence["batches_of_one_class"] = sorted_data

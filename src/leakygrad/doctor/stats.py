@@ -150,6 +150,7 @@ class StepRecord:
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}
     zero_pos_weight: dict | None = None
     zero_class_weight: dict | None = None  # cross-entropy's class weights: classes weighted 0, the examples' share
+    coupled_decay: dict | None = None  # {optimizer, weight_decay}: an adaptive optimiser's decay added to the gradient
     # the targets a softmax's probabilities are compared with (first sampled steps: a cross-entropy's class
     # probabilities, a binary cross-entropy's of a softmax): {"row_sum" (mean), "rows_over_one" (share), "binary"
     # (every entry 0 or 1), "loss" ("cross_entropy" or "binary_cross_entropy")}

@@ -649,6 +649,20 @@ EPS_DIVIDING = tuple(getattr(torch.optim, n) for n in "Adam AdamW Adamax NAdam R
 LARGE_EPS = 1e-4  # (an eps below this is never far above a gradient's size: not looked at)
 
 
+COUPLED_DECAY = tuple(getattr(torch.optim, n) for n in "Adam Adamax NAdam RAdam RMSprop Adagrad".split())
+
+
+def _coupled_decay(optimizer) -> dict | None:
+    """{optimizer, weight_decay} of an adaptive optimiser given a weight decay it adds to the gradient (Adam's L2, not
+    AdamW's decoupled decay): the decay is then divided by sqrt(v) with the gradient, and where gradients are small it
+    moves the weights by the full step size towards 0. None otherwise."""
+    if not isinstance(optimizer, COUPLED_DECAY) or isinstance(optimizer, torch.optim.AdamW):
+        return None
+    groups = [group for group in optimizer.param_groups if not group.get("decoupled_weight_decay", False)]
+    largest = max((float(group.get("weight_decay") or 0.0) for group in groups), default=0.0)
+    return {"optimizer": type(optimizer).__name__, "weight_decay": largest} if largest > 0 else None
+
+
 def _large_eps(optimizer) -> float | None:
     """The largest `eps` of an optimiser that divides its steps by sqrt(v) + eps (Adam's, RMSprop's), when
     it is at least LARGE_EPS; else None."""
@@ -1042,6 +1056,7 @@ class StepState:
     # binary_cross_entropy_with_logits given a pos_weight: (deferred indices of its smallest entry, of the share of
     # the targets that are positive, and of those weighted 0)
     zero_pos_weight: tuple | None = None
+    coupled_decay: dict | None = None  # an adaptive optimiser's weight decay added to the gradient (Adam, not AdamW)
     zero_class_weight: tuple | None = None  # (classes, deferred: classes weighted 0, the share of examples of theirs)
     # a cross-entropy given class probabilities: deferred indices of their rows' mean sum, of the share of rows that
     # sum to more than 1, and of "every entry is 0 or 1"
@@ -2944,6 +2959,7 @@ class TorchProbe:
                 self.state.stepped_scaled = self.state.loss_scaled and _steps_scaled_gradients(optimizer, kwargs)
                 self.state.decayed_rate = _decayed_rate(optimizer)
                 self.state.large_eps = _large_eps(optimizer)
+                self.state.coupled_decay = _coupled_decay(optimizer)
                 self.state.group_rates = _group_rates(optimizer, self._param_label)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 self.state.line_search = closure is not None and isinstance(optimizer, torch.optim.LBFGS)
@@ -3466,6 +3482,7 @@ class TorchProbe:
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
         record.line_search = state.line_search
         record.decayed_rate = state.decayed_rate
+        record.coupled_decay = state.coupled_decay
         record.group_rates = state.group_rates
         if state.large_eps is not None:
             record.eps_against_gradient = _eps_against_gradient(state.large_eps, state.params, grads)
