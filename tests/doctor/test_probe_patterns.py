@@ -3632,3 +3632,100 @@ def test_adam_given_an_adamw_weight_decay_is_told_to_use_adamw(optimizer_class):
         return
     assert shrunk and shrunk[0].evidence["coupled_weight_decay"] == {"optimizer": "Adam", "weight_decay": 0.1}
     assert "Use `torch.optim.AdamW`" in shrunk[0].remedies[0]
+
+
+def test_batch_norms_frozen_with_loaded_statistics_and_no_count_are_not_taken_for_never_estimated():
+    """The review's case: statistics loaded from a checkpoint saved before `num_batches_tracked` existed come with a
+    count of 0; frozen in eval mode on purpose (norm_eval), they normalise by real statistics."""
+    torch.manual_seed(0)
+
+    def backbone():
+        return nn.Sequential(nn.Linear(20, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 32), nn.BatchNorm1d(32))
+
+    pretrained = backbone()
+    with torch.no_grad():
+        for _ in range(20):
+            pretrained(torch.randn(128, 20) * 3 + 1)
+    state = {k: v for k, v in pretrained.state_dict().items() if not k.endswith("num_batches_tracked")}
+    frozen = backbone()
+    frozen.load_state_dict(state, strict=False)
+    assert int(frozen[1].num_batches_tracked) == 0 and not bool((frozen[1].running_var == 1).all())
+    model = nn.Sequential(frozen, nn.ReLU(), nn.Linear(32, 5))
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm1d):
+            module.eval()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randn(64, 20) * 3 + 1
+            loss = nn.functional.cross_entropy(model(x), torch.randint(0, 5, (64,)))  # (noise: the loss stalls)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.findings and not [f for f in dr.findings if f.evidence.get("batchnorm_never_estimated")]
+
+
+def test_embeddings_from_a_relu_compared_by_infonce_are_not_scores_floored_at_zero():
+    """The review's case: an encoder ending in a ReLU whose normalised embeddings' similarities are the logits of a
+    contrastive cross-entropy. The ReLU made the model's output and the loss reads it, but its output is no score."""
+    torch.manual_seed(0)
+    encoder = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU())
+    optimizer = torch.optim.Adam(encoder.parameters(), lr=1e-3)
+    base = torch.randn(256, 32)
+    with doctor.watch(encoder, optimizer) as dr:
+        for _ in range(160):
+            x = base[torch.randint(0, 256, (64,))]
+            z1 = nn.functional.normalize(encoder(x + 0.1 * torch.randn_like(x)), dim=1)
+            z2 = nn.functional.normalize(encoder(x + 0.1 * torch.randn_like(x)), dim=1)
+            loss = nn.functional.cross_entropy(z1 @ z2.T / 0.1, torch.arange(64))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert not [f for f in dr.findings if f.evidence.get("on_model_output")]
+
+
+def test_classes_weighted_zero_are_found_for_a_segmentation_loss_too():
+    """The review's case: cross_entropy over (N, C, H, W) scores runs nll_loss2d, which the check had spelled wrong."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    weight = torch.tensor([0.0, 0.0, 1.0, 1.0])
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randn(8, 1, 16, 16)
+            target = (x[:, 0] > 0).long() + 2 * (x[:, 0] > 1).long()  # (classes 0-2, 0 and 1 most of the pixels)
+            loss = nn.functional.cross_entropy(model(x), target, weight=weight)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [found] = [f for f in dr.findings if f.symptom == "blocked_gradient" and f.where == "cross_entropy"]
+    assert found.severity == "error" and found.evidence["classes_weighted_zero"] == 2
+
+
+@pytest.mark.parametrize("multiplied", [False, True])
+def test_a_saturated_sigmoid_a_layer_reads_is_judged_though_it_is_multiplied_too(multiplied):
+    """The review's case: a hidden sigmoid saturated by a large initialisation feeds fc2 and is also multiplied
+    elementwise (out = fc2(h) + (h * v(x)).sum(1)). Judging squashing functions after every product made it a gate;
+    read by a layer, it is a hidden activation, as it was before."""
+    torch.manual_seed(0)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.act, self.fc2, self.v = nn.Linear(20, 64), nn.Sigmoid(), nn.Linear(64, 1), nn.Linear(20, 64)
+            nn.init.normal_(self.fc1.weight, std=3.0)
+
+        def forward(self, x):
+            h = self.act(self.fc1(x))
+            return self.fc2(h) + (h * self.v(x)).sum(1, keepdim=True) if multiplied else self.fc2(h)
+
+    net = Net()
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3)
+    with doctor.watch(net, optimizer) as dr:
+        for _ in range(160):
+            x = torch.randn(64, 20)
+            loss = nn.functional.mse_loss(net(x), x[:, :3].sum(1, keepdim=True))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f.where for f in dr.findings if f.symptom == "saturated_activation"] == ["act"]

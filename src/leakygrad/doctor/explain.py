@@ -2012,15 +2012,17 @@ def explain_no_gradient(f: Finding):
             else "Their weights are among them, so no constant cancelling by design explains it"
         )
         text = reached_but_zero + (
-            f"they have no effect on the loss, so they never learn. {after}. The usual causes: their output multiplied "
-            "by a factor held at exactly 0 that is not learnt (ReZero's alpha registered as a buffer, or set under "
-            "no_grad); a straight-through estimator written `z + (q(z) - z)` without `.detach()` on the bracket, "
-            "whose two paths to z cancel exactly; or dead units in front of them (see the other findings)."
+            f"they have no effect on the loss, so they never learn. {after}. The usual causes: the loss term they feed "
+            "weighted 0 (`loss = ce + 0.0 * aux`: an auxiliary head switched off, fine if meant); their output "
+            "multiplied by a factor held at exactly 0 that is not learnt (ReZero's alpha registered as a buffer, or "
+            "set under no_grad); a straight-through estimator written `z + (q(z) - z)` without `.detach()` on the "
+            "bracket, whose two paths to z cancel exactly; or dead units in front of them (see the other findings)."
         )
         remedies = [
             "Look at what multiplies their output on its way to the loss: a scale meant to be learnt must be an "
             "`nn.Parameter` (`self.alpha = nn.Parameter(torch.zeros(1))`), not a buffer or a plain tensor.",
             "A straight-through estimator detaches the difference: `z + (torch.round(z) - z).detach()`.",
+            "A loss term weighted 0 on purpose: leave its parameters out of the optimiser, or skip computing it.",
         ]
         return text, remedies
     if e.get("gradient") == "exactly zero" and not cuts:

@@ -537,7 +537,7 @@ def class_weight(loss_nodes) -> tuple[torch.Tensor, torch.Tensor, int] | None:
     weight=w)`), or None. An example's loss is multiplied by its class's weight: a class weighted 0 sends no gradient
     back at all (weights from `n // count`, an integer division, are 0 for every class above the mean count)."""
     for node in loss_nodes:
-        if op_name(node) not in ("nll_loss", "nll_loss2d"):
+        if op_name(node) not in ("nll_loss", "nll_loss2_d"):  # (op_name spells NllLoss2dBackward "nll_loss2_d")
             continue
         weight, target = saved_value(node, "_saved_weight"), saved_value(node, "_saved_target")
         if isinstance(weight, torch.Tensor) and isinstance(target, torch.Tensor) and weight.numel() and target.numel():

@@ -2434,7 +2434,7 @@ class TorchProbe:
             hidden = node in loss_nodes and self._read_by_its_own_model(node, fed_to_modules.get(id(node)), names)
             on_loss = (node in loss_nodes and not hidden) or (op == "clamp" and names.get(node) in self.root_names)
             # (a ReLU that makes the model's own output, read as class scores by the loss itself: scores floored at 0)
-            on_loss = on_loss or (op == "relu" and self._relu_scores(state, node, names))
+            on_loss = on_loss or (op == "relu" and self._relu_scores(state, node, names, loss_nodes))
             function = _activation_function(node, op, on_loss=on_loss)
             if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
                 # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
@@ -2445,7 +2445,9 @@ class TorchProbe:
                     postponed.add(node)
                     walk.append(node)
                     continue
-                if owner in gated or (function in GATE_FUNCTIONS and node in multiplied):
+                # (met before a product that multiplies it, and read by a layer too: a hidden activation, judged)
+                as_gate = node in multiplied and not (node in postponed and self._read_by_a_layer(state, node, nodes))
+                if owner in gated or (function in GATE_FUNCTIONS and as_gate):
                     # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6, a
                     # hard-concrete gate x * clamp(...)) sit saturated by design: open or shut. A sigmoid gate's mean
                     # is read all the same (all of them shut: what they gate gets no gradient, a stall's cause)
@@ -2483,7 +2485,7 @@ class TorchProbe:
                     continue  # sign(z) * relu(|z| - theta): the gradient reaches z through the other factor
                 if node in loss_nodes:
                     site = "loss"
-                elif op == "relu" and self._relu_scores(state, node, names):
+                elif op == "relu" and self._relu_scores(state, node, names, loss_nodes):
                     site = f"{MODEL_OUTPUT} {names.get(node)}"  # (the model's last module: a ReLU on its scores)
                 elif names.get(node) or inside.get(node):
                     site = f"in {names.get(node) or inside.get(node)}"
@@ -2512,14 +2514,31 @@ class TorchProbe:
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
 
     @staticmethod
-    def _relu_scores(state: StepState, node, names) -> bool:
-        """Whether a ReLU made the watched model's own output, and a loss on class scores (cross-entropy, a logistic
-        loss) reads it directly: the scores, logits of any sign, floored at 0. (Not an encoder ending in a ReLU whose
-        features another module reads, nor a count or an image predicted >= 0 under a squared error.)"""
-        return (
-            id(node) in state.model_outputs
-            and names.get(node) in state.loss_reads
-            and not state.loss_ops.isdisjoint(CLASS_SCORE_LOSSES)
+    def _read_by_a_layer(state: StepState, node, nodes) -> bool:
+        """Whether a module, or an operation that weighs its input (a matrix product, a convolution), reads `node`'s
+        output directly (through reshapes at most)."""
+        if id(node) in state.module_inputs or any(node_id == id(node) for node_id, _ in state.input_nodes.values()):
+            return True
+        return any(
+            child is not None and graph_tools.beneath_reshapes(child) is node
+            for reader in nodes
+            if graph_tools.weighs_its_input(reader)
+            for child, _ in reader.next_functions
+        )
+
+    @staticmethod
+    def _relu_scores(state: StepState, node, names, loss_nodes) -> bool:
+        """Whether a ReLU made the watched model's own output, and a loss on class scores (cross-entropy's
+        log_softmax, a logistic loss) takes it as its scores, through reshapes at most: logits of any sign, floored
+        at 0. (Not an encoder ending in a ReLU whose features another module reads, nor embeddings whose similarities
+        are the scores (InfoNCE), nor a count or an image predicted >= 0 under a squared error.)"""
+        if id(node) not in state.model_outputs or names.get(node) not in state.loss_reads:
+            return False
+        scoring = (n for n in loss_nodes if op_name(n) in CLASS_SCORE_LOSSES)
+        return any(
+            child is not None and graph_tools.beneath_reshapes(child) is node
+            for n in scoring
+            for child, _ in n.next_functions
         )
 
     def _look_at_attention(self, state: StepState, node, names) -> None:
@@ -3876,10 +3895,14 @@ def _one_value_per_group(norm, args) -> bool:
 
 
 def _never_estimated(norm) -> bool:
-    """A batch norm whose running statistics were never estimated: it has them, and has counted no training batch
-    (they are still the mean 0 and variance 1 it was made with). Read only for a batch norm in eval mode."""
+    """A batch norm whose running statistics were never estimated: it has them, has counted no training batch, and
+    they are still the mean 0 and variance 1 it was made with (a checkpoint saved before `num_batches_tracked`
+    existed loads real statistics with a count of 0). Read only for a batch norm in eval mode."""
     counted = getattr(norm, "num_batches_tracked", None)
-    return norm.track_running_stats and isinstance(counted, torch.Tensor) and int(counted) == 0
+    if not (norm.track_running_stats and isinstance(counted, torch.Tensor) and int(counted) == 0):
+        return False
+    mean, var = norm.running_mean, norm.running_var
+    return bool((mean == 0).all()) and bool((var == 1).all())
 
 
 def _version_of(value) -> int | None:
