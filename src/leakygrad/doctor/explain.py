@@ -3038,7 +3038,7 @@ def _group_rates(rates: dict) -> tuple[str, str]:
 
 
 def _norm_over_one_value(norms: list) -> tuple[str, str]:
-    shown = ", ".join(f"`{name}`" for name in norms[:6]) + (f" and {len(norms) - 6} more" if len(norms) > 6 else "")
+    shown = _listed(norms)
     return (
         f"The normalisation layer{'s' if len(norms) > 1 else ''} {shown} take{'' if len(norms) > 1 else 's'} each "
         "mean and variance over one value (GroupNorm(C, C) on features with no length, (N, C)): "
@@ -3051,7 +3051,7 @@ def _norm_over_one_value(norms: list) -> tuple[str, str]:
 
 
 def _batchnorm_never_estimated(norms: list) -> tuple[str, str]:
-    shown = ", ".join(f"`{name}`" for name in norms[:6]) + (f" and {len(norms) - 6} more" if len(norms) > 6 else "")
+    shown = _listed(norms)
     return (
         f"The batch norm{'s' if len(norms) > 1 else ''} {shown} ran in eval mode on the training steps, with running "
         "statistics never estimated (`num_batches_tracked` is 0): in eval mode a batch norm divides by its running "
