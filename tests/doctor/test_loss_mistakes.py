@@ -2202,3 +2202,41 @@ def test_cosine_embedding_loss_given_zero_for_different_pairs_is_a_blocked_gradi
     assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
     assert 0.5 < f.evidence["examples_no_branch_takes"] < 0.95 and f.evidence["second_branch_taken"] == 0
     assert "2 * same.float() - 1" in f.remedies[0] and "CosineEmbeddingLoss" in f.explanation
+
+
+@pytest.mark.parametrize(
+    "labels, hinge",
+    [
+        ("zero_one", lambda f, y: torch.clamp(1 - y * f, min=0).mean()),
+        ("zero_one", lambda f, y: F.relu(1.0 - f.view(-1, 1) * y.unsqueeze(1)).pow(2).mean()),  # squared, f * y
+        ("plus_minus_one", lambda f, y: torch.clamp(1 - y * f, min=0).mean()),
+        ("plus_minus_one", lambda f, y: F.relu(1.0 - f * y).mean()),
+    ],
+)
+def test_a_hinge_given_labels_of_0_and_1_is_a_blocked_gradient_with_the_share_of_zeros(labels, hinge):
+    """A hinge max(0, 1 - y f) needs labels of -1/+1. Given 0/1 (sweep 34: digits 0-4 against 5-9), every example
+    labelled 0 gives the constant 1 and no gradient; the doctor told it as examples past the margin ("mine harder
+    examples, lower the margin"). The labels are read from the product's node: all 0 or 1, half of them 0. Labels of
+    -1/+1 are no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    x = torch.randn(128, 8)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).float()
+    if labels == "plus_minus_one":
+        y = 2 * y - 1
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            loss = hinge(model(x)[:, 0], y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "zero_labels" in f.evidence]
+    if labels == "plus_minus_one":
+        assert named == [] and not [f for f in dr.findings if f.severity == "error"]
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", f.where, "error", 0)
+    assert f.where in ("clamp", "relu") and 0.4 < f.evidence["zero_labels"] < 0.6
+    assert "2 * y - 1" in f.remedies[0] and "labels y are 0 or 1" in f.explanation

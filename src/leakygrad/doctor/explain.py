@@ -1703,6 +1703,23 @@ def _explain_relu_on_model_output(f: Finding):
     return text, remedies
 
 
+def _explain_hinge_on_zero_one_labels(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is the hinge of a margin loss, max(0, m - y f), and its labels y are 0 or 1: "
+        f"{pct(e['zero_labels'])} of them are 0. A hinge expects -1 and +1. For y = 0 the term is "
+        "max(0, m - 0 f) = m whatever the score f is, and its derivative with respect to f is -y = 0: those "
+        "examples give the loss a constant and the model no gradient. Only the examples labelled 1 push, all in one "
+        "direction, so the model learns to score everything as positive, and once those scores pass the margin the "
+        f"hinge blocks them too ({pct(e['blocked_fraction'])} of the gradient entering it leaves as zero)."
+    )
+    remedies = [
+        "Map the labels to -1/+1 before the loss: `y = 2 * y - 1` (or `torch.where(y > 0, 1.0, -1.0)`).",
+        "Or keep the 0/1 labels and use a loss made for them: `F.binary_cross_entropy_with_logits(f, y)`.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "outputs_alike" in e:
@@ -1743,6 +1760,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_cut_before_loss()
     if e.get("on_model_output") and f.where == "relu":
         return _explain_relu_on_model_output(f)
+    if "zero_labels" in e:
+        return _explain_hinge_on_zero_one_labels(f)
     site = e.get("site") or ""
     op = f.where
     text = (

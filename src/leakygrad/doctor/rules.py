@@ -2045,7 +2045,10 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         fraction = median(fractions)
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
-        if last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
+        zero_labels = _zero_labels(recent, key) if last.floor_at_zero and last.site == "loss" else None
+        if zero_labels is not None and zero_labels >= t.zero_labels:
+            severity = "error"  # a hinge over 0/1 labels: y = 0 makes max(0, m - 0 f) = m, a constant, for those
+        elif last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
             if _margin_loss_met(history, t) or _hinge_met(history, key, t) or _hinge_learning(history, key, t):
                 continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
@@ -2053,14 +2056,15 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
         if severity is None:
             continue
-        first = onset(
-            history.healthy_records(),
-            lambda r, key=key: r.ops[key].blocked_fraction > t.blocked_warning if key in r.ops else None,
-            t.persistence,
-        )
+        holds = lambda r, key=key: r.ops[key].blocked_fraction > t.blocked_warning if key in r.ops else None  # noqa: E731
+        if zero_labels is not None and zero_labels >= t.zero_labels:  # (wrong from the first step: the labels are)
+            holds = lambda r, key=key: (r.ops[key].zero_labels or 0) >= t.zero_labels if key in r.ops else None  # noqa: E731
+        first = onset(history.healthy_records(), holds, t.persistence)
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
         if last.floor_at_zero:
             evidence["floor_at_zero"] = True
+        if zero_labels is not None and zero_labels >= t.zero_labels:
+            evidence["zero_labels"] = _sci(zero_labels)
         if last.site.startswith("the model's output"):
             evidence["on_model_output"] = True  # (a ReLU as the model's last module: its scores floored at 0)
         if last.reads:
@@ -2069,6 +2073,13 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )
     return _one_for_all_dropouts(findings)
+
+
+def _zero_labels(recent: list, key: str) -> float | None:
+    """The median share of 0 labels in the product y * f under a margin loss's hinge, over the recent sampled steps
+    that measured it (labels all 0 or 1), or None."""
+    shares = [r.ops[key].zero_labels for r in recent if key in r.ops and r.ops[key].zero_labels is not None]
+    return median(shares) if shares else None
 
 
 def _one_for_all_dropouts(findings: list[Finding]) -> list[Finding]:

@@ -74,6 +74,7 @@ class OpStats:
     floor_at_zero: bool = False  # its lower bound is 0: a ReLU written as a clamp, or the hinge of a margin loss
     reads: str | None = None  # (on the loss) the layer whose output it reads directly: it clamps the prediction
     hinge_mean: float | None = None  # (a floor at 0 on the loss: a margin loss's hinge) the mean of its output
+    zero_labels: float | None = None  # (a margin loss's hinge over y * f) the share of labels y that are 0, all 0 or 1
 
 
 @dataclass

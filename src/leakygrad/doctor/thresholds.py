@@ -240,6 +240,11 @@ class Thresholds:
     zero_weight_examples: float = 0.1
     """Examples of classes that `cross_entropy`'s `weight` sets to exactly 0 at this share of the batch or more: their
     gradient is 0 (sweep 34: "balanced" weights computed with `//`, 0 for the five largest classes, half the data)."""
+    zero_labels: float = 0.1
+    """A margin loss's hinge max(0, m - y f) whose labels y are all 0 or 1, with this share of zeros or more: those
+    examples give the constant m whatever f is, so no gradient (sweep 34: digits 0-4 against 5-9 with 0/1 labels, 42 to
+    61% zeros in a batch, test accuracy 0.52 against 0.98 with -1/+1). Labels of -1/+1 have no zeros; labels of 0 for
+    "ignore" among -1/+1 are not all 0 or 1, and are not judged."""
     dead_but_learning: float = 0.5
     """Units dead at the error level, but not all of them, in a run whose last third's loss fell below this share of its
     first step's: a warning (the live units carry the task; capacity is lost), not an error."""

@@ -1187,6 +1187,32 @@ def hinge_mean(node) -> torch.Tensor | None:
     return (values if op == "relu" else values.clamp(min=0)).float().mean()
 
 
+MARGIN_TERMS = ("rsub", "sub", "add", "neg", "view", "reshape", "_unsafe_view", "squeeze", "unsqueeze", "expand")
+
+
+def label_factor(hinge) -> torch.Tensor | None:
+    """The constant factor y of the product y * f that a margin loss's hinge max(0, m - y f) reads, through the
+    margin's subtraction, negations and reshapes: the labels, as the product's node saved them. None when the hinge
+    reads no such product (a triplet loss's distances), or when both factors carry gradient."""
+    frontier = [hinge]
+    for _ in range(4):
+        next_frontier = []
+        for node in frontier:
+            for child, _ in node.next_functions:
+                if child is None:
+                    continue
+                op = op_name(child)
+                if op == "mul":
+                    constant = [i for i, (grand, _) in enumerate(child.next_functions) if grand is None]
+                    if len(constant) == 1:  # (y * f: the node keeps y to give f its gradient, grad * y)
+                        labels = saved_value(child, "_saved_self" if constant[0] == 0 else "_saved_other")
+                        return labels if isinstance(labels, torch.Tensor) else None
+                elif op in MARGIN_TERMS:
+                    next_frontier.append(child)
+        frontier = next_frontier
+    return None
+
+
 def floors_at_zero(node) -> bool:
     """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
     or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by

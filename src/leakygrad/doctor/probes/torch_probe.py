@@ -74,6 +74,7 @@ from leakygrad.doctor.probes.torch_stats import (
     total,
     unit_axis,
     unit_spread,
+    zeros_among_zero_one,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
 
@@ -2503,10 +2504,13 @@ class TorchProbe:
                 if reads is not None and not getattr(self.info_by_name.get(reads), "has_weights", False):
                     reads = None
                 floor = graph_tools.floors_at_zero(node)
-                entry = state.gates.setdefault(key, [gate, site, [], 0, floor, reads, None])
+                entry = state.gates.setdefault(key, [gate, site, [], 0, floor, reads, None, None])
                 if floor and site == "loss" and entry[6] is None:  # (a margin loss's hinge: its own value)
                     hinge = graph_tools.hinge_mean(node)
                     entry[6] = None if hinge is None else state.deferred.scalar(hinge)
+                    labels = graph_tools.label_factor(node)  # (max(0, 1 - y f): are the labels y 0/1, not -1/+1?)
+                    if labels is not None and labels.numel() and not labels.is_complex():
+                        entry[7] = state.deferred.scalar(zeros_among_zero_one(labels.detach()))
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
@@ -3353,11 +3357,14 @@ class TorchProbe:
         record.activations_read_by_loss = sorted(state.read_by_loss)
         record.layers_read_by_loss = sorted(state.loss_reads)
         record.output_side_activations = sorted(self._output_side_sites - self._read_sites)
-        for key, (op, site, pairs, elements, floor, reads, hinge_at) in state.gates.items():
+        for key, (op, site, pairs, elements, floor, reads, hinge_at, zero_labels_at) in state.gates.items():
             arriving = sum(value(a) for _, a in pairs)
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in pairs)
-                record.ops[key] = OpStats(op, site, blocked / arriving, elements, floor, reads, value(hinge_at))
+                stats = OpStats(op, site, blocked / arriving, elements, floor, reads, value(hinge_at))
+                zero_labels = value(zero_labels_at)
+                stats.zero_labels = zero_labels if zero_labels is not None and zero_labels >= 0 else None
+                record.ops[key] = stats
         for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
         if state.probabilities_into_loss is not None:

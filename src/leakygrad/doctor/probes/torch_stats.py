@@ -499,6 +499,14 @@ def share_outside(target: torch.Tensor, bounds: list) -> torch.Tensor:
     return outside.float().mean()
 
 
+def zeros_among_zero_one(labels: torch.Tensor) -> torch.Tensor:
+    """The share of `labels` exactly 0 when every one of them is 0 or 1 (a classifier's 0/1 labels), else -1, on
+    their device."""
+    zeros = labels == 0
+    zero_one = (zeros | (labels == 1)).all()
+    return torch.where(zero_one, zeros.float().mean(), -1.0)
+
+
 def norm(tensor: torch.Tensor) -> torch.Tensor:
     """||tensor||, accumulated in float32 at least (half-precision squares overflow at 256)."""
     t = tensor.detach() if tensor.requires_grad else tensor  # a gradient in a hook rarely requires grad
