@@ -91,7 +91,7 @@ def test_a_replacement_optimiser_is_adopted_even_while_the_first_one_lives():
         sgd_steps(model, first, x, y, 5)
         second = torch.optim.Adam(model.parameters(), lr=1e-3)  # `first` is still held, by the test and the doctor
         sgd_steps(model, second, x, y, 10)
-    assert dr.steps == 14  # the second's first step is not counted: it is only adopted when it steps again
+    assert dr.steps == 15  # every step counted: the second's first, before it is adopted at its next, too
 
 
 def test_a_script_that_makes_a_model_and_an_optimiser_per_fold_is_followed_through_every_fold(tmp_path):

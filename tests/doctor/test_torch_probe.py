@@ -1279,7 +1279,7 @@ def test_a_new_optimiser_for_the_next_phase_is_followed_though_one_was_given():
                 optimizer.zero_grad()
                 nn.functional.mse_loss(model(x), y).backward()
                 optimizer.step()
-    assert dr.steps == 20 + 40 - 2  # its first two steps, before it is taken for the next phase, are not counted
+    assert dr.steps == 20 + 40  # its first steps, made before it is taken for the next phase, are counted too
 
 
 class CopyThatLandsLate:

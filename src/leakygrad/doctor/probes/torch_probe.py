@@ -1295,6 +1295,7 @@ class TorchProbe:
         self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
         self._primary_stepped = False
         self._primary_steps = 0  # steps the primary optimiser took since it was adopted
+        self._steps_in_flight = 1  # optimiser steps the step in flight stands for (more when one takes over)
         self._made_anew = False  # ... which replaced one over the same parameters that had stepped once
         self.step = 0
         self.sampling = False
@@ -1612,7 +1613,8 @@ class TorchProbe:
             self.doctor.add_loss(self.step, sum(self._losses) / len(self._losses))
             if self._losses_between_steps:
                 self.doctor.add_competing_loss_step()
-        self.step += 1
+        self.step += self._steps_in_flight
+        self._steps_in_flight = 1
         self.doctor.set_steps(self.step)
         if len(self._pending_device_losses) >= self.every:
             self._flush_device_losses()
@@ -3066,6 +3068,8 @@ class TorchProbe:
         primary = self.primary() if self.primary is not None else None
         stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
         if primary is None or (primary is not optimizer and stepped_alone is optimizer):
+            if primary is not None:  # (its first step, made while the old one was primary, is within this one)
+                self._steps_in_flight = 2
             self._adopt(optimizer)
             primary = optimizer
         self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
@@ -3099,6 +3103,7 @@ class TorchProbe:
         if not self._primary_stepped or self._others_in_a_row <= max(2 * self._longest_gap, 2):
             return False
         self._adopt(optimizer)
+        self._steps_in_flight = self._others_in_a_row  # (its steps in a row so far are all within this one)
         self._stepped_alone = None
         self._others_in_a_row = self._longest_gap = 0
         return True
