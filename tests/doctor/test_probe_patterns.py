@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils import prune
 from torch.utils.checkpoint import checkpoint
 
 import leakygrad.doctor as doctor
@@ -3729,3 +3730,60 @@ def test_a_saturated_sigmoid_a_layer_reads_is_judged_though_it_is_multiplied_too
             loss.backward()
             optimizer.step()
     assert [f.where for f in dr.findings if f.symptom == "saturated_activation"] == ["act"]
+
+
+class ThroughData(nn.Module):
+    """An MLP whose activation is applied in one of four ways between layers that read each other's outputs."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        torch.manual_seed(0)
+        self.how = how
+        self.fc1, self.fc2, self.fc3 = nn.Linear(2, 64, bias=how != "pruned"), nn.Linear(64, 64), nn.Linear(64, 2)
+        if how == "pruned":  # units pruned whole: 0 for every example; and no bias, so an empty example gives all 0s
+            mask = torch.ones_like(self.fc1.weight)
+            mask[:20] = 0
+            prune.custom_from_mask(self.fc1, "weight", mask)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if self.how == "data":
+            h.data.clamp_(min=0)  # a ReLU autograd never sees: its backward is the identity
+        elif self.how == "relu":
+            h = torch.relu(h)
+        h = self.fc2(h)
+        if self.how == "data":
+            h.data.clamp_(min=0)
+        return self.fc3(h)
+
+
+@pytest.mark.parametrize("how", ["data", "relu", "linear", "pruned"])
+def test_an_activation_applied_through_data_is_a_wrong_gradient_at_the_layer_it_changed(how):
+    """`h = fc1(x); h.data.clamp_(min=0)`: the forward is a ReLU, the backward the identity (sweep 33: told as an
+    exploding gradient with initialisation remedies). The next layer's product saved the layer's output with half its
+    entries exactly 0, which a layer's output never is by chance. A recorded ReLU, two linear layers in a row, and a
+    unit pruned whole (zero for every example) are no finding."""
+    model = ThroughData(how)
+    x = torch.randn(256, 2)
+    x[:16] = 0  # (empty examples: with the pruned units, whole rows and columns of zeros, not counted)
+    y = (x[:, 0] * x[:, 1] > 0).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.symptom == "wrong_gradient"]
+    if how != "data":
+        assert named == []
+        return
+    [f] = named
+    assert (f.where, f.severity, f.first_step) == ("fc1", "error", 0)
+    assert 0.3 < f.evidence["zeros_outside_autograd"] < 0.7 and f.evidence["read_by"] == "fc2"
+    assert f.evidence["also_layers"] == ["fc2"]
+    assert "torch.relu(h)" in f.remedies[0] and "`.data`" in f.explanation
+    for other in dr.findings:
+        if other.symptom in ("vanishing_gradient", "exploding_gradient", "stalled_loss"):
+            assert other.evidence["changed_outside_autograd"] == ["fc1", "fc2"]

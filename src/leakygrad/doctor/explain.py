@@ -511,9 +511,35 @@ def _explain_custom_backward(f: Finding):
     return text, remedies
 
 
-def explain_wrong_gradient(f: Finding):
-    """A custom autograd.Function whose backward disagrees with its forward's finite differences."""
+def _explain_zeros_outside_autograd(f: Finding):
     e = f.evidence
+    reader = f"`{e['read_by']}`" if e.get("read_by") else "the next layer"
+    text = (
+        f"The output of `{f.where}` holds exact zeros in {pct(e['zeros_outside_autograd'])} of its entries (among the "
+        f"examples and units that are not all zero), and {reader} reads it with no operation between the two in the "
+        "autograd graph. A layer's output is never exactly 0 by chance: something set those values that autograd did "
+        "not record, an activation applied through `.data` (`h.data.clamp_(min=0)`, `h.data.relu_()`) or an in-place "
+        "change under `no_grad`. The forward computes that activation; the backward does not know it, and passes "
+        "the gradient through the zeroed entries with a local derivative of 1, as through the identity, where the "
+        f"activation's derivative is 0. Every layer up to `{f.where}` learns from a gradient that is not the loss's "
+        "(units that are off get the gradient of units that are on), which also makes the gradient grow with depth "
+        "as in a network with no activations."
+    )
+    if e.get("also_layers"):
+        text += f" The outputs of {_listed(e['also_layers'])} are changed the same way."
+    remedies = [
+        "Apply the activation with a recorded operation: `h = torch.relu(h)` (or `F.relu(h, inplace=True)`, which "
+        "autograd records too). Never change a tensor that needs a gradient through `.data`.",
+    ]
+    return text, remedies
+
+
+def explain_wrong_gradient(f: Finding):
+    """A custom autograd.Function whose backward disagrees with its forward's finite differences, or a layer's output
+    changed outside autograd."""
+    e = f.evidence
+    if "zeros_outside_autograd" in e:
+        return _explain_zeros_outside_autograd(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "
@@ -2954,6 +2980,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_batchnorm_never_estimated(e["batchnorm_never_estimated"]))
     if e.get("norm_over_one_value"):
         _add_cause(finding, *_norm_over_one_value(e["norm_over_one_value"]))
+    if e.get("changed_outside_autograd"):
+        _add_cause(finding, *_changed_outside_autograd(e["changed_outside_autograd"]))
     if e.get("loss_multiplied_by") and e.get("scaler_never_unscaled"):
         _add_cause(finding, *_scaler_never_unscaled(e["loss_multiplied_by"]))
     elif e.get("loss_multiplied_by"):
@@ -3066,6 +3094,15 @@ def _norm_over_one_value(norms: list) -> tuple[str, str]:
         "no gradient passes back to the layers before.",
         "Normalise over several values: `nn.LayerNorm(C)` (or `nn.GroupNorm(g, C)` with g < C, or `nn.BatchNorm1d(C)`) "
         "for (N, C) features; GroupNorm(C, C) needs a spatial or time axis to normalise over.",
+    )
+
+
+def _changed_outside_autograd(layers: list) -> tuple[str, str]:
+    return (
+        f"The output{'s' if len(layers) > 1 else ''} of {_listed(layers)} hold{'' if len(layers) > 1 else 's'} exact "
+        "zeros that autograd did not make (the `wrong_gradient` finding): the backward treats that activation as the "
+        "identity, so the gradients measured here are not the loss's. Fix that first.",
+        "Apply the activation with a recorded operation (`h = torch.relu(h)`), not through `.data`.",
     )
 
 

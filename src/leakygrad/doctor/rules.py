@@ -1308,6 +1308,41 @@ def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- a layer's output changed outside autograd ---------------------------------------------------------------------
+def zeros_outside_autograd_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A layer's output that the next layer's product reads with no operation between them in the graph, holding exact
+    zeros in `zeros_outside_autograd` or more of its live entries (median over the recent sampled steps, measured on
+    most of them): set by something autograd did not record, `h.data.clamp_(min=0)`. The forward computes a ReLU; the
+    backward passes the gradient through the zeroed entries as it would through the identity, so every layer before
+    learns from a gradient that is not the loss's. A layer's own output is never exactly 0 by chance."""
+    recent = history.recent()
+    findings = []
+    layers = sorted({name for r in recent for name in (r.zeros_outside_autograd or ())}, key=natural_key)
+    for name in layers:
+        seen = [r.zeros_outside_autograd[name] for r in recent if name in (r.zeros_outside_autograd or ())]
+        shares = [share for share, _ in seen if share is not None]
+        if (
+            len(shares) < t.min_records
+            or 2 * len(shares) < len(recent)
+            or not median(shares) >= t.zeros_outside_autograd
+        ):
+            continue
+
+        def holds(record, name=name):
+            share = (record.zeros_outside_autograd or {}).get(name, (None,))[0]
+            return None if share is None else share >= t.zeros_outside_autograd
+
+        if findings:  # (one finding, at the first such layer: the others, written the same way, are listed)
+            findings[0].evidence.setdefault("also_layers", []).append(name)
+            continue
+        first = onset(history.healthy_records(), holds, t.persistence)
+        evidence = {"zeros_outside_autograd": _sci(median(shares)), "read_by": seen[-1][1]}
+        findings.append(
+            Finding("wrong_gradient", name, first if first is not None else recent[0].step, "error", evidence)
+        )
+    return findings
+
+
 # --- a custom autograd.Function whose backward disagrees with its forward ------------------------------------------
 def custom_backward_wrong_rule(history: History, t: Thresholds) -> list[Finding]:
     """A custom `torch.autograd.Function` whose backward's gradient g disagrees with its forward's finite
@@ -1694,6 +1729,7 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
     scaled_by = _loss_multiplied_by(history, t)
     causes = _curve_causes(history)
     coupled = next((r.coupled_decay for r in reversed(history.recent()) if r.coupled_decay), None)
+    outside = _changed_outside_autograd(findings)
     for f in findings:
         if coupled is not None and "weights_shrank_by" in f.evidence:
             f.evidence["coupled_weight_decay"] = coupled  # (Adam's L2: the decay divided by sqrt(v) with the gradient)
@@ -1710,7 +1746,15 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
             for key in ("batchnorm_never_estimated", "norm_over_one_value"):
                 if key in causes:
                     f.evidence[key] = causes[key]
+        if outside and f.symptom in ("vanishing_gradient", "exploding_gradient", "stalled_loss", "diverging_loss"):
+            f.evidence["changed_outside_autograd"] = outside  # (the gradients measured are not the loss's)
     return findings
+
+
+def _changed_outside_autograd(findings: list[Finding]) -> list[str] | None:
+    """The layers whose outputs a `wrong_gradient` finding says were changed outside autograd, or None."""
+    found = next((f for f in findings if "zeros_outside_autograd" in f.evidence), None)
+    return None if found is None else [found.where, *found.evidence.get("also_layers", [])]
 
 
 # what batch norms that do not normalise (eval mode, statistics never estimated) leave a deep network to
@@ -3151,6 +3195,7 @@ RULES = (
     softmax_over_one_rule,
     custom_backward_rule,
     custom_backward_wrong_rule,
+    zeros_outside_autograd_rule,
     rounded_away_rule,
     symmetric_units_rule,
     growth_rule,

@@ -182,6 +182,8 @@ class StepRecord:
     confined_logits: dict | None = None
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act
     norm_over_one_value: list | None = None  # normalisation layers whose every group holds one value: output = bias
+    # layer -> (share of exact zeros in its output that no recorded op made, the layer reading it): see the probe
+    zeros_outside_autograd: dict | None = None
     batchnorm_never_estimated: list | None = None  # batch norms run in eval mode with running statistics never
     # estimated (num_batches_tracked 0) on a training step: they normalise by mean 0 and variance 1, not at all
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph

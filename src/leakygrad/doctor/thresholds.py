@@ -240,6 +240,11 @@ class Thresholds:
     zero_weight_examples: float = 0.1
     """Examples of classes that `cross_entropy`'s `weight` sets to exactly 0 at this share of the batch or more: their
     gradient is 0 (sweep 34: "balanced" weights computed with `//`, 0 for the five largest classes, half the data)."""
+    zeros_outside_autograd: float = 0.2
+    """A layer's output read by the next layer's product with nothing between them in the graph, with this share of
+    exact zeros or more among its live entries (examples and units nonzero somewhere): zeros no recorded operation
+    made, an activation applied through `.data`. A layer's output is exactly 0 by chance about never: 0% in the
+    healthy runs; sweep 33's `h.data.clamp_(min=0)` MLP had 53-87%."""
     zero_labels: float = 0.1
     """A margin loss's hinge max(0, m - y f) whose labels y are all 0 or 1, with this share of zeros or more: those
     examples give the constant m whatever f is, so no gradient (sweep 34: digits 0-4 against 5-9 with 0/1 labels, 42 to

@@ -1187,6 +1187,28 @@ def hinge_mean(node) -> torch.Tensor | None:
     return (values if op == "relu" else values.clamp(min=0)).float().mean()
 
 
+# a layer's product, the input position it reads, and where its node keeps that input (saved for the weight's gradient)
+LAYER_PRODUCTS = {"addmm": (1, "_saved_mat1"), "mm": (0, "_saved_self"), "convolution": (0, "_saved_input")}
+
+
+def layer_output_read_as_made(node, names) -> tuple[str, torch.Tensor] | None:
+    """When `node` is a layer's product (a Linear's addmm or mm, a convolution) reading another layer's output with no
+    operation between the two in the graph (reshapes aside): that layer's name, and the values the product saved.
+    Whatever those values hold, autograd will pass the gradient back to that layer as the product computed it."""
+    entry = LAYER_PRODUCTS.get(op_name(node))
+    if entry is None or len(node.next_functions) <= entry[0]:
+        return None
+    child = node.next_functions[entry[0]][0]
+    if child is None:
+        return None
+    made_by = beneath_reshapes(child)
+    name = names.get(child) or names.get(made_by)
+    if name is None or op_name(made_by) not in LAYER_PRODUCTS:
+        return None
+    saved = saved_value(node, entry[1])
+    return (name, saved) if isinstance(saved, torch.Tensor) and saved.is_floating_point() else None
+
+
 MARGIN_TERMS = ("rsub", "sub", "add", "neg", "view", "reshape", "_unsafe_view", "squeeze", "unsqueeze", "expand")
 
 

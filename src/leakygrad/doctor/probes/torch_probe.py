@@ -74,6 +74,7 @@ from leakygrad.doctor.probes.torch_stats import (
     total,
     unit_axis,
     unit_spread,
+    zeros_among_live,
     zeros_among_zero_one,
 )
 from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, OpStats, StepRecord
@@ -1032,6 +1033,8 @@ class StepState:
     batchnorm_never_estimated: dict = field(default_factory=dict)  # batch norms in eval mode, never estimated
     model_outputs: set = field(default_factory=set)  # ids of the nodes that made a watched model's own output
     norm_over_one_value: dict = field(default_factory=dict)  # norm layers whose every group holds one value
+    # layer -> (the layer whose product reads its output as made, share of exact zeros there: see zeros_among_live)
+    zeros_outside_autograd: dict = field(default_factory=dict)
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
@@ -2414,6 +2417,8 @@ class TorchProbe:
             if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
             if op not in WATCHED_OPS:
+                if op in graph_tools.LAYER_PRODUCTS:
+                    self._look_for_zeros_outside_autograd(state, node, names)
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
@@ -2518,6 +2523,16 @@ class TorchProbe:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    @staticmethod
+    def _look_for_zeros_outside_autograd(state: StepState, node, names) -> None:
+        """A layer's output that the next layer's product reads with no operation between them in the graph, measured
+        for exact zeros: set by something autograd did not record (`h.data.clamp_(min=0)`, a ReLU through `.data`),
+        the backward passes the gradient through them as if they were the layer's values."""
+        found = graph_tools.layer_output_read_as_made(node, names)
+        if found is not None and found[0] not in state.zeros_outside_autograd:
+            share = state.deferred.scalar(zeros_among_live(found[1].detach()))
+            state.zeros_outside_autograd[found[0]] = (names.get(node), share)
 
     @staticmethod
     def _read_by_a_layer(state: StepState, node, nodes) -> bool:
@@ -3385,6 +3400,9 @@ class TorchProbe:
         record.identity_activations = sorted(state.identity_activations) or None
         record.batchnorm_never_estimated = list(state.batchnorm_never_estimated) or None  # (in forward order)
         record.norm_over_one_value = list(state.norm_over_one_value) or None
+        record.zeros_outside_autograd = {
+            name: (value(share), reader) for name, (reader, share) in state.zeros_outside_autograd.items()
+        } or None
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
         changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)

@@ -499,6 +499,19 @@ def share_outside(target: torch.Tensor, bounds: list) -> torch.Tensor:
     return outside.float().mean()
 
 
+def zeros_among_live(x: torch.Tensor) -> torch.Tensor:
+    """The share of exact zeros among the entries of `x` (N, units, ...) whose example and whose unit are nonzero
+    somewhere, on its device. A layer's output holds such zeros only if something set them: an empty example (all
+    zeros) or a pruned unit (zero for every example) does not count."""
+    nonzero = x != 0
+    examples = nonzero.reshape(x.shape[0], -1).any(dim=1)
+    units = nonzero.transpose(0, 1).reshape(x.shape[1], -1).any(dim=1)
+    rest = [1] * (x.dim() - 2)
+    live = examples.view(-1, 1, *rest) & units.view(1, -1, *rest)
+    zeros = (live & ~nonzero).sum()
+    return zeros / (live.sum() * (x[0, 0].numel() if x.dim() > 2 else 1)).clamp_min(1)
+
+
 def zeros_among_zero_one(labels: torch.Tensor) -> torch.Tensor:
     """The share of `labels` exactly 0 when every one of them is 0 or 1 (a classifier's 0/1 labels), else -1, on
     their device."""
