@@ -1814,7 +1814,11 @@ def explain_blocked_gradient(f: Finding):
         remedies.append(
             "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
         )
-    elif op in ("clamp", "clip", "hardtanh") and site.startswith("loss") and e.get("output_of"):
+    elif (
+        op in ("clamp", "clip", "hardtanh")
+        and (site.startswith("loss") or e.get("on_model_output"))
+        and e.get("output_of")
+    ):
         text += (
             f" It clamps the output of `{e['output_of']}`, the model's prediction itself: every example whose "
             "prediction lies outside the range gets no gradient, so nothing pulls it back in (an output layer whose "

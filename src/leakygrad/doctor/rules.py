@@ -2090,17 +2090,22 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
         zero_labels = _zero_labels(recent, key) if last.floor_at_zero and last.site == "loss" else None
+        clamped_output = last.site.startswith("the model's output") and last.op != "relu"
         if zero_labels is not None and zero_labels >= t.zero_labels:
             severity = "error"  # a hinge over 0/1 labels: y = 0 makes max(0, m - 0 f) = m, a constant, for those
         elif last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
             if _margin_loss_met(history, t) or _hinge_met(history, key, t) or _hinge_learning(history, key, t):
                 continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
+        elif clamped_output:
+            # the prediction clamped to a range in the training forward: no example outside it comes back
+            severity = _grade(fraction, t.clamped_output_warning, t.clamped_output_error, below=False)
         elif last.floor_at_zero and severity == "warning" and not last.site.startswith("the model's output"):
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
         if severity is None:
             continue
-        holds = lambda r, key=key: r.ops[key].blocked_fraction > t.blocked_warning if key in r.ops else None  # noqa: E731
+        line = t.clamped_output_warning if clamped_output else t.blocked_warning
+        holds = lambda r, key=key, line=line: r.ops[key].blocked_fraction > line if key in r.ops else None  # noqa: E731
         if zero_labels is not None and zero_labels >= t.zero_labels:  # (wrong from the first step: the labels are)
             holds = lambda r, key=key: (r.ops[key].zero_labels or 0) >= t.zero_labels if key in r.ops else None  # noqa: E731
         first = onset(history.healthy_records(), holds, t.persistence)
@@ -2110,7 +2115,9 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         if zero_labels is not None and zero_labels >= t.zero_labels:
             evidence["zero_labels"] = _sci(zero_labels)
         if last.site.startswith("the model's output"):
-            evidence["on_model_output"] = True  # (a ReLU as the model's last module: its scores floored at 0)
+            evidence["on_model_output"] = True  # (a ReLU as the model's last module, or a clamp of its prediction)
+            if last.op != "relu":
+                evidence["output_of"] = last.site.rpartition(" ")[2]
         if last.reads:
             evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
         findings.append(

@@ -2495,6 +2495,10 @@ class TorchProbe:
                     site = "loss"
                 elif op == "relu" and self._relu_scores(state, node, names, loss_nodes):
                     site = f"{MODEL_OUTPUT} {names.get(node)}"  # (the model's last module: a ReLU on its scores)
+                elif (
+                    op in ("clamp", "clamp_min", "clamp_max", "clip", "hardtanh") and names.get(node) in self.root_names
+                ):
+                    site = f"{MODEL_OUTPUT} {names.get(node)}"  # (the prediction clamped to a range in the forward)
                 elif names.get(node) or inside.get(node):
                     site = f"in {names.get(node) or inside.get(node)}"
                 elif parameter is not None:
