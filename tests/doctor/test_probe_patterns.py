@@ -3787,3 +3787,50 @@ def test_an_activation_applied_through_data_is_a_wrong_gradient_at_the_layer_it_
     for other in dr.findings:
         if other.symptom in ("vanishing_gradient", "exploding_gradient", "stalled_loss"):
             assert other.evidence["changed_outside_autograd"] == ["fc1", "fc2"]
+
+
+class BinaryCode(nn.Module):
+    """An autoencoder whose code is rounded to 0/1 with a straight-through estimator, written one of three ways."""
+
+    def __init__(self, spelling: str):
+        super().__init__()
+        torch.manual_seed(0)
+        self.spelling = spelling
+        self.enc = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8), nn.Sigmoid())
+        self.dec = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16))
+
+    def forward(self, x):
+        z = self.enc(x)
+        if self.spelling == "no detach":
+            code = z + (torch.round(z) - z)  # the gradient through `z +` and through `- z` cancel
+        elif self.spelling == "detached correction":
+            code = z + (torch.round(z) - z).detach()
+        else:
+            code = torch.round(z) - z.detach() + z
+        return self.dec(code)
+
+
+@pytest.mark.parametrize("spelling", ["no detach", "detached correction", "detached input"])
+def test_a_straight_through_estimator_without_its_detach_is_named_on_the_encoder_it_starves(spelling):
+    """`z + (round(z) - z)`: the forward is round(z), the gradient at z is g - g = 0, and the encoder never learns
+    (sweep 34: told as weights without effect, the STE one cause in a list). The subtraction reads z itself beside
+    the path to round: named, first, on the no_gradient finding, an error. Written with its detach either way, no
+    finding."""
+    model = BinaryCode(spelling)
+    x = torch.rand(128, 16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(30):
+            loss = nn.functional.mse_loss(model(x), x)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if spelling != "no detach":
+        assert [f for f in dr.findings if f.severity == "error"] == []
+        assert not [f for f in dr.findings if "cancelled_straight_through" in f.evidence]
+        return
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (f.where, f.severity) == ("enc", "error")
+    assert f.evidence["cancelled_straight_through"] == {"round": "enc.3"}
+    assert "(round(z) - z).detach()" in f.remedies[0] and "without its detach" in f.explanation

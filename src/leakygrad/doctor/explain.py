@@ -2986,6 +2986,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_norm_over_one_value(e["norm_over_one_value"]))
     if e.get("changed_outside_autograd"):
         _add_cause(finding, *_changed_outside_autograd(e["changed_outside_autograd"]))
+    if e.get("cancelled_straight_through"):
+        _add_cause(finding, *_cancelled_straight_through(e["cancelled_straight_through"]))
     if e.get("loss_multiplied_by") and e.get("scaler_never_unscaled"):
         _add_cause(finding, *_scaler_never_unscaled(e["loss_multiplied_by"]))
     elif e.get("loss_multiplied_by"):
@@ -3098,6 +3100,17 @@ def _norm_over_one_value(norms: list) -> tuple[str, str]:
         "no gradient passes back to the layers before.",
         "Normalise over several values: `nn.LayerNorm(C)` (or `nn.GroupNorm(g, C)` with g < C, or `nn.BatchNorm1d(C)`) "
         "for (N, C) features; GroupNorm(C, C) needs a spatial or time axis to normalise over.",
+    )
+
+
+def _cancelled_straight_through(ops: dict) -> tuple[str, str]:
+    op, after = next(iter(ops.items()))
+    return (
+        f"A straight-through estimator around `{op}` (after `{after}`) is written without its detach, "
+        f"`z + ({op}(z) - z)`: the forward gives {op}(z) as meant, but the gradient reaching z is +g through `z +`, "
+        f"0 through `{op}` and -g through `- z`, exactly 0. Nothing before it learns.",
+        f"Detach the correction: `z + ({op}(z) - z).detach()` (or `{op}(z) - z.detach() + z`), so that the backward "
+        "sees the identity.",
     )
 
 

@@ -1700,6 +1700,7 @@ def _scaler_never_unscaled(history: History) -> bool:
 # (the graph's or the layers' marks that explain a curve, each read on most recent sampled steps)
 CURVE_CAUSES = (
     "identity_activations", "softmax_into_squared_error", "batchnorm_never_estimated", "norm_over_one_value",
+    "cancelled_straight_through",
 )  # fmt: skip
 
 
@@ -1746,6 +1747,9 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
             for key in ("batchnorm_never_estimated", "norm_over_one_value"):
                 if key in causes:
                     f.evidence[key] = causes[key]
+        if f.symptom == "no_gradient" and "cancelled_straight_through" in causes:  # (what gets exactly 0 behind it)
+            f.evidence["cancelled_straight_through"] = causes["cancelled_straight_through"]
+            f.severity = "error"  # (nothing before it can learn: no design sets a gradient to exactly 0 this way)
         if outside and f.symptom in ("vanishing_gradient", "exploding_gradient", "stalled_loss", "diverging_loss"):
             f.evidence["changed_outside_autograd"] = outside  # (the gradients measured are not the loss's)
     return findings

@@ -184,6 +184,8 @@ class StepRecord:
     norm_over_one_value: list | None = None  # normalisation layers whose every group holds one value: output = bias
     # layer -> (share of exact zeros in its output that no recorded op made, the layer reading it): see the probe
     zeros_outside_autograd: dict | None = None
+    # a straight-through estimator without its detach, z + (round(z) - z): op -> the layer before it (z gets 0)
+    cancelled_straight_through: dict | None = None
     batchnorm_never_estimated: list | None = None  # batch norms run in eval mode with running statistics never
     # estimated (num_batches_tracked 0) on a training step: they normalise by mean 0 and variance 1, not at all
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph

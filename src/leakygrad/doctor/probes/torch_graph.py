@@ -1107,6 +1107,22 @@ def straight_through(gate, sums) -> bool:
     return False
 
 
+def cancelled_straight_through(gate, sums) -> bool:
+    """Whether a straight-through estimator around `gate` was written without its detach, `z + (round(z) - z)`: one of
+    the subtractions `sums` takes the op's input z itself (not `z.detach()`) from a path to the op. The forward is
+    round(z), but the gradient reaching z is +g through `z +`, 0 through the op and -g through `- z`: exactly 0."""
+    source = _gate_source(gate)
+    if source is None:
+        return False
+    for node in sums:
+        children = [child for child, _ in node.next_functions]
+        if op_name(node) != "sub" or len(children) != 2 or None in children:
+            continue
+        if beneath_scaling(children[1]) is source and _reaches(children[0], gate, 4):
+            return True
+    return False
+
+
 ZERO_DERIVATIVE = ("sign", "round", "floor", "ceil", "trunc")  # flat everywhere: their derivative is 0 where defined
 
 

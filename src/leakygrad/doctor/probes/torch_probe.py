@@ -1035,6 +1035,7 @@ class StepState:
     norm_over_one_value: dict = field(default_factory=dict)  # norm layers whose every group holds one value
     # layer -> (the layer whose product reads its output as made, share of exact zeros there: see zeros_among_live)
     zeros_outside_autograd: dict = field(default_factory=dict)
+    cancelled_straight_through: dict = field(default_factory=dict)  # op -> the layer before: z + (round(z) - z)
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
@@ -2484,6 +2485,10 @@ class TorchProbe:
                 gate = "relu6" if op == "hardtanh" and _relu_ceiling(node) == 6 else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
                 sums = graph_tools.additions(nodes) if sums is None else sums
+                if graph_tools.cancelled_straight_through(node, sums):  # (z + (round(z) - z): no detach, no gradient)
+                    upstream = graph_tools.nearest_upstream(node, names) or "input"
+                    state.cancelled_straight_through.setdefault(gate, upstream)
+                    continue  # (not a gate that blocks: the gradient around it cancels, told with what gets none)
                 if graph_tools.straight_through(node, sums) or (parameter is not None and parameter[1].numel() == 1):
                     continue  # bypassed by design; or a learnable scalar held in its range (CLIP's temperature)
                 if graph_tools.sparse_projection(node):
@@ -3404,6 +3409,7 @@ class TorchProbe:
         record.identity_activations = sorted(state.identity_activations) or None
         record.batchnorm_never_estimated = list(state.batchnorm_never_estimated) or None  # (in forward order)
         record.norm_over_one_value = list(state.norm_over_one_value) or None
+        record.cancelled_straight_through = dict(state.cancelled_straight_through) or None
         record.zeros_outside_autograd = {
             name: (value(share), reader) for name, (reader, share) in state.zeros_outside_autograd.items()
         } or None
