@@ -3834,3 +3834,37 @@ def test_a_straight_through_estimator_without_its_detach_is_named_on_the_encoder
     assert (f.where, f.severity) == ("enc", "error")
     assert f.evidence["cancelled_straight_through"] == {"round": "enc.3"}
     assert "(round(z) - z).detach()" in f.remedies[0] and "without its detach" in f.explanation
+
+
+class ArgmaxRouted(nn.Module):
+    """A top-1 mixture of experts that routes by argmax and does not weight the chosen expert's output."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.router = nn.Linear(4, 3)
+        self.experts = nn.ModuleList(nn.Linear(4, 1) for _ in range(3))
+
+    def forward(self, x):
+        choice = self.router(x).argmax(dim=1)  # an index: no gradient reaches the router
+        outputs = torch.stack([expert(x)[:, 0] for expert in self.experts], dim=1)
+        return outputs.gather(1, choice[:, None])[:, 0]
+
+
+def test_a_router_that_picks_by_argmax_is_told_that_an_index_carries_no_gradient():
+    """Sweep 34: a router that picks its expert by argmax got "no gradient, check its output is used, or remove the
+    module". Its output is used, through an index, which has no derivative: the text names argmax and topk, and the
+    remedy weights the chosen expert by its probability."""
+    model = ArgmaxRouted()
+    x = torch.randn(128, 4)
+    y = x.sum(1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert f.where == "router" and f.evidence["gradient"] == "none"
+    assert "`argmax`" in f.explanation and "argmax, topk" in f.remedies[1] and "p.gather" in f.remedies[1]

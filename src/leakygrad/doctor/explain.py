@@ -2160,7 +2160,9 @@ def explain_no_gradient(f: Finding):
     else:
         text += (
             " Something between them and the loss cuts the graph: `.detach()`, `torch.no_grad()`, `.item()` or "
-            "`.numpy()` and back, an integer cast, a comparison, or the layer's output is simply not used."
+            "`.numpy()` and back, an integer cast, a comparison, an index taken from it (`argmax`, the indices of "
+            "`topk`: a router that picks an expert by argmax and does not weight the expert's output by its "
+            "probability), or the layer's output is simply not used."
         )
     remedies = [
         "Remove the `.detach()` (or `no_grad`, or round trip through Python numbers) between this module and the loss.",
@@ -2172,6 +2174,11 @@ def explain_no_gradient(f: Finding):
             0,
             f"Check that `{f.where}`'s output is used on the way to the loss; if it is not (a branch the last block "
             "computes and nothing reads), remove the module.",
+        )
+        remedies.insert(
+            1,
+            f"If `{f.where}` chooses by index (argmax, topk), weight what it chooses by the probability it gives: "
+            "`p = softmax(scores, -1); idx = p.argmax(-1); out = expert[idx](x) * p.gather(-1, idx[:, None])`.",
         )
     return text, remedies
 
