@@ -3868,3 +3868,37 @@ def test_a_router_that_picks_by_argmax_is_told_that_an_index_carries_no_gradient
     [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
     assert f.where == "router" and f.evidence["gradient"] == "none"
     assert "`argmax`" in f.explanation and "argmax, topk" in f.remedies[1] and "p.gather" in f.remedies[1]
+
+
+class ReverseLayerF(torch.autograd.Function):
+    """DANN's gradient reversal layer, written with the minus sign lost: it passes the gradient on, scaled."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return 0.3 * grad_output
+
+
+class ScaleGradient(ReverseLayerF):
+    """The same backward under a name that says what it does: a gradient scaled down on purpose."""
+
+
+@pytest.mark.parametrize("function", [ReverseLayerF, GradientReversal, ScaleGradient])
+def test_a_gradient_reversal_whose_backward_lost_its_minus_sign_is_a_wrong_gradient(function):
+    """Sweep 35: a DANN whose `GradReverse.backward` returned `grad_output * lambd`, without the minus sign (target
+    accuracy 0.49 against 0.82), was "no leaks found": an identity forward is not tested against finite differences,
+    its backward being different on purpose. A Function named as a reversal has what its backward returns compared with
+    what it was given: the same direction, never the opposite one, is an error. A true reversal, and a gradient scaled
+    down by a Function that says so, are no finding."""
+    dr, _, _ = train_with(function)
+    named = [f for f in dr.findings if f.evidence.get("gradient_reversal_not_reversed")]
+    if function is not ReverseLayerF:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("wrong_gradient", "ReverseLayerF", "error", 0)
+    assert f.evidence["along_grad_output"] == pytest.approx(1.0) and f.evidence["site"] in ("net.0", "net.2")
+    assert "-ctx.lambd * grad_output" in f.remedies[0]

@@ -534,12 +534,31 @@ def _explain_zeros_outside_autograd(f: Finding):
     return text, remedies
 
 
+def _explain_reversal_not_reversed(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` (after `{e['site']}`) is named as a gradient reversal layer, but its backward passes the "
+        f"gradient it is given on in the same direction (cosine {fmt(e['along_grad_output'])} between what it "
+        f"returned and what it was given, on {e['tests']} test(s); a reversal gives -1). A reversal layer is the "
+        "identity forward and -lambda times the gradient backward: the layers before it then move to make the next "
+        "head's loss larger (to fool a domain classifier). Without the minus sign they make it smaller, helping the "
+        "head: the features learn to tell the domains apart, the opposite of what domain-adversarial training wants."
+    )
+    remedies = [
+        f"Negate the gradient in `{f.where}.backward`: `return -ctx.lambd * grad_output, None` (or "
+        "`grad_output.neg() * ctx.lambd`).",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, or a layer's output
     changed outside autograd."""
     e = f.evidence
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
+    if e.get("gradient_reversal_not_reversed"):
+        return _explain_reversal_not_reversed(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "

@@ -318,6 +318,10 @@ class History:
                 continue
             tally["tests"] += 1
             self._fold_against_forward(tally, test.get("against_forward"), record.step, test["after"])
+            if test.get("along_grad_output") is not None:  # (a gradient reversal: does it reverse?)
+                tally.setdefault("along_grad_output", []).append(
+                    (record.step, test["along_grad_output"], test["after"])
+                )
             tally["grad_output_one"] = tally["grad_output_one"] and test["grad_output_one"]
             # (every input that got a gradient: one input's constant gradient beside another's that uses grad_output
             # is an injection on purpose, such as an auxiliary loss's gradient of 1)

@@ -1308,6 +1308,32 @@ def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- a gradient reversal that does not reverse ----------------------------------------------------------------------
+def reversal_not_reversing_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A custom Function named as a gradient reversal (`GradReverse`, `ReverseLayerF`, `GRL`) whose backward passed
+    the gradient it was given on in the same direction (cosine above `reversal_along`) on a test, and never reversed
+    it: `return grad_output * lambd` with the minus sign lost. The domain-adversarial encoder then helps the domain
+    classifier instead of fooling it."""
+    findings = []
+    for name, tally in sorted(history.custom_backwards.items()):
+        tests = tally.get("along_grad_output")
+        if not tests or min(cosine for _, cosine, _ in tests) < 0:
+            continue
+        passed_on = [test for test in tests if test[1] >= t.reversal_along]
+        if not passed_on:
+            continue
+        step, cosine, after = passed_on[0]  # (the first test that saw it)
+        evidence = {
+            "custom_function": name,
+            "site": after or "input",
+            "gradient_reversal_not_reversed": True,
+            "along_grad_output": round(cosine, 3),
+            "tests": len(tests),
+        }
+        findings.append(Finding("wrong_gradient", name, step, "error", evidence))
+    return findings
+
+
 # --- a layer's output changed outside autograd ---------------------------------------------------------------------
 def zeros_outside_autograd_rule(history: History, t: Thresholds) -> list[Finding]:
     """A layer's output that the next layer's product reads with no operation between them in the graph, holding exact
@@ -3207,6 +3233,7 @@ RULES = (
     custom_backward_rule,
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,
+    reversal_not_reversing_rule,
     rounded_away_rule,
     symmetric_units_rule,
     growth_rule,

@@ -1629,6 +1629,25 @@ def _recomputed_nonfinite(node) -> bool:
 _NOT_CALLED_TWICE = {"autograd", "backward", "enable_grad", "set_grad_enabled", "step", "grad_fn", "requires_grad_"}
 
 
+GRADIENT_REVERSAL = re.compile(r"revers|revgrad|grl", re.IGNORECASE)  # GradReverse, ReverseLayerF, RevGrad, GRL
+
+
+def named_as_gradient_reversal(name: str) -> bool:
+    """Whether a custom Function's class name says it reverses the gradient (DANN's gradient reversal layer)."""
+    return bool(GRADIENT_REVERSAL.search(name))
+
+
+def along_grad_output(grad_inputs, grad_outputs) -> torch.Tensor | None:
+    """The cosine between the gradient a Function's backward returned for its first input and the gradient it was
+    given (of the same shape), or None: +1 passes it on, -1 reverses it."""
+    given = next((g for g in grad_outputs if isinstance(g, torch.Tensor)), None)
+    returned = next((g for g in grad_inputs if isinstance(g, torch.Tensor)), None)
+    if given is None or returned is None or given.shape != returned.shape or not given.is_floating_point():
+        return None
+    given, returned = given.detach().double().flatten(), returned.detach().double().flatten()
+    return torch.dot(given, returned) / (given.norm() * returned.norm()).clamp_min(1e-300)
+
+
 def custom_function(node, testable: bool = True) -> str | None:
     """The class name of the user's `torch.autograd.Function` whose backward `node` runs, when that backward may be
     called once more to test it: written outside PyTorch, with no autograd or optimiser calls in its code, and no

@@ -2753,7 +2753,7 @@ class TorchProbe:
         after = graph_tools.nearest_upstream(node, names)
         call = state.custom_calls.get(id(node))
         call = call if call is not None and call.node is node else None
-        state.custom_backwards[name] = [node, after, None, None, None, None, [], call, None]
+        state.custom_backwards[name] = [node, after, None, None, None, None, [], call, None, None]
         if given:
             node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
         if testable:
@@ -2783,6 +2783,9 @@ class TorchProbe:
             given = [g for g in grad_outputs if isinstance(g, torch.Tensor)]
             if given and all(g.numel() == 1 for g in given):  # (the loss itself: d loss / d loss = 1)
                 entry[5] = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
+            if graph_tools.named_as_gradient_reversal(name):  # (does it reverse what it is given, or pass it on?)
+                along = graph_tools.along_grad_output(grad_inputs, grad_outputs)
+                entry[9] = None if along is None else state.deferred.scalar(along)
         except Exception as error:
             self._fail("testing a custom Function's backward", error)
         call = entry[7]
@@ -3566,7 +3569,18 @@ class TorchProbe:
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
         record.custom_backwards = {}
-        for name, (_, after, flags, out_at, in_at, one_at, dropped, _, numbers_at) in state.custom_backwards.items():
+        for name, (
+            _,
+            after,
+            flags,
+            out_at,
+            in_at,
+            one_at,
+            dropped,
+            _,
+            numbers_at,
+            along_at,
+        ) in state.custom_backwards.items():
             if flags:  # (tested: the hook ran, and the backward could be called again)
                 record.custom_backwards[name] = {
                     "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
@@ -3579,6 +3593,7 @@ class TorchProbe:
                     "against_forward": None
                     if numbers_at is None
                     else graph_tools.backward_disagrees(vectors[numbers_at].tolist()),
+                    "along_grad_output": value(along_at),
                 }
             elif dropped:  # (not run again, but seen to return None for parameters given to it)
                 record.custom_backwards[name] = {"tested": False, "drops_parameters": dropped}
