@@ -2302,3 +2302,59 @@ def test_a_prediction_clamped_to_its_range_in_the_forward_is_a_blocked_gradient_
     assert (f.where, f.first_step) == ("clamp", 0) and f.severity in ("warning", "error")
     assert f.evidence["on_model_output"] and f.evidence["output_of"] == "rated"  # (the watched model, by its class)
     assert f.evidence["blocked_fraction"] > 0.2 and "clamp only when predicting" in f.remedies[0]
+
+
+class Bag(nn.Module):
+    """Sum of the token embeddings, the padding (id 20) masked out or not, with `padding_idx` one of 0, 20 or None."""
+
+    def __init__(self, padding_idx, masked: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.masked = masked
+        self.emb = nn.Embedding(21, 16, padding_idx=padding_idx)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        h = self.emb(x)
+        if self.masked:
+            h = h * (x != 20).float()[..., None]
+        return self.head(h.sum(1))
+
+
+def token_batches(n=128, length=12, seed=0):
+    """Ids 0-19 are words (the label: more 0s than 1s), 20 pads each sequence after its length."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 20, (n, length), generator=generator)
+    lengths = torch.randint(3, length, (n, 1), generator=generator)
+    x = torch.where(torch.arange(length)[None, :] < lengths, x, torch.full_like(x, 20))
+    return x, ((x == 0).sum(1) > (x == 1).sum(1)).long()
+
+
+@pytest.mark.parametrize(
+    "padding_idx, masked",
+    [(0, True), (20, True), (20, False), (None, True)],
+    ids=["real-word", "pad", "unmasked", "none"],
+)
+def test_a_padding_idx_that_names_a_real_token_is_a_blocked_gradient_at_the_embedding(padding_idx, masked):
+    """Sweep 35: `nn.Embedding(V + 1, d, padding_idx=0)` where 0 was a real word and the padding another id: the word's
+    row never learnt (accuracy 0.81 against 1.00), and nothing was said. The gradient at the embedding's output shows
+    it: some of it lands on id 0's positions, and the id the script masks out gets none at any of its positions.
+    The right padding_idx, masked or pooled with the rest, and no padding_idx, are no finding."""
+    model = Bag(padding_idx, masked)
+    x, y = token_batches()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "masked_id" in f.evidence]
+    if padding_idx != 0:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "emb", "error", 0)
+    assert f.evidence["padding_idx"] == 0 and f.evidence["masked_id"] == 20 and f.evidence["masked_share"] > 0.2
+    assert f.evidence["gradient_at_padding"] > 0.02 and "padding_idx=20" in f.remedies[0]

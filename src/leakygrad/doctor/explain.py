@@ -1765,6 +1765,24 @@ def _explain_hinge_on_zero_one_labels(f: Finding):
     return text, remedies
 
 
+def _explain_padding_idx_in_use(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` was made with `padding_idx={e['padding_idx']}`: the embedding never updates that row (its "
+        "gradient is set to 0), as fits a padding token. But id "
+        f"{e['padding_idx']} is a real token here: {pct(e['gradient_at_padding'])} of the gradient arriving at the "
+        f"embedding's output lands on its positions, the loss asking to move it, and it is thrown away. Meanwhile id "
+        f"{e['masked_id']}, on {pct(e['masked_share'])} of the positions, gets exactly no gradient at any of them: the "
+        "script masks it out, so that one is the padding. The real token keeps its random initial vector for the "
+        "whole run."
+    )
+    remedies = [
+        f"Give the embedding the padding id the data uses: `nn.Embedding(..., padding_idx={e['masked_id']})` (or "
+        f"none), so that id {e['padding_idx']} learns like the other tokens.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "outputs_alike" in e:
@@ -1797,6 +1815,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_soft_targets(f)
     if e.get("constant_loss_term"):
         return _explain_penalty_without_graph(f)
+    if "masked_id" in e:
+        return _explain_padding_idx_in_use(f)
     if "padding_of_kept" in e:
         return _explain_inverted_loss_mask(f)
     if "gradient_same_along_axis" in e:

@@ -203,6 +203,7 @@ class History:
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
+        self.padding_checks: list[tuple[int, dict]] = []  # ... (step, record.padding_checks) (likewise)
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -269,6 +270,8 @@ class History:
             self.attention.append((record.step, record.attention))
         if record.loss_mask is not None:
             self.loss_masks.append((record.step, record.loss_mask))
+        if record.padding_checks is not None:
+            self.padding_checks.append((record.step, record.padding_checks))
         self.records.append(record)
         self.records_seen += 1
 

@@ -1636,6 +1636,32 @@ def inverted_loss_mask_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "mul", history.loss_masks[0][0], "error", evidence)]
 
 
+# --- a padding_idx that names a real token ----------------------------------------------------------------------------
+def padding_idx_rule(history: History, t: Thresholds) -> list[Finding]:
+    """An embedding whose `padding_idx` is a real token, read from the gradient at its output on the first sampled
+    steps (median): `padding_gradient` or more of it (squared norm) arrives at the positions holding padding_idx,
+    whose row the embedding never updates, while another id, on `padding_elsewhere` or more of the positions, gets
+    exactly no gradient at any of them: the script masks that one out, the padding it means. The real token's row
+    keeps its initial values for the whole run."""
+    findings = []
+    for name in sorted({name for _, checks in history.padding_checks for name in checks}):
+        looks = [(step, checks[name]) for step, checks in history.padding_checks if name in checks]
+        at_padding = median([look["gradient_at_padding"] for _, look in looks])
+        silent_share = median([look["silent_share"] for _, look in looks])
+        silent_ids = {look["silent_id"] for _, look in looks}
+        if not (at_padding >= t.padding_gradient and silent_share >= t.padding_elsewhere and len(silent_ids) == 1):
+            continue
+        evidence = {
+            "padding_idx": looks[-1][1]["padding_idx"],
+            "gradient_at_padding": round(at_padding, 3),
+            "masked_id": silent_ids.pop(),
+            "masked_share": round(silent_share, 3),
+            "site": name,
+        }
+        findings.append(Finding("blocked_gradient", name, looks[0][0], "error", evidence))
+    return findings
+
+
 # --- attention saturated from the start -------------------------------------------------------------------------------
 def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
     """An attention's softmax whose rows were nearly one-hot on the first sampled steps (the median capacity of its
@@ -3223,6 +3249,7 @@ RULES = (
     hand_written_cell_rule,
     penalty_without_graph_rule,
     inverted_loss_mask_rule,
+    padding_idx_rule,
     gradientless_optimizer_rule,
     targets_out_of_reach_rule,
     gather_across_batch_rule,

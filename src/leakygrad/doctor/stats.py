@@ -165,6 +165,8 @@ class StepRecord:
     # a per-token loss's mask against the tokens an embedding with a padding_idx read (first sampled steps):
     # {"padding_idx", "padding_of_kept" (share of the kept positions that are padding), "real_kept" (of real tokens)}
     loss_mask: dict | None = None
+    # (first sampled steps) embedding -> the gradient at its output read at its padding_idx and at other ids
+    padding_checks: dict | None = None
     # a classifier's batch (a few sampled steps): {"batch", "classes", "distinct" (classes in it), "most_frequent"}
     batch_classes: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or

@@ -65,6 +65,7 @@ from leakygrad.doctor.probes.torch_stats import (
     norm,
     packed_time_step_norms,
     padding_by_time_step,
+    padding_idx_check,
     recurrent_unit_blocks,
     root_mean_square,
     share_outside,
@@ -110,6 +111,7 @@ CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
+PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -1080,6 +1082,10 @@ class StepState:
     # and of the share of the real tokens it keeps
     token_ids: tuple | None = None
     loss_mask: tuple | None = None
+    # embeddings with a padding_idx, on the first sampled steps: name -> (the ids they read, padding_idx); then
+    # name -> (padding_idx, deferred indices of `padding_idx_check`'s three numbers)
+    padding_ids: dict = field(default_factory=dict)
+    padding_checks: dict = field(default_factory=dict)
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
@@ -1345,6 +1351,7 @@ class TorchProbe:
         self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
+        self._padding_looks = 0  # ... on which an embedding's output gradient was read at its padding_idx
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1854,6 +1861,9 @@ class TorchProbe:
                     state.layer_spreads[name] = state.input_spread[1]
                 elif y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent and not info.kind.startswith("Embedding"):
                     state.layer_spreads[name] = state.deferred.scalar(spread_across_batch(y))
+            if info.kind == "Embedding" and self._padding_looks < PADDING_LOOKS and module.padding_idx is not None:
+                if args and isinstance(args[0], torch.Tensor) and name not in state.padding_ids:
+                    state.padding_ids[name] = (args[0], module.padding_idx)  # (read with the gradient at its output)
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
                     state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
@@ -1903,6 +1913,11 @@ class TorchProbe:
             grad = grad_outputs[output_nr]
             if grad is not None:
                 state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
+                if name in state.padding_ids and name not in state.padding_checks:
+                    ids, padding_idx = state.padding_ids[name]
+                    found = padding_idx_check(grad, ids, padding_idx)
+                    if found is not None:
+                        state.padding_checks[name] = (padding_idx, *map(state.deferred.scalar, found))
         except Exception as error:
             if not _not_dense(grad_outputs):  # (the gradient of a sparse or nested output: unmeasured)
                 self._fail("output gradient hook", error)
@@ -3476,6 +3491,18 @@ class TorchProbe:
             for site, same_at in state.attention_gradient.items():
                 if site in record.attention:
                     record.attention[site]["gradient_same_along_axis"] = value(same_at)
+        if state.padding_ids:
+            self._padding_looks += 1
+        if state.padding_checks:
+            record.padding_checks = {
+                name: {
+                    "padding_idx": padding_idx,
+                    "gradient_at_padding": value(at_padding),
+                    "silent_id": int(value(silent_id)),
+                    "silent_share": value(silent_share),
+                }
+                for name, (padding_idx, at_padding, silent_id, silent_share) in state.padding_checks.items()
+            }
         if state.loss_mask is not None:
             padding_idx, padding_at, real_at = state.loss_mask
             record.loss_mask = {

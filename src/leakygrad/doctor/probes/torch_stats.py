@@ -499,6 +499,25 @@ def share_outside(target: torch.Tensor, bounds: list) -> torch.Tensor:
     return outside.float().mean()
 
 
+def padding_idx_check(grad: torch.Tensor, ids: torch.Tensor, padding_idx: int) -> tuple[torch.Tensor, ...] | None:
+    """What the gradient at an embedding's output says of its `padding_idx`, on the device: the share of its squared
+    norm at the positions holding padding_idx (the loss wants to move that row, which the embedding never updates);
+    and, among the other ids, the one whose every position got exactly no gradient (masked out: the padding the
+    script means) with the largest share of the positions, and that share. None when the shapes do not match."""
+    ids = ids.reshape(-1)
+    if ids.numel() == 0 or grad.numel() % ids.numel() or ids.dtype not in (torch.int32, torch.int64):
+        return None
+    squares = grad.detach().reshape(ids.numel(), -1).float().pow(2).sum(dim=1)
+    at_padding = (squares * (ids == padding_idx)).sum() / squares.sum().clamp_min(torch.finfo(torch.float32).tiny)
+    counts = torch.bincount(ids)
+    silent_counts = torch.bincount(ids[squares == 0], minlength=counts.numel())
+    silent = (silent_counts == counts) & (counts > 0)
+    if padding_idx < counts.numel():
+        silent[padding_idx] = False
+    silent_positions = counts * silent
+    return at_padding, silent_positions.argmax(), silent_positions.max() / ids.numel()
+
+
 def zeros_among_live(x: torch.Tensor) -> torch.Tensor:
     """The share of exact zeros among the entries of `x` (N, units, ...) whose example and whose unit are nonzero
     somewhere, on its device. A layer's output holds such zeros only if something set them: an empty example (all
