@@ -2209,8 +2209,13 @@ def test_cosine_embedding_loss_given_zero_for_different_pairs_is_a_blocked_gradi
     [
         ("zero_one", lambda f, y: torch.clamp(1 - y * f, min=0).mean()),
         ("zero_one", lambda f, y: F.relu(1.0 - f.view(-1, 1) * y.unsqueeze(1)).pow(2).mean()),  # squared, f * y
+        ("zero_one", lambda f, y: F.relu(1 - 0.5 * (y * f) * 2).mean()),  # (a product with numbers around it)
         ("plus_minus_one", lambda f, y: torch.clamp(1 - y * f, min=0).mean()),
         ("plus_minus_one", lambda f, y: F.relu(1.0 - f * y).mean()),
+        # a mask of 0s and 1s beside ±1 labels (examples left out on purpose), and a batch-all triplet loss's mask of
+        # valid triplets under the hinge with no margin subtracted: neither is a hinge's labels
+        ("plus_minus_one", lambda f, y: F.relu(1.0 - y * f * (torch.arange(len(f)) % 3 > 0).float()).mean()),
+        ("plus_minus_one", lambda f, y: F.relu((torch.arange(len(f)) % 3 > 0).float() * (0.5 - f)).mean()),
     ],
 )
 def test_a_hinge_given_labels_of_0_and_1_is_a_blocked_gradient_with_the_share_of_zeros(labels, hinge):
@@ -2237,7 +2242,7 @@ def test_a_hinge_given_labels_of_0_and_1_is_a_blocked_gradient_with_the_share_of
         assert named == [] and not [f for f in dr.findings if f.severity == "error"]
         return
     [f] = named
-    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", f.where, "error", 0)
+    assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
     assert f.where in ("clamp", "relu") and 0.4 < f.evidence["zero_labels"] < 0.6
     assert "2 * y - 1" in f.remedies[0] and "labels y are 0 or 1" in f.explanation
 
@@ -2269,7 +2274,21 @@ class ClampedDecoder(nn.Module):
         return self.net(x).clamp(0, 1)
 
 
-@pytest.mark.parametrize("case", ["clamped rating", "rating", "clamped image"])
+class NonNegative(nn.Module):
+    """A regression whose prediction is kept non-negative in the forward, by a floor at 0 (a ReLU by another name)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.net(x)[:, 0].clamp(min=0)
+
+
+@pytest.mark.parametrize(
+    "case", ["clamped rating", "hardtanh module", "clamped in the loss", "rating", "clamped image", "floor at 0"]
+)
 def test_a_prediction_clamped_to_its_range_in_the_forward_is_a_blocked_gradient_at_the_models_output(case):
     """`pred.clamp(1, 5)` in the model's forward, trained with a squared error: every example whose prediction lies
     outside [1, 5] gets no gradient, and nothing brings it back (sweep 33: a rating model, 26-59% blocked, RMSE 1.67
@@ -2278,10 +2297,26 @@ def test_a_prediction_clamped_to_its_range_in_the_forward_is_a_blocked_gradient_
     quarter of its pixels start blocked, and by the recent steps 6%, the rest outside [0, 1] matching their targets
     (a pixel of 0 predicted below 0 gets no gradient to block)."""
     torch.manual_seed(0)
+    loss_of = F.mse_loss
     if case == "clamped image":
         model, steps, lr = ClampedDecoder(), 200, 1e-2
         x = (torch.rand(256, 16) > 0.5).float()
         target = x
+    elif case == "floor at 0":
+        model, steps, lr = NonNegative(), 60, 1e-3
+        x = torch.randn(256, 8)
+        target = F.softplus(1.5 * x[:, 0] - 1)
+    elif case in ("hardtanh module", "clamped in the loss"):  # (the clamp as the last module, or in the loss)
+        torch.manual_seed(0)
+        model, steps, lr = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1)), 60, 1e-3
+        nn.init.normal_(model[2].weight, std=3.0)
+        nn.init.constant_(model[2].bias, 3.0)
+        if case == "hardtanh module":
+            model.append(nn.Hardtanh(1, 5))
+        else:
+            loss_of = lambda prediction, target: F.mse_loss(prediction.clamp(1, 5), target)  # noqa: E731
+        x = torch.randn(256, 8)
+        target = (3 + x[:, 0]).round().clamp(1, 5)[:, None]
     else:
         model, steps, lr = Rated(clamp=case == "clamped rating"), 60, 1e-3
         x = torch.randn(256, 8)
@@ -2289,18 +2324,19 @@ def test_a_prediction_clamped_to_its_range_in_the_forward_is_a_blocked_gradient_
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     with doctor.watch(model, optimizer, every=2) as dr:
         for _ in range(steps):
-            loss = F.mse_loss(model(x), target)
+            loss = loss_of(model(x), target)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     assert dr.notes == []
     named = [f for f in dr.findings if f.symptom == "blocked_gradient"]
-    if case != "clamped rating":
+    if case not in ("clamped rating", "hardtanh module", "clamped in the loss"):
         assert named == []
         return
     [f] = named
-    assert (f.where, f.first_step) == ("clamp", 0) and f.severity in ("warning", "error")
-    assert f.evidence["on_model_output"] and f.evidence["output_of"] == "rated"  # (the watched model, by its class)
+    assert f.where in ("clamp", "hardtanh") and f.first_step == 0 and f.severity in ("warning", "error")
+    made_by = {"clamped rating": "rated", "hardtanh module": "3", "clamped in the loss": "2"}[case]
+    assert f.evidence["output_of"].rpartition(".")[2] == made_by  # (the watched model, by its class; or its layer)
     assert f.evidence["blocked_fraction"] > 0.2 and "clamp only when predicting" in f.remedies[0]
 
 

@@ -3757,6 +3757,48 @@ class ThroughData(nn.Module):
         return self.fc3(h)
 
 
+class TokenMLP(nn.Module):
+    """Layers over (batch, tokens, features): a ReLU through `.data` between them; or (`padded`) a bias-free layer
+    over tokens padded with zeros, whose output is 0 at the padding and negative elsewhere, read by the next."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        torch.manual_seed(0)
+        self.how = how
+        self.fc1 = nn.Linear(8, 32, bias=how != "padded")
+        self.fc2 = nn.Linear(32, 1)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if self.how == "data":
+            h.data.clamp_(min=0)
+        return self.fc2(h).mean(dim=1)
+
+
+@pytest.mark.parametrize("how", ["data", "padded"])
+def test_an_activation_through_data_on_tokens_is_named_and_zero_padding_is_not(how):
+    """The review: a Linear on (B, T, D) is named at the view over its product, and was missed; a bias-free layer
+    over zero-padded tokens has 40% exact zeros read by the next layer, and was a false error. What a ReLU leaves is
+    zeros and no negatives; a layer's own output over padding has both."""
+    model = TokenMLP(how)
+    x = torch.randn(64, 10, 8)
+    x[:, 6:] = 0  # (padding)
+    y = x[:, :6, 0].mean(dim=1, keepdim=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.symptom == "wrong_gradient"]
+    if how == "padded":
+        assert named == []
+        return
+    [f] = named
+    assert f.where == "fc1" and 0.3 < f.evidence["zeros_outside_autograd"] < 0.7
+
+
 @pytest.mark.parametrize("how", ["data", "relu", "linear", "pruned"])
 def test_an_activation_applied_through_data_is_a_wrong_gradient_at_the_layer_it_changed(how):
     """`h = fc1(x); h.data.clamp_(min=0)`: the forward is a ReLU, the backward the identity (sweep 33: told as an
@@ -3803,6 +3845,8 @@ class BinaryCode(nn.Module):
         z = self.enc(x)
         if self.spelling == "no detach":
             code = z + (torch.round(z) - z)  # the gradient through `z +` and through `- z` cancel
+        elif self.spelling == "no detach, the other way":
+            code = z - (z - torch.round(z))
         elif self.spelling == "detached correction":
             code = z + (torch.round(z) - z).detach()
         else:
@@ -3810,7 +3854,7 @@ class BinaryCode(nn.Module):
         return self.dec(code)
 
 
-@pytest.mark.parametrize("spelling", ["no detach", "detached correction", "detached input"])
+@pytest.mark.parametrize("spelling", ["no detach", "no detach, the other way", "detached correction", "detached input"])
 def test_a_straight_through_estimator_without_its_detach_is_named_on_the_encoder_it_starves(spelling):
     """`z + (round(z) - z)`: the forward is round(z), the gradient at z is g - g = 0, and the encoder never learns
     (sweep 34: told as weights without effect, the STE one cause in a list). The subtraction reads z itself beside
@@ -3826,7 +3870,7 @@ def test_a_straight_through_estimator_without_its_detach_is_named_on_the_encoder
             loss.backward()
             optimizer.step()
     assert dr.notes == []
-    if spelling != "no detach":
+    if not spelling.startswith("no detach"):
         assert [f for f in dr.findings if f.severity == "error"] == []
         assert not [f for f in dr.findings if "cancelled_straight_through" in f.evidence]
         return
@@ -3902,3 +3946,112 @@ def test_a_gradient_reversal_whose_backward_lost_its_minus_sign_is_a_wrong_gradi
     assert (f.symptom, f.where, f.severity, f.first_step) == ("wrong_gradient", "ReverseLayerF", "error", 0)
     assert f.evidence["along_grad_output"] == pytest.approx(1.0) and f.evidence["site"] in ("net.0", "net.2")
     assert "-ctx.lambd * grad_output" in f.remedies[0]
+
+
+class SkipStack(nn.Module):
+    """WaveNet's shape: each block gives a skip output, summed for the prediction, and a residual one for the next
+    block. The last block's residual output reaches nothing, as in many implementations; or (`cut`) a middle block's
+    residual is detached."""
+
+    def __init__(self, cut: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.cut = cut
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict({"hidden": nn.Linear(16, 16), "skip": nn.Linear(16, 1), "res": nn.Linear(16, 16)})
+            for _ in range(4)
+        )
+
+    def forward(self, x):
+        total = 0
+        for i, block in enumerate(self.blocks):
+            h = torch.tanh(block["hidden"](x))
+            total = total + block["skip"](h)
+            res = block["res"](h)
+            x = x + (res.detach() if self.cut and i == 1 else res)
+        return total
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_the_last_blocks_unused_output_layer_is_a_warning_and_a_cut_in_the_middle_an_error(cut):
+    """Sweep 35's healthy N-BEATS and WaveNet: the last block's backcast or residual layer feeds nothing, so it never
+    gets a gradient; that was an error, failing `--fail-on error` on a faithful implementation. The last copy of a
+    submodule repeated along a stack, whose earlier copies all get gradients, is a dead end built in: a warning that
+    says so. A copy in the middle cut off by a detach stays an error."""
+    model = SkipStack(cut)
+    x, y = torch.randn(64, 16), torch.randn(64, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = {f.where: f for f in dr.findings if f.symptom == "no_gradient"}
+    if cut:  # (the detached copy is no dead end of the stack; the last one, beside it, is not judged one either)
+        assert sorted(named) == ["blocks.1.res", "blocks.3.res"]
+        assert all(f.severity == "error" and "last_of_stack" not in f.evidence for f in named.values())
+        return
+    [last] = named.values()
+    assert (last.where, last.severity) == ("blocks.3.res", "warning")
+    assert last.evidence["last_of_stack"] == {"stack": "blocks", "submodule": "res", "copies": 4}
+    assert "the last block has no next" in last.explanation
+
+
+class PenalisedWithAnUnusedHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+        self.aux = nn.Linear(16, 1)  # (never called)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def test_a_range_penalty_is_no_straight_through_estimator_for_an_unused_head():
+    """The review: `(pred.clamp(0, 1) - pred) ** 2` in the loss beside a head that never runs made the head's
+    no_gradient an error blamed on a straight-through estimator around the clamp. Only ops flat everywhere (round,
+    sign) make one, and only what gets exactly 0 (not None) is told so."""
+    model = PenalisedWithAnUnusedHead()
+    x, y = torch.randn(64, 8), torch.rand(64, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            prediction = model(x)
+            loss = nn.functional.mse_loss(prediction, y) + ((prediction.clamp(0, 1) - prediction) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (f.where, f.severity) == ("aux", "warning") and "cancelled_straight_through" not in f.evidence
+
+
+class SometimesEmpty(nn.Module):
+    """A bottleneck that some steps give no example at all (a mixture's expert that nothing was routed to)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.down, self.up, self.out = nn.Linear(8, 4), nn.Linear(4, 8), nn.Linear(8, 1)
+
+    def forward(self, x, chosen):
+        h = x.clone()
+        h[chosen] = self.up(self.down(x[chosen]))
+        return self.out(h)
+
+
+def test_a_layer_given_no_example_on_some_steps_leaves_no_internal_note():
+    """The review: two layers in a row given an empty batch made the zeros check fail (`reshape(0, -1)`), and the
+    step's whole graph walk was dropped with an internal note."""
+    model = SometimesEmpty()
+    x, y = torch.randn(32, 8), torch.randn(32, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for step in range(10):
+            chosen = torch.zeros(32, dtype=torch.bool) if step % 2 else torch.arange(32) < 16
+            loss = nn.functional.mse_loss(model(x, chosen), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []

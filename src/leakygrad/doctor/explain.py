@@ -1755,9 +1755,14 @@ def _explain_hinge_on_zero_one_labels(f: Finding):
         f"{pct(e['zero_labels'])} of them are 0. A hinge expects -1 and +1. For y = 0 the term is "
         "max(0, m - 0 f) = m whatever the score f is, and its derivative with respect to f is -y = 0: those "
         "examples give the loss a constant and the model no gradient. Only the examples labelled 1 push, all in one "
-        "direction, so the model learns to score everything as positive, and once those scores pass the margin the "
-        f"hinge blocks them too ({pct(e['blocked_fraction'])} of the gradient entering it leaves as zero)."
+        "direction, so the model learns to score everything as positive"
     )
+    if e["blocked_fraction"] >= 0.05:
+        text += (
+            ", and once those scores pass the margin the hinge blocks them too "
+            f"({pct(e['blocked_fraction'])} of the gradient entering it leaves as zero)"
+        )
+    text += "."
     remedies = [
         "Map the labels to -1/+1 before the loss: `y = 2 * y - 1` (or `torch.where(y > 0, 1.0, -1.0)`).",
         "Or keep the 0/1 labels and use a loss made for them: `F.binary_cross_entropy_with_logits(f, y)`.",
@@ -1842,7 +1847,8 @@ def explain_blocked_gradient(f: Finding):
             "learns from a few examples only."
         )
         remedies.append(
-            "Mine harder examples (semi-hard or hardest negatives in the batch), or lower the margin, so that more "
+            "Mine harder examples (semi-hard or hardest negatives in the batch), or raise the margin (a hinge "
+            "max(0, margin - gap) passes gradient for every example whose gap is below it), so that more "
             "of each batch carries gradient."
         )
         remedies.append("Or use a smooth version of the hinge: softplus(margin + d_pos - d_neg).")
@@ -2185,6 +2191,8 @@ def explain_no_gradient(f: Finding):
             "transform), move it before backward() or after step().",
         ]
         return text, remedies
+    if e.get("last_of_stack"):
+        return _explain_dead_end_at_stack_end(f)
     text = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a gradient "
         f"(None or exactly zero) in {e['sampled_steps_checked']} sampled steps: the backward pass never reaches them, "
@@ -2214,11 +2222,30 @@ def explain_no_gradient(f: Finding):
             f"Check that `{f.where}`'s output is used on the way to the loss; if it is not (a branch the last block "
             "computes and nothing reads), remove the module.",
         )
+    if not cuts and not e.get("forward_ran"):  # (it ran, with gradients on: read through an index, perhaps)
         remedies.insert(
             1,
             f"If `{f.where}` chooses by index (argmax, topk), weight what it chooses by the probability it gives: "
             "`p = softmax(scores, -1); idx = p.argmax(-1); out = expert[idx](x) * p.gather(-1, idx[:, None])`.",
         )
+    return text, remedies
+
+
+def _explain_dead_end_at_stack_end(f: Finding):
+    stack = f.evidence["last_of_stack"]
+    suffix = stack["submodule"]
+    text = (
+        f"`{f.where}` never gets a gradient, though it runs with gradients on and nothing cuts the graph. It is the "
+        f"last of {stack['copies']} copies of `{suffix}` along `{stack['stack']}`, and every copy before it gets "
+        "one: each block's copy feeds the next block, and the last block has no next, so what it computes reaches "
+        "nothing. A "
+        "dead end built into the stack (N-BEATS's last backcast, WaveNet's last residual projection): the rest "
+        "learns as it should, and these parameters are wasted work, not a leak."
+    )
+    remedies = [
+        f"Build the last block without `{suffix}` (or skip it in the last block's forward), or leave it: the "
+        "training does not depend on it.",
+    ]
     return text, remedies
 
 

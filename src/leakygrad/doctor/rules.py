@@ -10,6 +10,7 @@ from the first sampled step after which the condition held nearly all the time (
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -1799,7 +1800,8 @@ def add_run_evidence(findings: list[Finding], history: History, t: Thresholds) -
             for key in ("batchnorm_never_estimated", "norm_over_one_value"):
                 if key in causes:
                     f.evidence[key] = causes[key]
-        if f.symptom == "no_gradient" and "cancelled_straight_through" in causes:  # (what gets exactly 0 behind it)
+        zeroed = f.symptom == "no_gradient" and f.evidence.get("gradient") == "exactly zero"
+        if zeroed and "cancelled_straight_through" in causes:  # (what gets exactly 0 behind it, not None)
             f.evidence["cancelled_straight_through"] = causes["cancelled_straight_through"]
             f.severity = "error"  # (nothing before it can learn: no design sets a gradient to exactly 0 this way)
         if outside and f.symptom in ("vanishing_gradient", "exploding_gradient", "stalled_loss", "diverging_loss"):
@@ -2146,7 +2148,9 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         last = next(r.ops[key] for r in reversed(recent) if key in r.ops)
         severity = _grade(fraction, t.blocked_warning, t.blocked_error, below=False)
         zero_labels = _zero_labels(recent, key) if last.floor_at_zero and last.site == "loss" else None
+        # (the prediction itself clamped to a range: made so by the model, or read so by the loss)
         clamped_output = last.site.startswith("the model's output") and last.op != "relu"
+        clamped_output = clamped_output or (last.site == "loss" and last.reads is not None and not last.floor_at_zero)
         if zero_labels is not None and zero_labels >= t.zero_labels:
             severity = "error"  # a hinge over 0/1 labels: y = 0 makes max(0, m - 0 f) = m, a constant, for those
         elif last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
@@ -2154,16 +2158,21 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
                 continue  # every example past the margin, the loss at its floor of 0: learnt, not leaking
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
         elif clamped_output:
-            # the prediction clamped to a range in the training forward: no example outside it comes back
+            # the prediction clamped to a range in training: no example outside it comes back, unless the loss fell
+            # far all the same (an image kept in [0, 1]: the pixels outside are those already near their targets)
             severity = _grade(fraction, t.clamped_output_warning, t.clamped_output_error, below=False)
+            learnt = _loss_learnt(history)
+            if learnt is not None and learnt <= t.margin_learning:
+                severity = None
         elif last.floor_at_zero and severity == "warning" and not last.site.startswith("the model's output"):
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
         if severity is None:
             continue
-        line = t.clamped_output_warning if clamped_output else t.blocked_warning
-        holds = lambda r, key=key, line=line: r.ops[key].blocked_fraction > line if key in r.ops else None  # noqa: E731
         if zero_labels is not None and zero_labels >= t.zero_labels:  # (wrong from the first step: the labels are)
-            holds = lambda r, key=key: (r.ops[key].zero_labels or 0) >= t.zero_labels if key in r.ops else None  # noqa: E731
+            holds = functools.partial(_labels_zero_one, key=key, line=t.zero_labels)
+        else:
+            line = t.clamped_output_warning if clamped_output else t.blocked_warning
+            holds = functools.partial(_blocks_past, key=key, line=line)
         first = onset(history.healthy_records(), holds, t.persistence)
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
         if last.floor_at_zero:
@@ -2180,6 +2189,16 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )
     return _one_for_all_dropouts(findings)
+
+
+def _blocks_past(record: StepRecord, key: str, line: float) -> bool | None:
+    """Whether the gating op `key` blocked more than `line` of its gradient on this sampled step (None: not seen)."""
+    return record.ops[key].blocked_fraction > line if key in record.ops else None
+
+
+def _labels_zero_one(record: StepRecord, key: str, line: float) -> bool | None:
+    """Whether the hinge `key` read labels of 0 and 1 with at least `line` of zeros on this sampled step."""
+    return (record.ops[key].zero_labels or 0) >= line if key in record.ops else None
 
 
 def _zero_labels(recent: list, key: str) -> float | None:
@@ -2396,7 +2415,33 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         if module == "(model)":
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
-    return _zero_factors_together(findings, history)
+    return _dead_ends_at_stack_ends(_zero_factors_together(findings, history), history)
+
+
+_INDEXED = re.compile(r"(.*)\.(\d+)\.(.+)")  # `blocks.5.res`: a submodule of the 6th of a stack of blocks
+
+
+def _dead_ends_at_stack_ends(findings: list[Finding], history: History) -> list[Finding]:
+    """A module with no gradient (None, nothing cut) that is the last of a submodule repeated along a stack of blocks,
+    whose copies in the blocks before it do get one (`blocks.5.theta_b` after `blocks.0-4.theta_b`): each block's copy
+    feeds the next block, and the last block has no next. A dead end built into the stack (N-BEATS's last backcast,
+    WaveNet's last residual projection), harmless to the rest: a warning."""
+    silent = {f.where for f in findings if f.symptom == "no_gradient"}
+    modules = set(history.param_module.values())
+    for f in findings:
+        e = f.evidence
+        match = _INDEXED.fullmatch(f.where)
+        if f.symptom != "no_gradient" or match is None or e.get("gradient") != "none" or e.get("graph_cuts"):
+            continue
+        if e.get("blocking_op") or e.get("forward_ran"):
+            continue
+        prefix, index, suffix = match.group(1), int(match.group(2)), match.group(3)
+        siblings = [f"{prefix}.{i}.{suffix}" for i in range(index)]
+        last = f"{prefix}.{index + 1}.{suffix}" not in modules
+        if index >= 1 and last and all(sibling in modules and sibling not in silent for sibling in siblings):
+            f.severity = "warning"
+            e["last_of_stack"] = {"stack": prefix, "submodule": suffix, "copies": index + 1}
+    return findings
 
 
 _REVERSE_RECURRENCE = re.compile(r".*\.weight_hh_l\d+_reverse")  # a bidirectional RNN's reverse hidden-to-hidden

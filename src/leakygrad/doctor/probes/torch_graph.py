@@ -1108,18 +1108,20 @@ def straight_through(gate, sums) -> bool:
 
 
 def cancelled_straight_through(gate, sums) -> bool:
-    """Whether a straight-through estimator around `gate` was written without its detach, `z + (round(z) - z)`: one of
-    the subtractions `sums` takes the op's input z itself (not `z.detach()`) from a path to the op. The forward is
-    round(z), but the gradient reaching z is +g through `z +`, 0 through the op and -g through `- z`: exactly 0."""
-    source = _gate_source(gate)
+    """Whether a straight-through estimator around `gate`, an op whose derivative is 0 everywhere (round, sign), was
+    written without its detach, `z + (round(z) - z)` or `z - (z - round(z))`: one of the subtractions `sums` takes
+    the op's input z itself (not `z.detach()`) and a path to the op, one from the other. The forward is round(z), but
+    the gradient reaching z is +g through the outer `z`, 0 through the op and -g through the inner one: exactly 0."""
+    source = _gate_source(gate) if op_name(gate) in ZERO_DERIVATIVE else None
     if source is None:
         return False
     for node in sums:
         children = [child for child, _ in node.next_functions]
         if op_name(node) != "sub" or len(children) != 2 or None in children:
             continue
-        if beneath_scaling(children[1]) is source and _reaches(children[0], gate, 4):
-            return True
+        for one, other in (children, children[::-1]):
+            if beneath_scaling(one) is source and _reaches(other, gate, 4):
+                return True
     return False
 
 
@@ -1218,8 +1220,13 @@ def layer_output_read_as_made(node, names) -> tuple[str, torch.Tensor] | None:
     if child is None:
         return None
     made_by = beneath_reshapes(child)
-    name = names.get(child) or names.get(made_by)
-    if name is None or op_name(made_by) not in LAYER_PRODUCTS:
+    if op_name(made_by) not in LAYER_PRODUCTS:
+        return None
+    name = None  # (a Linear on 3-D input is named at the view over its product: look at every level)
+    while name is None and child is not None:
+        name = names.get(child)
+        child = None if child is made_by else next((c for c, _ in child.next_functions if c is not None), None)
+    if name is None:
         return None
     saved = saved_value(node, entry[1])
     return (name, saved) if isinstance(saved, torch.Tensor) and saved.is_floating_point() else None
@@ -1230,23 +1237,27 @@ MARGIN_TERMS = ("rsub", "sub", "add", "neg", "view", "reshape", "_unsafe_view", 
 
 def label_factor(hinge) -> torch.Tensor | None:
     """The constant factor y of the product y * f that a margin loss's hinge max(0, m - y f) reads, through the
-    margin's subtraction, negations and reshapes: the labels, as the product's node saved them. None when the hinge
-    reads no such product (a triplet loss's distances), or when both factors carry gradient."""
-    frontier = [hinge]
-    for _ in range(4):
+    margin's subtraction, negations, reshapes and constant factors: the labels, as the product's node saved them.
+    None when the hinge reads no such product (a triplet loss's distances), when no subtraction lies between them
+    (`relu(mask * t)`: a mask of valid triplets, no labels), or when both factors carry gradient. A product of a
+    constant with another product (`y * f * mask`) is looked into: the labels are the factor beside the score."""
+    frontier = [(child, False) for child, _ in hinge.next_functions if child is not None]  # (node, subtracted above)
+    for _ in range(6):
         next_frontier = []
-        for node in frontier:
-            for child, _ in node.next_functions:
-                if child is None:
+        for node, subtracted in frontier:
+            op, factors = op_name(node), [child for child, _ in node.next_functions]
+            if op == "mul" and len(factors) == 2 and subtracted and factors.count(None) == 1:
+                constant = factors.index(None)
+                other = factors[1 - constant]
+                if op_name(beneath_reshapes(other)) == "mul":  # (the score is further in: y * f * mask)
+                    next_frontier.append((beneath_reshapes(other), subtracted))
                     continue
-                op = op_name(child)
-                if op == "mul":
-                    constant = [i for i, (grand, _) in enumerate(child.next_functions) if grand is None]
-                    if len(constant) == 1:  # (y * f: the node keeps y to give f its gradient, grad * y)
-                        labels = saved_value(child, "_saved_self" if constant[0] == 0 else "_saved_other")
-                        return labels if isinstance(labels, torch.Tensor) else None
-                elif op in MARGIN_TERMS:
-                    next_frontier.append(child)
+                # (y * f: the node keeps y to give f its gradient, grad * y)
+                labels = saved_value(node, "_saved_self" if constant == 0 else "_saved_other")
+                return labels if isinstance(labels, torch.Tensor) else None
+            if op in MARGIN_TERMS or (op == "mul" and len(factors) == 1):  # (a product with a number: 0.5 * y f)
+                below = subtracted or op in ("rsub", "sub", "neg")
+                next_frontier.extend((child, below) for child in factors if child is not None)
         frontier = next_frontier
     return None
 

@@ -93,6 +93,7 @@ DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropou
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 CLASS_SCORE_LOSSES = {"nll_loss", "log_softmax", "binary_cross_entropy_with_logits", "multilabel_soft_margin_loss"}
 NORMS_OVER_SAMPLES = (nn.GroupNorm, nn.LayerNorm)  # (an InstanceNorm over one value raises in training)
+CLAMPS = ("clamp", "clamp_min", "clamp_max", "clip", "hardtanh")  # a clamp to a range, however it is called
 MODEL_OUTPUT = "the model's output, made by"  # a blocking op's site when it makes the watched model's own output
 UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units, ...): each unit's row reads every input
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
@@ -934,6 +935,20 @@ class OutputMemory:
         self.outputs.clear()
 
 
+@dataclass
+class GateTally:
+    """One gating op's site on a sampled step: what its gradient hooks measure, and what the graph walk read of it."""
+
+    op: str
+    site: str
+    floor: bool  # its lower bound is 0 (graph_tools.floors_at_zero)
+    reads: str | None  # (on the loss) the weighted layer whose output it reads directly
+    pairs: list = field(default_factory=list)  # (deferred blocked, deferred arriving) per call
+    elements: int = 0
+    hinge_at: int | None = None  # (a margin loss's hinge) deferred mean of its output
+    zero_labels_at: int | None = None  # ... deferred share of its labels that are 0, all being 0 or 1 (else -1)
+
+
 class Ticket:
     """What a sampled step's hooks hold: the step's state, until the step ends (then None).
 
@@ -988,7 +1003,7 @@ class StepState:
     looped_calls: dict = field(default_factory=dict)
     loss_reads: set = field(default_factory=set)  # modules whose outputs the loss reads directly (no module between)
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
-    gates: dict = field(default_factory=dict)  # "op@site" -> [op, site, [(blocked idx, arriving idx)], elements, floor]
+    gates: dict = field(default_factory=dict)  # "op@site" -> GateTally
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
@@ -1952,9 +1967,9 @@ class TorchProbe:
             if grad_in is None or grad_out is None or grad_in.shape != grad_out.shape:
                 return
             blocked, arriving = blocked_fraction(grad_in, grad_out)
-            entry = state.gates[key]
-            entry[2].append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
-            entry[3] += grad_out.numel()
+            tally = state.gates[key]
+            tally.pairs.append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
+            tally.elements += grad_out.numel()
         except Exception as error:
             if not _not_dense(grad_inputs, grad_outputs):
                 self._fail("gating-op gradient hook", error)
@@ -2515,9 +2530,7 @@ class TorchProbe:
                     site = "loss"
                 elif op == "relu" and self._relu_scores(state, node, names, loss_nodes):
                     site = f"{MODEL_OUTPUT} {names.get(node)}"  # (the model's last module: a ReLU on its scores)
-                elif (
-                    op in ("clamp", "clamp_min", "clamp_max", "clip", "hardtanh") and names.get(node) in self.root_names
-                ):
+                elif op in CLAMPS and self._clamps_the_prediction(state, node, names):
                     site = f"{MODEL_OUTPUT} {names.get(node)}"  # (the prediction clamped to a range in the forward)
                 elif names.get(node) or inside.get(node):
                     site = f"in {names.get(node) or inside.get(node)}"
@@ -2532,21 +2545,30 @@ class TorchProbe:
                 # (on the loss: a clamp of the model's prediction itself, a weighted layer's output, or of an error or a
                 # probability made from it)
                 reads = _layer_output_read(node, names) if site == "loss" else None
-                if reads is not None and not getattr(self.info_by_name.get(reads), "has_weights", False):
-                    reads = None
+                if reads is not None and reads not in self.root_names:  # (the watched model's output: its prediction)
+                    reads = reads if getattr(self.info_by_name.get(reads), "has_weights", False) else None
                 floor = graph_tools.floors_at_zero(node)
-                entry = state.gates.setdefault(key, [gate, site, [], 0, floor, reads, None, None])
-                if floor and site == "loss" and entry[6] is None:  # (a margin loss's hinge: its own value)
+                tally = state.gates.setdefault(key, GateTally(gate, site, floor, reads))
+                if floor and site == "loss" and tally.hinge_at is None:  # (a margin loss's hinge: its own value)
                     hinge = graph_tools.hinge_mean(node)
-                    entry[6] = None if hinge is None else state.deferred.scalar(hinge)
+                    tally.hinge_at = None if hinge is None else state.deferred.scalar(hinge)
                     labels = graph_tools.label_factor(node)  # (max(0, 1 - y f): are the labels y 0/1, not -1/+1?)
                     if labels is not None and labels.numel() and not labels.is_complex():
-                        entry[7] = state.deferred.scalar(zeros_among_zero_one(labels.detach()))
+                        tally.zero_labels_at = state.deferred.scalar(zeros_among_zero_one(labels.detach()))
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    def _clamps_the_prediction(self, state: StepState, node, names) -> bool:
+        """Whether a clamp to a range makes the watched model's own output (itself, or as its last module's): the
+        prediction kept in [1, 5]. Not a floor at 0 (a ReLU), nor a probability kept off 0 and 1 before a log."""
+        if names.get(node) not in self.root_names and id(node) not in state.model_outputs:
+            return False
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        made_by = op_name(graph_tools.beneath_reshapes(inputs[0])) if inputs else None
+        return not graph_tools.floors_at_zero(node) and made_by not in ("sigmoid", "softmax", "log_softmax")
 
     @staticmethod
     def _look_for_zeros_outside_autograd(state: StepState, node, names) -> None:
@@ -3404,12 +3426,13 @@ class TorchProbe:
         record.activations_read_by_loss = sorted(state.read_by_loss)
         record.layers_read_by_loss = sorted(state.loss_reads)
         record.output_side_activations = sorted(self._output_side_sites - self._read_sites)
-        for key, (op, site, pairs, elements, floor, reads, hinge_at, zero_labels_at) in state.gates.items():
-            arriving = sum(value(a) for _, a in pairs)
+        for key, tally in state.gates.items():
+            arriving = sum(value(a) for _, a in tally.pairs)
             if arriving > 0:
-                blocked = sum(value(b) for b, _ in pairs)
-                stats = OpStats(op, site, blocked / arriving, elements, floor, reads, value(hinge_at))
-                zero_labels = value(zero_labels_at)
+                blocked = sum(value(b) for b, _ in tally.pairs) / arriving
+                stats = OpStats(tally.op, tally.site, blocked, tally.elements, tally.floor, tally.reads)
+                stats.hinge_mean = value(tally.hinge_at)
+                zero_labels = value(tally.zero_labels_at)
                 stats.zero_labels = zero_labels if zero_labels is not None and zero_labels >= 0 else None
                 record.ops[key] = stats
         for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
@@ -3948,7 +3971,9 @@ class TorchProbe:
 def _layer_output_read(node, names) -> str | None:
     """The layer whose output an operation reads directly (under reshapes), if one does: `model(x).clamp(0, 1)`."""
     inputs = [child for child, _ in node.next_functions if child is not None]
-    return names.get(graph_tools.beneath_reshapes(inputs[0])) if len(inputs) == 1 else None
+    if len(inputs) != 1:
+        return None
+    return names.get(graph_tools.beneath_reshapes(inputs[0], also=graph_tools.SELECTIONS))  # (`model(x)[:, 0]`)
 
 
 def _recurrent_layers(label: str, by_name: dict):

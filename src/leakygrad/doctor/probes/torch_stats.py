@@ -519,16 +519,19 @@ def padding_idx_check(grad: torch.Tensor, ids: torch.Tensor, padding_idx: int) -
 
 
 def zeros_among_live(x: torch.Tensor) -> torch.Tensor:
-    """The share of exact zeros among the entries of `x` (N, units, ...) whose example and whose unit are nonzero
-    somewhere, on its device. A layer's output holds such zeros only if something set them: an empty example (all
-    zeros) or a pruned unit (zero for every example) does not count."""
+    """What a ReLU applied outside autograd leaves in a layer's output (N, units, ...), on its device: the share of
+    exact zeros among the entries whose example and whose unit are nonzero somewhere, when none of them is negative;
+    0 when some are (a layer's own output, a bias-free layer's over zero padding say, has zeros and negatives). An
+    empty example (all zeros) or a pruned unit (zero for every example) does not count."""
+    if x.dim() < 2 or x.numel() == 0:
+        return torch.zeros((), device=x.device)
     nonzero = x != 0
     examples = nonzero.reshape(x.shape[0], -1).any(dim=1)
     units = nonzero.transpose(0, 1).reshape(x.shape[1], -1).any(dim=1)
     rest = [1] * (x.dim() - 2)
     live = examples.view(-1, 1, *rest) & units.view(1, -1, *rest)
-    zeros = (live & ~nonzero).sum()
-    return zeros / (live.sum() * (x[0, 0].numel() if x.dim() > 2 else 1)).clamp_min(1)
+    zeros = (live & ~nonzero).sum() / (live.sum() * (x[0, 0].numel() if x.dim() > 2 else 1)).clamp_min(1)
+    return torch.where((live & (x < 0)).any(), 0.0, zeros)
 
 
 def zeros_among_zero_one(labels: torch.Tensor) -> torch.Tensor:
