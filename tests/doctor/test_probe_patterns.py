@@ -2962,6 +2962,7 @@ def test_a_wrong_weight_gradient_of_a_custom_layer_is_named_and_a_right_one_is_n
     try:
         [f] = train(wrong)
         assert (f.where, f.evidence["site"]) == ("LinearWrongWeightGradient", "net.1")
+        assert "its weights too" in f.remedies[0]  # (gradcheck given x alone never checks the weight's gradient)
         assert train(right) == []
     finally:
         LinearWrongWeightGradient.backward = staticmethod(wrong)

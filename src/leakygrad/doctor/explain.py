@@ -579,9 +579,10 @@ def explain_wrong_gradient(f: Finding):
         "the wrong place."
     )
     remedies = [
-        f"Fix `{f.where}.backward`: `torch.autograd.gradcheck({f.where}.apply, (x.double().requires_grad_(),))` on "
-        "a small input compares it with finite differences entry by entry and shows which entries differ (a sign, "
-        "a missing factor, a derivative taken of the wrong variable).",
+        f"Fix `{f.where}.backward`: `torch.autograd.gradcheck({f.where}.apply, (x, w))`, with small float64 copies of "
+        "every tensor it takes (`x.double().requires_grad_()`, its weights too: a weight's gradient is checked only "
+        "if it is given), compares it with finite differences entry by entry and shows which entries differ (a sign, "
+        "a missing factor, a gradient transposed, a derivative taken of the wrong variable).",
         f"Or drop `{f.where}` and write its forward with PyTorch operations: autograd then derives the backward "
         "itself.",
     ]
