@@ -4056,3 +4056,50 @@ def test_a_layer_given_no_example_on_some_steps_leaves_no_internal_note():
             loss.backward()
             optimizer.step()
     assert dr.notes == []
+
+
+class HookedInForward(nn.Module):
+    """A backbone whose gradient is scaled by a hook registered on its parameters in forward(): one more every step
+    (`register_once`: in __init__, as meant)."""
+
+    def __init__(self, register_once: bool, scale: float = 0.5):
+        super().__init__()
+        torch.manual_seed(0)
+        self.register_once, self.scale = register_once, scale
+        self.backbone = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU())
+        self.head = nn.Linear(16, 1)
+        if register_once:
+            for p in self.backbone.parameters():
+                p.register_hook(lambda g: g * self.scale)
+
+    def forward(self, x):
+        if not self.register_once:
+            for p in self.backbone.parameters():
+                p.register_hook(lambda g: g * self.scale)
+        return self.head(self.backbone(x))
+
+
+@pytest.mark.parametrize("register_once, scale", [(False, 0.5), (True, 0.5), (False, 1.0)])
+def test_gradient_hooks_piling_up_on_a_parameter_are_named_with_the_gradient_they_vanish(register_once, scale):
+    """Sweep 35: `p.register_hook(lambda g: g * 0.5)` inside forward(): after n steps the backbone's gradient is scaled
+    by 0.5^n (0 from step 147), accuracy 0.29 against 0.91, and nothing was said. The hooks on each parameter are
+    counted on sampled steps: growing on every one, with the layer's gradient fallen 100 times or more, it is a
+    vanishing gradient across the steps. Registered once, or piling up but leaving the gradient as it is (a hook that
+    only reads it), no finding."""
+    model = HookedInForward(register_once, scale)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(60):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "hooks_piling_up" in f.evidence]
+    if register_once or scale == 1.0:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("vanishing_gradient", "backbone.0", "error")
+    assert f.evidence["hooks_piling_up"]["hooks_last"] > 50 and f.evidence["also_layers"] == ["backbone.2"]
+    assert f.evidence["ratio"] < 1e-2 and "handle.remove()" in f.remedies[0]

@@ -50,8 +50,31 @@ def _layers(count: int) -> str:
 DEEP_PLAIN_STACK = 20  # weighted layers in a chain from which residual connections come first among the remedies
 
 
+def _explain_hooks_piling_up(f: Finding):
+    e = f.evidence
+    hooks = e["hooks_piling_up"]
+    text = (
+        f"`{hooks['parameter']}` carries {hooks['hooks_last']} gradient hooks, {hooks['hooks_first']} at the first "
+        f"of these sampled steps, {e['steps_between']} steps before: one more every step, registered (in forward(), "
+        "or in the loop) and never removed. Every backward runs them all, each on what the one before returned, so a "
+        "hook that multiplies the gradient by c multiplies it by c^n after n steps. The gradient of "
+        f"`{f.where}`'s parameters went from {fmt(e['grad_norm_first'])} to "
+        + (f"{fmt(e['grad_norm_last'])} over those steps ({fmt(e['ratio'])} times)." if e["ratio"] else "exactly 0.")
+    )
+    if e.get("also_layers"):
+        text += f" The parameters of {_listed(e['also_layers'])} carry hooks piling up the same way."
+    remedies = [
+        "Register the hook once (in `__init__`, or before the loop), or keep the handle it returns and call "
+        "`handle.remove()` when it has run; to scale a part of the model's updates, give it its own learning rate "
+        "in a parameter group instead.",
+    ]
+    return text, remedies
+
+
 def explain_vanishing_gradient(f: Finding):
     e = f.evidence
+    if "hooks_piling_up" in e:
+        return _explain_hooks_piling_up(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=True)
     if e.get("through_one_layer"):
@@ -1045,6 +1068,8 @@ def _explain_cut_every_step(f: Finding):
 
 def explain_exploding_gradient(f: Finding):
     e = f.evidence
+    if "hooks_piling_up" in e:
+        return _explain_hooks_piling_up(f)
     if e.get("clip_measured_norm") is not None:
         return _explain_clipping_before_backward(f)
     if e.get("clip_after_step"):

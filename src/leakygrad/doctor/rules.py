@@ -1309,6 +1309,49 @@ def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- gradient hooks piling up on a parameter --------------------------------------------------------------------------
+def hooks_piling_up_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A parameter whose gradient hooks grew in number on every one of the recent sampled steps (at least
+    `min_records`), to `piled_hooks` or more: a hook registered in forward() or the loop, never removed, one more each
+    step. Each runs on every backward, each on what the one before returned: a hook that scales the gradient by c
+    scales it by c^n after n steps. Reported when its layer's gradient fell (or grew) by `piled_hooks_change` or more
+    over those steps: a vanishing (or exploding) gradient across the steps, whose cause is the hooks."""
+    recent = history.recent()
+    findings, seen_modules = [], set()
+    names = sorted({name for r in recent for name in (r.param_hooks or ())}, key=natural_key)
+    for name in names:
+        counts = [(r, r.param_hooks[name]) for r in recent if name in (r.param_hooks or ())]
+        module = history.param_module.get(name)
+        if len(counts) < t.min_records or counts[-1][1] < t.piled_hooks or module in seen_modules:
+            continue
+        if any(later <= earlier for (_, earlier), (_, later) in zip(counts, counts[1:])):
+            continue  # (a fixed set of hooks, or one that comes and goes: not piling up)
+        # (the gradient since the hooks began, over every record kept: it may have reached 0 long before these)
+        counts = [(r, r.param_hooks[name]) for r in history.records if name in (r.param_hooks or ())]
+        norms = [r.layers[module].param_grad_norm for r, _ in counts if module in r.layers]
+        norms = [n for n in norms if n is not None]
+        if len(norms) < 2 or not norms[0] > 0:
+            continue
+        change = norms[-1] / norms[0]
+        if t.piled_hooks_change <= change <= 1 / t.piled_hooks_change:
+            continue  # (hooks that leave the gradient as it is: memory and time lost, not the gradient)
+        symptom = "vanishing_gradient" if change < 1 else "exploding_gradient"
+        seen_modules.add(module)
+        if findings:  # (one hook registered on every parameter of a part of the model: one finding, at its first layer)
+            findings[0].evidence.setdefault("also_layers", []).append(module)
+            continue
+        evidence = {
+            "across": "steps",
+            "hooks_piling_up": {"parameter": name, "hooks_first": counts[0][1], "hooks_last": counts[-1][1]},
+            "steps_between": counts[-1][0].step - counts[0][0].step,
+            "grad_norm_first": _sci(norms[0]),
+            "grad_norm_last": _sci(norms[-1]),
+            "ratio": _sci(change),
+        }
+        findings.append(Finding(symptom, module, counts[0][0].step, "error", evidence))
+    return findings
+
+
 # --- a gradient reversal that does not reverse ----------------------------------------------------------------------
 def reversal_not_reversing_rule(history: History, t: Thresholds) -> list[Finding]:
     """A custom Function named as a gradient reversal (`GradReverse`, `ReverseLayerF`, `GRL`) whose backward passed
@@ -3306,6 +3349,7 @@ RULES = (
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,
     reversal_not_reversing_rule,
+    hooks_piling_up_rule,
     rounded_away_rule,
     symmetric_units_rule,
     growth_rule,

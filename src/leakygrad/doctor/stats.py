@@ -90,6 +90,7 @@ class StepRecord:
     param_has_grad: dict[str, bool] = field(default_factory=dict)  # optimiser parameters: nonzero gradient?
     param_zero_grad: dict[str, bool] = field(default_factory=dict)  # ... a gradient, but exactly zero (not None)?
     param_module: dict[str, str] = field(default_factory=dict)  # parameter name -> its module path
+    param_hooks: dict[str, int] | None = None  # parameter name -> gradient hooks on it, where it has some
     graph_cuts: list[tuple[str, str]] = field(default_factory=list)  # (producer, consumer) joined by a detach
     modules_not_called: list[str] = field(default_factory=list)  # modules with parameters whose forward did not run
     modules_without_grad: list[str] = field(default_factory=list)  # modules whose forward ran with grad recording off

@@ -255,6 +255,12 @@ class Thresholds:
     them (the padding the script masks out). Sweep 35: `padding_idx=0` where 0 was a real word and 50 the padding,
     12-17% at id 0 and id 50 on 43% of the positions, accuracy 0.81 against 1.00; a true padding_idx under a mask gets
     0%, and one left unmasked (pooled with the rest) leaves no other id silent."""
+    piled_hooks: int = 8
+    piled_hooks_change: float = 1e-2
+    """Gradient hooks on one parameter that grew in number on every recent sampled step, to this many or more, while
+    its layer's gradient changed by this factor or more (either way) over those steps: a hook registered in forward()
+    every step, its effect compounding (sweep 35: `p.register_hook(lambda g: g * 0.5)` in forward, 200 hooks by step
+    200 and the backbone's gradient 0 from step 147, accuracy 0.29 against 0.91; a hook registered once stays at 1)."""
     reversal_along: float = 0.9
     """A custom Function named as a gradient reversal whose backward returned, for its input, a gradient this close in
     direction (cosine) to the one it was given, and never one pointing against it: it passes the gradient on instead of

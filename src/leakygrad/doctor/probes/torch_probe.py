@@ -3676,6 +3676,8 @@ class TorchProbe:
             record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
             record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
         record.param_module = {name: label for name, label, _ in params}
+        # (gradient hooks left on a parameter: one registered in forward() piles up, one more every step)
+        record.param_hooks = {name: len(p._backward_hooks) for name, _, p in params if p._backward_hooks} or None
         by_module: dict[str, list] = {}  # module label -> [grad^2, weight^2, update^2, has update]
         total = 0.0
         for (_, label, _), grad_norm, weight_norm, update_norm in zip(params, grads, state.weights_after, updates):
