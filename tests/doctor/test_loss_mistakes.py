@@ -2394,3 +2394,41 @@ def test_a_padding_idx_that_names_a_real_token_is_a_blocked_gradient_at_the_embe
     assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "emb", "error", 0)
     assert f.evidence["padding_idx"] == 0 and f.evidence["masked_id"] == 20 and f.evidence["masked_share"] > 0.2
     assert f.evidence["gradient_at_padding"] > 0.02 and "padding_idx=20" in f.remedies[0]
+
+
+@pytest.mark.parametrize(
+    "mode, metric", [("min", "accuracy"), ("max", "accuracy"), ("min", "loss"), ("min", "overfit")]
+)
+def test_a_plateau_scheduler_told_the_wrong_mode_for_its_metric_is_named(mode, metric):
+    """Sweep 35: `ReduceLROnPlateau(opt)` (mode="min" by default) given the validation accuracy: every rise reads as
+    no improvement, and the rate was halved every 4 epochs from the first (accuracy 0.81 against 0.87). Its step() is
+    watched: the metric rose on most calls, never beat its first by the mode's measure, and the rate was cut. The right
+    mode, a loss given with "min", and a validation loss that fell and then rose (overfitting) are no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 0).long()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=mode, factor=0.5, patience=1)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for epoch in range(16):
+            for _ in range(5):
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            with torch.no_grad():
+                accuracy = (model(x).argmax(1) == y).float().mean().item()
+            given = {"accuracy": accuracy, "loss": loss.item(), "overfit": abs(epoch - 4) + 1.0}[metric]
+            scheduler.step(given)
+    assert dr.notes == []
+    step = torch.optim.lr_scheduler.ReduceLROnPlateau.step
+    assert step is torch.optim.lr_scheduler.ReduceLROnPlateau.__dict__["step"] and step.__module__.startswith("torch")
+    named = [f for f in dr.findings if f.where == "ReduceLROnPlateau"]
+    if (mode, metric) != ("min", "accuracy"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity) == ("stalled_loss", "warning") and f.evidence["plateau_mode"] == "min"
+    assert f.evidence["lr_cuts"] >= 2 and f.evidence["metric_rose"] > f.evidence["metric_fell"]
+    assert 'mode="max"' in f.remedies[0]

@@ -2848,8 +2848,29 @@ def _explain_batch_as_sequence(f: Finding):
     return text, remedies
 
 
+def _explain_plateau_mode(f: Finding):
+    e = f.evidence
+    mode = e["plateau_mode"]
+    other, worse, better = ("max", "rose", "fell") if mode == "min" else ("min", "fell", "rose")
+    text = (
+        f'`ReduceLROnPlateau(mode="{mode}")` counts a metric that {"falls" if mode == "min" else "rises"} as an '
+        f"improvement, but the metric it was given {worse} on {e[f'metric_{worse}']} of its {e['calls']} calls and "
+        f"{better} on {e[f'metric_{better}']} (from {fmt(e['metric_first'])} to {fmt(e['metric_last'])}): every "
+        "improvement reads as none, so after each `patience` calls it cuts the learning rate, on a schedule, however "
+        f"well the training goes. It cut it {e['lr_cuts']} times. The smaller steps slow the training down to a "
+        "stall that has nothing to do with the model."
+    )
+    kind = "an accuracy (or pass it the validation loss instead)" if mode == "min" else "a loss"
+    remedies = [
+        f'Give the scheduler the mode its metric needs: `ReduceLROnPlateau(optimizer, mode="{other}")` for {kind}.'
+    ]
+    return text, remedies
+
+
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "plateau_mode" in e:
+        return _explain_plateau_mode(f)
     if e.get("batch_as_sequence"):
         return _explain_batch_as_sequence(f)
     if "optimizer_eps" in e:

@@ -204,6 +204,9 @@ class History:
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
         self.padding_checks: list[tuple[int, dict]] = []  # ... (step, record.padding_checks) (likewise)
+        # ReduceLROnPlateau.step calls on a watched optimiser: mode, how often the metric rose and fell from one call to
+        # the next, the rate cuts and the step of the first, the first and last metric (a few numbers, however long)
+        self.plateau: dict | None = None
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -306,6 +309,24 @@ class History:
     def remember_onset(self, symptom: str, where: str, step: int) -> None:
         key = (symptom, where)
         self.onsets[key] = min(step, self.onsets.get(key, step))
+
+    def note_plateau_step(self, step: int, mode: str, metric: float, cut: bool) -> None:
+        tally = self.plateau
+        if tally is None or tally["mode"] != mode:
+            tally = self.plateau = {"mode": mode, "calls": 0, "rose": 0, "fell": 0, "cuts": 0, "first_cut_step": None}
+            tally["metric_first"] = metric
+        elif metric > tally["metric_last"]:
+            tally["rose"] += 1
+        elif metric < tally["metric_last"]:
+            tally["fell"] += 1
+        # (the first metric beaten, by the mode's measure, at some call since: the scheduler saw an improvement)
+        better = metric < tally["metric_first"] if mode == "min" else metric > tally["metric_first"]
+        tally["first_beaten"] = tally.get("first_beaten", False) or better
+        tally["calls"] += 1
+        tally["metric_last"] = metric
+        if cut:
+            tally["cuts"] += 1
+            tally["first_cut_step"] = step if tally["first_cut_step"] is None else tally["first_cut_step"]
 
     # --- folding running tallies ------------------------------------------------------------------------------
     def _fold_custom_backwards(self, record: StepRecord) -> None:

@@ -1309,6 +1309,32 @@ def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- ReduceLROnPlateau told the wrong direction -----------------------------------------------------------------------
+def plateau_mode_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A `ReduceLROnPlateau` over the training optimiser whose metric moved the way its `mode` calls worse on most calls
+    (rose in mode "min", fell in "max": at least `plateau_against` times as often as the other way, over
+    `plateau_calls` calls or more) while it cut the rate at least twice: an accuracy given with the default mode="min"
+    (or a loss with "max"), and the first metric never beaten by the mode's measure (a validation loss that fell, then
+    rose as the model overfit, beat it). Every improvement reads as none, and the rate is cut every patience + 1
+    calls, on a schedule, however well the training goes."""
+    tally = history.plateau
+    if tally is None or tally["calls"] < t.plateau_calls or tally["cuts"] < 2:
+        return []
+    worse, better = (tally["rose"], tally["fell"]) if tally["mode"] == "min" else (tally["fell"], tally["rose"])
+    if worse < t.plateau_against * max(better, 1) or tally["first_beaten"]:
+        return []  # (a validation loss that fell below its first value, then rose as the model overfits: the mode fits)
+    evidence = {
+        "plateau_mode": tally["mode"],
+        "metric_first": _sci(tally["metric_first"]),
+        "metric_last": _sci(tally["metric_last"]),
+        "calls": tally["calls"],
+        "metric_rose": tally["rose"],
+        "metric_fell": tally["fell"],
+        "lr_cuts": tally["cuts"],
+    }
+    return [Finding("stalled_loss", "ReduceLROnPlateau", tally["first_cut_step"], "warning", evidence)]
+
+
 # --- gradient hooks piling up on a parameter --------------------------------------------------------------------------
 def hooks_piling_up_rule(history: History, t: Thresholds) -> list[Finding]:
     """A parameter whose gradient hooks grew in number on every one of the recent sampled steps (at least
@@ -3350,6 +3376,7 @@ RULES = (
     zeros_outside_autograd_rule,
     reversal_not_reversing_rule,
     hooks_piling_up_rule,
+    plateau_mode_rule,
     rounded_away_rule,
     symmetric_units_rule,
     growth_rule,

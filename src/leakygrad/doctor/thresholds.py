@@ -255,6 +255,12 @@ class Thresholds:
     them (the padding the script masks out). Sweep 35: `padding_idx=0` where 0 was a real word and 50 the padding,
     12-17% at id 0 and id 50 on 43% of the positions, accuracy 0.81 against 1.00; a true padding_idx under a mask gets
     0%, and one left unmasked (pooled with the rest) leaves no other id silent."""
+    plateau_calls: int = 6
+    plateau_against: float = 2.0
+    """A ReduceLROnPlateau called this many times or more, whose metric moved the way its mode calls worse this many
+    times as often as the other way, with two rate cuts or more: its mode is the wrong way round for its metric
+    (sweep 35: mode="min" given the validation accuracy, which rose on most epochs; the rate halved every 4 epochs from
+    the first, accuracy 0.81 against 0.87 with mode="max")."""
     piled_hooks: int = 8
     piled_hooks_change: float = 1e-2
     """Gradient hooks on one parameter that grew in number on every recent sampled step, to this many or more, while

@@ -280,6 +280,21 @@ def _patched_clip_value(parameters, clip_value, *args, **kwargs):
     return result
 
 
+# ReduceLROnPlateau.step(metric): the metric it is given, and whether it cut the rate. A scheduler told mode="min" and
+# given an accuracy (or "max" and a loss) reads every improvement as none, and cuts the rate every patience + 1 calls.
+_original_plateau_step = None
+PLATEAU = torch.optim.lr_scheduler.ReduceLROnPlateau
+
+
+def _patched_plateau_step(scheduler, metrics, *args, **kwargs):
+    step = _original_plateau_step or vars(PLATEAU)["step"]
+    before = [group["lr"] for group in scheduler.optimizer.param_groups]
+    result = step(scheduler, metrics, *args, **kwargs)
+    for probe in _probes_of_this_thread():
+        probe.note_plateau_step(scheduler, metrics, before)
+    return result
+
+
 # torch.autograd.grad: a gradient taken without create_graph=True is a constant to a later backward. A penalty made of
 # it (double backprop, a WGAN's gradient penalty, a physics-informed residual) adds to the loss and passes no gradient.
 _original_grad = None
@@ -390,8 +405,10 @@ def _run_forward_again(function, generators):
 
 def _activate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _original_grad
-    global _original_load_state_dict, _original_function_apply
+    global _original_load_state_dict, _original_function_apply, _original_plateau_step
     if not _active_probes:
+        _original_plateau_step = vars(PLATEAU)["step"]
+        PLATEAU.step = functools.wraps(_original_plateau_step)(_patched_plateau_step)
         _original_function_apply = vars(torch.autograd.Function)["apply"]
         torch.autograd.Function.apply = classmethod(_patched_function_apply)
         _original_load_state_dict = nn.Module.load_state_dict
@@ -415,10 +432,12 @@ def _activate(probe: TorchProbe) -> None:
 
 def _deactivate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled, _original_grad
-    global _original_load_state_dict, _original_function_apply
+    global _original_load_state_dict, _original_function_apply, _original_plateau_step
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
+        PLATEAU.step = _original_plateau_step
+        _original_plateau_step = None
         torch.autograd.Function.apply = _original_function_apply
         _original_function_apply = None
         nn.Module.load_state_dict = _original_load_state_dict
@@ -2047,6 +2066,17 @@ class TorchProbe:
                         self.state.input_grad_sizes.append(self.state.deferred.scalar(torch.stack(sizes).amax()))
                 else:
                     self.state.grad_without_graph = True
+
+    def note_plateau_step(self, scheduler, metrics, lrs_before: list) -> None:
+        """`ReduceLROnPlateau.step(metrics)` of a scheduler over a watched optimiser: the metric, and whether the
+        call cut a learning rate."""
+        try:
+            if not self._known_optimizer(scheduler.optimizer):  # (one that stepped watched parameters already)
+                return
+            cut = any(group["lr"] < lr for group, lr in zip(scheduler.optimizer.param_groups, lrs_before))
+            self.doctor.history.note_plateau_step(self.step, scheduler.mode, float(metrics), cut)
+        except Exception as error:
+            self._fail("noting a ReduceLROnPlateau step", error)
 
     def note_clipping(self, max_norm, total, given_nothing: bool = False) -> None:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
