@@ -4103,3 +4103,55 @@ def test_gradient_hooks_piling_up_on_a_parameter_are_named_with_the_gradient_the
     assert (f.symptom, f.where, f.severity) == ("vanishing_gradient", "backbone.0", "error")
     assert f.evidence["hooks_piling_up"]["hooks_last"] > 50 and f.evidence["also_layers"] == ["backbone.2"]
     assert f.evidence["ratio"] < 1e-2 and "handle.remove()" in f.remedies[0]
+
+
+class GradReverseScheduled(torch.autograd.Function):
+    """A reversal with its sign lost, whose lambda is 0 for the first epoch (a DANN schedule), written in place."""
+
+    lambd = 0.0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output.clone().mul_(GradReverseScheduled.lambd)
+
+
+def test_a_gradient_reversal_is_judged_past_the_steps_whose_lambda_is_zero():
+    """The review: with lambda 0 on the first three sampled steps, the three tests a custom backward gets saw a zero
+    gradient, and a reversal with its sign lost went unreported; one whose backward works in place was never looked
+    at. A reversal is looked at on its own, up to 32 sampled steps, and a step that returned 0 tells nothing."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), ApplyFunction(GradReverseScheduled), nn.Linear(16, 1))
+    x, y = regression_data()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(40):
+            GradReverseScheduled.lambd = 0.0 if step < 12 else 0.5
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.evidence.get("gradient_reversal_not_reversed")]
+    assert f.where == "GradReverseScheduled" and f.first_step >= 12
+
+
+def test_hooks_piling_up_on_a_model_that_converges_are_no_vanishing_gradient():
+    """The review: a clamp hook added every step (it changes nothing at these sizes) on a model whose loss went to
+    1e-8: the gradient fell because the loss did, not because of the hooks. No finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+    x = torch.randn(64, 4)
+    y = x @ torch.randn(4, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(300):
+            for p in model.parameters():
+                p.register_hook(lambda g: g.clamp(-10, 10))
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert not [f for f in dr.findings if "hooks_piling_up" in f.evidence]

@@ -2856,7 +2856,7 @@ def _explain_plateau_mode(f: Finding):
         f'`ReduceLROnPlateau(mode="{mode}")` counts a metric that {"falls" if mode == "min" else "rises"} as an '
         f"improvement, but the metric it was given {worse} on {e[f'metric_{worse}']} of its {e['calls']} calls and "
         f"{better} on {e[f'metric_{better}']} (from {fmt(e['metric_first'])} to {fmt(e['metric_last'])}): every "
-        "improvement reads as none, so after each `patience` calls it cuts the learning rate, on a schedule, however "
+        "improvement reads as none, so every `patience` + 1 calls it cuts the learning rate, on a schedule, however "
         f"well the training goes. It cut it {e['lr_cuts']} times. The smaller steps slow the training down to a "
         "stall that has nothing to do with the model."
     )

@@ -204,9 +204,13 @@ class History:
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
         self.padding_checks: list[tuple[int, dict]] = []  # ... (step, record.padding_checks) (likewise)
-        # ReduceLROnPlateau.step calls on a watched optimiser: mode, how often the metric rose and fell from one call to
-        # the next, the rate cuts and the step of the first, the first and last metric (a few numbers, however long)
-        self.plateau: dict | None = None
+        # ReduceLROnPlateau.step calls on a watched optimiser, per scheduler: mode, how often the metric rose and fell
+        # from one call to the next, the rate cuts and the step of the first, the first and last metric, and the
+        # training loss at the first call (a few numbers, however long the run)
+        self.plateaus: dict[int, dict] = {}
+        # custom Functions named as gradient reversals: (step, cosine of what the backward returned with what it was
+        # given, the module before it), on the sampled steps that looked
+        self.reversal_checks: dict[str, list[tuple[int, float, str | None]]] = {}
         # attribute path -> {"kind", "looks", "renewed" (looks that found a new object), "changed" (ever), "first_step"}
         self.loose_leaves: dict[str, dict] = {}
         self.max_notes = 50
@@ -275,6 +279,8 @@ class History:
             self.loss_masks.append((record.step, record.loss_mask))
         if record.padding_checks is not None:
             self.padding_checks.append((record.step, record.padding_checks))
+        for name, (cosine, after) in (record.reversal_checks or {}).items():
+            self.reversal_checks.setdefault(name, []).append((record.step, cosine, after))
         self.records.append(record)
         self.records_seen += 1
 
@@ -310,11 +316,13 @@ class History:
         key = (symptom, where)
         self.onsets[key] = min(step, self.onsets.get(key, step))
 
-    def note_plateau_step(self, step: int, mode: str, metric: float, cut: bool) -> None:
-        tally = self.plateau
+    def note_plateau_step(self, scheduler_id: int, step: int, mode: str, metric: float, cut: bool) -> None:
+        tally = self.plateaus.get(scheduler_id)
         if tally is None or tally["mode"] != mode:
-            tally = self.plateau = {"mode": mode, "calls": 0, "rose": 0, "fell": 0, "cuts": 0, "first_cut_step": None}
+            tally = {"mode": mode, "calls": 0, "rose": 0, "fell": 0, "cuts": 0, "first_cut_step": None}
             tally["metric_first"] = metric
+            tally["loss_at_first"] = self.loss.buckets[-1].mean if self.loss.buckets else None
+            self.plateaus[scheduler_id] = tally
         elif metric > tally["metric_last"]:
             tally["rose"] += 1
         elif metric < tally["metric_last"]:
@@ -342,10 +350,6 @@ class History:
                 continue
             tally["tests"] += 1
             self._fold_against_forward(tally, test.get("against_forward"), record.step, test["after"])
-            if test.get("along_grad_output") is not None:  # (a gradient reversal: does it reverse?)
-                tally.setdefault("along_grad_output", []).append(
-                    (record.step, test["along_grad_output"], test["after"])
-                )
             tally["grad_output_one"] = tally["grad_output_one"] and test["grad_output_one"]
             # (every input that got a gradient: one input's constant gradient beside another's that uses grad_output
             # is an injection on purpose, such as an auxiliary loss's gradient of 1)

@@ -1317,12 +1317,28 @@ def plateau_mode_rule(history: History, t: Thresholds) -> list[Finding]:
     (or a loss with "max"), and the first metric never beaten by the mode's measure (a validation loss that fell, then
     rose as the model overfit, beat it). Every improvement reads as none, and the rate is cut every patience + 1
     calls, on a schedule, however well the training goes."""
-    tally = history.plateau
-    if tally is None or tally["calls"] < t.plateau_calls or tally["cuts"] < 2:
-        return []
-    worse, better = (tally["rose"], tally["fell"]) if tally["mode"] == "min" else (tally["fell"], tally["rose"])
-    if worse < t.plateau_against * max(better, 1) or tally["first_beaten"]:
-        return []  # (a validation loss that fell below its first value, then rose as the model overfits: the mode fits)
+    findings = []
+    for tally in history.plateaus.values():
+        if tally["calls"] < t.plateau_calls or tally["cuts"] < 2:
+            continue
+        worse, better = (tally["rose"], tally["fell"]) if tally["mode"] == "min" else (tally["fell"], tally["rose"])
+        if worse < t.plateau_against * max(better, 1) or tally["first_beaten"]:
+            continue  # (a validation loss that fell below its first value, then rose as the model overfit: it fits)
+        # A loss given to mode "min", rising from the first call (a model that overfits from the start), is right; an
+        # accuracy given to "max", falling, too. The wrong way round, the metric is, or is not, the loss.
+        if _looks_like_the_loss(tally) == (tally["mode"] == "min"):
+            continue
+        findings.append(_plateau_finding(tally))
+    return findings
+
+
+def _looks_like_the_loss(tally: dict) -> bool:
+    """Whether a scheduler's first metric lies within half of the training loss of that time: a validation loss."""
+    loss = tally["loss_at_first"]
+    return loss is not None and loss > 0 and abs(tally["metric_first"] - loss) <= 0.5 * loss
+
+
+def _plateau_finding(tally: dict) -> Finding:
     evidence = {
         "plateau_mode": tally["mode"],
         "metric_first": _sci(tally["metric_first"]),
@@ -1332,7 +1348,7 @@ def plateau_mode_rule(history: History, t: Thresholds) -> list[Finding]:
         "metric_fell": tally["fell"],
         "lr_cuts": tally["cuts"],
     }
-    return [Finding("stalled_loss", "ReduceLROnPlateau", tally["first_cut_step"], "warning", evidence)]
+    return Finding("stalled_loss", "ReduceLROnPlateau", tally["first_cut_step"], "warning", evidence)
 
 
 # --- gradient hooks piling up on a parameter --------------------------------------------------------------------------
@@ -1361,6 +1377,9 @@ def hooks_piling_up_rule(history: History, t: Thresholds) -> list[Finding]:
         change = norms[-1] / norms[0]
         if t.piled_hooks_change <= change <= 1 / t.piled_hooks_change:
             continue  # (hooks that leave the gradient as it is: memory and time lost, not the gradient)
+        learnt = _loss_learnt(history)
+        if learnt is not None and learnt <= t.margin_learning:
+            continue  # (a loss that fell to a tenth: the gradient fell with it, whatever the hooks did)
         symptom = "vanishing_gradient" if change < 1 else "exploding_gradient"
         seen_modules.add(module)
         if findings:  # (one hook registered on every parameter of a part of the model: one finding, at its first layer)
@@ -1385,8 +1404,7 @@ def reversal_not_reversing_rule(history: History, t: Thresholds) -> list[Finding
     it: `return grad_output * lambd` with the minus sign lost. The domain-adversarial encoder then helps the domain
     classifier instead of fooling it."""
     findings = []
-    for name, tally in sorted(history.custom_backwards.items()):
-        tests = tally.get("along_grad_output")
+    for name, tests in sorted(history.reversal_checks.items()):
         if not tests or min(cosine for _, cosine, _ in tests) < 0:
             continue
         passed_on = [test for test in tests if test[1] >= t.reversal_along]
@@ -1721,6 +1739,8 @@ def padding_idx_rule(history: History, t: Thresholds) -> list[Finding]:
         silent_ids = {look["silent_id"] for _, look in looks}
         if not (at_padding >= t.padding_gradient and silent_share >= t.padding_elsewhere and len(silent_ids) == 1):
             continue
+        if not all(look["silent_at_row_ends"] for _, look in looks):
+            continue  # (an id replaced after the lookup, a [MASK] token's, sits anywhere: padding sits at the ends)
         evidence = {
             "padding_idx": looks[-1][1]["padding_idx"],
             "gradient_at_padding": round(at_padding, 3),

@@ -168,6 +168,8 @@ class StepRecord:
     loss_mask: dict | None = None
     # (first sampled steps) embedding -> the gradient at its output read at its padding_idx and at other ids
     padding_checks: dict | None = None
+    # custom Functions named as gradient reversals -> (cosine of the gradient they returned with the one given, after)
+    reversal_checks: dict | None = None
     # a classifier's batch (a few sampled steps): {"batch", "classes", "distinct" (classes in it), "most_frequent"}
     batch_classes: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or

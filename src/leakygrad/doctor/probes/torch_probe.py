@@ -113,6 +113,7 @@ ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are me
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
+REVERSAL_LOOKS = 32  # ... on which a gradient reversal's backward is compared with what it is given (past lambda 0)
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
 SYMMETRY_CHECK_GAP = 32  # steps at least between two looks at whether a layer's units are all alike (then doubling)
@@ -286,13 +287,18 @@ _original_plateau_step = None
 PLATEAU = torch.optim.lr_scheduler.ReduceLROnPlateau
 
 
-def _patched_plateau_step(scheduler, metrics, *args, **kwargs):
-    step = _original_plateau_step or vars(PLATEAU)["step"]
-    before = [group["lr"] for group in scheduler.optimizer.param_groups]
-    result = step(scheduler, metrics, *args, **kwargs)
-    for probe in _probes_of_this_thread():
-        probe.note_plateau_step(scheduler, metrics, before)
-    return result
+def _plateau_step_noting(original):
+    """ReduceLROnPlateau.step, wrapped: the same call, then each probe notes the metric and whether a rate was cut."""
+
+    @functools.wraps(original)
+    def step(scheduler, metrics, *args, **kwargs):
+        before = [group["lr"] for group in scheduler.optimizer.param_groups]
+        result = original(scheduler, metrics, *args, **kwargs)
+        for probe in _probes_of_this_thread():
+            probe.note_plateau_step(scheduler, metrics, before)
+        return result
+
+    return step
 
 
 # torch.autograd.grad: a gradient taken without create_graph=True is a constant to a later backward. A penalty made of
@@ -408,7 +414,7 @@ def _activate(probe: TorchProbe) -> None:
     global _original_load_state_dict, _original_function_apply, _original_plateau_step
     if not _active_probes:
         _original_plateau_step = vars(PLATEAU)["step"]
-        PLATEAU.step = functools.wraps(_original_plateau_step)(_patched_plateau_step)
+        PLATEAU.step = _plateau_step_noting(_original_plateau_step)
         _original_function_apply = vars(torch.autograd.Function)["apply"]
         torch.autograd.Function.apply = classmethod(_patched_function_apply)
         _original_load_state_dict = nn.Module.load_state_dict
@@ -1120,6 +1126,7 @@ class StepState:
     # name -> (padding_idx, deferred indices of `padding_idx_check`'s three numbers)
     padding_ids: dict = field(default_factory=dict)
     padding_checks: dict = field(default_factory=dict)
+    reversal_checks: dict = field(default_factory=dict)  # gradient reversal Function -> [after, deferred cosine]
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
@@ -1386,6 +1393,7 @@ class TorchProbe:
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._padding_looks = 0  # ... on which an embedding's output gradient was read at its padding_idx
+        self._reversal_looks: dict[str, int] = {}  # gradient reversal Function -> sampled steps it was looked at
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1896,8 +1904,9 @@ class TorchProbe:
                 elif y.dim() >= 2 and y.shape[0] > 1 and not info.recurrent and not info.kind.startswith("Embedding"):
                     state.layer_spreads[name] = state.deferred.scalar(spread_across_batch(y))
             if info.kind == "Embedding" and self._padding_looks < PADDING_LOOKS and module.padding_idx is not None:
-                if args and isinstance(args[0], torch.Tensor) and name not in state.padding_ids:
-                    state.padding_ids[name] = (args[0], module.padding_idx)  # (read with the gradient at its output)
+                if args and isinstance(args[0], torch.Tensor):  # (read with the gradient at its output; called twice
+                    # in the step, a shared embedding, which call's gradient arrives first is not known: not read)
+                    state.padding_ids[name] = None if name in state.padding_ids else (args[0], module.padding_idx)
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
                     state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
@@ -1947,7 +1956,7 @@ class TorchProbe:
             grad = grad_outputs[output_nr]
             if grad is not None:
                 state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
-                if name in state.padding_ids and name not in state.padding_checks:
+                if state.padding_ids.get(name) is not None and name not in state.padding_checks:
                     ids, padding_idx = state.padding_ids[name]
                     found = padding_idx_check(grad, ids, padding_idx)
                     if found is not None:
@@ -2074,7 +2083,7 @@ class TorchProbe:
             if not self._known_optimizer(scheduler.optimizer):  # (one that stepped watched parameters already)
                 return
             cut = any(group["lr"] < lr for group, lr in zip(scheduler.optimizer.param_groups, lrs_before))
-            self.doctor.history.note_plateau_step(self.step, scheduler.mode, float(metrics), cut)
+            self.doctor.history.note_plateau_step(id(scheduler), self.step, scheduler.mode, float(metrics), cut)
         except Exception as error:
             self._fail("noting a ReduceLROnPlateau step", error)
 
@@ -2471,6 +2480,7 @@ class TorchProbe:
             op = op_name(node)
             if isinstance(node, CUSTOM_FUNCTION_NODE):
                 self._test_custom_backward(state, node, names)
+                self._look_at_reversal(state, node, names)
             if op in ("softmax", "log_softmax") and op not in state.softmax_over_one:
                 trivial = graph_tools.softmax_over_one_entry(node)
                 if trivial is not None:
@@ -2820,11 +2830,35 @@ class TorchProbe:
         after = graph_tools.nearest_upstream(node, names)
         call = state.custom_calls.get(id(node))
         call = call if call is not None and call.node is node else None
-        state.custom_backwards[name] = [node, after, None, None, None, None, [], call, None, None]
+        state.custom_backwards[name] = [node, after, None, None, None, None, [], call, None]
         if given:
             node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
         if testable:
             node.register_hook(functools.partial(self._on_custom_backward, state.ticket, name))
+
+    def _look_at_reversal(self, state: StepState, node, names) -> None:
+        """A custom Function named as a gradient reversal, on its first REVERSAL_LOOKS sampled steps (whatever its
+        backward does: an in-place `grad.neg_()` too): the cosine between what its backward returns and what it is
+        given. Steps whose lambda is still 0 return nothing and tell nothing; the looks go on past them."""
+        name = graph_tools.custom_function(node, testable=False)
+        if name is None or name in state.reversal_checks or not graph_tools.named_as_gradient_reversal(name):
+            return
+        if self._reversal_looks.get(name, 0) >= REVERSAL_LOOKS:
+            return
+        self._reversal_looks[name] = self._reversal_looks.get(name, 0) + 1
+        state.reversal_checks[name] = [graph_tools.nearest_upstream(node, names), None]
+        node.register_hook(functools.partial(self._on_reversal_grad, state.ticket, name))
+
+    def _on_reversal_grad(self, ticket: Ticket, name: str, grad_inputs, grad_outputs):
+        state = ticket.state
+        if state is None or state.reversal_checks[name][1] is not None:
+            return
+        try:
+            along = graph_tools.along_grad_output(grad_inputs, grad_outputs)
+            if along is not None:
+                state.reversal_checks[name][1] = state.deferred.scalar(along)
+        except Exception as error:
+            self._fail("looking at a gradient reversal", error)
 
     def _on_custom_parameters(self, ticket: Ticket, name: str, given: list, grad_inputs, grad_outputs):
         """Which parameters given to a custom Function as inputs its backward returned None for: it drops them."""
@@ -2850,9 +2884,6 @@ class TorchProbe:
             given = [g for g in grad_outputs if isinstance(g, torch.Tensor)]
             if given and all(g.numel() == 1 for g in given):  # (the loss itself: d loss / d loss = 1)
                 entry[5] = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
-            if graph_tools.named_as_gradient_reversal(name):  # (does it reverse what it is given, or pass it on?)
-                along = graph_tools.along_grad_output(grad_inputs, grad_outputs)
-                entry[9] = None if along is None else state.deferred.scalar(along)
         except Exception as error:
             self._fail("testing a custom Function's backward", error)
         call = entry[7]
@@ -3546,6 +3577,9 @@ class TorchProbe:
                     record.attention[site]["gradient_same_along_axis"] = value(same_at)
         if state.padding_ids:
             self._padding_looks += 1
+        record.reversal_checks = {
+            name: (value(cosine_at), after) for name, (after, cosine_at) in state.reversal_checks.items() if cosine_at
+        } or None
         if state.padding_checks:
             record.padding_checks = {
                 name: {
@@ -3553,8 +3587,9 @@ class TorchProbe:
                     "gradient_at_padding": value(at_padding),
                     "silent_id": int(value(silent_id)),
                     "silent_share": value(silent_share),
+                    "silent_at_row_ends": value(at_ends) > 0,
                 }
-                for name, (padding_idx, at_padding, silent_id, silent_share) in state.padding_checks.items()
+                for name, (padding_idx, at_padding, silent_id, silent_share, at_ends) in state.padding_checks.items()
             }
         if state.loss_mask is not None:
             padding_idx, padding_at, real_at = state.loss_mask
@@ -3649,18 +3684,7 @@ class TorchProbe:
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
         record.custom_backwards = {}
-        for name, (
-            _,
-            after,
-            flags,
-            out_at,
-            in_at,
-            one_at,
-            dropped,
-            _,
-            numbers_at,
-            along_at,
-        ) in state.custom_backwards.items():
+        for name, (_, after, flags, out_at, in_at, one_at, dropped, _, numbers_at) in state.custom_backwards.items():
             if flags:  # (tested: the hook ran, and the backward could be called again)
                 record.custom_backwards[name] = {
                     "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
@@ -3673,7 +3697,6 @@ class TorchProbe:
                     "against_forward": None
                     if numbers_at is None
                     else graph_tools.backward_disagrees(vectors[numbers_at].tolist()),
-                    "along_grad_output": value(along_at),
                 }
             elif dropped:  # (not run again, but seen to return None for parameters given to it)
                 record.custom_backwards[name] = {"tested": False, "drops_parameters": dropped}

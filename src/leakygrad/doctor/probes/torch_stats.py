@@ -504,6 +504,7 @@ def padding_idx_check(grad: torch.Tensor, ids: torch.Tensor, padding_idx: int) -
     norm at the positions holding padding_idx (the loss wants to move that row, which the embedding never updates);
     and, among the other ids, the one whose every position got exactly no gradient (masked out: the padding the
     script means) with the largest share of the positions, and that share. None when the shapes do not match."""
+    rows = ids.reshape(-1, ids.shape[-1]) if ids.dim() >= 2 else ids  # (a batch of sequences: one row each)
     ids = ids.reshape(-1)
     if ids.numel() == 0 or grad.numel() % ids.numel() or ids.dtype not in (torch.int32, torch.int64):
         return None
@@ -515,7 +516,18 @@ def padding_idx_check(grad: torch.Tensor, ids: torch.Tensor, padding_idx: int) -
     if padding_idx < counts.numel():
         silent[padding_idx] = False
     silent_positions = counts * silent
-    return at_padding, silent_positions.argmax(), silent_positions.max() / ids.numel()
+    silent_id = silent_positions.argmax()
+    return at_padding, silent_id, silent_positions.max() / ids.numel(), _at_row_ends(rows == silent_id)
+
+
+def _at_row_ends(mask: torch.Tensor) -> torch.Tensor:
+    """Whether, in every row of a (rows, positions) mask, the marked positions run to the row's end, or from its
+    start: what padding looks like (a [MASK] token scattered through a sequence does not)."""
+    if mask.dim() != 2 or mask.shape[1] < 2:
+        return torch.zeros((), dtype=torch.bool, device=mask.device)
+    suffix = (mask[:, 1:] >= mask[:, :-1]).all()
+    prefix = (mask[:, 1:] <= mask[:, :-1]).all()
+    return suffix | prefix
 
 
 def zeros_among_live(x: torch.Tensor) -> torch.Tensor:
