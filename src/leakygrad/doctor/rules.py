@@ -2797,7 +2797,12 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         if all(name in from_part_way for name in params):  # (no gradient before: frozen, then unfrozen)
             first_step = evidence["since_step"] = min(from_part_way[name] for name in params)
             evidence["sampled_steps_since"] = min(history.not_applied_run[name][1] for name in params)
-        findings.append(Finding("unapplied_gradient", module, first_step, "error" if whole else "warning", evidence))
+        # (part of the model never stepped, while the loss stopped: likely why; a layer held in a plain list, hidden
+        # from parameters(), is a mistake whatever the loss does)
+        severity = "error" if whole or "unregistered" in evidence else "warning"
+        if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
+            severity = "error"
+        findings.append(Finding("unapplied_gradient", module, first_step, severity, evidence))
     return _one_finding_when_scattered(findings, param_module, history)
 
 
