@@ -2516,3 +2516,24 @@ def test_two_plateau_schedulers_are_judged_each_on_its_own_metric():
             on_loss.step(loss.item())
     [f] = [f for f in dr.findings if f.where == "ReduceLROnPlateau"]
     assert f.evidence["plateau_mode"] == "min" and f.evidence["metric_first"] < 1 < f.evidence["calls"]
+
+
+def test_a_loss_rebuilt_from_numbers_is_told_as_a_graph_without_the_model():
+    """Sweep 36: per-example losses read with `.item()` and rebuilt with `torch.tensor(values, requires_grad=True)`:
+    backward runs (the new tensor requires grad) and reaches nothing of the model. It was a no_gradient error whose
+    first remedy was to remove the module. The loss's graph holds none of the model's outputs: said so, with the
+    remedy to keep the losses as tensors."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    x, y = torch.randn(64, 8), torch.randint(0, 3, (64,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            per_example = [F.cross_entropy(row[None], label[None]).item() for row, label in zip(model(x), y)]
+            loss = torch.tensor(per_example, requires_grad=True).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert f.severity == "error" and f.evidence["model_outputs_reached"] is False and f.evidence["gradient"] == "none"
+    assert "torch.stack" in f.remedies[0] and "holds none of the model's outputs" in f.explanation

@@ -2230,6 +2230,19 @@ def explain_no_gradient(f: Finding):
             f" The graph is cut between `{cut['from']}` and `{cut['to']}`: `{cut['to']}` receives a tensor that shares "
             f"`{cut['from']}`'s output memory but carries no gradient history, the mark of `.detach()`."
         )
+    elif e.get("model_outputs_reached") is False:
+        text += (
+            " The loss's graph holds none of the model's outputs: the loss was built from values taken out of the "
+            "graph, numbers read with `.item()` or `.tolist()` and made into a new tensor "
+            "(`torch.tensor(values, requires_grad=True)`), or a `.detach()`/`.data` copy. Its backward starts from "
+            "that new tensor, which has no history, and stops there."
+        )
+        remedies = [
+            "Build the loss from the model's output tensors with torch operations, so that it keeps their history: "
+            "`torch.stack(per_example_losses).mean()`, not `torch.tensor([l.item() for l in losses])`; drop "
+            "`requires_grad=True` on tensors made from numbers, which only hides the cut.",
+        ]
+        return text, remedies
     else:
         text += (
             " Something between them and the loss cuts the graph: `.detach()`, `torch.no_grad()`, `.item()` or "

@@ -2438,6 +2438,9 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         }
         if blocking:
             evidence["blocking_op"] = True  # an op on the way blocks (nearly) all the gradient through it
+        walked = [r.loss_reaches_model for r in history.recent() if r.loss_reaches_model is not None]
+        if not always_zero and walked and not any(walked):  # (the loss's graph holds none of the model's outputs)
+            evidence["model_outputs_reached"] = False
         layers = {_module_of(p, history.param_module) for p in params}
         if not always_zero and not reached:
             # None at the optimiser step for every parameter, though backward brought a gradient to their layers'
