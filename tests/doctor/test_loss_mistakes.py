@@ -2537,3 +2537,50 @@ def test_a_loss_rebuilt_from_numbers_is_told_as_a_graph_without_the_model():
     [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
     assert f.severity == "error" and f.evidence["model_outputs_reached"] is False and f.evidence["gradient"] == "none"
     assert "torch.stack" in f.remedies[0] and "holds none of the model's outputs" in f.explanation
+
+
+class TwoTasks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.Tanh())
+        self.classify, self.regress = nn.Linear(32, 3), nn.Linear(32, 1)
+        self.log_var = nn.Parameter(torch.zeros(2))
+        self.scale = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.classify(h), self.regress(h)[:, 0]
+
+
+@pytest.mark.parametrize("form", ["unheld", "kendall", "temperature"])
+def test_a_learned_loss_weight_that_nothing_holds_back_is_a_vanishing_gradient(form):
+    """Sweep 36: uncertainty weighting written `exp(-s1) * ce + exp(-s2) * mse`, without Kendall's `+ s`: the optimiser
+    lowers the loss by raising s, the task weights fell to 0.001 and 0.04, the recorded loss to 0.005, and the model's
+    gradient with them (accuracy 0.12 against 0.87); nothing was said. A small parameter used only as exp(+-s) times a
+    loss term is found in the graph, and its values are read on the sampled steps after. Kendall's form, and a learned
+    temperature on the logits (exp(t) times a matrix, not a loss), are no finding."""
+    model = TwoTasks()
+    x = torch.randn(128, 8)
+    label, target = (x[:, 0] > 0).long() + (x[:, 1] > 0).long(), x[:, 2]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            logits, value = model(x)
+            s = model.log_var
+            if form == "temperature":
+                loss = F.cross_entropy(torch.exp(model.scale) * logits, label) + F.mse_loss(value, target)
+            else:
+                loss = torch.exp(-s[0]) * F.cross_entropy(logits, label) + torch.exp(-s[1]) * F.mse_loss(value, target)
+                loss = loss + s.sum() if form == "kendall" else loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "loss_weight_unheld" in f.evidence]
+    if form != "unheld":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("vanishing_gradient", "log_var", "error")
+    assert min(f.evidence["values_last"]) > 1 and "exp(-s) * L + s" in f.remedies[0]

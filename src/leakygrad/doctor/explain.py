@@ -50,6 +50,22 @@ def _layers(count: int) -> str:
 DEEP_PLAIN_STACK = 20  # weighted layers in a chain from which residual connections come first among the remedies
 
 
+def _explain_unheld_loss_weight(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` is learned, and used only as a weight exp(+-s) on loss terms, with nothing in the loss holding "
+        "it back. The loss falls fastest by moving it: the weights go towards 0, the recorded loss with them, while "
+        "the terms they weigh stay where they are; and every gradient those terms send to the model is multiplied by "
+        f"its weight, so the model's gradient vanishes with it. Its values went from {e['values_first']} to "
+        f"{e['values_last']}."
+    )
+    remedies = [
+        f"Add the term that holds it back, as in uncertainty weighting (Kendall et al. 2018): `loss = exp(-s) * L + s` "
+        f"for each term (s = log sigma^2 of that task), or fix the weights instead of learning `{f.where}`.",
+    ]
+    return text, remedies
+
+
 def _explain_hooks_piling_up(f: Finding):
     e = f.evidence
     hooks = e["hooks_piling_up"]
@@ -75,6 +91,8 @@ def explain_vanishing_gradient(f: Finding):
     e = f.evidence
     if "hooks_piling_up" in e:
         return _explain_hooks_piling_up(f)
+    if "loss_weight_unheld" in e:
+        return _explain_unheld_loss_weight(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=True)
     if e.get("through_one_layer"):

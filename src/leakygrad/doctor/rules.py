@@ -1397,6 +1397,32 @@ def hooks_piling_up_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- learned loss weights that nothing holds back ---------------------------------------------------------------------
+def unheld_loss_weights_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A parameter of a few entries used only as exp(+-s) multiplying loss terms, with no term holding it back (no
+    `+ s`), on most recent sampled steps: the optimiser lowers the loss by moving s, not by learning, until the
+    weights are near 0, and the gradient reaching the model is scaled down with them. An error once a weight has moved
+    by `unheld_weight_moved` (e-fold) or more since the first record; a warning before."""
+    recent = history.recent()
+    findings = []
+    for name in sorted({name for r in recent for name in (r.unheld_loss_weights or ())}):
+        seen = [r for r in recent if name in (r.unheld_loss_weights or ())]
+        if len(seen) < t.min_records or 2 * len(seen) < len(recent):
+            continue
+        first = next(r for r in history.records if name in (r.unheld_loss_weights or ()))
+        before, after = first.unheld_loss_weights[name], seen[-1].unheld_loss_weights[name]
+        moved = max((abs(b - a) for a, b in zip(before, after)), default=0.0)
+        evidence = {
+            "loss_weight_unheld": name,
+            "values_first": [round(v, 3) for v in before],
+            "values_last": [round(v, 3) for v in after],
+            "moved_by": round(moved, 3),
+        }
+        severity = "error" if moved >= t.unheld_weight_moved else "warning"
+        findings.append(Finding("vanishing_gradient", name, first.step, severity, evidence))
+    return findings
+
+
 # --- a gradient reversal that does not reverse ----------------------------------------------------------------------
 def reversal_not_reversing_rule(history: History, t: Thresholds) -> list[Finding]:
     """A custom Function named as a gradient reversal (`GradReverse`, `ReverseLayerF`, `GRL`) whose backward passed
@@ -3404,6 +3430,7 @@ RULES = (
     zeros_outside_autograd_rule,
     reversal_not_reversing_rule,
     hooks_piling_up_rule,
+    unheld_loss_weights_rule,
     plateau_mode_rule,
     rounded_away_rule,
     symmetric_units_rule,

@@ -170,6 +170,8 @@ class StepRecord:
     padding_checks: dict | None = None
     # custom Functions named as gradient reversals -> (cosine of the gradient they returned with the one given, after)
     reversal_checks: dict | None = None
+    # learned weights on loss terms, exp(+-s) * loss, that nothing holds back -> their values s on this step
+    unheld_loss_weights: dict | None = None
     # a classifier's batch (a few sampled steps): {"batch", "classes", "distinct" (classes in it), "most_frequent"}
     batch_classes: dict | None = None
     # a softmax (or sigmoid) whose output the loss squashes again (cross_entropy given probabilities, or

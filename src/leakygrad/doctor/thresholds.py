@@ -261,6 +261,11 @@ class Thresholds:
     times as often as the other way, with two rate cuts or more: its mode is the wrong way round for its metric
     (sweep 35: mode="min" given the validation accuracy, which rose on most epochs; the rate halved every 4 epochs from
     the first, accuracy 0.81 against 0.87 with mode="max")."""
+    unheld_weight_moved: float = 1.0
+    """A learned weight exp(+-s) on a loss term that nothing holds back (no `+ s` term): an error once s has moved by
+    this much or more since the first record (the weight e-fold smaller or larger), a warning before (sweep 36:
+    uncertainty weights without their `+ s`, s rising to 6.7 and 3.2, the task weights 0.0012 and 0.042, accuracy 0.12
+    against 0.87; Kendall's form, with `+ s`, is not this)."""
     piled_hooks: int = 8
     piled_hooks_change: float = 1e-2
     """Gradient hooks on one parameter that grew in number on every recent sampled step, to this many or more, while

@@ -660,6 +660,61 @@ def attention_scores(softmax_node) -> tuple[float, torch.Tensor | None] | None:
     return None
 
 
+WEIGHT_PATH = ("select", "slice", "view", "reshape", "squeeze", "unsqueeze", "neg", "index", "expand")
+
+
+def unheld_loss_weights(nodes) -> list:
+    """The small learnable tensors (parameters of 16 entries at most) every use of which, in the graph of `nodes`, is
+    a factor exp(+-s) multiplying a single number (a loss term): `exp(-s) * ce + exp(-s2) * mse` with no `+ s` beside
+    it. Nothing holds such a weight back: the optimiser lowers the loss by moving s until the weight is 0, and the
+    loss's gradient to the model goes with it. Kendall's uncertainty weighting adds s (or log sigma) for that reason."""
+    parents: dict = {}
+    for node in nodes:
+        for child, _ in node.next_functions:
+            if child is not None:
+                parents.setdefault(child, []).append(node)
+    found = []
+    for node in list(parents):  # (the leaves too: `nodes` may leave them out, as new_nodes does)
+        variable = getattr(node, "variable", None) if isinstance(node, PARAMETER_LEAF) else None
+        if variable is None or variable.numel() > 16 or variable.numel() == 0:
+            continue
+        uses = _uses(node, parents)
+        if uses and all(_weighs_a_loss_term(use, parents) for use in uses):
+            found.append(variable)
+    return found
+
+
+def _uses(leaf, parents) -> list:
+    """The first operations above a leaf that are not selections, reshapes or negations of it."""
+    uses, frontier = [], list(parents.get(leaf, ()))
+    for _ in range(8):
+        next_frontier = []
+        for node in frontier:
+            if op_name(node) in WEIGHT_PATH:
+                next_frontier.extend(parents.get(node, ()))
+            else:
+                uses.append(node)
+        frontier = next_frontier
+    return uses
+
+
+def _weighs_a_loss_term(use, parents) -> bool:
+    """Whether `use` is exp(...) whose every reader multiplies it with a single number that carries gradient."""
+    if op_name(use) != "exp":
+        return False
+    readers = parents.get(use, ())
+    if not readers:
+        return False
+    for reader in readers:
+        factors = [child for child, _ in reader.next_functions]
+        if op_name(reader) != "mul" or len(factors) != 2 or None in factors:
+            return False
+        other = factors[1] if factors[0] is use else factors[0]
+        if output_shape(other) not in ((), (1,)):
+            return False
+    return True
+
+
 def loss_terms(root) -> list:
     """The terms of the backward's root, when it is a sum (under negations and constant factors): `ce + lam * penalty`
     gives the node of each term, and None for a term added that has no graph at all (a penalty computed from tensors

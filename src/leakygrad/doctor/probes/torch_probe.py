@@ -113,6 +113,7 @@ ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are me
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
+UNHELD_LOOKS = 4  # ... on which the graph is searched for learned weights on loss terms that nothing holds back
 REVERSAL_LOOKS = 32  # ... on which a gradient reversal's backward is compared with what it is given (past lambda 0)
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
 MAX_ZERO_SUSPECTS = 8  # parameters with a gradient exactly zero at every sampled step, looked at between them
@@ -1127,6 +1128,7 @@ class StepState:
     padding_ids: dict = field(default_factory=dict)
     padding_checks: dict = field(default_factory=dict)
     reversal_checks: dict = field(default_factory=dict)  # gradient reversal Function -> [after, deferred cosine]
+    unheld_values: dict = field(default_factory=dict)  # loss weight nothing holds back -> deferred vector of it
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
@@ -1394,6 +1396,8 @@ class TorchProbe:
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._padding_looks = 0  # ... on which an embedding's output gradient was read at its padding_idx
         self._reversal_looks: dict[str, int] = {}  # gradient reversal Function -> sampled steps it was looked at
+        self._unheld_looks = 0  # ... on which the graph was searched for loss weights nothing holds back
+        self._unheld_params: dict = {}  # such a weight's name -> a weak reference to it
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -2459,6 +2463,7 @@ class TorchProbe:
         if self._leaf_looks < LOOSE_LEAF_LOOKS:
             self._leaf_looks += 1
             self._look_at_loose_leaves(state, nodes)
+        self._look_at_loss_weights(state, nodes)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
@@ -2835,6 +2840,20 @@ class TorchProbe:
             node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
         if testable:
             node.register_hook(functools.partial(self._on_custom_backward, state.ticket, name))
+
+    def _look_at_loss_weights(self, state: StepState, nodes) -> None:
+        """Learned weights on loss terms that nothing holds back (`graph_tools.unheld_loss_weights`), looked for on the
+        first UNHELD_LOOKS sampled steps; each found is read on every sampled step after (its few values)."""
+        if self._unheld_looks < UNHELD_LOOKS:
+            self._unheld_looks += 1
+            for variable in graph_tools.unheld_loss_weights(nodes):
+                label = self._param_label(variable)
+                if label is not None:
+                    self._unheld_params[label[1]] = weakref.ref(variable)
+        for name, ref in self._unheld_params.items():
+            variable = ref()
+            if variable is not None and name not in state.unheld_values:
+                state.unheld_values[name] = state.deferred.vector(variable.detach().reshape(-1).float())
 
     def _look_at_reversal(self, state: StepState, node, names) -> None:
         """A custom Function named as a gradient reversal, on its first REVERSAL_LOOKS sampled steps (whatever its
@@ -3577,6 +3596,7 @@ class TorchProbe:
                     record.attention[site]["gradient_same_along_axis"] = value(same_at)
         if state.padding_ids:
             self._padding_looks += 1
+        record.unheld_loss_weights = {name: vectors[at].tolist() for name, at in state.unheld_values.items()} or None
         record.reversal_checks = {
             name: (value(cosine_at), after) for name, (after, cosine_at) in state.reversal_checks.items() if cosine_at
         } or None
