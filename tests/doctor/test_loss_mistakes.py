@@ -2584,3 +2584,26 @@ def test_a_learned_loss_weight_that_nothing_holds_back_is_a_vanishing_gradient(f
     [f] = named
     assert (f.symptom, f.where, f.severity) == ("vanishing_gradient", "log_var", "error")
     assert min(f.evidence["values_last"]) > 1 and "exp(-s) * L + s" in f.remedies[0]
+
+
+def test_a_ranking_hinge_past_its_margin_does_not_make_the_cancelling_bias_an_error():
+    """Sweep 36's healthy pairwise ranker: `margin_ranking_loss(s(x_i), s(x_j), y)` reads only score differences, so
+    the ranker's last bias cancels by design (left alone as such), until the hinge, with most pairs past its margin,
+    blocked 90% of its gradient: that was taken for an op blocking what reaches the bias, and made it an error. A
+    margin loss's hinge blocks by design, and is no such cause."""
+    torch.manual_seed(0)
+    ranker = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    x = torch.randn(256, 8)
+    score = x[:, 0] + 0.5 * x[:, 1]
+    optimizer = torch.optim.Adam(ranker.parameters(), lr=1e-2)
+    with doctor.watch(ranker, optimizer, every=4) as dr:
+        for _ in range(200):
+            i, j = torch.randint(0, 256, (2, 128))
+            y = torch.sign(score[i] - score[j])
+            loss = F.margin_ranking_loss(ranker(x[i])[:, 0], ranker(x[j])[:, 0], y, margin=0.1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    blocked = [r.ops[k].blocked_fraction for r in dr.history.recent() for k in r.ops if r.ops[k].site == "loss"]
+    assert max(blocked) >= 0.9  # (the hinge does block nearly everything by the end)
+    assert [f for f in dr.findings if f.severity == "error"] == []

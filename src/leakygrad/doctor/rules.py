@@ -2439,7 +2439,13 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     if not unreached:
         return []
     reached = [name for name in checked if history.param_with_grad.get(name, 0) > 0]
-    blocking = any(op.blocked_fraction >= t.blocked_error for r in history.recent() for op in r.ops.values())
+    # (an op blocking nearly all the gradient through it; not a margin loss's hinge, which blocks the examples past
+    # its margin by design: a ranking loss's, whose bias cancels in s(x_i) - s(x_j), is no cause of anything)
+    blocking = any(
+        op.blocked_fraction >= t.blocked_error and not (op.floor_at_zero and op.site == "loss")
+        for r in history.recent()
+        for op in r.ops.values()
+    )
     groups: dict[str, list[str]] = {}
     for name in unreached:
         groups.setdefault(_widest_unreached_module(name, history.param_module, reached), []).append(name)
