@@ -962,6 +962,22 @@ class OutputMemory:
 
 
 @dataclass
+class CustomBackwardTest:
+    """One custom autograd.Function's backward, tested on a sampled step: the node it made, what the test measures
+    (deferred indices, filled by its gradient hook), and the parameters given to it whose gradient it returned None."""
+
+    node: object  # (held for the step only: released with the state)
+    after: str | None  # the module before it
+    call: object  # the CustomCall kept by Function.apply's wrapper, or None
+    flags_at: list | None = None  # per input: does its gradient stay the same when grad_output is -2 times?
+    grad_output_at: int | None = None
+    grad_input_at: int | None = None
+    grad_output_one_at: int | None = None  # (the loss itself: every grad_output is 1)
+    against_forward_at: int | None = None  # the numbers of its backward against its forward's finite differences
+    dropped: list = field(default_factory=list)  # parameters given to it whose gradient its backward returned None
+
+
+@dataclass
 class GateTally:
     """One gating op's site on a sampled step: what its gradient hooks measure, and what the graph walk read of it."""
 
@@ -1172,12 +1188,7 @@ class StepState:
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
-    # a custom autograd.Function tested on this step: its name -> [node, the module before it, per input the deferred
-    # index of "ignores grad_output" (or None), deferred indices of ||grad_output|| and ||grad_input||, and of
-    # "grad_output is one number, 1" (the Function is the backward's root) or None, the parameters its backward
-    # dropped, the call that made the node (`CustomCall`, or None), and the deferred index of the numbers of its
-    # backward tested against its forward (or None)]
-    custom_backwards: dict = field(default_factory=dict)
+    custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
 
     ticket: Ticket = field(init=False)  # what this step's hooks hold instead of the state itself
@@ -2835,7 +2846,7 @@ class TorchProbe:
         after = graph_tools.nearest_upstream(node, names)
         call = state.custom_calls.get(id(node))
         call = call if call is not None and call.node is node else None
-        state.custom_backwards[name] = [node, after, None, None, None, None, [], call, None]
+        state.custom_backwards[name] = CustomBackwardTest(node, after, call)
         if given:
             node.register_hook(functools.partial(self._on_custom_parameters, state.ticket, name, given))
         if testable:
@@ -2884,28 +2895,28 @@ class TorchProbe:
         state = ticket.state
         if state is None:
             return
-        dropped = state.custom_backwards[name][6]
+        dropped = state.custom_backwards[name].dropped
         dropped.extend(parameter for position, parameter in given if grad_inputs[position] is None)
 
     def _on_custom_backward(self, ticket: Ticket, name: str, grad_inputs, grad_outputs):
         state = ticket.state  # (the node is looked up in the state, not held by the hook: see _on_nan_prone_grad)
         if state is None:
             return
-        entry = state.custom_backwards[name]
+        test = state.custom_backwards[name]
         try:
-            flags = graph_tools.ignores_grad_output(entry[0], grad_inputs, grad_outputs)
+            flags = graph_tools.ignores_grad_output(test.node, grad_inputs, grad_outputs)
         except Exception:  # (the user's backward cannot run twice, having freed what it saved, say: left untested)
             return
         try:
-            entry[2] = [None if flag is None else state.deferred.scalar(flag) for flag in flags]
-            entry[3] = state.deferred.scalar(_norm_of_all(grad_outputs))
-            entry[4] = state.deferred.scalar(_norm_of_all(grad_inputs))
+            test.flags_at = [None if flag is None else state.deferred.scalar(flag) for flag in flags]
+            test.grad_output_at = state.deferred.scalar(_norm_of_all(grad_outputs))
+            test.grad_input_at = state.deferred.scalar(_norm_of_all(grad_inputs))
             given = [g for g in grad_outputs if isinstance(g, torch.Tensor)]
             if given and all(g.numel() == 1 for g in given):  # (the loss itself: d loss / d loss = 1)
-                entry[5] = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
+                test.grad_output_one_at = state.deferred.scalar(torch.stack([(g == 1).all() for g in given]).all())
         except Exception as error:
             self._fail("testing a custom Function's backward", error)
-        call = entry[7]
+        call = test.call
         if call is None or [_version_of(a) for a in call.args] != call.versions:  # (changed in place since: untested)
             return
         try:
@@ -2918,7 +2929,7 @@ class TorchProbe:
                 call.outputs,
             )
             if numbers is not None:
-                entry[8] = state.deferred.vector(numbers)
+                test.against_forward_at = state.deferred.vector(numbers)
         except Exception as error:
             self._fail("testing a custom Function's backward against its forward", error)
 
@@ -3704,22 +3715,23 @@ class TorchProbe:
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
         record.custom_backwards = {}
-        for name, (_, after, flags, out_at, in_at, one_at, dropped, _, numbers_at) in state.custom_backwards.items():
+        for name, test in state.custom_backwards.items():
+            flags, numbers_at = test.flags_at, test.against_forward_at
             if flags:  # (tested: the hook ran, and the backward could be called again)
                 record.custom_backwards[name] = {
                     "ignores_grad_output": [i for i, at in enumerate(flags) if at is not None and value(at) > 0],
                     "inputs": sum(at is not None for at in flags),
-                    "after": after,
-                    "grad_output_norm": value(out_at),
-                    "grad_input_norm": value(in_at),
-                    "grad_output_one": one_at is not None and value(one_at) > 0,
-                    "drops_parameters": dropped,
+                    "after": test.after,
+                    "grad_output_norm": value(test.grad_output_at),
+                    "grad_input_norm": value(test.grad_input_at),
+                    "grad_output_one": test.grad_output_one_at is not None and value(test.grad_output_one_at) > 0,
+                    "drops_parameters": test.dropped,
                     "against_forward": None
                     if numbers_at is None
                     else graph_tools.backward_disagrees(vectors[numbers_at].tolist()),
                 }
-            elif dropped:  # (not run again, but seen to return None for parameters given to it)
-                record.custom_backwards[name] = {"tested": False, "drops_parameters": dropped}
+            elif test.dropped:  # (not run again, but seen to return None for parameters given to it)
+                record.custom_backwards[name] = {"tested": False, "drops_parameters": test.dropped}
         record.custom_backwards = record.custom_backwards or None
         record.grads_after_backward = state.grads_after_backward
         if state.not_applied is not None:  # (checked at an optimiser step)
