@@ -2607,3 +2607,63 @@ def test_a_ranking_hinge_past_its_margin_does_not_make_the_cancelling_bias_an_er
     blocked = [r.ops[k].blocked_fraction for r in dr.history.recent() for k in r.ops if r.ops[k].site == "loss"]
     assert max(blocked) >= 0.9  # (the hinge does block nearly everything by the end)
     assert [f for f in dr.findings if f.severity == "error"] == []
+
+
+@pytest.mark.parametrize(
+    "loss_form",
+    [
+        "cosine, target kept",
+        "normalised squared distance, target kept",
+        "one model holding both, target kept",
+        "cosine, target detached",
+        "momentum target under no_grad",
+        "same projector on both sides",
+    ],
+)
+def test_a_predictor_pulled_towards_its_own_undetached_input_is_a_wrong_gradient(loss_form):
+    """SimSiam's loss D(p1, z2) + D(p2, z1) with z = enc(x), p = pred(z), and the target z2 not detached: its gradient
+    moves the encoder's output towards the prediction made from it, and the two may agree on one constant output (a
+    sweep's script: kNN accuracy 0.879 against 0.960 with the stop-gradient; said nothing). The same loss with
+    `z.detach()`, a momentum copy's target made under no_grad (BYOL), and a symmetric loss through one projector on
+    both sides (no predictor reading the target's module) are no finding."""
+    torch.manual_seed(0)
+    encoder = nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 8))
+    predictor = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
+    momentum = nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 8))
+    momentum.load_state_dict(encoder.state_dict())
+    both = nn.ModuleDict({"enc": encoder, "pred": predictor})
+    x = torch.randn(32, 16)
+    optimizer = torch.optim.SGD(both.parameters(), lr=0.05, momentum=0.9)
+
+    def distance(p, z):
+        if loss_form.startswith("normalised"):
+            return F.mse_loss(F.normalize(p, dim=1), F.normalize(z, dim=1))
+        return -F.cosine_similarity(p, z, dim=1).mean()
+
+    watched = both if loss_form.startswith("one model") else [encoder, predictor]
+    with doctor.watch(watched, optimizer, every=2) as dr:
+        for _ in range(20):
+            z1, z2 = encoder(x + 0.3 * torch.randn_like(x)), encoder(x + 0.3 * torch.randn_like(x))
+            if loss_form == "same projector on both sides":
+                loss = distance(predictor(z1), predictor(z2))
+            elif loss_form.startswith("momentum"):
+                with torch.no_grad():
+                    t1, t2 = momentum(x + 0.3 * torch.randn_like(x)), momentum(x + 0.3 * torch.randn_like(x))
+                loss = 0.5 * distance(predictor(z1), t2) + 0.5 * distance(predictor(z2), t1)
+            else:
+                t1, t2 = (z1.detach(), z2.detach()) if loss_form.endswith("detached") else (z1, z2)
+                loss = 0.5 * distance(predictor(z1), t2) + 0.5 * distance(predictor(z2), t1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "target_detached" in f.evidence]
+    if not loss_form.endswith("target kept"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.first_step) == ("wrong_gradient", "warning", 0)
+    prefix = "enc." if loss_form.startswith("one model") else "sequential."
+    assert f.where.startswith(prefix) and f.evidence["predictor"] != f.where
+    assert f.evidence["target_from"] == f.where
+    assert "z2.detach()" in f.remedies[0]

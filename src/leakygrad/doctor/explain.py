@@ -592,14 +592,35 @@ def _explain_reversal_not_reversed(f: Finding):
     return text, remedies
 
 
+def _explain_unstopped_target(f: Finding):
+    e = f.evidence
+    text = (
+        f"The loss compares the output of `{e['predictor']}` with the output of `{e['target_from']}`, a module "
+        f"`{e['predictor']}` itself reads, by their cosine, and the gradient flows into both sides. Along the target "
+        f"side the chain rule moves `{e['target_from']}`'s output towards the prediction made from it, so prediction "
+        "and target chase each other, and the cheapest way for them to agree is the same output for every example: "
+        "the loss reaches its minimum while the features carry nothing (collapse). SimSiam and BYOL learn only "
+        "because the target's gradient is stopped (Chen & He 2021: without it the outputs collapse at once)."
+    )
+    remedies = [
+        f"Detach the target: `D(p1, z2.detach())` (and `D(p2, z1.detach())` for the symmetric loss), so only the "
+        f"side through `{e['predictor']}` carries a gradient.",
+        "Or take the target from a momentum copy of the encoder under `torch.no_grad()` (BYOL), or add negatives "
+        "(a contrastive loss such as InfoNCE), which hold the examples apart.",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
-    """A custom autograd.Function whose backward disagrees with its forward's finite differences, or a layer's output
-    changed outside autograd."""
+    """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
+    changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
     e = f.evidence
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if e.get("gradient_reversal_not_reversed"):
         return _explain_reversal_not_reversed(f)
+    if "target_detached" in e:
+        return _explain_unstopped_target(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "

@@ -1448,6 +1448,22 @@ def reversal_not_reversing_rule(history: History, t: Thresholds) -> list[Finding
     return findings
 
 
+# --- a predictor pulled towards its own input, the target's gradient not stopped --------------------------------------
+def unstopped_target_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A loss that pulls a predictor's output p towards the output z of a module the predictor reads, by their cosine
+    (or the distance of the unit vectors), with z's gradient kept: SimSiam's D(p1, z2) without `z2.detach()`. The
+    loss then moves z too, towards p, and the easiest way to make them agree is one constant output for every
+    example (collapse; Chen & He 2021, fig. 2). BYOL and SimSiam stop the target's gradient. A warning, on most
+    recent sampled steps: the graph shows the stop-gradient missing, not the collapse itself."""
+    marked = _marked_on_most(history, "unstopped_target", t)
+    if not marked:
+        return []
+    found = marked[-1].unstopped_target
+    first_step = next(r.step for r in history.records if r.unstopped_target is not None)
+    evidence = {"predictor": found["predictor"], "target_from": found["target"], "target_detached": False}
+    return [Finding("wrong_gradient", found["target"], first_step, "warning", evidence)]
+
+
 # --- a layer's output changed outside autograd ---------------------------------------------------------------------
 def zeros_outside_autograd_rule(history: History, t: Thresholds) -> list[Finding]:
     """A layer's output that the next layer's product reads with no operation between them in the graph, holding exact
@@ -3435,6 +3451,7 @@ RULES = (
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,
     reversal_not_reversing_rule,
+    unstopped_target_rule,
     hooks_piling_up_rule,
     unheld_loss_weights_rule,
     plateau_mode_rule,

@@ -182,6 +182,8 @@ class StepRecord:
     classes_on_another_axis: dict | None = None
     # cross_entropy over a self-similarity z @ z.T with targets 0..N-1 (its diagonal): {"embedding", "rows"}
     self_similarity: dict | None = None
+    # a loss pulling a predictor's output towards the output of a module it reads, not detached: {"predictor", "target"}
+    unstopped_target: dict | None = None
     # a distribution's draw by `sample()` (no path back to its parameters, which have a graph) that a module read:
     # {distribution class: module}
     decoded_draws: dict | None = None

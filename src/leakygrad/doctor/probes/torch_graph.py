@@ -1013,6 +1013,62 @@ def _summed_product_of_unit_rows(node) -> bool:
     return signed(dims[0]) % len(shape) == len(shape) - 1
 
 
+ALONG_THE_LOSS = ("neg", "mean", "sum", "add", "sub", "rsub", "mul", "div", "pow", "mse_loss", "stack", "cat")
+
+
+def predictor_without_stop_gradient(roots, names, limit: int = 64) -> dict | None:
+    """{"predictor", "target"} when the loss pulls a predictor's output towards the output of a module that the
+    predictor itself reads, both with their gradient: SimSiam's `D(p1, z2)` with `z2 = enc(x2)` not detached (BYOL
+    and SimSiam stop the target's gradient; without it both sides may move to one constant, which every example
+    matches: collapse). Found where the loss, through sums, means and constant factors only (no softmax over other
+    examples: a contrastive loss has negatives that hold the examples apart), reads a cosine or a squared distance
+    of two tensors of unit rows: p/|p| against z/|z|, whose module `z` came from is upstream of `p`'s, and not the
+    other way round. Else None."""
+    frontier, seen = [root for root in roots if root is not None], set()
+    while frontier:
+        node = frontier.pop()
+        if node in seen or len(seen) > limit:
+            continue
+        seen.add(node)
+        factors = [beneath_reshapes(child) for child, _ in node.next_functions if child is not None]
+        if len(factors) == 2 and all(_unit_rows(factor) for factor in factors):
+            operands = [beneath_reshapes(factor.next_functions[0][0]) for factor in factors]
+            found = _predicting_its_own_input(*operands, names) or _predicting_its_own_input(*operands[::-1], names)
+            if found is not None:
+                return found
+            continue
+        if op_name(node) in ALONG_THE_LOSS:
+            frontier.extend(child for child, _ in node.next_functions if child is not None)
+    return None
+
+
+def _predicting_its_own_input(prediction, target, names) -> dict | None:
+    """{"predictor", "target"} when `target` was made by a module that `prediction`'s module reads (within a few
+    operations), and not the other way round; both carrying a gradient (a detached target has no node at all)."""
+    made_prediction = names.get(prediction) or nearest_upstream(prediction, names)
+    made_target = names.get(target) or nearest_upstream(target, names)
+    if made_prediction is None or made_target is None or made_prediction == made_target:
+        return None
+    if made_target in _names_upstream(prediction, names) and made_prediction not in _names_upstream(target, names):
+        return {"predictor": made_prediction, "target": made_target}
+    return None
+
+
+def _names_upstream(node, names, limit: int = 256) -> set:
+    """The names `names` knows among the nodes upstream of `node` (at most `limit` nodes looked at)."""
+    found, frontier, seen = set(), [node], {node}
+    while frontier and len(seen) < limit:
+        current = frontier.pop()
+        for child, _ in current.next_functions:
+            if child is None or child in seen:
+                continue
+            seen.add(child)
+            if child in names:
+                found.add(names[child])
+            frontier.append(child)
+    return found
+
+
 def _factor_on_the_host(node) -> bool:
     """Whether a product's or quotient's constant factor can be read without the device: a number, or a tensor on the
     CPU (`_constant_factor` takes a GPU tensor's for positive without reading it)."""

@@ -1086,6 +1086,9 @@ class StepState:
     classes_on_another_axis: dict | None = None
     # cross_entropy over z @ z.T with the diagonal for targets (graph_tools.diagonal_of_a_self_similarity)
     self_similarity: dict | None = None
+    # a loss pulling a predictor's output towards a module's output that the predictor reads, neither detached (SimSiam
+    # without its stop-gradient): {"predictor", "target"} (graph_tools.predictor_without_stop_gradient)
+    unstopped_target: dict | None = None
     confined_logits: dict | None = None  # cross_entropy over cosine similarities times a constant (graph_tools)
     softmax_into_squared_error: str | None = None  # ... or that `mse_loss` compares with targets: its site
     identity_activations: set = field(default_factory=set)  # sites of LeakyReLUs whose negative slope is 1
@@ -2366,6 +2369,8 @@ class TorchProbe:
                 made_by, rows = found
                 embedding = names.get(made_by) or graph_tools.nearest_upstream(made_by, names) or "input"
                 state.self_similarity = {"embedding": embedding, "rows": rows}
+        if state.unstopped_target is None and "linalg_vector_norm" in state.loss_ops:
+            state.unstopped_target = graph_tools.predictor_without_stop_gradient(root_nodes, names)
         if state.confined_logits is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(COSINES):
             state.confined_logits = graph_tools.confined_logits(loss_nodes)
         if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
@@ -3536,6 +3541,7 @@ class TorchProbe:
         record.softmax_into_squared_error = state.softmax_into_squared_error
         record.classes_on_another_axis = state.classes_on_another_axis
         record.self_similarity = state.self_similarity
+        record.unstopped_target = state.unstopped_target
         record.decoded_draws = dict(state.decoded_draws) or None
         record.confined_logits = state.confined_logits
         record.identity_activations = sorted(state.identity_activations) or None
