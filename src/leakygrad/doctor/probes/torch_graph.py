@@ -1805,11 +1805,14 @@ def ignores_grad_output(node, grad_inputs, grad_outputs) -> list[torch.Tensor] |
     gradient). The chain rule makes a backward linear in grad_output; one that returns the local derivative alone,
     forgetting to multiply it by grad_output, returns the same whatever the loss asks of it. Called after the real
     backward (a post-hook), while the node still holds what it saved; the random generators are restored after, so
-    that the training draws the same numbers."""
+    that the training draws the same numbers. None when the backward draws random numbers itself: not tested."""
     flipped = [None if g is None else -2 * g for g in grad_outputs]
     devices = sorted({g.device.index for g in grad_outputs if g is not None and g.is_cuda})
     with torch.no_grad(), torch.random.fork_rng(devices=devices):
+        before = _generator_states(devices)
         again = node.apply(*flipped)
+        if any(not torch.equal(a, b) for a, b in zip(before, _generator_states(devices))):
+            return None  # it draws random numbers (Shake-Shake's beta): a different gradient each call, by design
     again = again if isinstance(again, tuple) else (again,)
     flags = []
     for given, other in zip(grad_inputs, again):
@@ -1818,6 +1821,11 @@ def ignores_grad_output(node, grad_inputs, grad_outputs) -> list[torch.Tensor] |
             continue
         flags.append((given == other).all() & (given != 0).any())
     return flags
+
+
+def _generator_states(devices) -> list[torch.Tensor]:
+    """The states of PyTorch's CPU generator and of the given CUDA devices' (a few kilobytes each)."""
+    return [torch.get_rng_state(), *(torch.cuda.get_rng_state(device) for device in devices)]
 
 
 # --- a custom autograd.Function's backward against its forward: the dot-product test of gradcheck ------------------
@@ -1892,6 +1900,8 @@ def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs) -> torch.
         return None  # (it does not compute again what the training got: nothing to compare its backward with)
     if len(moved) == 1 and _is_its_input(again, base[moved[0]]):
         return None  # the identity forward: written for its backward alone (a gradient reversal, a clip, a scale)
+    if _reads_not_at_all(run, base, moved, again):
+        return None  # a tensor given to it that its forward ignores: there for the backward (Shake-Shake's beta)
     scales = [base[i].square().mean().sqrt().clamp_min(1e-3) for i in moved]
     generator = torch.Generator(device=device).manual_seed(0)  # (its own: the training's generators are not drawn)
     typical = torch.stack([(grad_inputs[i].double() * s).square().sum() for i, s in zip(moved, scales)]).sum().sqrt()
@@ -1922,6 +1932,25 @@ def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs) -> torch.
         backward_dot = sum((grad_inputs[i].double() * v).sum() for i, v in zip(moved, directions))
         values += [backward_dot, change_along(directions, FORWARD_STEP), change_along(directions, FORWARD_STEP / 2)]
     return torch.stack([v.reshape(()).to(torch.float64) for v in values])
+
+
+def _reads_not_at_all(run, base: list, moved: list[int], again: tuple) -> bool:
+    """Whether one of the floating-point tensors given to the Function and not differentiated leaves its forward's
+    outputs exactly as they were when changed: passed for the backward alone, which is then no derivative of the
+    forward by design (Shake-Shake's forward mixes its branches by alpha, its backward by another draw, beta)."""
+    for i, value in enumerate(base):
+        if i in moved or not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() == 0:
+            continue
+        shifted = list(base)
+        shifted[i] = value * 2 + 1
+        outputs = run(shifted)
+        same = len(outputs) == len(again) and all(
+            torch.equal(a, b) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else True
+            for a, b in zip(outputs, again)
+        )
+        if same:
+            return True
+    return False
 
 
 def _same_outputs(again: tuple, outputs: tuple) -> bool:
