@@ -4235,3 +4235,40 @@ def test_hooks_piling_up_on_a_model_that_converges_are_no_vanishing_gradient():
             loss.backward()
             optimizer.step()
     assert not [f for f in dr.findings if "hooks_piling_up" in f.evidence]
+
+
+@pytest.mark.parametrize("loss_form", ["center loss, masked then clamped", "clipped error, masked then clamped"])
+def test_entries_masked_to_zero_before_a_clamp_are_not_counted_as_blocked(loss_form):
+    """Center loss as pytorch-center-loss writes it, `(distmat * mask).clamp(1e-12, 1e12).sum()`: the entries the
+    one-hot mask zeroes sit below the clamp's floor, and 9 in 10 of the gradients entering the clamp left it as 0 (a
+    sweep's healthy digits model, a `blocked_gradient` warning). The mask gives them no gradient whatever the clamp
+    does: only entries the mask keeps are counted now. An error clipped to [-1, 1] after a mask still blocks."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 20, generator=generator)
+    y = x[:, :10].argmax(1)
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 16))
+    head = nn.Linear(16, 10)
+    centers = nn.Parameter(torch.randn(10, 16))
+    model = nn.ModuleList([net, head])
+    optimizer = torch.optim.Adam([*model.parameters(), centers], lr=1e-2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(120):
+            features = net(x)
+            mask = nn.functional.one_hot(y, 10).float()
+            if loss_form.startswith("center"):
+                distances = (features[:, None] - centers[None]).pow(2).sum(-1) * mask
+                center_loss = distances.clamp(min=1e-12, max=1e12).sum() / len(x)
+                loss = nn.functional.cross_entropy(head(features), y) + 0.01 * center_loss
+            else:  # (targets +-5: most errors clipped)
+                errors = (head(features) - (10 * mask - 5)) * mask
+                loss = (errors.clamp(-1, 1) ** 2).sum(1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    clamps = [(f.severity, f.symptom) for f in dr.findings if f.where == "clamp"]
+    if loss_form.startswith("center"):
+        assert clamps == []
+    else:
+        assert clamps == [("error", "blocked_gradient")]

@@ -313,6 +313,22 @@ def _constant_factor(node) -> float | None:
     return None
 
 
+def masking_factor(node) -> torch.Tensor | None:
+    """The constant tensor that the input of `node` (a gating op) was multiplied by just before, `x * mask`: where its
+    entries are 0 the input gets no gradient whatever the gate does (center loss's `(distmat * mask).clamp(1e-12)`,
+    whose masked entries sit below the clamp's floor). None when there is none, or it is a number."""
+    child = node.next_functions[0][0] if node.next_functions else None
+    if op_name(child) != "mul" or len(child.next_functions) != 2:
+        return None
+    constant = [position for position, (factor, _) in enumerate(child.next_functions) if factor is None]
+    if len(constant) != 1:
+        return None
+    factor = getattr(child, "_saved_self" if constant[0] == 0 else "_saved_other", None)
+    if not isinstance(factor, torch.Tensor) or factor.numel() <= 1 or factor.requires_grad or factor.is_complex():
+        return None
+    return factor
+
+
 def _mean_of_errors(node) -> str | None:
     """A mean or sum of absolute or squared values (`l1_loss`, which PyTorch computes so, or a hand-written
     `((pred - y) ** 2).mean()`), or of a loss left unreduced: how to call it, or None."""

@@ -2003,7 +2003,7 @@ class TorchProbe:
             if not _not_dense(grad):
                 self._fail("time-step gradient hook", error)
 
-    def _on_gate_grad(self, ticket: Ticket, key: str, grad_inputs, grad_outputs):
+    def _on_gate_grad(self, ticket: Ticket, key: str, mask, grad_inputs, grad_outputs):
         state = ticket.state
         if state is None:
             return
@@ -2012,7 +2012,9 @@ class TorchProbe:
             grad_out = grad_outputs[0] if grad_outputs else None
             if grad_in is None or grad_out is None or grad_in.shape != grad_out.shape:
                 return
-            blocked, arriving = blocked_fraction(grad_in, grad_out)
+            if mask is not None and torch.broadcast_shapes(mask.shape, grad_out.shape) != grad_out.shape:
+                mask = None
+            blocked, arriving = blocked_fraction(grad_in, grad_out, mask)
             tally = state.gates[key]
             tally.pairs.append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
             tally.elements += grad_out.numel()
@@ -2616,7 +2618,8 @@ class TorchProbe:
                     labels = graph_tools.label_factor(node)  # (max(0, 1 - y f): are the labels y 0/1, not -1/+1?)
                     if labels is not None and labels.numel() and not labels.is_complex():
                         tally.zero_labels_at = state.deferred.scalar(zeros_among_zero_one(labels.detach()))
-                node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key))
+                mask = graph_tools.masking_factor(node)  # (x * mask, then the gate: the masked entries do not count)
+                node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key, mask))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))

@@ -567,9 +567,14 @@ def total(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.sum(dtype=torch.float32) if tensor.dtype in HALF_PRECISION else tensor.sum()
 
 
-def blocked_fraction(grad_in: torch.Tensor, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(elements whose incoming gradient was nonzero but leaves as zero, elements whose incoming was nonzero)."""
+def blocked_fraction(
+    grad_in: torch.Tensor, grad_out: torch.Tensor, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(elements whose incoming gradient was nonzero but leaves as zero, elements whose incoming was nonzero); with a
+    `mask` the gate's input was multiplied by, only where it is not 0 (elsewhere no gradient would pass anyway)."""
     arriving = grad_out != 0
+    if mask is not None:
+        arriving = arriving & (mask != 0)
     return (arriving & (grad_in == 0)).sum(), arriving.sum()
 
 
