@@ -2667,3 +2667,43 @@ def test_a_predictor_pulled_towards_its_own_undetached_input_is_a_wrong_gradient
     assert f.where.startswith(prefix) and f.evidence["predictor"] != f.where
     assert f.evidence["target_from"] == f.where
     assert "z2.detach()" in f.remedies[0]
+
+
+class GaussianAutoencoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder, self.decoder = nn.Linear(16, 8), nn.Linear(4, 16)
+
+    def forward(self, x):
+        mu, log_var = self.encoder(x).chunk(2, dim=1)
+        z = mu + torch.randn_like(mu) * (0.5 * log_var).exp()
+        return self.decoder(z), mu, log_var
+
+
+@pytest.mark.parametrize("free_nats", [0.2, 50.0])
+def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(free_nats):
+    """Free nats on a world model's KL, `kl.clamp(min=3.0)`, with the KL below 3 on every step: the prior got no
+    gradient and the open-loop error doubled (a sweep's RSSM), told right as a blocked clamp on the loss but with
+    the DQN's remedies (Huber loss, logits). Now the floor is named with its value, and the remedy is to lower it.
+    A floor the KL stays above is no finding."""
+    torch.manual_seed(0)
+    model = GaussianAutoencoder()
+    x = torch.randn(64, 16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(30):
+            reconstruction, mu, log_var = model(x)
+            kl = 0.5 * (mu.square() + log_var.exp() - log_var - 1).sum(1).mean()
+            loss = F.mse_loss(reconstruction, x) + kl.clamp(min=free_nats)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    clamps = [f for f in dr.findings if f.where == "clamp"]
+    if free_nats < 1:
+        assert clamps == []
+        return
+    [f] = clamps
+    assert (f.symptom, f.severity) == ("blocked_gradient", "error")
+    assert f.evidence["lower_bound"] == 50.0 and f.evidence["blocked_fraction"] == 1.0
+    assert "Lower the floor" in f.remedies[0] and "Huber" not in " ".join(f.remedies)

@@ -1853,6 +1853,26 @@ def _explain_padding_idx_in_use(f: Finding):
     return text, remedies
 
 
+def _explain_floor_on_a_loss_term(f: Finding):
+    e = f.evidence
+    text = (
+        f"{pct(e['blocked_fraction'])} of the gradient entering `{f.where}` on the loss leaves it as exactly zero. It "
+        f"holds a term of the loss at or above {fmt(e['lower_bound'])}, "
+        f"`{f.where}(term, min={fmt(e['lower_bound'])})`: "
+        "below that floor its local derivative is 0, so the chain rule gives the term no gradient at all, and what "
+        "only that term trains (a prior, under free bits or free nats on a KL) does not learn while the term stays "
+        "under it. A floor on a KL is meant to let it fall only so far; here the term sits under the floor on most "
+        "steps, so the floor decides instead of the loss."
+    )
+    remedies = [
+        f"Lower the floor below the term's typical value (free nats of 1 rather than 3, say), or apply it per "
+        f"dimension and sum (free bits), so that most of the term stays above {fmt(e['lower_bound'])} and keeps its "
+        "gradient.",
+        "Or drop the floor and weight the term instead (a KL weight annealed from 0 to 1).",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "outputs_alike" in e:
@@ -1897,6 +1917,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_relu_on_model_output(f)
     if "zero_labels" in e:
         return _explain_hinge_on_zero_one_labels(f)
+    if "lower_bound" in e:
+        return _explain_floor_on_a_loss_term(f)
     site = e.get("site") or ""
     op = f.where
     text = (

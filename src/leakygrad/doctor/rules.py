@@ -2316,6 +2316,8 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["output_of"] = last.site.rpartition(" ")[2]
         if last.reads:
             evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
+        if last.lower_bound is not None and not last.reads:
+            evidence["lower_bound"] = _sci(last.lower_bound)  # a floor on a loss term: free bits, free nats
         findings.append(
             Finding("blocked_gradient", last.op, first if first is not None else recent[0].step, severity, evidence)
         )

@@ -75,6 +75,7 @@ class OpStats:
     reads: str | None = None  # (on the loss) the layer whose output it reads directly: it clamps the prediction
     hinge_mean: float | None = None  # (a floor at 0 on the loss: a margin loss's hinge) the mean of its output
     zero_labels: float | None = None  # (a margin loss's hinge over y * f) the share of labels y that are 0, all 0 or 1
+    lower_bound: float | None = None  # (a clamp on the loss bounded below only, above 0: free bits on a KL) its bound
 
 
 @dataclass

@@ -1404,6 +1404,20 @@ def floors_at_zero(node) -> bool:
         return False
 
 
+def floor_above_zero(node) -> float | None:
+    """A clamp's lower bound when it has no upper one and the bound is a number above 0 (`kl.clamp(min=free_nats)`:
+    a floor on a loss term, free bits or free nats, below which the term passes no gradient); else None."""
+    try:
+        low = getattr(node, "_saved_min", None) if op_name(node) in ("clamp", "clamp_min") else None
+        if getattr(node, "_saved_max", None) is not None:
+            return None
+    except RuntimeError:  # a bound given as a tensor, already freed
+        return None
+    if isinstance(low, torch.Tensor) and low.numel() == 1 and low.is_cpu:
+        low = low.item()
+    return float(low) if isinstance(low, (int, float)) and low > 0 else None
+
+
 def nearest_upstream(node, names, limit: int = 8) -> str | None:
     """The name of the nearest node upstream (towards the input) that `names` knows: the layer feeding `node`."""
     frontier, seen = [node], {node}

@@ -989,6 +989,7 @@ class GateTally:
     elements: int = 0
     hinge_at: int | None = None  # (a margin loss's hinge) deferred mean of its output
     zero_labels_at: int | None = None  # ... deferred share of its labels that are 0, all being 0 or 1 (else -1)
+    lower_bound: float | None = None  # (a clamp on the loss with a lower bound only, above 0: free bits) that bound
 
 
 class Ticket:
@@ -2612,6 +2613,7 @@ class TorchProbe:
                     reads = reads if getattr(self.info_by_name.get(reads), "has_weights", False) else None
                 floor = graph_tools.floors_at_zero(node)
                 tally = state.gates.setdefault(key, GateTally(gate, site, floor, reads))
+                tally.lower_bound = graph_tools.floor_above_zero(node) if site == "loss" else None
                 if floor and site == "loss" and tally.hinge_at is None:  # (a margin loss's hinge: its own value)
                     hinge = graph_tools.hinge_mean(node)
                     tally.hinge_at = None if hinge is None else state.deferred.scalar(hinge)
@@ -3532,6 +3534,7 @@ class TorchProbe:
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in tally.pairs) / arriving
                 stats = OpStats(tally.op, tally.site, blocked, tally.elements, tally.floor, tally.reads)
+                stats.lower_bound = tally.lower_bound
                 stats.hinge_mean = value(tally.hinge_at)
                 zero_labels = value(tally.zero_labels_at)
                 stats.zero_labels = zero_labels if zero_labels is not None and zero_labels >= 0 else None
