@@ -2614,7 +2614,9 @@ def test_a_ranking_hinge_past_its_margin_does_not_make_the_cancelling_bias_an_er
     [
         "cosine, target kept",
         "normalised squared distance, target kept",
+        "einsum of unit rows, target kept",
         "one model holding both, target kept",
+        "negatives under a logsumexp, targets kept",
         "cosine, target detached",
         "momentum target under no_grad",
         "same projector on both sides",
@@ -2624,8 +2626,9 @@ def test_a_predictor_pulled_towards_its_own_undetached_input_is_a_wrong_gradient
     """SimSiam's loss D(p1, z2) + D(p2, z1) with z = enc(x), p = pred(z), and the target z2 not detached: its gradient
     moves the encoder's output towards the prediction made from it, and the two may agree on one constant output (a
     sweep's script: kNN accuracy 0.879 against 0.960 with the stop-gradient; said nothing). The same loss with
-    `z.detach()`, a momentum copy's target made under no_grad (BYOL), and a symmetric loss through one projector on
-    both sides (no predictor reading the target's module) are no finding."""
+    `z.detach()`, a momentum copy's target made under no_grad (BYOL), a symmetric loss through one projector on
+    both sides (no predictor reading the target's module), and a loss with negatives (InfoNCE, which holds the
+    examples apart) are no finding."""
     torch.manual_seed(0)
     encoder = nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 8))
     predictor = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
@@ -2638,6 +2641,11 @@ def test_a_predictor_pulled_towards_its_own_undetached_input_is_a_wrong_gradient
     def distance(p, z):
         if loss_form.startswith("normalised"):
             return F.mse_loss(F.normalize(p, dim=1), F.normalize(z, dim=1))
+        if loss_form.startswith("einsum"):  # (MoCo's spelling of the positive term)
+            return -torch.einsum("nc,nc->n", F.normalize(p, dim=1), F.normalize(z, dim=1)).mean()
+        if loss_form.startswith("negatives"):  # (InfoNCE by hand: the other examples of the batch as negatives)
+            p, z = F.normalize(p, dim=1), F.normalize(z, dim=1)
+            return (torch.logsumexp(p @ z.T / 0.2, dim=1) - (p * z).sum(1) / 0.2).mean()
         return -F.cosine_similarity(p, z, dim=1).mean()
 
     watched = both if loss_form.startswith("one model") else [encoder, predictor]
@@ -2707,3 +2715,26 @@ def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(f
     assert (f.symptom, f.severity) == ("blocked_gradient", "error")
     assert f.evidence["lower_bound"] == 50.0 and f.evidence["blocked_fraction"] == 1.0
     assert "Lower the floor" in f.remedies[0] and "Huber" not in " ".join(f.remedies)
+
+
+def test_a_probability_clamped_at_an_epsilon_before_its_log_is_no_floor_to_lower():
+    """`-log(p.clamp(min=1e-6))` with saturated sigmoids: the clamp blocks, and the remedy is the logits, as before the
+    floors on loss terms were told apart (a bound below 1e-3 guards a log, it is no free-nats floor)."""
+    torch.manual_seed(0)
+    x, w_true = torch.randn(256, 10), torch.randn(10, 1)
+    y = (x @ w_true < 0).float()  # (the labels opposite to what the weights below predict)
+    model = nn.Linear(10, 1)
+    with torch.no_grad():
+        model.weight.copy_(50 * w_true.T)
+        model.bias.zero_()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            p = torch.sigmoid(model(x))
+            loss = -torch.log(torch.where(y > 0, p, 1 - p).clamp(min=1e-6)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.where == "clamp"]
+    assert f.symptom == "blocked_gradient" and "lower_bound" not in f.evidence
+    assert any("logits" in remedy for remedy in f.remedies)

@@ -2974,6 +2974,19 @@ class ShakeShakeDrawingBeta(torch.autograd.Function):
         return beta * grad_output, (1 - beta) * grad_output
 
 
+class MixShapedLike(torch.autograd.Function):
+    """Mixes its branches half and half into a tensor shaped like `like` (read for its shape alone, not held for the
+    backward), with a backward twice too large: wrong, whatever `like` is."""
+
+    @staticmethod
+    def forward(ctx, x1, x2, like):
+        return like.new_zeros(like.shape) + 0.5 * x1 + 0.5 * x2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output, grad_output, None
+
+
 class ShakeShakeBlock(nn.Module):
     def __init__(self, form):
         super().__init__()
@@ -2984,17 +2997,28 @@ class ShakeShakeBlock(nn.Module):
         x1, x2 = self.branch1(x), self.branch2(x)
         if self.form == "drawing beta in its backward":
             return ShakeShakeDrawingBeta.apply(x1, x2)
+        if self.form == "wrong: a tensor read for its shape only":
+            return MixShapedLike.apply(x1, x2, torch.ones(x.shape[0], 32))
         alpha, beta = torch.rand(x.shape[0], 1), torch.rand(x.shape[0], 1)
         return ShakeShakeGivenBeta.apply(x1, x2, alpha, None if self.form.startswith("wrong") else beta)
 
 
-@pytest.mark.parametrize("form", ["given beta", "drawing beta in its backward", "wrong: backward by 1 - alpha"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "given beta",
+        "drawing beta in its backward",
+        "wrong: backward by 1 - alpha",
+        "wrong: a tensor read for its shape only",
+    ],
+)
 def test_shake_shake_whose_backward_mixes_by_another_draw_is_not_a_wrong_gradient(form):
     """Shake-Shake regularisation mixes its branches by a random alpha going forward and by another draw, beta, going
     backward: no derivative of its forward, by design. A sweep's residual CNN (test accuracy 0.99) was a
     `wrong_gradient` error. Not judged now: a backward that draws random numbers, and a Function given a tensor its
-    forward does not read (beta, there for the backward). A backward that mixes by the complement of the alpha the
-    forward used is still an error; the training is unchanged bit for bit."""
+    forward does not read and its backward holds (beta). A backward that mixes by the complement of the alpha the
+    forward used is still an error, and so is a wrong backward given a tensor its forward reads for its shape alone
+    (not held for the backward); the training is unchanged bit for bit."""
 
     def fit(watch):
         torch.manual_seed(0)
@@ -3018,7 +3042,8 @@ def test_shake_shake_whose_backward_mixes_by_another_draw_is_not_a_wrong_gradien
         assert named == []
         return
     [f] = named
-    assert (f.where, f.severity) == ("ShakeShakeGivenBeta", "error")
+    assert f.severity == "error"
+    assert f.where == ("MixShapedLike" if "shape" in form else "ShakeShakeGivenBeta")
 
 
 def test_a_wrong_weight_gradient_of_a_custom_layer_is_named_and_a_right_one_is_not():

@@ -1029,7 +1029,13 @@ def _summed_product_of_unit_rows(node) -> bool:
     return signed(dims[0]) % len(shape) == len(shape) - 1
 
 
-ALONG_THE_LOSS = ("neg", "mean", "sum", "add", "sub", "rsub", "mul", "div", "pow", "mse_loss", "stack", "cat")
+# what lies between a loss and the similarity it is made of: sums, means, constant factors, the norm of a difference
+# (and reshapes)
+ALONG_THE_LOSS = ("neg", "mean", "sum", "add", "sub", "rsub", "mul", "div", "pow", "mse_loss", "stack", "cat",
+                  "linalg_vector_norm", "diagonal", "diagonal_backward0_copy", "select")  # fmt: skip
+# a loss with any of these holds the examples apart (negatives under a softmax, a classifier's term): no collapse
+HOLDS_EXAMPLES_APART = ("logsumexp", "log_softmax", "softmax", "nll_loss", "binary_cross_entropy_with_logits",
+                        "binary_cross_entropy", "exp", "log", "log_sigmoid")  # fmt: skip
 
 
 def predictor_without_stop_gradient(roots, names, limit: int = 64) -> dict | None:
@@ -1047,13 +1053,17 @@ def predictor_without_stop_gradient(roots, names, limit: int = 64) -> dict | Non
             continue
         seen.add(node)
         factors = [beneath_reshapes(child) for child, _ in node.next_functions if child is not None]
-        if len(factors) == 2 and all(_unit_rows(factor) for factor in factors):
+        if (
+            op_name(node) in ("mm", "bmm", "mul", "mse_loss", "sub")
+            and len(factors) == 2
+            and all(_unit_rows(factor) for factor in factors)
+        ):
             operands = [beneath_reshapes(factor.next_functions[0][0]) for factor in factors]
             found = _predicting_its_own_input(*operands, names) or _predicting_its_own_input(*operands[::-1], names)
             if found is not None:
                 return found
             continue
-        if op_name(node) in ALONG_THE_LOSS:
+        if op_name(node) in ALONG_THE_LOSS or op_name(node) in RESHAPES:
             frontier.extend(child for child, _ in node.next_functions if child is not None)
     return None
 
@@ -1404,9 +1414,13 @@ def floors_at_zero(node) -> bool:
         return False
 
 
+SMALLEST_FLOOR = 1e-3  # a lower bound below this guards a log or a division (`p.clamp(min=1e-7).log()`): no floor
+
+
 def floor_above_zero(node) -> float | None:
-    """A clamp's lower bound when it has no upper one and the bound is a number above 0 (`kl.clamp(min=free_nats)`:
-    a floor on a loss term, free bits or free nats, below which the term passes no gradient); else None."""
+    """A clamp's lower bound when it has no upper one and the bound is a number of at least SMALLEST_FLOOR
+    (`kl.clamp(min=free_nats)`: a floor on a loss term, free bits or free nats, below which the term passes no
+    gradient); else None."""
     try:
         low = getattr(node, "_saved_min", None) if op_name(node) in ("clamp", "clamp_min") else None
         if getattr(node, "_saved_max", None) is not None:
@@ -1415,7 +1429,7 @@ def floor_above_zero(node) -> float | None:
         return None
     if isinstance(low, torch.Tensor) and low.numel() == 1 and low.is_cpu:
         low = low.item()
-    return float(low) if isinstance(low, (int, float)) and low > 0 else None
+    return float(low) if isinstance(low, (int, float)) and low >= SMALLEST_FLOOR else None
 
 
 def nearest_upstream(node, names, limit: int = 8) -> str | None:
@@ -1870,7 +1884,20 @@ def forward_may_run_again(function) -> bool:
     return names is not None and _NOT_CALLED_TWICE.isdisjoint(names)
 
 
-def backward_against_forward(forward, args, differentiated, grad_inputs, grad_outputs, outputs) -> torch.Tensor | None:
+def held_for_backward(node) -> list[torch.Tensor]:
+    """The tensors a custom Function's node holds for its backward: those it saved (`ctx.save_for_backward`) and those
+    kept as attributes of its context (`ctx.beta = beta`). [] when they cannot be read (freed)."""
+    try:
+        saved = list(node.saved_tensors)
+    except RuntimeError:
+        saved = []
+    kept = [value for value in getattr(node, "__dict__", {}).values() if isinstance(value, torch.Tensor)]
+    return [t for t in saved + kept if isinstance(t, torch.Tensor)]
+
+
+def backward_against_forward(
+    forward, args, differentiated, grad_inputs, grad_outputs, outputs, held=()
+) -> torch.Tensor | None:
     """Compare a custom Function's backward with its forward, as `torch.autograd.gradcheck` does with one number per
     direction. The chain rule asks the backward for g = J^T u (u the gradient that arrived, `grad_outputs`; J the
     forward's Jacobian), so for any direction v of the inputs <g, v> = <u, J v>; and J v is the forward's change
@@ -1900,7 +1927,10 @@ def backward_against_forward(forward, args, differentiated, grad_inputs, grad_ou
     generators = [a for a in args if isinstance(a, torch.Generator)]
     states = [g.get_state() for g in generators], np.random.get_state(), random.getstate()
     try:
-        return _compare(forward, args, moved, grad_inputs, grad_outputs, outputs)
+        # (the tensors given to it, not moved, that its backward holds: one its forward does not read is there for the
+        # backward alone, Shake-Shake's beta)
+        for_backward = [i for i, a in enumerate(args) if i not in moved and _among(a, held)]
+        return _compare(forward, args, moved, grad_inputs, grad_outputs, outputs, for_backward)
     except Exception:  # (a forward that cannot run in float64, or asserts its dtype: left untested)
         return None
     finally:
@@ -1910,7 +1940,14 @@ def backward_against_forward(forward, args, differentiated, grad_inputs, grad_ou
         random.setstate(states[2])
 
 
-def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs) -> torch.Tensor | None:
+def _among(value, tensors) -> bool:
+    """Whether `value` is a floating-point tensor with the memory and shape of one of `tensors`."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() == 0:
+        return False
+    return any(t.data_ptr() == value.data_ptr() and t.shape == value.shape for t in tensors)
+
+
+def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs, for_backward=()) -> torch.Tensor | None:
     base = [
         (a.detach().to(torch.float64, copy=True) if a.is_floating_point() else a.detach().clone())
         if isinstance(a, torch.Tensor)
@@ -1930,7 +1967,7 @@ def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs) -> torch.
         return None  # (it does not compute again what the training got: nothing to compare its backward with)
     if len(moved) == 1 and _is_its_input(again, base[moved[0]]):
         return None  # the identity forward: written for its backward alone (a gradient reversal, a clip, a scale)
-    if _reads_not_at_all(run, base, moved, again):
+    if _reads_not_at_all(run, base, for_backward, again):
         return None  # a tensor given to it that its forward ignores: there for the backward (Shake-Shake's beta)
     scales = [base[i].square().mean().sqrt().clamp_min(1e-3) for i in moved]
     generator = torch.Generator(device=device).manual_seed(0)  # (its own: the training's generators are not drawn)
@@ -1964,13 +2001,13 @@ def _compare(forward, args, moved, grad_inputs, grad_outputs, outputs) -> torch.
     return torch.stack([v.reshape(()).to(torch.float64) for v in values])
 
 
-def _reads_not_at_all(run, base: list, moved: list[int], again: tuple) -> bool:
-    """Whether one of the floating-point tensors given to the Function and not differentiated leaves its forward's
-    outputs exactly as they were when changed: passed for the backward alone, which is then no derivative of the
-    forward by design (Shake-Shake's forward mixes its branches by alpha, its backward by another draw, beta)."""
-    for i, value in enumerate(base):
-        if i in moved or not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() == 0:
-            continue
+def _reads_not_at_all(run, base: list, for_backward: list[int], again: tuple) -> bool:
+    """Whether one of the tensors given to the Function that its backward holds (the positions `for_backward`) leaves
+    its forward's outputs exactly as they were when changed: passed for the backward alone, which is then no
+    derivative of the forward by design (Shake-Shake's forward mixes its branches by alpha, its backward by another
+    draw, beta)."""
+    for i in for_backward:
+        value = base[i]
         shifted = list(base)
         shifted[i] = value * 2 + 1
         outputs = run(shifted)

@@ -2372,7 +2372,8 @@ class TorchProbe:
                 made_by, rows = found
                 embedding = names.get(made_by) or graph_tools.nearest_upstream(made_by, names) or "input"
                 state.self_similarity = {"embedding": embedding, "rows": rows}
-        if state.unstopped_target is None and "linalg_vector_norm" in state.loss_ops:
+        if state.unstopped_target is None and state.loss_ops.isdisjoint(graph_tools.HOLDS_EXAMPLES_APART):
+            # (rows normalised on the loss side, or in the model's forward: looked for from the root, a few nodes)
             state.unstopped_target = graph_tools.predictor_without_stop_gradient(root_nodes, names)
         if state.confined_logits is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(COSINES):
             state.confined_logits = graph_tools.confined_logits(loss_nodes)
@@ -2939,6 +2940,7 @@ class TorchProbe:
                 grad_inputs,
                 grad_outputs,
                 call.outputs,
+                held=graph_tools.held_for_backward(test.node),
             )
             if numbers is not None:
                 test.against_forward_at = state.deferred.vector(numbers)
