@@ -4297,3 +4297,46 @@ def test_entries_masked_to_zero_before_a_clamp_are_not_counted_as_blocked(loss_f
         assert clamps == []
     else:
         assert clamps == [("error", "blocked_gradient")]
+
+
+class AdditiveAttentionPool(nn.Module):
+    """Bahdanau's scores v(tanh(W h)), one per position, a softmax over the positions, the weighted sum read by a
+    classifier; or (`policy`) a softmax over a head's several outputs read from a tanh hidden layer."""
+
+    def __init__(self, policy: bool):
+        super().__init__()
+        self.policy = policy
+        self.W, self.v, self.head = nn.Linear(8, 32), nn.Linear(32, 1, bias=False), nn.Linear(8, 3)
+        self.hidden, self.actions = nn.Linear(8 * 6, 32), nn.Linear(32, 3)
+        with torch.no_grad():
+            self.W.weight.mul_(20)  # (scores sharp from the start: most tanh outputs in its tails)
+            self.hidden.weight.mul_(20)
+
+    def forward(self, x):  # x: (batch, positions, features)
+        if self.policy:
+            return torch.softmax(self.actions(torch.tanh(self.hidden(x.flatten(1)))), dim=1)
+        weights = torch.softmax(self.v(torch.tanh(self.W(x))).squeeze(2), dim=1)
+        return torch.softmax(self.head((weights.unsqueeze(2) * x).sum(1)), dim=1)
+
+
+@pytest.mark.parametrize("policy", [False, True])
+def test_additive_attentions_saturated_scoring_tanh_is_no_saturated_activation(policy):
+    """A pointer-generator's attention scores v(tanh(W h + U s)) sit in tanh's tails as the attention sharpens, by
+    design (a sweep's pointer network copied 99.6% of its tokens; LayerNorm or ReLU there did worse): it was a
+    `saturated_activation` warning. A tanh that scores one value per position for a softmax is not judged now; a
+    policy's tanh hidden layer under a softmax over its actions still is."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 6, 8, generator=generator)
+    y = x[:, :, 0].argmax(1) % 3
+    torch.manual_seed(0)
+    model = AdditiveAttentionPool(policy)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            loss = -model(x).gather(1, y[:, None]).clamp_min(1e-6).log().mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    saturated = [f.where for f in dr.findings if f.symptom == "saturated_activation"]
+    assert saturated == (["tanh after hidden"] if policy else [])

@@ -347,6 +347,38 @@ def _mean_of_errors(node) -> str | None:
     return None
 
 
+# what lies between an attention softmax and its scores: masking, reshapes, sums, products and constant factors
+ALONG_THE_SCORES = ("masked_fill", "where", "add", "sub", "mul", "div", "sum", "mm", "bmm", "addmm", "matmul")
+SCORE_PRODUCTS = ("mm", "bmm", "addmm", "matmul")
+
+
+def scoring_tanhs(softmax, limit: int = 8) -> set:
+    """The tanh nodes an attention softmax's scores are made from by one score per position, `v(tanh(W h + U s))`
+    (additive, Bahdanau attention; a pointer network's): a product down to one output, or a sum over the features,
+    between the tanh and the softmax. Those tanh units sit saturated when the attention is sharp, by design. (A
+    softmax over a layer's several outputs, a policy's over its actions, reads no such score: its tanh is a hidden
+    layer's.)"""
+    found, frontier, seen = set(), [(softmax, False)], {softmax}
+    for _ in range(limit):
+        next_frontier = []
+        for node, scored in frontier:
+            for child, _ in node.next_functions:
+                if child is None or child in seen:
+                    continue
+                seen.add(child)
+                op = op_name(child)
+                if op == "tanh":
+                    if scored:
+                        found.add(child)
+                    continue
+                if op in ALONG_THE_SCORES or op in RESHAPES:
+                    shape = output_shape(child)
+                    one_score = op == "sum" or (op in SCORE_PRODUCTS and shape is not None and shape[-1:] == (1,))
+                    next_frontier.append((child, scored or one_score))
+        frontier = next_frontier
+    return found
+
+
 def output_shape(node, output_nr: int = 0) -> tuple | None:
     """The shape of a node's forward output (what its backward receives), or None where PyTorch does not say."""
     try:

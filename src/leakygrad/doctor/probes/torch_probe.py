@@ -2488,6 +2488,7 @@ class TorchProbe:
         gated = self._gated_names
         saturation = self.thresholds.saturation_derivative
         multiplied = set()  # nodes whose output multiplies another computed tensor: x * sigmoid(g) is a gate
+        scoring = set()  # tanh nodes an attention softmax's scores are made from, one per position (additive attention)
         gated_by_sigmoid = set()  # ... and those it multiplies: tanh(f) * sigmoid(g), the gated unit's other half
         sums = None  # the graph's additions and subtractions, found at its first gating op (see straight_through)
         products = None  # ... and its products (see times_its_own_magnitude)
@@ -2512,6 +2513,8 @@ class TorchProbe:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
+            if op == "softmax":  # (additive attention's tanh, sharp by design; a pointer's is on the loss side)
+                scoring.update(graph_tools.scoring_tanhs(node))
             if op not in WATCHED_OPS:
                 if op in graph_tools.LAYER_PRODUCTS:
                     self._look_for_zeros_outside_autograd(state, node, names)
@@ -2560,6 +2563,8 @@ class TorchProbe:
                     continue
                 if function == "tanh" and node in gated_by_sigmoid:  # (a gated unit's, or a hand-written LSTM's
                     continue  # sigmoid(o) * tanh(c): the gate decides what passes, as in the layers PyTorch gates)
+                if function == "tanh" and node in scoring:  # (v(tanh(W h + U s)): attention's scores, sharp by design)
+                    continue
                 if self._of_a_parameter(node):  # (sigmoid(log_alpha - c): a learned choice's probability, no layer's
                     continue  # output; at an end of its range, the choice is made)
                 try:
