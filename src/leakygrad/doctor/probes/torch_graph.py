@@ -371,10 +371,12 @@ def scoring_tanhs(softmax, limit: int = 8) -> set:
                     if scored:
                         found.add(child)
                     continue
-                if op in ALONG_THE_SCORES or op in RESHAPES:
+                if op in SCORE_PRODUCTS:  # (one score per position, v(...); any other product, q @ k.T, ends the path)
                     shape = output_shape(child)
-                    one_score = op == "sum" or (op in SCORE_PRODUCTS and shape is not None and shape[-1:] == (1,))
-                    next_frontier.append((child, scored or one_score))
+                    if shape is not None and shape[-1:] == (1,):
+                        next_frontier.append((child, True))
+                elif op in ALONG_THE_SCORES or op in RESHAPES:
+                    next_frontier.append((child, scored or op == "sum"))
         frontier = next_frontier
     return found
 

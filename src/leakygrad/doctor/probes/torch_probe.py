@@ -2013,8 +2013,6 @@ class TorchProbe:
             grad_out = grad_outputs[0] if grad_outputs else None
             if grad_in is None or grad_out is None or grad_in.shape != grad_out.shape:
                 return
-            if mask is not None and torch.broadcast_shapes(mask.shape, grad_out.shape) != grad_out.shape:
-                mask = None
             blocked, arriving = blocked_fraction(grad_in, grad_out, mask)
             tally = state.gates[key]
             tally.pairs.append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
@@ -3540,12 +3538,18 @@ class TorchProbe:
             arriving = sum(value(a) for _, a in tally.pairs)
             if arriving > 0:
                 blocked = sum(value(b) for b, _ in tally.pairs) / arriving
-                stats = OpStats(tally.op, tally.site, blocked, tally.elements, tally.floor, tally.reads)
-                stats.lower_bound = tally.lower_bound
-                stats.hinge_mean = value(tally.hinge_at)
                 zero_labels = value(tally.zero_labels_at)
-                stats.zero_labels = zero_labels if zero_labels is not None and zero_labels >= 0 else None
-                record.ops[key] = stats
+                record.ops[key] = OpStats(
+                    tally.op,
+                    tally.site,
+                    blocked,
+                    tally.elements,
+                    floor_at_zero=tally.floor,
+                    reads=tally.reads,
+                    hinge_mean=value(tally.hinge_at),
+                    zero_labels=zero_labels if zero_labels is not None and zero_labels >= 0 else None,
+                    lower_bound=tally.lower_bound,
+                )
         for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
         if state.probabilities_into_loss is not None:
