@@ -315,8 +315,9 @@ def test_threads_training_models_at_once_are_not_mixed_and_the_first_is_followed
         written = json.loads(report.read_text())
         # one thread's 200 steps, not the four threads' 800 mixed; 199 when another thread's backward took the
         # following over during the first thread's first step, by design, its own first step begun unseen (1 run in
-        # ~20); 201 when the thread followed ended a step before another, which then took the following over
-        assert 199 <= written["steps"] <= 201 and "notes" not in written
+        # ~20); up to 203 when the thread followed ended a step before the others, each of which then took the following
+        # over in turn for its own last step (the threads step together: at most one step apart)
+        assert 199 <= written["steps"] <= 203 and "notes" not in written
     (tmp_path / "weights.pt").rename(tmp_path / "watched.pt")
     plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert plain.returncode == 0, plain.stderr
