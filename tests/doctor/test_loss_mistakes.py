@@ -2210,6 +2210,8 @@ def test_cosine_embedding_loss_given_zero_for_different_pairs_is_a_blocked_gradi
         ("zero_one", lambda f, y: torch.clamp(1 - y * f, min=0).mean()),
         ("zero_one", lambda f, y: F.relu(1.0 - f.view(-1, 1) * y.unsqueeze(1)).pow(2).mean()),  # squared, f * y
         ("zero_one", lambda f, y: F.relu(1 - 0.5 * (y * f) * 2).mean()),  # (a product with numbers around it)
+        ("zero_one", lambda f, y: torch.max(torch.zeros_like(f), 1 - y * f).mean()),  # (the hinge as max(0, .))
+        ("plus_minus_one", lambda f, y: torch.max(torch.zeros_like(f), 1 - y * f).mean()),
         ("plus_minus_one", lambda f, y: torch.clamp(1 - y * f, min=0).mean()),
         ("plus_minus_one", lambda f, y: F.relu(1.0 - f * y).mean()),
         # a mask of 0s and 1s beside ±1 labels (examples left out on purpose), and a batch-all triplet loss's mask of
@@ -2243,7 +2245,7 @@ def test_a_hinge_given_labels_of_0_and_1_is_a_blocked_gradient_with_the_share_of
         return
     [f] = named
     assert (f.symptom, f.severity, f.first_step) == ("blocked_gradient", "error", 0)
-    assert f.where in ("clamp", "relu") and 0.4 < f.evidence["zero_labels"] < 0.6
+    assert f.where in ("clamp", "relu", "maximum") and 0.4 < f.evidence["zero_labels"] < 0.6
     assert "2 * y - 1" in f.remedies[0] and "labels y are 0 or 1" in f.explanation
 
 
@@ -2688,12 +2690,23 @@ class GaussianAutoencoder(nn.Module):
         return self.decoder(z), mu, log_var
 
 
+FREE_NATS_FORMS = {
+    "clamp": lambda kl, floor: kl.clamp(min=floor),
+    # (Dreamer's spelling, `torch.max(kl, free_nats)`, either way round, or against a tensor full of it)
+    "maximum": lambda kl, floor: torch.max(kl, torch.tensor(floor)),
+    "maximum, the floor first": lambda kl, floor: torch.maximum(torch.tensor(floor), kl),
+    "fmax": lambda kl, floor: torch.fmax(kl.expand(4), torch.full((4,), floor)).mean(),
+}
+
+
+@pytest.mark.parametrize("form", FREE_NATS_FORMS)
 @pytest.mark.parametrize("free_nats", [0.2, 50.0])
-def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(free_nats):
+def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(free_nats, form):
     """Free nats on a world model's KL, `kl.clamp(min=3.0)`, with the KL below 3 on every step: the prior got no
     gradient and the open-loop error doubled (a sweep's RSSM), told right as a blocked clamp on the loss but with
     the DQN's remedies (Huber loss, logits). Now the floor is named with its value, and the remedy is to lower it.
-    A floor the KL stays above is no finding."""
+    A floor the KL stays above is no finding. Written `torch.max(kl, torch.tensor(3.0))`, the floor had not been
+    seen at all (a max with a constant was no gating op)."""
     torch.manual_seed(0)
     model = GaussianAutoencoder()
     x = torch.randn(64, 16)
@@ -2702,12 +2715,13 @@ def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(f
         for _ in range(30):
             reconstruction, mu, log_var = model(x)
             kl = 0.5 * (mu.square() + log_var.exp() - log_var - 1).sum(1).mean()
-            loss = F.mse_loss(reconstruction, x) + kl.clamp(min=free_nats)
+            loss = F.mse_loss(reconstruction, x) + FREE_NATS_FORMS[form](kl, free_nats)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     assert dr.notes == []
-    clamps = [f for f in dr.findings if f.where == "clamp"]
+    op = form.split(",")[0]
+    clamps = [f for f in dr.findings if f.where == op]
     if free_nats < 1:
         assert clamps == []
         return
@@ -2715,6 +2729,34 @@ def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(f
     assert (f.symptom, f.severity) == ("blocked_gradient", "error")
     assert f.evidence["lower_bound"] == 50.0 and f.evidence["blocked_fraction"] == 1.0
     assert "Lower the floor" in f.remedies[0] and "Huber" not in " ".join(f.remedies)
+    assert (f"{op}(term, min=50)" if op == "clamp" else f"torch.{op}(term, torch.tensor(50))") in f.explanation
+
+
+@pytest.mark.parametrize("other", ["computed", "constant"])
+def test_a_max_of_two_computed_tensors_blocks_nothing_a_max_with_a_constant_can(other):
+    """`torch.maximum(a, b)` of two computed tensors passes the gradient to one or the other everywhere (the max of
+    two branches): no gating op. Against a constant it is a clamp, measured at the computed input; its blocked share
+    counts only what that input loses; against a constant above every output, the prediction is clamped whole."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+    x = torch.randn(64, 8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            out = model(x)
+            second = out.flip(1) if other == "computed" else torch.full_like(out, 1e6)
+            loss = torch.maximum(out, second).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.where == "maximum"]
+    if other == "computed":
+        assert named == []
+        return
+    [f] = named  # (against 1e6 the constant always wins: the model gets no gradient at all)
+    assert (f.symptom, f.evidence["blocked_fraction"], f.evidence["site"]) == ("blocked_gradient", 1.0, "loss")
+    assert f.evidence["output_of"] == "sequential.2" and "the model's prediction itself" in f.explanation
 
 
 def test_a_probability_clamped_at_an_epsilon_before_its_log_is_no_floor_to_lower():

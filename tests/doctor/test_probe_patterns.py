@@ -4262,12 +4262,21 @@ def test_hooks_piling_up_on_a_model_that_converges_are_no_vanishing_gradient():
     assert not [f for f in dr.findings if "hooks_piling_up" in f.evidence]
 
 
-@pytest.mark.parametrize("loss_form", ["center loss, masked then clamped", "clipped error, masked then clamped"])
+CENTER_LOSS_MASKS = {
+    "center loss, masked then clamped": lambda d, mask: d * mask,
+    "center loss, masked_fill then clamped": lambda d, mask: d.masked_fill(mask == 0, 0.0),
+    "center loss, where then clamped": lambda d, mask: torch.where(mask > 0, d, 0.0),
+    "center loss, where the other way then clamped": lambda d, mask: torch.where(mask == 0, 0.0, d),
+}
+
+
+@pytest.mark.parametrize("loss_form", [*CENTER_LOSS_MASKS, "clipped error, masked then clamped"])
 def test_entries_masked_to_zero_before_a_clamp_are_not_counted_as_blocked(loss_form):
     """Center loss as pytorch-center-loss writes it, `(distmat * mask).clamp(1e-12, 1e12).sum()`: the entries the
     one-hot mask zeroes sit below the clamp's floor, and 9 in 10 of the gradients entering the clamp left it as 0 (a
     sweep's healthy digits model, a `blocked_gradient` warning). The mask gives them no gradient whatever the clamp
-    does: only entries the mask keeps are counted now. An error clipped to [-1, 1] after a mask still blocks."""
+    does: only entries the mask keeps are counted now, the mask written as a product, a `masked_fill` or a `where`
+    with a constant. An error clipped to [-1, 1] after a mask still blocks."""
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(256, 20, generator=generator)
     y = x[:, :10].argmax(1)
@@ -4282,7 +4291,7 @@ def test_entries_masked_to_zero_before_a_clamp_are_not_counted_as_blocked(loss_f
             features = net(x)
             mask = nn.functional.one_hot(y, 10).float()
             if loss_form.startswith("center"):
-                distances = (features[:, None] - centers[None]).pow(2).sum(-1) * mask
+                distances = CENTER_LOSS_MASKS[loss_form]((features[:, None] - centers[None]).pow(2).sum(-1), mask)
                 center_loss = distances.clamp(min=1e-12, max=1e12).sum() / len(x)
                 loss = nn.functional.cross_entropy(head(features), y) + 0.01 * center_loss
             else:  # (targets +-5: most errors clipped)

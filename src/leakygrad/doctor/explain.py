@@ -1713,6 +1713,10 @@ BLOCKING_DERIVATIVE = {
     "relu": "relu has local derivative 0 wherever its input is negative",
     "relu6": "relu6 has local derivative 1 inside (0, 6) and 0 outside",
     "threshold": "threshold has local derivative 0 below the threshold",
+    "maximum": "maximum(x, c) with a constant c has local derivative 0 in x wherever c is the larger",
+    "fmax": "fmax(x, c) with a constant c has local derivative 0 in x wherever c is the larger",
+    "minimum": "minimum(x, c) with a constant c has local derivative 0 in x wherever c is the smaller",
+    "fmin": "fmin(x, c) with a constant c has local derivative 0 in x wherever c is the smaller",
     "round": "round is a staircase: its local derivative is 0 everywhere",
     "floor": "floor is a staircase: its local derivative is 0 everywhere",
     "ceil": "ceil is a staircase: its local derivative is 0 everywhere",
@@ -1721,6 +1725,10 @@ BLOCKING_DERIVATIVE = {
     "dropout": "dropout's local derivative is 0 for every element it drops (a share p of them, at random) and "
     "1/(1 - p) for the rest",
 }
+
+
+# bounds of a range, however written: a max or min with a constant is a clamp with one bound
+CLAMP_LIKE = ("clamp", "clip", "hardtanh", "maximum", "fmax", "minimum", "fmin")
 
 
 def _explain_cut_before_loss():
@@ -1853,12 +1861,18 @@ def _explain_padding_idx_in_use(f: Finding):
     return text, remedies
 
 
+def _floor_written(op: str, bound: float) -> str:
+    """How the floor reads in code: `clamp(term, min=3)`, `maximum(term, 3)`."""
+    if op in ("maximum", "fmax"):
+        return f"`torch.{op}(term, torch.tensor({fmt(bound)}))`"
+    return f"`{op}(term, min={fmt(bound)})`"
+
+
 def _explain_floor_on_a_loss_term(f: Finding):
     e = f.evidence
     text = (
         f"{pct(e['blocked_fraction'])} of the gradient entering `{f.where}` on the loss leaves it as exactly zero. It "
-        f"holds a term of the loss at or above {fmt(e['lower_bound'])}, "
-        f"`{f.where}(term, min={fmt(e['lower_bound'])})`: "
+        f"holds a term of the loss at or above {fmt(e['lower_bound'])}, {_floor_written(f.where, e['lower_bound'])}: "
         "below that floor its local derivative is 0, so the chain rule gives the term no gradient at all, and what "
         "only that term trains (a prior, under free bits or free nats on a KL) does not learn while the term stays "
         "under it. A floor on a KL is meant to let it fall only so far; here the term sits under the floor on most "
@@ -1946,11 +1960,7 @@ def explain_blocked_gradient(f: Finding):
         remedies.append(
             "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
         )
-    elif (
-        op in ("clamp", "clip", "hardtanh")
-        and (site.startswith("loss") or e.get("on_model_output"))
-        and e.get("output_of")
-    ):
+    elif op in CLAMP_LIKE and (site.startswith("loss") or e.get("on_model_output")) and e.get("output_of"):
         text += (
             f" It clamps the output of `{e['output_of']}`, the model's prediction itself: every example whose "
             "prediction lies outside the range gets no gradient, so nothing pulls it back in (an output layer whose "
@@ -1961,7 +1971,7 @@ def explain_blocked_gradient(f: Finding):
             "not in the loss (`if not model.training`)."
         )
         remedies.append("Start the predictions inside the range: check the output layer's initialisation and bias.")
-    elif op in ("clamp", "clip", "hardtanh") and site.startswith("loss"):
+    elif op in CLAMP_LIKE and site.startswith("loss"):
         text += (
             " Clipping the error inside the loss (the classic DQN mistake: (clamp(td, -1, 1))^2, or a per-example "
             "error capped at a maximum) returns zero gradient for every example whose error is large, exactly the "

@@ -313,11 +313,15 @@ def _constant_factor(node) -> float | None:
     return None
 
 
-def masking_factor(node) -> torch.Tensor | None:
-    """The constant tensor that the input of `node` (a gating op) was multiplied by just before, `x * mask`: where its
-    entries are 0 the input gets no gradient whatever the gate does (center loss's `(distmat * mask).clamp(1e-12)`,
-    whose masked entries sit below the clamp's floor). None when there is none, or it is a number."""
-    child = node.next_functions[0][0] if node.next_functions else None
+def masking_factor(node, position: int = 0) -> torch.Tensor | None:
+    """The constant tensor that the input of `node` (a gating op) at `position` was multiplied by just before,
+    `x * mask`: where its entries are 0 the input gets no gradient whatever the gate does (center loss's
+    `(distmat * mask).clamp(1e-12)`, whose masked entries sit below the clamp's floor). None when there is none, or
+    it is a number. Also a mask written as a selection of constants: `x.masked_fill(~mask, 0)` or
+    `torch.where(mask, x, 0)` (the entries kept: nonzero in the mask returned)."""
+    child = node.next_functions[position][0] if len(node.next_functions) > position else None
+    if op_name(child) in ("masked_fill", "where"):
+        return _kept_by_selection(child)
     if op_name(child) != "mul" or len(child.next_functions) != 2:
         return None
     constant = [position for position, (factor, _) in enumerate(child.next_functions) if factor is None]
@@ -327,6 +331,20 @@ def masking_factor(node) -> torch.Tensor | None:
     if not isinstance(factor, torch.Tensor) or factor.numel() <= 1 or factor.requires_grad or factor.is_complex():
         return None
     return factor
+
+
+def _kept_by_selection(node) -> torch.Tensor | None:
+    """The entries of its computed input that a masked_fill or a where with a constant keeps (True where kept), or
+    None: `x.masked_fill(m, v)` keeps where m is False; `where(c, x, v)` where c is True, `where(c, v, x)` where
+    False. A where choosing between two computed tensors masks nothing."""
+    computed = [position for position, (child, _) in enumerate(node.next_functions) if child is not None]
+    if len(computed) != 1:
+        return None
+    selector = saved_value(node, "_saved_mask" if op_name(node) == "masked_fill" else "_saved_condition")
+    if not isinstance(selector, torch.Tensor) or selector.dtype != torch.bool:
+        return None
+    keeps_where_true = op_name(node) == "where" and computed[0] == 0
+    return selector if keeps_where_true else ~selector
 
 
 def _mean_of_errors(node) -> str | None:
@@ -1369,7 +1387,11 @@ def hinge_mean(node) -> torch.Tensor | None:
     """The mean of a floor at 0's output, max(x, 0), from what its node saved (a ReLU its result, a clamp its input):
     on a loss, the margin loss's own value, whatever other terms the step's loss adds. None for other ops."""
     op = op_name(node)
-    saved = saved_value(node, "_saved_result") if op == "relu" else saved_value(node, "_saved_self")
+    if op in ("maximum", "fmax") and floors_at_zero(node):  # (max(x, 0): its input is the one that is computed)
+        op, position = "clamp", bounded_input(node)
+        saved = saved_value(node, "_saved_self" if position == 0 else "_saved_other")
+    else:
+        saved = saved_value(node, "_saved_result") if op == "relu" else saved_value(node, "_saved_self")
     if op not in ("relu", "clamp", "clamp_min") or not isinstance(saved, torch.Tensor) or not saved.is_floating_point():
         return None
     values = saved.detach()
@@ -1433,13 +1455,46 @@ def label_factor(hinge) -> torch.Tensor | None:
     return None
 
 
+BOUNDING_OPS = ("maximum", "fmax", "minimum", "fmin")  # elementwise max or min of two tensors
+
+
+def bounded_input(node) -> int | None:
+    """For an elementwise max or min of a computed tensor and a constant (`torch.maximum(kl, torch.tensor(3.0))`,
+    free nats as Dreamer writes them; `torch.min(x, c)`): the position of the computed input, which gets no gradient
+    wherever the constant wins, as under a clamp. None for two computed tensors (the max of two branches: one or the
+    other gets the gradient everywhere, nothing is blocked)."""
+    if op_name(node) not in BOUNDING_OPS or len(node.next_functions) != 2:
+        return None
+    computed = [position for position, (child, _) in enumerate(node.next_functions) if child is not None]
+    return computed[0] if len(computed) == 1 else None
+
+
+def _bound_value(node) -> float | None:
+    """The number a max or min with a constant bounds its input by, when the constant holds one number (a CPU tensor:
+    one on a GPU is not read, which would wait for the device); else None."""
+    position = bounded_input(node)
+    if position is None:
+        return None
+    try:
+        constant = getattr(node, "_saved_other" if position == 0 else "_saved_self", None)
+    except RuntimeError:  # (freed)
+        return None
+    if not isinstance(constant, torch.Tensor) or not constant.is_cpu or constant.numel() == 0:
+        return None
+    if constant.is_complex() or not (constant.numel() == 1 or bool((constant == constant.reshape(-1)[0]).all())):
+        return None
+    return float(constant.reshape(-1)[0])
+
+
 def floors_at_zero(node) -> bool:
-    """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6)
-    or (nn.Threshold) threshold(x, t, v), or, on a loss, the hinge of a margin loss. Below it no gradient passes, by
-    design. (A clamp to a range, such as [0, 1], is no floor: it blocks above too.)"""
+    """Whether a clamp-like operation is a floor at 0: a ReLU, written as relu, clamp(min=0), (ReLU6) hardtanh(0, 6),
+    (nn.Threshold) threshold(x, t, v) or max(x, 0), or, on a loss, the hinge of a margin loss. Below it no gradient
+    passes, by design. (A clamp to a range, such as [0, 1], is no floor: it blocks above too.)"""
     op = op_name(node)
     if op in ("relu", "threshold"):  # (threshold: a ReLU whose knee may sit at t, not 0; it blocks only below t)
         return True
+    if op in ("maximum", "fmax"):
+        return _bound_value(node) == 0
     try:
         if op == "hardtanh":
             return node._saved_min_val == 0
@@ -1455,6 +1510,9 @@ def floor_above_zero(node) -> float | None:
     """A clamp's lower bound when it has no upper one and the bound is a number of at least SMALLEST_FLOOR
     (`kl.clamp(min=free_nats)`: a floor on a loss term, free bits or free nats, below which the term passes no
     gradient); else None."""
+    if op_name(node) in ("maximum", "fmax"):  # (`torch.maximum(kl, torch.tensor(3.0))`: the same floor)
+        low = _bound_value(node)
+        return low if low is not None and low >= SMALLEST_FLOOR else None
     try:
         low = getattr(node, "_saved_min", None) if op_name(node) in ("clamp", "clamp_min") else None
         if getattr(node, "_saved_max", None) is not None:

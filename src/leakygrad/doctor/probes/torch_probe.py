@@ -87,7 +87,8 @@ GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
 }  # fmt: skip
-WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BACKWARD_NAN_PRONE}  # what the graph walk looks at
+# what the graph walk looks at (a max or min with a constant, `torch.maximum(kl, torch.tensor(3.0))`, is a clamp too)
+WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BOUNDING_OPS, *graph_tools.BACKWARD_NAN_PRONE}
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
@@ -2004,12 +2005,12 @@ class TorchProbe:
             if not _not_dense(grad):
                 self._fail("time-step gradient hook", error)
 
-    def _on_gate_grad(self, ticket: Ticket, key: str, mask, grad_inputs, grad_outputs):
+    def _on_gate_grad(self, ticket: Ticket, key: str, mask, position: int, grad_inputs, grad_outputs):
         state = ticket.state
         if state is None:
             return
         try:
-            grad_in = grad_inputs[0] if grad_inputs else None
+            grad_in = grad_inputs[position] if len(grad_inputs) > position else None
             grad_out = grad_outputs[0] if grad_outputs else None
             if grad_in is None or grad_out is None or grad_in.shape != grad_out.shape:
                 return
@@ -2541,6 +2542,7 @@ class TorchProbe:
             # (a ReLU that makes the model's own output, read as class scores by the loss itself: scores floored at 0)
             on_loss = on_loss or (op == "relu" and self._relu_scores(state, node, names, loss_nodes))
             function = _activation_function(node, op, on_loss=on_loss)
+            bounded = graph_tools.bounded_input(node)  # (a max or min with a constant: which input it bounds)
             if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
                 # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
                 state.identity_activations.add(names.get(node) or graph_tools.nearest_upstream(node, names) or "input")
@@ -2579,7 +2581,7 @@ class TorchProbe:
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
-            elif op in GATING_OPS or (op == "relu" and on_loss):
+            elif op in GATING_OPS or (op == "relu" and on_loss) or bounded is not None:
                 gate = "relu6" if op == "hardtanh" and _relu_ceiling(node) == 6 else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
                 sums = graph_tools.additions(nodes) if sums is None else sums
@@ -2624,8 +2626,9 @@ class TorchProbe:
                     labels = graph_tools.label_factor(node)  # (max(0, 1 - y f): are the labels y 0/1, not -1/+1?)
                     if labels is not None and labels.numel() and not labels.is_complex():
                         tally.zero_labels_at = state.deferred.scalar(zeros_among_zero_one(labels.detach()))
-                mask = graph_tools.masking_factor(node)  # (x * mask, then the gate: the masked entries do not count)
-                node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key, mask))
+                position = bounded or 0  # (the input whose gradient is read: the computed one of a max or min)
+                mask = graph_tools.masking_factor(node, position)  # (x * mask, then the gate: masked entries uncounted)
+                node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key, mask, position))
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
