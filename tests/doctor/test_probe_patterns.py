@@ -95,6 +95,48 @@ def test_a_replacement_optimiser_is_adopted_even_while_the_first_one_lives():
     assert dr.steps == 15  # every step counted: the second's first, before it is adopted at its next, too
 
 
+@pytest.mark.parametrize("second_phase", ["model and discriminator alternate", "the model alone"])
+def test_a_phase_after_pretraining_is_followed_while_the_pretraining_optimiser_lives(second_phase):
+    """A model pretrained with Adam (kept alive), then trained against a discriminator, the two optimisers taking
+    turns (a sweep's GAIL-style script): neither stepped twice in a row, so the pretraining optimiser stayed the
+    followed one and the doctor counted 100 steps of 300, the second phase's blow-up unseen but for its NaN. An
+    optimiser that steps twice with no step of the followed one between takes over; of those stepping then, the
+    model's."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 10)
+    y = (x[:, 0] > 0).long()
+    model = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 2))
+    critic = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 1))
+    pretraining = torch.optim.Adam(model.parameters(), 1e-3)
+    with doctor.watch([model, critic], every=4) as dr:
+        for _ in range(20):
+            loss = nn.functional.cross_entropy(model(x), y)
+            pretraining.zero_grad()
+            loss.backward()
+            pretraining.step()
+        model_optimizer = torch.optim.SGD(model.parameters(), lr=30.0)  # (far too large: this phase blows up)
+        critic_optimizer = torch.optim.Adam(critic.parameters(), 1e-3)
+        for _ in range(40):
+            if second_phase.startswith("model and"):
+                p = model(x).softmax(1)
+                real = critic(torch.cat([x, nn.functional.one_hot(y, 2).float()], 1))
+                fake = critic(torch.cat([x, p.detach()], 1))
+                ones, zeros = torch.ones_like(real), torch.zeros_like(fake)
+                critic_loss = nn.functional.binary_cross_entropy_with_logits(
+                    real, ones
+                ) + nn.functional.binary_cross_entropy_with_logits(fake, zeros)
+                critic_optimizer.zero_grad()
+                critic_loss.backward()
+                critic_optimizer.step()
+            loss = nn.functional.cross_entropy(model(x), y)
+            model_optimizer.zero_grad()
+            loss.backward()
+            model_optimizer.step()
+    assert dr.notes == [] and pretraining is not None  # (alive to the end)
+    assert dr.steps == 60  # (it was 20 with the turns taken: the pretraining's)
+    assert [f.where for f in dr.findings if f.symptom == "exploding_gradient"] == ["sequential.0"]
+
+
 def test_a_script_that_makes_a_model_and_an_optimiser_per_fold_is_followed_through_every_fold(tmp_path):
     script = tmp_path / "folds.py"
     script.write_text(

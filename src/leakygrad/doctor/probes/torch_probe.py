@@ -1358,7 +1358,8 @@ class TorchProbe:
         self.optimizers: dict[int, tuple[weakref.ref, bool]] = {}
         self._watched_optimizers: weakref.WeakSet = weakref.WeakSet()  # those watched, while they live
         self.primary = None  # weakref to the optimiser whose steps count as training steps
-        self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
+        self._stepped_alone = None  # (an optimiser given to watch) weakref to the last other one that stepped
+        self._others_since_primary: weakref.WeakSet = weakref.WeakSet()  # every other that did (no optimiser given)
         self._primary_params: frozenset = frozenset()  # ids of the parameters the primary optimiser steps
         self._others_in_a_row = 0  # (with an optimiser given to watch) another's steps since the primary's last
         self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
@@ -3235,20 +3236,35 @@ class TorchProbe:
     def _is_primary(self, optimizer) -> bool:
         """Whether this optimiser's steps are the training steps: the first watched one to step, until another
         replaces it. A script may make a new optimiser each epoch or fold: when the old one has been freed, or
-        the new one steps twice with no step of the old one in between (not the alternating steps of a GAN's
-        two optimisers), the new one is adopted. An optimiser given to `watch` is held to longer (see
-        `_given_is_primary`)."""
+        another steps twice with no step of the old one in between (not the alternating steps of a GAN's two
+        optimisers, each stepping once between the other's), a new one is adopted: of those that stepped since the
+        old one last did, the one over the old one's parameters when there is one (a pretraining optimiser kept
+        alive, then a phase whose discriminator's and model's optimisers alternate: the model's). An optimiser given
+        to `watch` is held to longer (see `_given_is_primary`)."""
         if self._given_optimizer is not None:
             return self._given_is_primary(optimizer)
         primary = self.primary() if self.primary is not None else None
-        stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
-        if primary is None or (primary is not optimizer and stepped_alone is optimizer):
+        if primary is None or (primary is not optimizer and optimizer in self._others_since_primary):
+            successor = optimizer if primary is None else self._successor(optimizer)
             if primary is not None:  # (its first step, made while the old one was primary, is within this one)
                 self._steps_in_flight = 2
-            self._adopt(optimizer)
-            primary = optimizer
-        self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
+            self._adopt(successor)
+            self._others_since_primary.clear()
+            primary = successor
+        if primary is optimizer:
+            self._others_since_primary.clear()
+        else:
+            self._others_since_primary.add(optimizer)
         return primary is optimizer
+
+    def _successor(self, optimizer):
+        """The optimiser to take over from the primary, now that `optimizer` stepped twice without it: `optimizer`,
+        unless it steps none of the primary's parameters and another that stepped since the primary last did
+        steps some (the model's optimiser beside a discriminator's)."""
+        for candidate in (optimizer, *self._others_since_primary):
+            if not self._primary_params.isdisjoint(map(id, _stepped_parameters(candidate))):
+                return candidate
+        return optimizer
 
     def _adopt(self, optimizer) -> None:
         """Take `optimizer`'s steps for the training steps from now on. When it trains other parameters than the one
