@@ -4391,3 +4391,33 @@ def test_additive_attentions_saturated_scoring_tanh_is_no_saturated_activation(p
     assert dr.notes == []
     saturated = [f.where for f in dr.findings if f.symptom == "saturated_activation"]
     assert saturated == (["tanh after hidden"] if policy else [])
+
+
+@pytest.mark.parametrize("every", [1, 4])
+def test_a_generator_run_before_the_step_that_ends_a_training_step_is_named_in_the_next(every):
+    """The usual GAN loop, `fake = G(z)`, then the discriminator's step (the first optimiser to step, whose steps
+    count), then the generator's loss from that same `fake`: the generator's graph is made in the step before the
+    one whose backward differentiates it. Its ReLU was measured as an unnamed "relu after input" (and, read again
+    by a second forward in the step, twice: a sweep's duplicate dead_relu warnings). The step before a sampled one
+    names its modules' outputs for it."""
+    torch.manual_seed(0)
+    x = torch.randn(128, 10)
+    generator = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 2))
+    critic = nn.Sequential(nn.Linear(12, 32), nn.Tanh(), nn.Linear(32, 1))
+    g_optimizer = torch.optim.SGD(generator.parameters(), lr=0.01)
+    d_optimizer = torch.optim.Adam(critic.parameters(), 1e-3)
+    with doctor.watch([generator, critic], every=every) as dr:
+        for _ in range(12):
+            fake = generator(x)
+            real = torch.randn(128, 2) + 2
+            d_loss = critic(torch.cat([x, fake.detach()], 1)).mean() - critic(torch.cat([x, real], 1)).mean()
+            d_optimizer.zero_grad()
+            d_loss.backward()
+            d_optimizer.step()
+            g_loss = -critic(torch.cat([x, fake], 1)).mean() + 0.1 * generator(x).square().mean()
+            g_optimizer.zero_grad()
+            g_loss.backward()
+            g_optimizer.step()
+    assert dr.notes == []
+    for record in dr.history.records[1:]:  # (the first step: nothing made before it)
+        assert sorted(record.activations) == ["sequential.1", "sequential_2.1"]

@@ -1366,6 +1366,7 @@ class TorchProbe:
         self._primary_stepped = False
         self._primary_steps = 0  # steps the primary optimiser took since it was adopted
         self._steps_in_flight = 1  # optimiser steps the step in flight stands for (more when one takes over)
+        self._names_ahead = None  # (the next step, the module names given to its nodes) when the next is sampled
         self._made_anew = False  # ... which replaced one over the same parameters that had stepped once
         self.step = 0
         self.sampling = False
@@ -1663,9 +1664,7 @@ class TorchProbe:
     # --- step boundaries ------------------------------------------------------------------------------------------
     def _start_step(self) -> None:
         self._awaiting = False
-        # One step in every run of `every` (step 0 first), one step later in each run than in the one before: a
-        # training cycle (two heads trained on alternate steps, say) cannot hide from samples taken at one phase.
-        self.sampling = self.step % self.every == (self.step // self.every) % self.every
+        self.sampling = self._samples(self.step)
         self._backward_calls = 0
         self._last_gradient = None
         self._losses_between_steps = False
@@ -1673,14 +1672,27 @@ class TorchProbe:
         if self.state is not None:
             self.state.release()  # an unfinished sampled step (no optimiser step came)
         self.state = StepState(step=self.step) if self.sampling else None
+        ahead, self._names_ahead = self._names_ahead, None
+        if self.state is not None and ahead is not None and ahead[0] == self.step:
+            self.state.names = ahead[1]  # (with the names given in the step before: see below)
+        if self._samples(self.step + 1):
+            # What the step before a sampled one makes is named for it too: a GAN's generator run before the
+            # discriminator's step that ends a training step is differentiated in the next one, as its own layers.
+            self._names_ahead = (self.step + 1, NodeTags(("leakygrad", next(_step_keys), "module")))
         self._depth = 0
         self._hooks_paused = False
         self._in_step = False
         self._closure_params = None
-        if self.sampling:
+        if self.sampling or self._names_ahead is not None:
             self._install_module_hooks()  # kept from the step before when it was sampled too (every=1)
         else:
             self._remove_module_hooks()
+
+    def _samples(self, step: int) -> bool:
+        """Whether `step` is sampled: one step in every run of `every` (step 0 first), one step later in each run
+        than in the one before, so that a training cycle (two heads trained on alternate steps, say) cannot hide
+        from samples taken at one phase."""
+        return step % self.every == (step // self.every) % self.every
 
     def _end_step(self) -> None:
         if self._losses:
@@ -1879,7 +1891,11 @@ class TorchProbe:
                 self._depth -= 1
             state = self.state
             info = self.infos.get(module)
-            if info is None or state is None or not torch.is_grad_enabled():
+            if info is None or not torch.is_grad_enabled():
+                return None
+            if self._names_ahead is not None:
+                self._name_ahead(info.name, args, output)
+            if state is None:
                 return None
             if not info.leaf and info.has_weights:  # (its output comes after its layers': its depth is after theirs)
                 state.order.setdefault(info.name, len(state.order))
@@ -1946,6 +1962,15 @@ class TorchProbe:
             self._drop_step_in_flight()
             raise
         return None
+
+    def _name_ahead(self, name: str, args, output) -> None:
+        """Name the nodes that made a module's outputs for the next step, which is sampled (`_start_step`). An output
+        that is the module's input, already named (Identity), keeps its name."""
+        names = self._names_ahead[1]
+        for t in (output,) if isinstance(output, torch.Tensor) else _tensors(output):
+            node = t.grad_fn
+            if node is not None and not (node in names and any(t is arg for arg in args)):
+                names.tag(node, name)
 
     def _look_at_input_spread(self, state: StepState, info: ModuleInfo, y: torch.Tensor) -> None:
         """On the first few sampled steps: how much the first weighted layer's outputs differ between examples.
