@@ -1392,6 +1392,7 @@ def explain_saturated_activation(f: Finding):
         f"measured mean derivative {fmt(e['mean_derivative'])}. Backprop multiplies the gradient by that derivative, "
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
+    grew = e.get("saturated_at_start") is not None
     if e.get("loss_last_third_to_first_step") is not None:
         text += (
             f" The loss still fell to {fmt(e['loss_last_third_to_first_step'])} of its first step's (last third): "
@@ -1427,6 +1428,21 @@ def explain_saturated_activation(f: Finding):
                 "For probabilities, give the loss the logits: `BCEWithLogitsLoss` instead of a sigmoid and "
                 "`mse_loss`; and standardise the inputs."
             )
+        return text, remedies
+    if grew:
+        text += (
+            f" Its outputs were not there at the start ({pct(e['saturated_at_start'])} saturated on the first sampled "
+            "step): its inputs grew large in training, so the initialisation is not the cause. A common one is a head "
+            "trained to regress large targets (returns in reinforcement learning, unnormalised labels) from the "
+            "features this layer makes: to reach them, the weights around it grow until its outputs sit at +-1."
+        )
+        remedies = [
+            "Normalise the regression targets (scale the rewards or returns, normalise value targets, PopArt), or "
+            "scale the head's output to their size (`v = c * head(h)`), so that the features need not grow to reach "
+            "them.",
+            "Put LayerNorm before the activation so its input stays near zero whatever the weights do.",
+            "Lower the learning rate, or add weight decay, if no target is large: the weights grew on their own.",
+        ]
         return text, remedies
     remedies = [
         "Initialise with `nn.init.xavier_uniform_` (scaled for tanh/sigmoid) and standardise the inputs.",

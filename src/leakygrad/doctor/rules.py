@@ -2242,6 +2242,9 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         }
         if learning:
             evidence["loss_last_third_to_first_step"] = _sci(learnt)
+        at_start = None if output else _saturation_at_start(history, site)
+        if at_start is not None and at_start < t.saturated_warning / 2:
+            evidence["saturated_at_start"] = _sci(at_start)  # (it grew in training: not the initialisation's doing)
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)
             evidence["loss_ops"] = recent[-1].loss_ops
@@ -2252,6 +2255,15 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             Finding("saturated_activation", site, first if first is not None else recent[0].step, severity, evidence)
         )
     return findings
+
+
+def _saturation_at_start(history: History, site: str) -> float | None:
+    """A site's saturated share on the run's first sampled step, when its record is still held (a long run thins its
+    records, the first among them), else None."""
+    records = history.healthy_records()
+    if not records or records[0].step != history.first_record_step or site not in records[0].activations:
+        return None
+    return records[0].activations[site].saturated_fraction
 
 
 def _rounded(history: History, site: str, t: Thresholds) -> bool:
