@@ -846,6 +846,26 @@ def test_a_hidden_sigmoid_of_a_functional_forward_with_fast_weights_is_still_jud
     assert [f for f in dr.findings if f.symptom == "saturated_activation"]
 
 
+def test_a_classifier_saturating_in_training_is_told_to_slow_down_not_to_normalise_targets():
+    """The same growth under a cross-entropy, at a high Adam rate: no target to normalise (a review's case). The text
+    leads with the learning rate."""
+    torch.manual_seed(0)
+    w = torch.randn(20, 4)
+    model = nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 4))
+    optimizer = torch.optim.Adam(model.parameters(), 0.05)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(300):
+            x = torch.randn(128, 20)
+            loss = F.cross_entropy(model(x), (x @ w).argmax(1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    grown = [f for f in dr.findings if f.symptom == "saturated_activation" and "saturated_at_start" in f.evidence]
+    assert grown and all("regression_loss_ops" not in f.evidence for f in grown)
+    assert all(f.remedies[0].startswith("Lower the learning rate") for f in grown)
+    assert all("regression targets" not in " ".join(f.remedies) for f in grown)
+
+
 @pytest.mark.parametrize("start", ["unsaturated", "saturated"])
 def test_a_saturation_that_grew_in_training_is_not_blamed_on_the_initialisation(start):
     """A tanh layer under a head regressing targets of size ~40 (an actor-critic's returns, in a sweep's A2C: 0%
@@ -874,4 +894,5 @@ def test_a_saturation_that_grew_in_training_is_not_blamed_on_the_initialisation(
         assert "saturated_at_start" not in f.evidence and "xavier" in f.remedies[0]
         return
     assert f.evidence["saturated_at_start"] < 0.01 and "not the cause" in f.explanation
+    assert f.evidence["regression_loss_ops"] == ["mse_loss"]
     assert "Normalise the regression targets" in f.remedies[0] and "xavier" not in " ".join(f.remedies)

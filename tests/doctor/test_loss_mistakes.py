@@ -1123,6 +1123,40 @@ def test_a_scheduler_that_holds_the_rate_near_zero_is_the_stalls_learning_rate_v
     assert "holds the rate at 1e-6" in f.explanation and "returns a factor" in f.remedies[0]
 
 
+@pytest.mark.parametrize("schedule", ["StepLR per epoch, stepped per batch", "StepLR per epoch", "cosine to 0"])
+def test_a_step_decay_stepped_per_batch_is_a_rate_scheduled_to_nothing(schedule):
+    """`StepLR(step_size=10, gamma=0.1)` meant per epoch but stepped per batch: the rate falls tenfold every 10 steps
+    (0.05 to 5e-57 in a sweep's run, test accuracy 0.66 against 0.97), a `stalled_loss` warning with the learning
+    rate "zero": the schedule was not named, because the first sampled steps still had the rate given. A rate cut
+    from some step on, over most of the run, is the schedule's doing; held at 1e-4 of the rate given or less, an
+    error. Stepped per epoch, or a cosine schedule that reaches 0 only at its end, it is no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    x = torch.randn(256, 8)
+    y = x[:, :3].argmax(dim=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    if schedule == "cosine to 0":
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=200)
+    else:
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.1)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(200):
+            loss = F.cross_entropy(model(x[step % 4 :: 4]), y[step % 4 :: 4])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if schedule != "StepLR per epoch" or step % 4 == 3:  # (an epoch: 4 batches)
+                scheduler.step()
+    assert dr.notes == []
+    scheduled = [f for f in dr.findings if f.evidence.get("learning_rate") == "scheduled to nothing"]
+    if schedule != "StepLR per epoch, stepped per batch":
+        assert scheduled == [] and [f for f in dr.findings if f.severity == "error"] == []
+        return
+    [f] = scheduled
+    assert (f.symptom, f.severity, f.evidence["lr_given"]) == ("stalled_loss", "error", 0.05)
+    assert f.evidence["lr_cut_from_step"] <= 40 and "per batch or per epoch" in f.remedies[-1]
+
+
 @pytest.mark.parametrize("divided", [False, True])
 def test_a_divergence_under_accumulated_losses_not_divided_names_the_sum(divided):
     """Gradients accumulated over 16 micro-batches with the learning rate tuned for their mean, but each loss not
@@ -2696,6 +2730,8 @@ FREE_NATS_FORMS = {
     "maximum": lambda kl, floor: torch.max(kl, torch.tensor(floor)),
     "maximum, the floor first": lambda kl, floor: torch.maximum(torch.tensor(floor), kl),
     "fmax": lambda kl, floor: torch.fmax(kl.expand(4), torch.full((4,), floor)).mean(),
+    # (a 0-dim KL against a floor of shape (1,): gradients of shapes () and (1,), one and the same number)
+    "maximum, a floor of shape (1,)": lambda kl, floor: torch.maximum(kl, torch.tensor([floor])).sum(),
 }
 
 
@@ -2730,6 +2766,33 @@ def test_a_floor_on_a_kl_term_that_holds_it_always_is_told_as_a_floor_to_lower(f
     assert f.evidence["lower_bound"] == 50.0 and f.evidence["blocked_fraction"] == 1.0
     assert "Lower the floor" in f.remedies[0] and "Huber" not in " ".join(f.remedies)
     assert (f"{op}(term, min=50)" if op == "clamp" else f"torch.{op}(term, torch.tensor(50))") in f.explanation
+
+
+def test_an_iou_loss_comparing_predicted_and_target_corners_is_no_clamp():
+    """GIoU as torchvision computes it: `torch.max` and `torch.min` of the predicted boxes' corners and the target
+    boxes' (data, no graph). About half the entries take the target's corner, by design: a comparison, not a bound.
+    A review found it a `blocked_gradient` warning told as the DQN's clipped error, once a max with any constant was
+    a clamp; only a constant holding one number is one."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    centre, size = x[:, :2] * 0.5, x[:, 2:4].abs() * 0.3 + 0.5
+    target = torch.cat([centre - size / 2, centre + size / 2], 1)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(120):
+            out = model(x)
+            box = torch.cat([out[:, :2], out[:, :2] + nn.functional.softplus(out[:, 2:]) + 1e-3], 1)
+            low, high = torch.max(box[:, :2], target[:, :2]), torch.min(box[:, 2:], target[:, 2:])
+            inter = (high - low).clamp(min=0).prod(1)
+            area = (box[:, 2:] - box[:, :2]).prod(1) + (target[:, 2:] - target[:, :2]).prod(1) - inter
+            hull = (torch.max(box[:, 2:], target[:, 2:]) - torch.min(box[:, :2], target[:, :2])).prod(1)
+            loss = (1 - inter / area + (hull - area) / hull).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    assert [f for f in dr.findings if f.where in ("maximum", "minimum")] == []
 
 
 @pytest.mark.parametrize("other", ["computed", "constant"])

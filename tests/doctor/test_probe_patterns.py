@@ -137,6 +137,46 @@ def test_a_phase_after_pretraining_is_followed_while_the_pretraining_optimiser_l
     assert [f.where for f in dr.findings if f.symptom == "exploding_gradient"] == ["sequential.0"]
 
 
+def test_a_critic_stepping_every_iteration_stays_followed_while_two_others_take_turns_between():
+    """SAC as cleanRL writes it: the critic's optimiser steps every iteration; every other iteration, the actor's and
+    the temperature's take turns, twice each (4 steps between two of the critic's). Once any optimiser stepping twice
+    since the followed one's last step took over, the followed one changed at every iteration (a review: 399 steps
+    counted for 200, the loss restarted 199 times, and a false `accumulating_gradient` error)."""
+    torch.manual_seed(0)
+
+    class Agent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1))
+            self.pi = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+            self.log_alpha = nn.Parameter(torch.zeros(1))
+
+    agent = Agent()
+    q_optimizer = torch.optim.Adam(agent.q.parameters(), 1e-3)
+    pi_optimizer = torch.optim.Adam(agent.pi.parameters(), 1e-3)
+    alpha_optimizer = torch.optim.Adam([agent.log_alpha], 1e-3)
+    with doctor.watch(agent, every=4) as dr:
+        for iteration in range(60):
+            s, a, target = torch.randn(64, 4), torch.randn(64, 2), torch.randn(64, 1)
+            q_loss = nn.functional.mse_loss(agent.q(torch.cat([s, a], 1)), target)
+            q_optimizer.zero_grad()
+            q_loss.backward()
+            q_optimizer.step()
+            for _ in range(2 if iteration % 2 == 0 else 0):
+                action = torch.tanh(agent.pi(s))
+                log_p = -(action**2).sum(1, keepdim=True)
+                pi_loss = (agent.log_alpha.exp().detach() * log_p - agent.q(torch.cat([s, action], 1))).mean()
+                pi_optimizer.zero_grad()
+                pi_loss.backward()
+                pi_optimizer.step()
+                alpha_loss = -(agent.log_alpha * (log_p.detach() + 2).mean())
+                alpha_optimizer.zero_grad()
+                alpha_loss.backward()
+                alpha_optimizer.step()
+    assert dr.notes == [] and dr.steps == 60
+    assert dr.history.loss_restarts == [] and [f for f in dr.findings if f.severity == "error"] == []
+
+
 def test_a_script_that_makes_a_model_and_an_optimiser_per_fold_is_followed_through_every_fold(tmp_path):
     script = tmp_path / "folds.py"
     script.write_text(

@@ -1432,18 +1432,24 @@ def explain_saturated_activation(f: Finding):
     if grew:
         text += (
             f" Its outputs were not there at the start ({pct(e['saturated_at_start'])} saturated on the first sampled "
-            "step): its inputs grew large in training, so the initialisation is not the cause. A common one is a head "
-            "trained to regress large targets (returns in reinforcement learning, unnormalised labels) from the "
-            "features this layer makes: to reach them, the weights around it grow until its outputs sit at +-1."
+            "step): its inputs grew large in training, so the initialisation is not the cause."
         )
-        remedies = [
+        normalise = (
             "Normalise the regression targets (scale the rewards or returns, normalise value targets, PopArt), or "
             "scale the head's output to their size (`v = c * head(h)`), so that the features need not grow to reach "
-            "them.",
-            "Put LayerNorm before the activation so its input stays near zero whatever the weights do.",
-            "Lower the learning rate, or add weight decay, if no target is large: the weights grew on their own.",
-        ]
-        return text, remedies
+            "them."
+        )
+        layer_norm = "Put LayerNorm before the activation so its input stays near zero whatever the weights do."
+        slower = "Lower the learning rate, or add weight decay: the weights around it grew too large, too fast."
+        if e.get("regression_loss_ops"):
+            ops = ", ".join(f"`{op}`" for op in e["regression_loss_ops"])
+            text += (
+                f" The loss regresses ({ops}): a head trained to reach large targets (returns in reinforcement "
+                "learning, unnormalised labels) from the features this layer makes grows the weights around it until "
+                "its outputs sit at +-1."
+            )
+            return text, [normalise, layer_norm, slower]
+        return text, [slower, layer_norm]
     remedies = [
         "Initialise with `nn.init.xavier_uniform_` (scaled for tanh/sigmoid) and standardise the inputs.",
         "Put BatchNorm / LayerNorm before the activation so its input stays near zero.",
@@ -2712,8 +2718,8 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
         below = f"{fmt(given / lr)} times" if lr else "far"
         text += (
             f" A learning-rate scheduler holds the rate at {fmt(lr)} (median), {below} below the {fmt(given)} the "
-            "optimiser was given, at every sampled step: the schedule, not the "
-            "rate given, is what holds the training back."
+            f"optimiser was given, at every sampled step from step {e.get('lr_cut_from_step', 0)} on: the schedule, "
+            "not the rate given, is what holds the training back."
         )
         if e.get("lr_exactly_zero"):
             text += (
@@ -2870,8 +2876,28 @@ def _explain_decayed_rate(f: Finding):
     return text, remedies
 
 
+def _explain_softmax_over_batch(f: Finding):
+    e = f.evidence
+    batch, classes = e["logits_shape"]
+    text = (
+        f"The loss takes a log_softmax of `{e['classes_from']}`'s outputs, shape ({batch}, {classes}), over dim "
+        f"{e['softmax_dim']}: over the {batch} examples of the batch, not over the {classes} classes of each example. "
+        "Each class's score then competes with the same class's scores for the other examples, and the gradient "
+        "teaches which example of the batch is most likely to be of each class, not which class each example is: an "
+        "example's prediction depends on the batch it comes in."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Normalise over the classes: `torch.log_softmax(logits, dim=1)`, or give the logits to "
+        "`F.cross_entropy(logits, y)`, which does.",
+    ]
+    return text, remedies
+
+
 def _explain_classes_on_another_axis(f: Finding):
     e = f.evidence
+    if e.get("softmax_over_batch"):
+        return _explain_softmax_over_batch(f)
     length, classes = e["logits_shape"][1], e["logits_shape"][-1]
     text = (
         f"`cross_entropy` was given the logits of `{e['classes_from']}` as they are, shape {tuple(e['logits_shape'])}: "

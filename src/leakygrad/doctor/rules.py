@@ -941,13 +941,16 @@ def classes_on_another_axis_rule(history: History, t: Thresholds) -> list[Findin
     (N, C, T). With T == C there is no shape error, and the softmax runs over the T positions of each sequence instead
     of the C classes: a class's score at one position competes with the same class's scores at the others. Told on
     most recent sampled steps: a warning, as the same shapes serve a softmax over positions on purpose (learning to
-    sort: each slot's distribution over the items); an error with the stall folded into it."""
+    sort: each slot's distribution over the items); an error with the stall folded into it. Likewise a hand-written
+    cross-entropy whose log_softmax runs over dim 0 of a Linear's (N, C) output: over the batch."""
     marked = _marked_on_most(history, "classes_on_another_axis", t)
     if not marked:
         return []
     found = marked[-1].classes_on_another_axis
     first_step = next(r.step for r in history.records if r.classes_on_another_axis is not None)
     evidence = {"classes_from": found["layer"], "logits_shape": found["shape"], "softmax_dim": found["dim"]}
+    if found.get("over_batch"):
+        evidence["softmax_over_batch"] = True  # (log_softmax(logits, dim=0) of an (N, C) output, by hand)
     return [Finding("stalled_loss", "cross_entropy", first_step, "warning", evidence)]
 
 
@@ -2245,6 +2248,9 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         at_start = None if output else _saturation_at_start(history, site)
         if at_start is not None and at_start < t.saturated_warning / 2:
             evidence["saturated_at_start"] = _sci(at_start)  # (it grew in training: not the initialisation's doing)
+            regressions = sorted(set(recent[-1].loss_ops) & set(REGRESSION_LOSS_OPS)) if recent else []
+            if regressions:  # (a head regressing large targets from it, the likely cause)
+                evidence["regression_loss_ops"] = regressions
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)
             evidence["loss_ops"] = recent[-1].loss_ops
@@ -2255,6 +2261,10 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             Finding("saturated_activation", site, first if first is not None else recent[0].step, severity, evidence)
         )
     return findings
+
+
+# a squared or absolute error on the loss side (written out: a power), what a regression's loss is made of
+REGRESSION_LOSS_OPS = ("mse_loss", "huber_loss", "smooth_l1_loss", "l1_loss", "pow")
 
 
 def _saturation_at_start(history: History, site: str) -> float | None:
@@ -3211,16 +3221,21 @@ def _note_input_derivative_zero(evidence: dict, history: History, t: Thresholds)
         evidence["input_derivative_zero"] = {"activations": sorted(functions)[:6], "sampled_steps": len(looked)}
 
 
-def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float] | None:
-    """(median learning rate in effect, the rate given) when a scheduler kept the rate at most `lr_schedule_cut` of
-    the one the optimiser was given at every sampled step kept (most of them recorded one), else None."""
+def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float, int] | None:
+    """(median learning rate in effect, the rate given, the first sampled step cut) when a scheduler kept the rate at
+    most `lr_schedule_cut` of the one the optimiser was given at every sampled step kept from some step on, and those
+    steps are at least 3/4 of those that recorded a schedule (most recorded one): a `StepLR(step_size=10)` meant per
+    epoch but stepped per batch cuts the rate from the second sampled step. A schedule decayed to near 0 at its end
+    (cosine annealing) is cut over its last few sampled steps only. Else None."""
     records = history.records
-    scheduled = [r.lr_schedule for r in records if r.lr_schedule is not None]
+    scheduled = [(r.step, *r.lr_schedule) for r in records if r.lr_schedule is not None]
     if len(scheduled) < t.min_records or 2 * len(scheduled) < len(records):
         return None
-    if not all(lr <= t.lr_schedule_cut * given for lr, given in scheduled):
+    uncut = [i for i, (_, lr, given) in enumerate(scheduled) if lr > t.lr_schedule_cut * given]
+    cut = scheduled[uncut[-1] + 1 :] if uncut else scheduled
+    if len(cut) < t.min_records or 4 * len(cut) < 3 * len(scheduled):
         return None
-    return _sci(median([lr for lr, _ in scheduled])), _sci(median([given for _, given in scheduled]))
+    return _sci(median([lr for _, lr, _ in cut])), _sci(median([given for _, _, given in cut])), cut[0][0]
 
 
 def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
@@ -3391,7 +3406,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # (and small they must be: `Adam(lr=1.0)` under a LambdaLR that returns the rate, as in the Annotated
             # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
-            evidence["lr_in_effect"], evidence["lr_given"] = scheduled
+            evidence["lr_in_effect"], evidence["lr_given"], evidence["lr_cut_from_step"] = scheduled
             if all(r.lr_schedule[0] == 0 for r in history.records if r.lr_schedule is not None):
                 evidence["lr_exactly_zero"] = True  # (at every sampled step: nothing trains at all, an error)
         alike = _inputs_alike(history, t)
@@ -3415,7 +3430,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         first_step = loss.buckets[0].first_step
         if stopped:
             first_step = evidence["stopped_moving_at_step"] = stopped_at
-        severity = "error" if evidence.get("lr_exactly_zero") else "warning"
+        # (a rate held at 0, or by a schedule at a ten-thousandth of the one given or less: nothing trains, an error)
+        held = evidence.get("learning_rate") == "scheduled to nothing"
+        held = held and evidence["lr_in_effect"] <= t.lr_schedule_cut**2 * evidence["lr_given"]
+        severity = "error" if evidence.get("lr_exactly_zero") or held else "warning"
         return [Finding("stalled_loss", "loss", first_step, severity, evidence)]
     return []
 

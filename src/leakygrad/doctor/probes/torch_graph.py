@@ -343,7 +343,8 @@ def _kept_by_selection(node) -> torch.Tensor | None:
     selector = saved_value(node, "_saved_mask" if op_name(node) == "masked_fill" else "_saved_condition")
     if not isinstance(selector, torch.Tensor) or selector.dtype != torch.bool:
         return None
-    keeps_where_true = op_name(node) == "where" and computed[0] == 0
+    # (where: the first of its two values where the condition holds; masked_fill: its value where the mask does)
+    keeps_where_true = computed[0] == (0 if op_name(node) == "where" else 1)
     return selector if keeps_where_true else ~selector
 
 
@@ -1459,31 +1460,39 @@ BOUNDING_OPS = ("maximum", "fmax", "minimum", "fmin")  # elementwise max or min 
 
 
 def bounded_input(node) -> int | None:
-    """For an elementwise max or min of a computed tensor and a constant (`torch.maximum(kl, torch.tensor(3.0))`,
-    free nats as Dreamer writes them; `torch.min(x, c)`): the position of the computed input, which gets no gradient
-    wherever the constant wins, as under a clamp. None for two computed tensors (the max of two branches: one or the
-    other gets the gradient everywhere, nothing is blocked)."""
+    """For an elementwise max or min of a computed tensor and a constant number (`torch.maximum(kl, torch.tensor(3.0))`,
+    free nats as Dreamer writes them; `torch.min(x, c)`; a tensor full of one number): the position of the computed
+    input, which gets no gradient wherever the number wins, as under a clamp. None for two computed tensors (the max of
+    two branches: one or the other gets the gradient everywhere), or against data that varies (the corners of target
+    boxes in an IoU loss: a comparison, not a bound), or a constant on a GPU (not read: that would wait for the
+    device)."""
     if op_name(node) not in BOUNDING_OPS or len(node.next_functions) != 2:
         return None
     computed = [position for position, (child, _) in enumerate(node.next_functions) if child is not None]
-    return computed[0] if len(computed) == 1 else None
+    if len(computed) != 1 or _constant_number(node, computed[0]) is None:
+        return None
+    return computed[0]
+
+
+def _constant_number(node, computed: int) -> float | None:
+    """The one number the constant input of a max or min holds (its input other than `computed`), when it is a CPU
+    tensor whose entries are all that number; else None."""
+    try:
+        constant = getattr(node, "_saved_other" if computed == 0 else "_saved_self", None)
+    except RuntimeError:  # (freed)
+        return None
+    if not isinstance(constant, torch.Tensor) or not constant.is_cpu or constant.numel() == 0 or constant.is_complex():
+        return None
+    first = constant.reshape(-1)[0]
+    if constant.numel() > 1 and not bool((constant == first).all()):
+        return None
+    return float(first)
 
 
 def _bound_value(node) -> float | None:
-    """The number a max or min with a constant bounds its input by, when the constant holds one number (a CPU tensor:
-    one on a GPU is not read, which would wait for the device); else None."""
+    """The number a max or min with a constant number bounds its input by (see `bounded_input`), else None."""
     position = bounded_input(node)
-    if position is None:
-        return None
-    try:
-        constant = getattr(node, "_saved_other" if position == 0 else "_saved_self", None)
-    except RuntimeError:  # (freed)
-        return None
-    if not isinstance(constant, torch.Tensor) or not constant.is_cpu or constant.numel() == 0:
-        return None
-    if constant.is_complex() or not (constant.numel() == 1 or bool((constant == constant.reshape(-1)[0]).all())):
-        return None
-    return float(constant.reshape(-1)[0])
+    return None if position is None else _constant_number(node, position)
 
 
 def floors_at_zero(node) -> bool:

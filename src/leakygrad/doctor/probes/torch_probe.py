@@ -844,6 +844,8 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
     """A loss's log_softmax over dim 1 of a layer's output of 3 or more axes whose features are on the last axis (a
     Linear's: (N, T, C)), that axis as long as dim 1, so that no shape error stopped it: `cross_entropy(logits, y)`
     with logits (N, T, C) where it takes the classes on dim 1, (N, C, T). The softmax then runs over the T positions.
+    Or over dim 0 of a layer's (N, C) output, C > 1: a cross-entropy written by hand with `log_softmax(logits, dim=0)`,
+    the softmax over the batch (`over_batch`; a ranking's (list, 1) scores, normalised over the list, are not this).
     {"layer", "shape", "dim"} or None."""
     for node in loss_nodes:
         if op_name(node) != "log_softmax" or not node.next_functions or node.next_functions[0][0] is None:
@@ -858,6 +860,8 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
             continue
         if len(shape) >= 3 and dim % len(shape) == 1 and shape[1] == shape[-1]:
             return {"layer": name, "shape": list(shape), "dim": dim}
+        if len(shape) == 2 and dim % 2 == 0 and min(shape) > 1:
+            return {"layer": name, "shape": list(shape), "dim": dim, "over_batch": True}
     return None
 
 
@@ -1232,6 +1236,9 @@ class CustomCall:
     outputs: tuple  # what the call returned (detached): the test first checks that the forward gives it again
 
 
+# other optimisers' steps with none of the followed one's, beyond 4 times the most ever seen between two of its own,
+# after which it is taken for idle (a phase over) when no other stepped twice in a row
+IDLE_TAKEOVER = 32
 MAX_CUSTOM_CALLS = 256  # calls of custom Functions kept per sampled step for the test (a Function called at each time
 # step of a long sequence: the one the graph walk meets first is tested)
 
@@ -1358,8 +1365,10 @@ class TorchProbe:
         self.optimizers: dict[int, tuple[weakref.ref, bool]] = {}
         self._watched_optimizers: weakref.WeakSet = weakref.WeakSet()  # those watched, while they live
         self.primary = None  # weakref to the optimiser whose steps count as training steps
-        self._stepped_alone = None  # (an optimiser given to watch) weakref to the last other one that stepped
-        self._others_since_primary: weakref.WeakSet = weakref.WeakSet()  # every other that did (no optimiser given)
+        self._stepped_alone = None  # weakref to another watched optimiser that stepped since the primary last did
+        # (no optimiser given) the others' steps since the primary last stepped, and the most ever seen between two
+        self._others_since_primary: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._longest_wait = 0
         self._primary_params: frozenset = frozenset()  # ids of the parameters the primary optimiser steps
         self._others_in_a_row = 0  # (with an optimiser given to watch) another's steps since the primary's last
         self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
@@ -2038,8 +2047,9 @@ class TorchProbe:
         try:
             grad_in = grad_inputs[position] if len(grad_inputs) > position else None
             grad_out = grad_outputs[0] if grad_outputs else None
-            if grad_in is None or grad_out is None or grad_in.shape != grad_out.shape:
+            if grad_in is None or grad_out is None or grad_in.numel() != grad_out.numel():
                 return
+            grad_in = grad_in.reshape(grad_out.shape)  # (a 0-dim KL against free nats of shape (1,): the same one)
             blocked, arriving = blocked_fraction(grad_in, grad_out, mask)
             tally = state.gates[key]
             tally.pairs.append((state.deferred.scalar(blocked), state.deferred.scalar(arriving)))
@@ -3261,35 +3271,42 @@ class TorchProbe:
     def _is_primary(self, optimizer) -> bool:
         """Whether this optimiser's steps are the training steps: the first watched one to step, until another
         replaces it. A script may make a new optimiser each epoch or fold: when the old one has been freed, or
-        another steps twice with no step of the old one in between (not the alternating steps of a GAN's two
-        optimisers, each stepping once between the other's), a new one is adopted: of those that stepped since the
-        old one last did, the one over the old one's parameters when there is one (a pretraining optimiser kept
-        alive, then a phase whose discriminator's and model's optimisers alternate: the model's). An optimiser given
-        to `watch` is held to longer (see `_given_is_primary`)."""
+        the new one steps twice with no step of the old one in between (not the alternating steps of a GAN's
+        two optimisers), the new one is adopted. Others taking turns while the old one stays idle far longer than
+        ever before take over too (`_take_over_from_idle`). An optimiser given to `watch` is held to longer (see
+        `_given_is_primary`)."""
         if self._given_optimizer is not None:
             return self._given_is_primary(optimizer)
         primary = self.primary() if self.primary is not None else None
-        if primary is None or (primary is not optimizer and optimizer in self._others_since_primary):
-            successor = optimizer if primary is None else self._successor(optimizer)
+        stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
+        if primary is None or (primary is not optimizer and stepped_alone is optimizer):
             if primary is not None:  # (its first step, made while the old one was primary, is within this one)
                 self._steps_in_flight = 2
-            self._adopt(successor)
-            self._others_since_primary.clear()
-            primary = successor
+            self._adopt(optimizer)
+            primary = optimizer
+        elif primary is not optimizer:
+            waiting = self._others_since_primary
+            waiting[optimizer] = waiting.get(optimizer, 0) + 1
+            if sum(waiting.values()) > max(IDLE_TAKEOVER, 4 * self._longest_wait):
+                primary = self._take_over_from_idle(optimizer)
         if primary is optimizer:
+            self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
             self._others_since_primary.clear()
-        else:
-            self._others_since_primary.add(optimizer)
+        self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
         return primary is optimizer
 
-    def _successor(self, optimizer):
-        """The optimiser to take over from the primary, now that `optimizer` stepped twice without it: `optimizer`,
-        unless it steps none of the primary's parameters and another that stepped since the primary last did
-        steps some (the model's optimiser beside a discriminator's)."""
-        for candidate in (optimizer, *self._others_since_primary):
-            if not self._primary_params.isdisjoint(map(id, _stepped_parameters(candidate))):
-                return candidate
-        return optimizer
+    def _take_over_from_idle(self, optimizer):
+        """The primary has not stepped for far longer than ever before while others took turns (a pretraining
+        optimiser kept alive, then a phase whose model's and discriminator's optimisers alternate): the one of them
+        over the primary's parameters takes over (the one stepping now when none is), its steps since the primary's
+        last within its first step. Returns the new primary."""
+        waiting = self._others_since_primary
+        overlapping = [o for o in waiting if not self._primary_params.isdisjoint(map(id, _stepped_parameters(o)))]
+        successor = optimizer if optimizer in overlapping or not overlapping else overlapping[0]
+        # (the steps it took while waiting; one more, its next, when it is not the one stepping now)
+        self._steps_in_flight = waiting[successor] + (successor is not optimizer)
+        self._adopt(successor)
+        return successor
 
     def _adopt(self, optimizer) -> None:
         """Take `optimizer`'s steps for the training steps from now on. When it trains other parameters than the one
@@ -3301,6 +3318,8 @@ class TorchProbe:
         # (an optimiser made anew at every step, over the same parameters: each one steps once)
         self._made_anew = params == self._primary_params and self._primary_steps == 1
         self.primary, self._primary_params, self._primary_steps = weakref.ref(optimizer), params, 0
+        self._others_since_primary.clear()
+        self._longest_wait = 0
 
     def _given_is_primary(self, optimizer) -> bool:
         """With an optimiser given to `watch`, its steps are the training steps, whatever another does between them
