@@ -137,11 +137,14 @@ def test_a_phase_after_pretraining_is_followed_while_the_pretraining_optimiser_l
     assert [f.where for f in dr.findings if f.symptom == "exploding_gradient"] == ["sequential.0"]
 
 
-def test_a_critic_stepping_every_iteration_stays_followed_while_two_others_take_turns_between():
+@pytest.mark.parametrize("log_alpha", ["in the agent", "a bare tensor"])
+def test_a_critic_stepping_every_iteration_stays_followed_while_two_others_take_turns_between(log_alpha):
     """SAC as cleanRL writes it: the critic's optimiser steps every iteration; every other iteration, the actor's and
     the temperature's take turns, twice each (4 steps between two of the critic's). Once any optimiser stepping twice
     since the followed one's last step took over, the followed one changed at every iteration (a review: 399 steps
-    counted for 200, the loss restarted 199 times, and a false `accumulating_gradient` error)."""
+    counted for 200, the loss restarted 199 times, and a false `accumulating_gradient` error). With cleanRL's bare
+    `log_alpha` tensor, its optimiser unwatched, the actor's steps twice in a row: that alone took over before (as
+    on 4f6e3a6); another must step more than twice as often in a row as ever came between the followed one's."""
     torch.manual_seed(0)
 
     class Agent(nn.Module):
@@ -149,9 +152,11 @@ def test_a_critic_stepping_every_iteration_stays_followed_while_two_others_take_
             super().__init__()
             self.q = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1))
             self.pi = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
-            self.log_alpha = nn.Parameter(torch.zeros(1))
+            self.log_alpha = nn.Parameter(torch.zeros(1)) if log_alpha == "in the agent" else None
 
     agent = Agent()
+    if log_alpha == "a bare tensor":
+        agent.__dict__["log_alpha"] = torch.zeros(1, requires_grad=True)  # (no module holds it)
     q_optimizer = torch.optim.Adam(agent.q.parameters(), 1e-3)
     pi_optimizer = torch.optim.Adam(agent.pi.parameters(), 1e-3)
     alpha_optimizer = torch.optim.Adam([agent.log_alpha], 1e-3)

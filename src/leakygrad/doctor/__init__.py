@@ -38,8 +38,7 @@ def watch(model, optimizer=None, *, every: int = DEFAULT_EVERY, thresholds: Thre
     `model`: an `nn.Module` or a list of them. `optimizer`: the optimiser whose steps count as training steps,
     whatever other optimisers do between them (a GAN's critic stepping five times per generator step, say), until
     another clearly takes over (a new optimiser for the next phase: see docs/doctor.md). Without it, the first
-    optimiser that steps the model's parameters, until another steps twice in a row (or takes over from it, idle
-    for long); without any, each
+    optimiser that steps the model's parameters, until another clearly takes over in the same way; without any, each
     `backward()` is a step.
     `every`: take the costly statistics on one step in every `every` (step 0 first; see the probe for which).
     """

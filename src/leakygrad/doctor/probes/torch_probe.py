@@ -3269,31 +3269,23 @@ class TorchProbe:
         return len(stepped), sum(not p.requires_grad for p in stepped.values())
 
     def _is_primary(self, optimizer) -> bool:
-        """Whether this optimiser's steps are the training steps: the first watched one to step, until another
-        replaces it. A script may make a new optimiser each epoch or fold: when the old one has been freed, or
-        the new one steps twice with no step of the old one in between (not the alternating steps of a GAN's
-        two optimisers), the new one is adopted. Others taking turns while the old one stays idle far longer than
-        ever before take over too (`_take_over_from_idle`). An optimiser given to `watch` is held to longer (see
-        `_given_is_primary`)."""
-        if self._given_optimizer is not None:
-            return self._given_is_primary(optimizer)
-        primary = self.primary() if self.primary is not None else None
-        stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
-        if primary is None or (primary is not optimizer and stepped_alone is optimizer):
-            if primary is not None:  # (its first step, made while the old one was primary, is within this one)
-                self._steps_in_flight = 2
-            self._adopt(optimizer)
-            primary = optimizer
-        elif primary is not optimizer:
-            waiting = self._others_since_primary
-            waiting[optimizer] = waiting.get(optimizer, 0) + 1
-            if sum(waiting.values()) > max(IDLE_TAKEOVER, 4 * self._longest_wait):
-                primary = self._take_over_from_idle(optimizer)
-        if primary is optimizer:
-            self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
-            self._others_since_primary.clear()
-        self._stepped_alone = None if primary is optimizer else weakref.ref(optimizer)
-        return primary is optimizer
+        """Whether this optimiser's steps are the training steps: the one given to `watch`, or else the first watched
+        one to step, until another replaces it (see `_held_primary`). A script may make a new optimiser each epoch or
+        fold: when the old one has been freed, the next to step is adopted. Without one given, others taking turns
+        while the followed one stays idle far longer than ever before take over too (`_take_over_from_idle`)."""
+        if self._given_optimizer is None:
+            primary = self.primary() if self.primary is not None else None
+            if primary is None:
+                self._adopt(optimizer)
+            elif primary is optimizer:
+                self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
+                self._others_since_primary.clear()
+            else:
+                waiting = self._others_since_primary
+                waiting[optimizer] = waiting.get(optimizer, 0) + 1
+                if sum(waiting.values()) > max(IDLE_TAKEOVER, 4 * self._longest_wait):
+                    return self._take_over_from_idle(optimizer) is optimizer
+        return self._held_primary(optimizer)
 
     def _take_over_from_idle(self, optimizer):
         """The primary has not stepped for far longer than ever before while others took turns (a pretraining
@@ -3306,6 +3298,9 @@ class TorchProbe:
         # (the steps it took while waiting; one more, its next, when it is not the one stepping now)
         self._steps_in_flight = waiting[successor] + (successor is not optimizer)
         self._adopt(successor)
+        self._stepped_alone = None
+        self._others_in_a_row = self._longest_gap = 0
+        self._primary_stepped = True
         return successor
 
     def _adopt(self, optimizer) -> None:
@@ -3321,11 +3316,12 @@ class TorchProbe:
         self._others_since_primary.clear()
         self._longest_wait = 0
 
-    def _given_is_primary(self, optimizer) -> bool:
-        """With an optimiser given to `watch`, its steps are the training steps, whatever another does between them
-        (a GAN's critic stepping five times per generator step). Only another that steps more than twice as many
-        times in a row as ever came before one of its steps (and more than twice), once it has stepped, is taken
-        for the next phase's optimiser, and followed from then on."""
+    def _held_primary(self, optimizer) -> bool:
+        """The followed optimiser's steps are the training steps, whatever another does between them (a GAN's critic
+        stepping five times per generator step; SAC's actor stepping twice in a row between the critic's steps, its
+        temperature's optimiser unwatched). Only another that steps more than twice as many times in a row as ever
+        came before one of its steps (and more than twice), once it has stepped, is taken for the next phase's
+        optimiser (a new one per epoch, the old one still alive), and followed from then on."""
         primary = self.primary() if self.primary is not None else None
         if optimizer is primary:
             self._longest_gap = max(self._longest_gap, self._others_in_a_row)
