@@ -1392,7 +1392,6 @@ def explain_saturated_activation(f: Finding):
         f"measured mean derivative {fmt(e['mean_derivative'])}. Backprop multiplies the gradient by that derivative, "
         "so most of it stops here and the layers below learn slowly. The inputs to the activation are too large."
     )
-    grew = e.get("saturated_at_start") is not None
     if e.get("loss_last_third_to_first_step") is not None:
         text += (
             f" The loss still fell to {fmt(e['loss_last_third_to_first_step'])} of its first step's (last third): "
@@ -1429,7 +1428,7 @@ def explain_saturated_activation(f: Finding):
                 "`mse_loss`; and standardise the inputs."
             )
         return text, remedies
-    if grew:
+    if e.get("saturated_at_start") is not None:  # (grown in training: not the initialisation's doing)
         text += (
             f" Its outputs were not there at the start ({pct(e['saturated_at_start'])} saturated on the first sampled "
             "step): its inputs grew large in training, so the initialisation is not the cause."

@@ -1388,9 +1388,9 @@ def hinge_mean(node) -> torch.Tensor | None:
     """The mean of a floor at 0's output, max(x, 0), from what its node saved (a ReLU its result, a clamp its input):
     on a loss, the margin loss's own value, whatever other terms the step's loss adds. None for other ops."""
     op = op_name(node)
-    if op in ("maximum", "fmax") and floors_at_zero(node):  # (max(x, 0): its input is the one that is computed)
-        op, position = "clamp", bounded_input(node)
-        saved = saved_value(node, "_saved_self" if position == 0 else "_saved_other")
+    bound = constant_bound(node) if op in ("maximum", "fmax") else None
+    if bound is not None and bound[1] == 0:  # (max(x, 0): its input is the one that is computed)
+        op, saved = "clamp", saved_value(node, "_saved_self" if bound[0] == 0 else "_saved_other")
     else:
         saved = saved_value(node, "_saved_result") if op == "relu" else saved_value(node, "_saved_self")
     if op not in ("relu", "clamp", "clamp_min") or not isinstance(saved, torch.Tensor) or not saved.is_floating_point():
@@ -1459,26 +1459,20 @@ def label_factor(hinge) -> torch.Tensor | None:
 BOUNDING_OPS = ("maximum", "fmax", "minimum", "fmin")  # elementwise max or min of two tensors
 
 
-def bounded_input(node) -> int | None:
+def constant_bound(node) -> tuple[int, float] | None:
     """For an elementwise max or min of a computed tensor and a constant number (`torch.maximum(kl, torch.tensor(3.0))`,
-    free nats as Dreamer writes them; `torch.min(x, c)`; a tensor full of one number): the position of the computed
-    input, which gets no gradient wherever the number wins, as under a clamp. None for two computed tensors (the max of
-    two branches: one or the other gets the gradient everywhere), or against data that varies (the corners of target
-    boxes in an IoU loss: a comparison, not a bound), or a constant on a GPU (not read: that would wait for the
-    device)."""
+    free nats as Dreamer writes them; `torch.min(x, c)`; a tensor full of one number): (the position of the computed
+    input, the number). The computed input gets no gradient wherever the number wins, as under a clamp. None for two
+    computed tensors (the max of two branches: one or the other gets the gradient everywhere), or against data that
+    varies (the corners of target boxes in an IoU loss: a comparison, not a bound), or a constant on a GPU (not read:
+    that would wait for the device)."""
     if op_name(node) not in BOUNDING_OPS or len(node.next_functions) != 2:
         return None
     computed = [position for position, (child, _) in enumerate(node.next_functions) if child is not None]
-    if len(computed) != 1 or _constant_number(node, computed[0]) is None:
+    if len(computed) != 1:
         return None
-    return computed[0]
-
-
-def _constant_number(node, computed: int) -> float | None:
-    """The one number the constant input of a max or min holds (its input other than `computed`), when it is a CPU
-    tensor whose entries are all that number; else None."""
     try:
-        constant = getattr(node, "_saved_other" if computed == 0 else "_saved_self", None)
+        constant = getattr(node, "_saved_other" if computed[0] == 0 else "_saved_self", None)
     except RuntimeError:  # (freed)
         return None
     if not isinstance(constant, torch.Tensor) or not constant.is_cpu or constant.numel() == 0 or constant.is_complex():
@@ -1486,13 +1480,7 @@ def _constant_number(node, computed: int) -> float | None:
     first = constant.reshape(-1)[0]
     if constant.numel() > 1 and not bool((constant == first).all()):
         return None
-    return float(first)
-
-
-def _bound_value(node) -> float | None:
-    """The number a max or min with a constant number bounds its input by (see `bounded_input`), else None."""
-    position = bounded_input(node)
-    return None if position is None else _constant_number(node, position)
+    return computed[0], float(first)
 
 
 def floors_at_zero(node) -> bool:
@@ -1503,7 +1491,8 @@ def floors_at_zero(node) -> bool:
     if op in ("relu", "threshold"):  # (threshold: a ReLU whose knee may sit at t, not 0; it blocks only below t)
         return True
     if op in ("maximum", "fmax"):
-        return _bound_value(node) == 0
+        bound = constant_bound(node)
+        return bound is not None and bound[1] == 0
     try:
         if op == "hardtanh":
             return node._saved_min_val == 0
@@ -1520,8 +1509,8 @@ def floor_above_zero(node) -> float | None:
     (`kl.clamp(min=free_nats)`: a floor on a loss term, free bits or free nats, below which the term passes no
     gradient); else None."""
     if op_name(node) in ("maximum", "fmax"):  # (`torch.maximum(kl, torch.tensor(3.0))`: the same floor)
-        low = _bound_value(node)
-        return low if low is not None and low >= SMALLEST_FLOOR else None
+        bound = constant_bound(node)
+        return bound[1] if bound is not None and bound[1] >= SMALLEST_FLOOR else None
     try:
         low = getattr(node, "_saved_min", None) if op_name(node) in ("clamp", "clamp_min") else None
         if getattr(node, "_saved_max", None) is not None:

@@ -1236,8 +1236,8 @@ class CustomCall:
     outputs: tuple  # what the call returned (detached): the test first checks that the forward gives it again
 
 
-# other optimisers' steps with none of the followed one's, beyond 4 times the most ever seen between two of its own,
-# after which it is taken for idle (a phase over) when no other stepped twice in a row
+# other optimisers' steps with none of the followed one's (and beyond 4 times the most ever seen between two of its
+# own) after which it is taken for idle, a phase over, though none of them stepped many times in a row
 IDLE_TAKEOVER = 32
 MAX_CUSTOM_CALLS = 256  # calls of custom Functions kept per sampled step for the test (a Function called at each time
 # step of a long sequence: the one the graph walk meets first is tested)
@@ -1370,7 +1370,7 @@ class TorchProbe:
         self._others_since_primary: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._longest_wait = 0
         self._primary_params: frozenset = frozenset()  # ids of the parameters the primary optimiser steps
-        self._others_in_a_row = 0  # (with an optimiser given to watch) another's steps since the primary's last
+        self._others_in_a_row = 0  # another's steps in a row since the primary's last
         self._longest_gap = 0  # ... the most that ever came before one of the primary's steps
         self._primary_stepped = False
         self._primary_steps = 0  # steps the primary optimiser took since it was adopted
@@ -2578,7 +2578,7 @@ class TorchProbe:
             # (a ReLU that makes the model's own output, read as class scores by the loss itself: scores floored at 0)
             on_loss = on_loss or (op == "relu" and self._relu_scores(state, node, names, loss_nodes))
             function = _activation_function(node, op, on_loss=on_loss)
-            bounded = graph_tools.bounded_input(node)  # (a max or min with a constant: which input it bounds)
+            bound = graph_tools.constant_bound(node)  # (a max or min with a constant: which input, and the number)
             if op == "leaky_relu" and function is None and graph_tools.saved_value(node, "_saved_negative_slope") == 1:
                 # (`nn.LeakyReLU(True)`, meant as inplace=True: a slope of 1, the identity)
                 state.identity_activations.add(names.get(node) or graph_tools.nearest_upstream(node, names) or "input")
@@ -2617,7 +2617,7 @@ class TorchProbe:
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
-            elif op in GATING_OPS or (op == "relu" and on_loss) or bounded is not None:
+            elif op in GATING_OPS or (op == "relu" and on_loss) or bound is not None:
                 gate = "relu6" if op == "hardtanh" and _relu_ceiling(node) == 6 else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
                 sums = graph_tools.additions(nodes) if sums is None else sums
@@ -2662,7 +2662,7 @@ class TorchProbe:
                     labels = graph_tools.label_factor(node)  # (max(0, 1 - y f): are the labels y 0/1, not -1/+1?)
                     if labels is not None and labels.numel() and not labels.is_complex():
                         tally.zero_labels_at = state.deferred.scalar(zeros_among_zero_one(labels.detach()))
-                position = bounded or 0  # (the input whose gradient is read: the computed one of a max or min)
+                position = bound[0] if bound else 0  # (the input whose gradient is read: a max's computed one)
                 mask = graph_tools.masking_factor(node, position)  # (x * mask, then the gate: masked entries uncounted)
                 node.register_hook(functools.partial(self._on_gate_grad, state.ticket, key, mask, position))
             if op in graph_tools.BACKWARD_NAN_PRONE:
@@ -3277,10 +3277,7 @@ class TorchProbe:
             primary = self.primary() if self.primary is not None else None
             if primary is None:
                 self._adopt(optimizer)
-            elif primary is optimizer:
-                self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
-                self._others_since_primary.clear()
-            else:
+            elif primary is not optimizer:
                 waiting = self._others_since_primary
                 waiting[optimizer] = waiting.get(optimizer, 0) + 1
                 if sum(waiting.values()) > max(IDLE_TAKEOVER, 4 * self._longest_wait):
@@ -3298,9 +3295,6 @@ class TorchProbe:
         # (the steps it took while waiting; one more, its next, when it is not the one stepping now)
         self._steps_in_flight = waiting[successor] + (successor is not optimizer)
         self._adopt(successor)
-        self._stepped_alone = None
-        self._others_in_a_row = self._longest_gap = 0
-        self._primary_stepped = True
         return successor
 
     def _adopt(self, optimizer) -> None:
@@ -3313,6 +3307,8 @@ class TorchProbe:
         # (an optimiser made anew at every step, over the same parameters: each one steps once)
         self._made_anew = params == self._primary_params and self._primary_steps == 1
         self.primary, self._primary_params, self._primary_steps = weakref.ref(optimizer), params, 0
+        # (what was counted of the others' steps between the old one's is counted anew for this one)
+        self._stepped_alone, self._others_in_a_row, self._longest_gap = None, 0, 0
         self._others_since_primary.clear()
         self._longest_wait = 0
 
@@ -3326,6 +3322,8 @@ class TorchProbe:
         if optimizer is primary:
             self._longest_gap = max(self._longest_gap, self._others_in_a_row)
             self._others_in_a_row = 0
+            self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
+            self._others_since_primary.clear()
             self._primary_stepped = True
             return True
         stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
@@ -3333,10 +3331,8 @@ class TorchProbe:
         self._stepped_alone = weakref.ref(optimizer)
         if not self._primary_stepped or self._others_in_a_row <= max(2 * self._longest_gap, 2):
             return False
-        self._adopt(optimizer)
         self._steps_in_flight = self._others_in_a_row  # (its steps in a row so far are all within this one)
-        self._stepped_alone = None
-        self._others_in_a_row = self._longest_gap = 0
+        self._adopt(optimizer)
         return True
 
     def _on_optimizer_post(self, optimizer, args, kwargs):
