@@ -611,6 +611,57 @@ def _explain_unstopped_target(f: Finding):
     return text, remedies
 
 
+def _explain_graph_across_steps(f: Finding):
+    e = f.evidence
+    modules = ", ".join(f"`{name}`" for name in e["modules_reached"])
+    text = (
+        f"The backward at step {e['at_step']} went back into the graph of step {e['reached_back_to_step']}: it reached "
+        f"outputs {modules} made then (on {e['sampled_steps']} sampled steps). The loss is called with "
+        "`backward(retain_graph=True)`, and a state carried from one batch to the next (an RNN's hidden state, "
+        "`out, h = rnn(x, h)`) still holds its graph: each step's graph hangs on the one before, back to the first "
+        "batch. PyTorch stops this with an error at the second backward through a freed graph; retain_graph keeps "
+        "every graph alive instead, so each backward runs through all the batches so far (its time and memory grow "
+        "with the step), and the chain rule adds to today's gradient terms computed with the weights as they were "
+        "then."
+    )
+    remedies = [
+        "Cut the carried state at each batch (truncated backprop through time): `h = h.detach()`, or "
+        "`h = tuple(v.detach() for v in h)` for an LSTM's (h, c), before the next forward; then drop "
+        "`retain_graph=True`.",
+        "If gradients through earlier batches are wanted, keep them within a window: backward once every k batches, "
+        "then detach.",
+    ]
+    return text, remedies
+
+
+def _explain_future_visible(f: Finding):
+    e = f.evidence
+    if e["no_mask"]:
+        mask = f"has no causal mask: each of its {e['positions']} positions attends to every other, the later ones too"
+    else:
+        mask = (
+            f"lets {pct(e['next_position_readable'])} of its queries read keys up to {e['furthest_ahead']} "
+            f"position{'s' if e['furthest_ahead'] > 1 else ''} after their own: the causal mask is "
+            f"{e['furthest_ahead']} diagonal{'s' if e['furthest_ahead'] > 1 else ''} off"
+        )
+    text = (
+        f"The self-attention at `{f.where}` {mask}. The loss's targets are the next tokens of the sequence the model "
+        f"reads ({pct(e['targets_next_tokens'])} of them are `x[:, t + 1]`), so the output at position t can read its "
+        "own target from the input at t + 1. The gradient of the loss then rewards copying that token through the "
+        "attention, not predicting it: the training loss falls fast and far, and generation, where the next token "
+        "is not there to read, fails."
+    )
+    remedies = [
+        "Shut every key after the query's own position: `mask = torch.triu(torch.ones(T, T, dtype=torch.bool), "
+        "diagonal=1)` with `masked_fill(mask, float('-inf'))` (True = shut), or `is_causal=True` in "
+        "`F.scaled_dot_product_attention`, or `nn.Transformer.generate_square_subsequent_mask(T)` for "
+        "nn.TransformerEncoder's `mask=` (with `is_causal=True`).",
+        "Check it: the output at position t must not change when the tokens after t do "
+        "(`model(x)[:, t]` against `model(x_changed_after_t)[:, t]`).",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
@@ -621,6 +672,10 @@ def explain_wrong_gradient(f: Finding):
         return _explain_reversal_not_reversed(f)
     if "target_detached" in e:
         return _explain_unstopped_target(f)
+    if "targets_next_tokens" in e:
+        return _explain_future_visible(f)
+    if e.get("graph_from_earlier_step"):
+        return _explain_graph_across_steps(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "

@@ -202,6 +202,7 @@ class History:
         self.ctc_inputs: list[tuple[int, dict]] = []  # ... (step, record.ctc_input) (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
+        self.lookahead: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.lookahead) (likewise)
         self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
         self.padding_checks: list[tuple[int, dict]] = []  # ... (step, record.padding_checks) (likewise)
         # ReduceLROnPlateau.step calls on a watched optimiser, per scheduler: mode, how often the metric rose and fell
@@ -275,6 +276,8 @@ class History:
             self.batch_classes.append(record.batch_classes)
         if record.attention is not None:
             self.attention.append((record.step, record.attention))
+        if record.lookahead is not None:
+            self.lookahead.append((record.step, record.lookahead))
         if record.loss_mask is not None:
             self.loss_masks.append((record.step, record.loss_mask))
         if record.padding_checks is not None:

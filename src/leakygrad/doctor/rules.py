@@ -616,6 +616,29 @@ def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+def graph_across_steps_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A backward with retain_graph=True that reached the outputs modules made on an earlier sampled step, on
+    `min_records` sampled steps or more: the graph spans training steps (a recurrent state carried from batch to batch
+    without `detach()`, PyTorch's error at the second backward through it silenced by retain_graph). Each backward
+    goes back through every batch since the start: its cost grows with the step, and the gradient adds terms computed
+    with the weights as they were then."""
+    spanning = [r for r in history.records if r.graph_from_earlier_step is not None]
+    if len(spanning) < t.min_records:
+        return []
+    first, last = spanning[0], spanning[-1]
+    # (each in the order the walk from the loss met them: the module whose state was carried first)
+    modules = list(dict.fromkeys(name for r in spanning for name in r.graph_from_earlier_step["modules"]))
+    evidence = {
+        "graph_from_earlier_step": True,
+        "retain_graph": True,
+        "modules_reached": modules,
+        "reached_back_to_step": last.graph_from_earlier_step["step"],
+        "at_step": last.step,
+        "sampled_steps": len(spanning),
+    }
+    return [Finding("wrong_gradient", modules[0], first.step, "error", evidence)]
+
+
 def _cut_loop(calls: dict | None, t: Thresholds) -> bool:
     """A step on which a module of the script's own was called in a loop and never given its own output with its
     gradient (see hand_written_cell_rule)."""
@@ -1844,6 +1867,36 @@ def attention_pooled_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence = {"gradient_same_along_axis": _sci(median(shares)), "blocked_fraction": _sci(median(shares)),
                     "site": site, "entries": looks[-1][1]["entries"], "sampled_steps": len(shares)}  # fmt: skip
         findings.append(Finding("blocked_gradient", site, looks[0][0], "error", evidence))
+    return findings
+
+
+# --- a self-attention that reads the next token, its own target ------------------------------------------------------
+def future_visible_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A self-attention whose mask lets its queries read the position after their own (no causal mask, or one a
+    diagonal off), in a model whose targets are the next tokens of the sequence it reads: each position's output can
+    copy its target from the input. The loss falls fast and far, and the gradient teaches copying, not predicting:
+    generation, which has no next token to read, fails."""
+    findings = []
+    sites = sorted({site for _, looks in history.lookahead for site in looks})
+    for site in sites:
+        looks = [(step, looks[site]) for step, looks in history.lookahead if site in looks]
+        readable = median([look["next_position"] for _, look in looks])
+        next_tokens = [look["next_tokens"] for _, look in looks if look["next_tokens"] is not None]
+        next_tokens = [share for share in next_tokens if math.isfinite(share)]
+        if not next_tokens or not readable > t.lookahead_next_position:
+            continue
+        if not median(next_tokens) > t.next_token_targets:
+            continue
+        last = looks[-1][1]
+        evidence = {
+            "next_position_readable": _sci(readable),
+            "furthest_ahead": last["furthest_ahead"],
+            "positions": last["positions"],
+            "no_mask": last["furthest_ahead"] == last["positions"] - 1,
+            "targets_next_tokens": _sci(median(next_tokens)),
+            "sampled_steps": len(looks),
+        }
+        findings.append(Finding("wrong_gradient", site, looks[0][0], "error", evidence))
     return findings
 
 
@@ -3468,7 +3521,9 @@ RULES = (
     soft_targets_rule,
     attention_saturation_rule,
     attention_pooled_rule,
+    future_visible_rule,
     hand_written_cell_rule,
+    graph_across_steps_rule,
     penalty_without_graph_rule,
     inverted_loss_mask_rule,
     padding_idx_rule,

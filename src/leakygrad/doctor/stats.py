@@ -164,6 +164,10 @@ class StepRecord:
     # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
     # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean)}
     attention: dict | None = None
+    # self-attentions' masks (first sampled steps): site -> {"next_position" (share of the queries that may read the
+    # position after their own), "furthest_ahead", "positions" (the keys' count), "next_tokens" (the share of the
+    # loss's targets that are the next tokens of the sequence it reads; None: no such targets found)}
+    lookahead: dict | None = None
     # a per-token loss's mask against the tokens an embedding with a padding_idx read (first sampled steps):
     # {"padding_idx", "padding_of_kept" (share of the kept positions that are padding), "real_kept" (of real tokens)}
     loss_mask: dict | None = None
@@ -249,6 +253,8 @@ class StepRecord:
     # a module of the script's own fed its own last output (a hand-written recurrent cell): name -> {"calls", "cut"
     # (calls fed it detached), "carried" (... with its gradient), "kind"}
     looped_calls: dict | None = None
+    # the graph differentiated reached the outputs of an earlier sampled step (retain_graph=True): {"step", "modules"}
+    graph_from_earlier_step: dict | None = None
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose
     # targets are probabilities; nll_loss, whose input is log-probabilities), and unbounded below outside it

@@ -336,6 +336,13 @@ class Thresholds:
     """... and its first look (step 0 when the doctor watched from the start) under this: attention spread at its
     first look that sharpened since was learnt so, not started so (a Hopfield layer's retrieval: 0.54 and 0.80 at step
     0, 0.05-0.11 by step 51; scores multiplied by sqrt(d) over 8 keys: 0.23-0.28 at step 0)."""
+    lookahead_next_position: float = 0.5
+    """A self-attention whose mask lets more than this share of its queries read the position after their own (0
+    under a causal mask, 1 under one a diagonal off or none), on the first sampled steps (median), ..."""
+    next_token_targets: float = 0.9
+    """... while more than this share of the loss's targets are the next tokens of the sequence an embedding read (a
+    language model's `y = x[:, 1:]`; a sequence labeller's targets, or a copy task's, match by chance only): each
+    position reads its own answer."""
     batch_classes_few: int = 2
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and

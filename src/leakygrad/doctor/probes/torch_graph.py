@@ -729,6 +729,144 @@ def attention_scores(softmax_node) -> tuple[float, torch.Tensor | None] | None:
     return None
 
 
+def masked_scores(softmax_node) -> tuple[torch.Tensor | None, object, object] | None:
+    """(the keys each query may read, True where it may, or None for every key; the two factors' nodes) of a softmax
+    over `q @ k^T` scores reached only through reshapes, scalings and `masked_fill` (its mask, True where shut). None
+    when anything else was added to the scores (a float mask or a position bias: which keys it shuts is not read),
+    or for `baddbmm` (nn.MultiheadAttention's, whose added mask its node does not keep)."""
+    node, shut = softmax_node.next_functions[0][0] if softmax_node.next_functions else None, None
+    for _ in range(8):
+        if node is None:
+            return None
+        node = beneath_reshapes(node)
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op in ("bmm", "mm", "matmul"):
+            if len(inputs) != 2 or any(type(beneath_reshapes(child)) is PARAMETER_LEAF for child in inputs):
+                return None
+            return (None if shut is None else ~shut), inputs[0], inputs[1]
+        if op == "masked_fill" and shut is None:
+            filled = saved_value(node, "_saved_mask")
+            if not isinstance(filled, torch.Tensor) or filled.dtype != torch.bool:
+                return None
+            shut = filled.detach()
+        elif not (op in ("mul", "div") and len(inputs) == 1 and _constant_factor(node)):
+            return None
+        node = inputs[0] if inputs else None
+    return None
+
+
+def is_attention_kernel(node) -> bool:
+    """Whether `node` is a fused attention's (`F.scaled_dot_product_attention`, which nn.MultiheadAttention and
+    nn.Transformer call): softmax(q k^T / sqrt(d) + mask) v in one kernel, no softmax node of its own."""
+    return op_name(node).startswith("scaled_dot_product_")
+
+
+def attention_kernel_keys(node) -> tuple[torch.Tensor | None, object, object, int] | None:
+    """(the keys each query may read, True where it may, or None for every key; the query's node; the key's node;
+    the number of positions) of a fused attention's node, or None under `is_causal=True` or when the query and the
+    keys differ in length. A float mask is added to the scores: -inf (or a large negative number) shuts a key."""
+    if saved_value(node, "_saved_is_causal") is True:
+        return None
+    query, key = saved_value(node, "_saved_query"), saved_value(node, "_saved_key")
+    inputs = [child for child, _ in node.next_functions[:2]]
+    if not isinstance(query, torch.Tensor) or not isinstance(key, torch.Tensor) or query.dim() < 2 or len(inputs) < 2:
+        return None
+    length = query.shape[-2]
+    if key.shape[-2] != length:
+        return None
+    mask = saved_value(node, "_saved_attn_mask")
+    if isinstance(mask, torch.Tensor) and mask.dim() >= 2:
+        allowed = mask.detach() if mask.dtype == torch.bool else mask.detach() > -1e4
+    else:
+        allowed = None
+    return allowed, inputs[0], inputs[1], length
+
+
+PARAMETER_SLICES = ("split", "split_with_sizes", "unsafe_split", "chunk", "slice", "select", "t", "transpose")
+
+
+def _data_upstream(start, limit: int) -> set:
+    """The nodes within `limit` operations upstream of `start`, parameters and the pieces cut from them aside (the
+    query's and the key's parts of nn.MultiheadAttention's one `in_proj_weight`)."""
+    found, frontier = {start}, [start]
+    for _ in range(limit):
+        frontier = [
+            child
+            for current in frontier
+            for child, _ in current.next_functions
+            if child is not None
+            and child not in found
+            and type(beneath_reshapes(child, also=PARAMETER_SLICES)) is not PARAMETER_LEAF
+        ]
+        found.update(frontier)
+    return found
+
+
+def same_source(one, other, limit: int = 8) -> bool:
+    """Whether two nodes are computed from one tensor within `limit` operations (parameters aside): a
+    self-attention's queries and keys, both projections of one sequence, and not a cross-attention's (queries of the
+    decoder's, keys of the encoder's)."""
+    if one is None or other is None:
+        return False
+    return not _data_upstream(one, limit).isdisjoint(_data_upstream(other, limit))
+
+
+def keys_ahead(allowed: torch.Tensor | None, length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """For a self-attention over `length` positions: (the share of the queries that may read the position right after
+    their own, the furthest ahead any query may read), as tensors where the mask lives. (0, 0) under a causal mask;
+    (1, 1) under `triu(ones, diagonal=2)` taken for the mask where `diagonal=1` is meant; (1, length - 1) with no mask.
+    Masks per example or head (padding) count a key readable when any of them lets it be read."""
+    if allowed is None:
+        return torch.ones((), device=device), torch.tensor(float(length - 1), device=device)
+    grid = torch.broadcast_to(allowed, allowed.shape[:-2] + (length, length)).reshape(-1, length, length).any(0)
+    positions = torch.arange(length, device=grid.device)
+    ahead = (positions[None, :] - positions[:, None]) * grid  # (j - i where query i may read key j)
+    return grid.diagonal(1).float().mean(), ahead.amax().float()
+
+
+def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | None:
+    """The share of a classification loss's targets that are the next tokens of the sequence an embedding upstream of
+    `start` reads (`y = x[:, 1:]`, a language model's), or None when no such pair is found: the targets of the first
+    `nll_loss` (cross_entropy's) with integer targets, against the indices of each embedding of a (batch, positions)
+    grid met within `budget` nodes upstream of `start` (a self-attention's queries: a seq2seq encoder's reach the
+    source's embedding only); the largest share over them (a positional embedding's are no grid)."""
+    target = None
+    for node in loss_nodes:
+        if op_name(node) == "nll_loss":
+            found = saved_value(node, "_saved_target")
+            if isinstance(found, torch.Tensor) and not found.is_floating_point():
+                target = found.detach()
+                break
+    if target is None or start is None:
+        return None
+    shares, seen, frontier = [], {start}, [start]
+    while frontier and len(seen) < budget:
+        node = frontier.pop()
+        if op_name(node) == "embedding":
+            shares.extend(_next_token_share(saved_value(node, "_saved_indices"), target))
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
+                seen.add(child)
+                frontier.append(child)
+    return torch.stack(shares).amax() if shares else None
+
+
+def _next_token_share(ids, target: torch.Tensor) -> list:
+    """[the share of `target` that is `ids` one position on], for ids of shape (batch, positions) and targets of one
+    per position, or of one per position but the last; [] for any other shapes."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] < 4 or ids.device != target.device:
+        return []
+    batch, length = ids.shape
+    if target.numel() == batch * length:
+        predicted = target.reshape(batch, length)[:, :-1]  # (the last position's target lies past the input)
+    elif target.numel() == batch * (length - 1):
+        predicted = target.reshape(batch, length - 1)
+    else:
+        return []
+    return [(predicted == ids[:, 1:]).float().mean()]
+
+
 WEIGHT_PATH = ("select", "slice", "view", "reshape", "squeeze", "unsqueeze", "neg", "index", "expand")
 
 

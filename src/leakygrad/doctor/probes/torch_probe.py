@@ -111,6 +111,7 @@ CTC_INPUT_LOOKS = 4  # ... on which ctc_loss's input is checked to be log-probab
 CLASS_COUNT_FIRST_LOOKS = 4
 CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
+LOOKAHEAD_LOOKS = 4  # first sampled steps on which self-attentions' masks are read (can a position read the next?)
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
@@ -145,8 +146,9 @@ def _patched_backward(tensors, *args, **kwargs):
     if _inside_backward():  # re-entrant checkpointing differentiates its recomputed part inside the outer backward:
         return original(tensors, *args, **kwargs)  # part of a backward the probes already see
     probes = [probe for probe in _active_probes if probe.claim_thread(RAN_BACKWARD)]
+    retain_graph = _retains_graph(args, kwargs)
     for probe in probes:
-        probe.before_backward(tensors)
+        probe.before_backward(tensors, retain_graph)
     result = original(tensors, *args, **kwargs)
     for probe in probes:
         probe.after_backward()
@@ -168,6 +170,15 @@ def _inside_reentrant_checkpoint() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _retains_graph(args, kwargs) -> bool:
+    """Whether a call `torch.autograd.backward(tensors, grad_tensors, retain_graph, create_graph, ...)` keeps the
+    graph's saved tensors for another backward (retain_graph defaults to create_graph)."""
+    retain = kwargs.get("retain_graph", args[1] if len(args) > 1 else None)
+    if retain is None:
+        retain = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
+    return bool(retain)
 
 
 def _inside_backward() -> bool:
@@ -1049,6 +1060,9 @@ class StepState:
     # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
     # its gradient]: a recurrent cell written by hand (`h, c = cell(x[:, t], (h, c))`)
     looped_calls: dict = field(default_factory=dict)
+    retained_graph: bool = False  # a backward of this step kept its graph (retain_graph=True)
+    # the modules whose outputs of an earlier sampled step this step's backward reached, and that step (see _walk_graph)
+    earlier_graph: tuple | None = None
     loss_reads: set = field(default_factory=set)  # modules whose outputs the loss reads directly (no module between)
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> GateTally
@@ -1143,6 +1157,10 @@ class StepState:
     # ... and the share of the gradient arriving at it that is the same along its axis (a tensor, the largest over the
     # site's softmaxes; its deferred index once the step is over)
     attention_gradient: dict = field(default_factory=dict)
+    # self-attentions whose masks were read: site -> (index of the share of queries that may read the next position,
+    # of the furthest ahead one may, the number of positions, index of the share of the loss's targets that are the
+    # next tokens of the sequence it reads or None)
+    lookahead: dict = field(default_factory=dict)
     # the tokens the first nn.Embedding with a padding_idx read: (their indices, padding_idx); and, a per-token loss
     # multiplied by a mask of their shape: deferred indices of the share of the positions it keeps that are padding,
     # and of the share of the real tokens it keeps
@@ -1417,6 +1435,8 @@ class TorchProbe:
         self._loss_walks = 0  # backward passes of sampled steps with a loss side (see _count_batch_classes)
         self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
+        self._lookahead_looks = 0  # sampled steps on which self-attentions' masks were read
+        self._walked_names = (0, None)  # (the last sampled step whose graph was walked, the names of its outputs)
         self._output_side_looks = 0  # ... on which sigmoids and tanhs were looked at: does any module read them?
         self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
@@ -2190,7 +2210,7 @@ class TorchProbe:
             self._fail("noting a clip_grad_value_", error)
 
     # --- backward (every step) ----------------------------------------------------------------------------------------
-    def before_backward(self, tensors) -> None:
+    def before_backward(self, tensors, retain_graph: bool = False) -> None:
         try:
             roots = _tensors(tensors) if not isinstance(tensors, torch.Tensor) else [tensors]
             if self._awaiting:
@@ -2215,6 +2235,7 @@ class TorchProbe:
                 self._record_loss(loss)
             if self.sampling and self.state is not None:
                 self._gradient_before_backward = self._representative_gradient()
+                self.state.retained_graph = self.state.retained_graph or retain_graph
             if self.sampling and self.state is not None and not self._hooks_paused:
                 self._look_for_reset_since_last_backward(self.state)
                 self._walk_graph(roots)  # (not inside the optimiser step: an LBFGS closure's layers are not watched)
@@ -2387,6 +2408,10 @@ class TorchProbe:
         if not root_nodes:
             return
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
+        earlier_step, earlier_names = self._walked_names
+        if earlier_names is not None and earlier_step < state.step and state.retained_graph:
+            self._look_for_earlier_graph(state, nodes, earlier_step, earlier_names)
+        self._walked_names = (state.step, state.names)
         state.roots.extend(root_nodes)
         state.root_ops.add(op_name(root_nodes[0]))  # (the same loss over several batches, or different losses?)
         names = state.names
@@ -2533,6 +2558,7 @@ class TorchProbe:
         self._output_side_looks += output_side_look
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
+        lookahead_look = self._lookahead_looks < LOOKAHEAD_LOOKS
         # Breadth first from the loss: a product usually comes before the factors it multiplies. A squashing function
         # met before every product is (reached first by a shorter path: log(s) of Glow's scale s, which also
         # multiplies z) is judged again after them, once (`postponed`): a product met later may make it a gate.
@@ -2548,6 +2574,8 @@ class TorchProbe:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
+            if lookahead_look and (op == "softmax" or op.startswith("scaled_dot_product_")) and node not in loss_nodes:
+                self._look_at_lookahead(state, node, names, loss_nodes, nodes)
             if op == "softmax":  # (additive attention's tanh, sharp by design; a pointer's is on the loss side)
                 scoring.update(graph_tools.scoring_tanhs(node))
             if op not in WATCHED_OPS:
@@ -2670,6 +2698,19 @@ class TorchProbe:
                 state.nan_prone.append((node, label))
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
 
+    @staticmethod
+    def _look_for_earlier_graph(state: StepState, nodes, earlier_step: int, earlier_names) -> None:
+        """A backward that keeps its graph (retain_graph=True) and reaches outputs modules made on an earlier sampled
+        step: the graph spans training steps. A recurrent state carried from batch to batch without `detach()` links
+        each step's graph to the one before; `retain_graph=True` silences the error PyTorch raises at the second
+        backward through it, and each backward then goes back through every batch since the start, with the weights as
+        they were then. (Only with retain_graph: without it the old graph's saved tensors are gone, and PyTorch says
+        so.)"""
+        # (in the order the walk from the loss met them: the carried state's module first)
+        reached = list(dict.fromkeys(earlier_names.get(node) for node in nodes if node in earlier_names))
+        if reached:
+            state.earlier_graph = (earlier_step, reached)
+
     def _clamps_the_prediction(self, state: StepState, node, names) -> bool:
         """Whether a clamp to a range makes the watched model's own output (itself, or as its last module's): the
         prediction kept in [1, 5]. Not a floor at 0 (a ReLU), nor a probability kept off 0 and 1 before a log."""
@@ -2750,6 +2791,40 @@ class TorchProbe:
         scalar = state.deferred.scalar
         state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()))
         node.register_hook(functools.partial(self._on_attention_grad, state.ticket, site, dim))
+
+    def _look_at_lookahead(self, state: StepState, node, names, loss_nodes, nodes) -> None:
+        """A self-attention (its queries and keys projections of one sequence) whose mask lets a query read positions
+        after its own: no mask at all, or a causal mask one diagonal off (`triu(ones, diagonal=2)` shuts the future
+        from two positions on, where `diagonal=1` is meant). In a model whose targets are the next tokens of the
+        sequence it reads, each position then reads its own answer. Read on the first sampled steps: the share of
+        the queries that may read the next position, the furthest ahead one may, and the share of the loss's targets
+        that are the input's next tokens. A fused kernel's mask is the one it kept; a hand-written softmax's, the one
+        `masked_fill` put into its scores (anything else added to them, a float mask, is not read)."""
+        if op_name(node) == "softmax":
+            p = graph_tools.saved_value(node, "_saved_result")
+            found = graph_tools.masked_scores(node)
+            if found is None or not isinstance(p, torch.Tensor) or p.dim() < 2:
+                return
+            if graph_tools.saved_dim(node) % p.dim() != p.dim() - 1 or p.shape[-2] != p.shape[-1]:
+                return  # (a softmax over the keys, one row per query, as many queries as keys)
+            (allowed, query, key), length, device = found, p.shape[-1], p.device
+            site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+        else:
+            found = graph_tools.attention_kernel_keys(node)
+            if found is None:
+                return
+            allowed, query, key, length = found
+            device = graph_tools.saved_value(node, "_saved_query").device
+            site = f"attention after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+        if length < 4 or site in state.lookahead or not graph_tools.same_source(query, key):
+            return
+        if not state.lookahead:
+            self._lookahead_looks += 1
+        share, furthest = graph_tools.keys_ahead(allowed, length, device)
+        scalar = state.deferred.scalar
+        next_tokens = graph_tools.next_token_targets(loss_nodes, query)
+        next_tokens_at = None if next_tokens is None else scalar(next_tokens)
+        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at)
 
     def _on_attention_grad(self, ticket: Ticket, site: str, dim: int, grad_inputs, grad_outputs):
         """The share of the gradient g arriving at an attention's softmax that is the same for every entry along the
@@ -3322,8 +3397,9 @@ class TorchProbe:
         if optimizer is primary:
             self._longest_gap = max(self._longest_gap, self._others_in_a_row)
             self._others_in_a_row = 0
-            self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
-            self._others_since_primary.clear()
+            if self._others_since_primary:  # (usually none stepped between: nothing to count, on every step)
+                self._longest_wait = max(self._longest_wait, sum(self._others_since_primary.values()))
+                self._others_since_primary.clear()
             self._primary_stepped = True
             return True
         stepped_alone = self._stepped_alone() if self._stepped_alone is not None else None
@@ -3685,6 +3761,16 @@ class TorchProbe:
             for site, same_at in state.attention_gradient.items():
                 if site in record.attention:
                     record.attention[site]["gradient_same_along_axis"] = value(same_at)
+        if state.lookahead:
+            record.lookahead = {
+                site: {
+                    "next_position": value(share_at),
+                    "furthest_ahead": int(value(furthest_at)),
+                    "positions": length,
+                    "next_tokens": value(next_tokens_at),
+                }
+                for site, (share_at, furthest_at, length, next_tokens_at) in state.lookahead.items()
+            }
         if state.padding_ids:
             self._padding_looks += 1
         record.unheld_loss_weights = {name: vectors[at].tolist() for name, at in state.unheld_values.items()} or None
@@ -3752,6 +3838,9 @@ class TorchProbe:
             if cut + carried
         }
         record.looped_calls = fed_own or None
+        if state.earlier_graph is not None:
+            step, modules = state.earlier_graph
+            record.graph_from_earlier_step = {"step": step, "modules": modules}
         # (an objective maximised, `maximize=True`: a penalty subtracted from it is the right sign)
         record.subtracted_penalty = None if state.maximizes else state.subtracted_penalty
         record.log_probability_added = None if state.maximizes else state.log_probability_added

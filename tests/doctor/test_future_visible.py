@@ -1,0 +1,208 @@
+"""A language model whose self-attention lets a position read the next one: its own target.
+
+A causal mask one diagonal off (`torch.triu(ones, diagonal=2)` where `diagonal=1` is meant) or no causal mask at all,
+in a model trained to predict `x[:, t + 1]` from `x[:, :t + 1]`: the output at t copies its target from the input at
+t + 1. The training loss falls to near 0 while generation fails (sweep 38: train loss 0.010 against 0.215, the loss
+of prediction from the prefix alone 1.97 against 0.23). Named as a `wrong_gradient` error at the attention, for
+nn.TransformerEncoder's fused kernel and for a hand-written `masked_fill` attention.
+
+Left alone: the same models with their masks right, a fused kernel with `is_causal=True`, a masked language model
+(no mask, its targets the tokens at their own positions), a sequence-to-sequence Transformer whose cross-attention has
+no mask by design, and a tagger whose mask reads one position ahead on purpose (its targets are no next tokens).
+"""
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import leakygrad.doctor as doctor
+
+VOCAB, T, WIDTH = 12, 12, 32
+
+
+def tokens(batch=16, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, VOCAB, (batch, T + 1), generator=generator)
+
+
+class EncoderLM(nn.Module):
+    """nn.TransformerEncoder as a language model, given a boolean mask (True = shut) or none."""
+
+    def __init__(self, mask: torch.Tensor | None):
+        super().__init__()
+        self.mask = mask
+        self.embed, self.position = nn.Embedding(VOCAB, WIDTH), nn.Embedding(T, WIDTH)
+        layer = nn.TransformerEncoderLayer(WIDTH, 4, 64, dropout=0.0, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, x):
+        h = self.embed(x) + self.position(torch.arange(x.shape[1]))
+        return self.head(self.blocks(h, mask=self.mask))
+
+
+class Attention(nn.Module):
+    """Hand-written attention as in nanoGPT: scores filled with -inf where `shut`; or F.scaled_dot_product_attention
+    with is_causal=True."""
+
+    def __init__(self, shut: torch.Tensor | None, fused_causal: bool = False):
+        super().__init__()
+        self.qkv, self.out = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
+        self.shut, self.fused_causal = shut, fused_causal
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, 4, c // 4).transpose(1, 2) for z in self.qkv(x).split(c, dim=2))
+        if self.fused_causal:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // 4)
+            if self.shut is not None:
+                scores = scores.masked_fill(self.shut[:t, :t], float("-inf"))
+            y = torch.softmax(scores, dim=-1) @ v
+        return x + self.out(y.transpose(1, 2).reshape(b, t, c))
+
+
+class HandWrittenLM(nn.Module):
+    def __init__(self, shut=None, fused_causal=False):
+        super().__init__()
+        self.embed, self.position = nn.Embedding(VOCAB, WIDTH), nn.Embedding(T, WIDTH)
+        self.attention = Attention(shut, fused_causal)
+        self.ln, self.head = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, x):
+        h = self.embed(x) + self.position(torch.arange(x.shape[1]))
+        return self.head(self.ln(self.attention(h)))
+
+
+def train(model, batch_of, steps=24):
+    """AdamW under the doctor at every step; `batch_of(step)` gives (inputs, targets)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for step in range(steps):
+            x, y = batch_of(step)
+            loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+def next_tokens(step):
+    idx = tokens(seed=step)
+    return idx[:, :-1], idx[:, 1:]
+
+
+def future_findings(dr):
+    return [f for f in dr.findings if "targets_next_tokens" in f.evidence]
+
+
+def shut_after(diagonal):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=diagonal)
+
+
+def test_a_causal_mask_one_diagonal_off_in_nn_transformer_encoder_is_an_error_at_each_attention():
+    torch.manual_seed(0)
+    found = future_findings(train(EncoderLM(shut_after(2)), next_tokens))
+    assert [f.where for f in found] == [
+        "attention after blocks.layers.0.norm1",
+        "attention after blocks.layers.1.norm1",
+    ]
+    first = found[0]
+    assert first.severity == "error" and first.symptom == "wrong_gradient" and first.first_step == 0
+    assert first.evidence["next_position_readable"] == 1.0 and first.evidence["furthest_ahead"] == 1
+    assert first.evidence["targets_next_tokens"] == 1.0 and first.evidence["no_mask"] is False
+    assert "1 diagonal off" in first.explanation and "diagonal=1" in first.remedies[0]
+
+
+def test_no_causal_mask_at_all_is_told_as_such():
+    torch.manual_seed(0)
+    (found, *_) = future_findings(train(EncoderLM(None), next_tokens))
+    assert found.evidence["no_mask"] is True and found.evidence["furthest_ahead"] == T - 1
+    assert "has no causal mask" in found.explanation
+
+
+def test_the_right_mask_in_nn_transformer_encoder_is_left_alone():
+    torch.manual_seed(0)
+    assert future_findings(train(EncoderLM(shut_after(1)), next_tokens)) == []  # (PyTorch passes it as is_causal)
+
+
+def test_a_hand_written_attention_filled_one_diagonal_off_is_found_at_its_softmax():
+    torch.manual_seed(0)
+    shut = torch.tril(torch.ones(T, T), diagonal=1) == 0  # (nanoGPT's `bias == 0`, its tril taken a diagonal up)
+    (found,) = future_findings(train(HandWrittenLM(shut), next_tokens))
+    assert found.where == "softmax after embed" or found.where.startswith("softmax after")
+    assert found.evidence["furthest_ahead"] == 1 and found.severity == "error"
+
+
+def test_hand_written_and_fused_causal_attention_are_left_alone():
+    torch.manual_seed(0)
+    dr = train(HandWrittenLM(torch.tril(torch.ones(T, T)) == 0), next_tokens)
+    assert future_findings(dr) == []
+    # (read, and found causal: no query reads a key after its own)
+    assert [looks["softmax after attention.qkv"]["next_position"] for _, looks in dr.history.lookahead] == [0.0] * 4
+    torch.manual_seed(0)
+    assert future_findings(train(HandWrittenLM(fused_causal=True), next_tokens)) == []
+
+
+def test_a_masked_language_model_reads_every_position_and_is_left_alone():
+    """BERT's objective: the targets are the tokens at their own positions (some inputs replaced), no mask."""
+
+    def masked_tokens(step):
+        idx = tokens(seed=step)[:, :T]
+        hidden = torch.rand(idx.shape, generator=torch.Generator().manual_seed(step)) < 0.15
+        return idx.masked_fill(hidden, 0), idx
+
+    torch.manual_seed(0)
+    dr = train(EncoderLM(None), masked_tokens)
+    assert future_findings(dr) == []
+    assert dr.history.lookahead
+    assert all(look["next_tokens"] < 0.5 for _, looks in dr.history.lookahead for look in looks.values())
+
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer with a causal decoder: its cross-attention reads every source position, by design."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, WIDTH)
+        self.transformer = nn.Transformer(WIDTH, 4, 1, 1, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, source, target_in):
+        causal = nn.Transformer.generate_square_subsequent_mask(target_in.shape[1])
+        return self.head(self.transformer(self.embed(source), self.embed(target_in), tgt_mask=causal))
+
+
+def test_a_sequence_to_sequence_transformer_with_its_decoder_masked_is_left_alone():
+    torch.manual_seed(0)
+    model = Seq2Seq()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for step in range(16):
+            source = tokens(seed=step)[:, :T]
+            target = source.flip(1)  # (reverse the sequence: the decoder reads [0] + target[:-1])
+            target_in = torch.cat([torch.zeros_like(target[:, :1]), target[:, :-1]], dim=1)
+            loss = F.cross_entropy(model(source, target_in).reshape(-1, VOCAB), target.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and future_findings(dr) == []
+    # (the encoder's self-attention was read, no mask: its queries read the source, whose next tokens are no targets;
+    # the decoder's causal mask reaches its kernel as is_causal, and the cross-attention is no self-attention)
+    looks = [looks["attention after embed"] for _, looks in dr.history.lookahead]
+    assert len(looks) == 4 and all(look["next_position"] == 1.0 and look["next_tokens"] < 0.5 for look in looks)
+
+
+def test_a_tagger_that_reads_one_position_ahead_on_purpose_is_left_alone():
+    """A streaming tagger given one position of right context: its targets are labels of the positions themselves."""
+
+    def tags(step):
+        idx = tokens(seed=step)[:, :T]
+        return idx, (idx + torch.roll(idx, -1, dims=1)) % VOCAB  # (a label that needs the next token)
+
+    torch.manual_seed(0)
+    assert future_findings(train(EncoderLM(shut_after(2)), tags)) == []
