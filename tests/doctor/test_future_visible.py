@@ -134,7 +134,7 @@ def test_a_hand_written_attention_filled_one_diagonal_off_is_found_at_its_softma
     torch.manual_seed(0)
     shut = torch.tril(torch.ones(T, T), diagonal=1) == 0  # (nanoGPT's `bias == 0`, its tril taken a diagonal up)
     (found,) = future_findings(train(HandWrittenLM(shut), next_tokens))
-    assert found.where == "softmax after embed" or found.where.startswith("softmax after")
+    assert found.where == "softmax after attention.qkv"
     assert found.evidence["furthest_ahead"] == 1 and found.severity == "error"
 
 
