@@ -1161,6 +1161,7 @@ class StepState:
     # of the furthest ahead one may, the number of positions, index of the share of the loss's targets that are the
     # next tokens of the sequence it reads or None)
     lookahead: dict = field(default_factory=dict)
+    attention_examined: bool = False
     # the tokens the first nn.Embedding with a padding_idx read: (their indices, padding_idx); and, a per-token loss
     # multiplied by a mask of their shape: deferred indices of the share of the positions it keeps that are padding,
     # and of the share of the real tokens it keeps
@@ -2816,10 +2817,11 @@ class TorchProbe:
             allowed, query, key, length = found
             device = graph_tools.saved_value(node, "_saved_query").device
             site = f"attention after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+        if not state.attention_examined:  # (a look, judged or not: a cross-attention is not looked at forever)
+            state.attention_examined = True
+            self._lookahead_looks += 1
         if length < 4 or site in state.lookahead or not graph_tools.same_source(query, key):
             return
-        if not state.lookahead:
-            self._lookahead_looks += 1
         share, furthest = graph_tools.keys_ahead(allowed, length, device)
         scalar = state.deferred.scalar
         next_tokens = graph_tools.next_token_targets(loss_nodes, query)
