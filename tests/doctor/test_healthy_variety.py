@@ -833,3 +833,80 @@ def test_a_margin_loss_still_learning_is_no_blocked_gradient_however_many_exampl
     assert blocked == [] and dr.findings == []
     assert dr.history.records[-1].ops  # (the hinge was measured: past the margin for most examples)
     assert max(op.blocked_fraction for op in dr.history.records[-1].ops.values()) > 0.5
+
+
+def test_two_models_stepped_in_turn_on_losses_of_different_scales_are_no_blow_up():
+    """REINFORCE with a value baseline (sweep 39): the policy's and the baseline's optimisers step in turn, and a
+    training step's recorded loss is the mean of both losses, but the first step's holds the policy's alone: the value
+    error, 27 times larger, "jumped in" at step 1, an error with a learning-rate remedy on a run that solved its task.
+    Here a classifier and a regression of targets of size ~10, each with its own Adam: both learn."""
+    torch.manual_seed(0)
+    x = torch.randn(512, 4)
+    classes, targets = (x[:, 0] > 0).long(), 10 * x[:, 1:2] + 5
+    a = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 2))
+    b = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 1))
+    opt_a, opt_b = torch.optim.Adam(a.parameters(), lr=5e-3), torch.optim.Adam(b.parameters(), lr=5e-3)
+    with leakygrad.doctor.watch(nn.ModuleList([a, b])) as dr:
+        for _ in range(200):
+            i = torch.randint(0, 512, (64,))
+            loss_a = F.cross_entropy(a(x[i]), classes[i])
+            opt_a.zero_grad()
+            loss_a.backward()
+            opt_a.step()
+            loss_b = F.mse_loss(b(x[i]), targets[i])
+            opt_b.zero_grad()
+            loss_b.backward()
+            opt_b.step()
+    assert loss_a.item() < 0.1 and loss_b.item() < 2  # (both learnt: from 0.6 and ~128)
+    assert dr.notes == [] and dr.history.competing_loss_steps > 150
+    assert [f for f in dr.findings if f.symptom == "diverging_loss"] == []
+
+
+def test_a_one_component_mixture_density_network_is_no_softmax_over_one_entry():
+    """An MDN with K = 1 (a heteroscedastic Gaussian written as a mixture, a baseline beside K = 5): log_softmax over
+    its single mixing logit, (N, 1) over dim 1, is 0 by design, and no axis but the batch's was meant. Was an error at
+    `log_softmax` whose remedy, dim=1... was its own axis; the mixing head's zero gradient is told (a warning)."""
+    torch.manual_seed(0)
+    body = nn.Sequential(nn.Linear(1, 32), nn.Tanh())
+    pi, mu, log_sigma = nn.Linear(32, 1), nn.Linear(32, 1), nn.Linear(32, 1)
+    model = nn.ModuleDict({"body": body, "pi": pi, "mu": mu, "log_sigma": log_sigma})
+    optimizer = torch.optim.Adam(model.parameters(), 3e-3)
+    with leakygrad.doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(150):
+            x = torch.rand(256, 1)
+            t = 2 * x + 0.1 * (1 + x) * torch.randn(256, 1)
+            h = body(x)
+            log_pi, m, s = torch.log_softmax(pi(h), -1), mu(h), log_sigma(h)
+            log_density = -0.5 * ((t - m) / s.exp()) ** 2 - s - 0.5 * math.log(2 * math.pi)
+            loss = -torch.logsumexp(log_pi + log_density, -1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert loss.item() < -0.5  # (learnt: a constant predictor's NLL is about +0.3)
+    assert dr.notes == [] and [f for f in dr.findings if f.severity == "error"] == []
+    assert [(f.symptom, f.where) for f in dr.findings] == [("no_gradient", "pi")]
+
+
+def test_concrete_dropouts_relaxed_bernoulli_mask_is_no_saturated_activation():
+    """Concrete dropout (Gal et al. 2017, temperature 0.1): the mask sigmoid((logit(p) + logit(u)) / t), u uniform
+    noise, is nearly binary by design, and made from the learned rate p and noise alone, no layer's output (sweep 39:
+    a warning at `sigmoid after input` with initialisation remedies; temperature 0.5 changed nothing)."""
+    torch.manual_seed(0)
+    x = torch.linspace(-3, 3, 512).unsqueeze(1)
+    y = torch.sin(x)
+    fc1, fc2 = nn.Linear(1, 64), nn.Linear(64, 1)
+    p_logit = nn.Parameter(torch.tensor([-2.0]))
+    model = nn.ModuleList([fc1, fc2])
+    optimizer = torch.optim.Adam([*model.parameters(), p_logit], lr=1e-2)
+    with leakygrad.doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(300):
+            h = F.relu(fc1(x))
+            p, u = torch.sigmoid(p_logit), torch.rand_like(h)
+            drop = torch.sigmoid((torch.log(p) - torch.log(1 - p) + torch.log(u) - torch.log(1 - u)) / 0.1)
+            out = fc2(h * (1 - drop) / (1 - p))
+            loss = F.mse_loss(out, y) + 1e-3 * (p * torch.log(p) + (1 - p) * torch.log(1 - p)).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert F.mse_loss(fc2(F.relu(fc1(x))), y).item() < 0.05  # (learnt: predicting 0 gives 0.5)
+    assert dr.notes == [] and [f for f in dr.findings if f.symptom == "saturated_activation"] == []

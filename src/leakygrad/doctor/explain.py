@@ -1430,6 +1430,19 @@ def _explain_saturated_attention(f: Finding):
         "If the scores are large for another reason (inputs not normalised before the query and key projections), "
         "put a LayerNorm before them.",
     ]
+    width = e.get("head_width")
+    if width and scale <= 1.01 * width**-0.5:  # (a fused kernel that divides by sqrt(d) already)
+        text += (
+            f" The kernel already divides q . k by sqrt({width}), the heads' width: the scores are large because the "
+            "queries and keys are, that is because the attention's input is."
+        )
+        remedies = [
+            "Look at the size of what enters the attention: an embedding multiplied by sqrt(d_model) (once is the "
+            "Transformer paper's, with embeddings initialised at std d_model^-0.5; twice, or with std 1, makes the "
+            "tokens' vectors far larger than the positions'), or inputs not standardised. Put a LayerNorm before "
+            "the attention (`norm_first=True`), or remove the extra scaling.",
+            remedies[1],
+        ]
     return text, remedies
 
 

@@ -1842,6 +1842,7 @@ def attention_saturation_rule(history: History, t: Thresholds) -> list[Finding]:
             "max_probability": _sci(median([look["max_probability"] for _, look in looks])),
             "entries": looks[-1][1]["entries"],
             "scores_scaled_by": _sci(looks[-1][1]["scale"]),
+            "head_width": looks[-1][1].get("head_width"),  # (a fused kernel's: its scale is known to be 1 / sqrt(d))
             "from_start": True,
             "sampled_steps": len(capacities),
         }
@@ -3295,7 +3296,12 @@ def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
     already holds the jump when it came in the first steps: the first step's own loss is the reference.) Not when
     the update right before the jump was measured and of a normal size: the loss jumped with the objective, not the
-    weights (MoCo's queue of negatives, random at step 0 and real keys from step 1, turns an easy task hard)."""
+    weights (MoCo's queue of negatives, random at step 0 and real keys from step 1, turns an easy task hard). Nor when
+    most steps' losses are several optimisers' mixed (a policy's and its value baseline's, stepped in turn): the first
+    step holds one of them only, the next ones both (REINFORCE's value error, 27 times its policy loss, "jumped in" at
+    step 1)."""
+    if history.competing_loss_steps > history.steps / 2:
+        return None
     loss = history.current_loss()
     initial = loss.buckets[0].first  # (the first step's loss)
     highest = max(value for _, value in smoothed)

@@ -162,7 +162,8 @@ class StepRecord:
     # log-probabilities), "high" (its largest entry), "classes"}
     ctc_input: dict | None = None
     # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
-    # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean)}
+    # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean), "head_width" (d,
+    # a fused kernel's, whose weights are recomputed; None for a softmax node's)}
     attention: dict | None = None
     # self-attentions' masks (first sampled steps): site -> {"next_position" (share of the queries that may read the
     # position after their own), "furthest_ahead", "positions" (the keys' count), "next_tokens" (the share of the

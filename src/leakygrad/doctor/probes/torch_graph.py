@@ -803,6 +803,47 @@ def _data_upstream(start, limit: int) -> set:
     return found
 
 
+KERNEL_ROWS = 256  # query rows of a fused attention whose weights are recomputed (spread over the sequence)
+KERNEL_SLICES = 8  # ... of its first (example, head) slices
+
+
+def kernel_weights(node) -> tuple[torch.Tensor, torch.Tensor, float, int] | None:
+    """A fused attention's weights, which its kernel never writes out, recomputed from the queries and keys its node
+    kept: (softmax(q k^T * scale + mask) for up to KERNEL_ROWS query rows of its first KERNEL_SLICES (example, head)
+    slices, the number of keys each of those rows may read, the scale, the heads' width d). None when the node kept no
+    queries or keys of a known layout (a nested tensor's, say)."""
+    query, key = saved_value(node, "_saved_query"), saved_value(node, "_saved_key")
+    if not isinstance(query, torch.Tensor) or not isinstance(key, torch.Tensor) or query.dim() < 2 or key.dim() < 2:
+        return None
+    if query.is_nested or key.is_nested or query.shape[-1] != key.shape[-1] or query.shape[:-2] != key.shape[:-2]:
+        return None
+    width, queries, keys = query.shape[-1], query.shape[-2], key.shape[-2]
+    scale = saved_value(node, "_saved_scale")
+    scale = float(scale) if scale is not None else 1 / math.sqrt(width)
+    rows = torch.arange(0, queries, max(1, queries // KERNEL_ROWS), device=query.device)
+    q = query.detach().reshape(-1, queries, width)[:KERNEL_SLICES, rows].float()
+    k = key.detach().reshape(-1, keys, width)[:KERNEL_SLICES].float()
+    scores = (q @ k.transpose(-2, -1)) * scale
+    allowed = None
+    mask = saved_value(node, "_saved_attn_mask")
+    if isinstance(mask, torch.Tensor) and mask.dim() >= 2:
+        try:
+            grid = torch.broadcast_to(mask.detach(), query.shape[:-2] + (queries, keys)).reshape(-1, queries, keys)
+        except RuntimeError:  # (a mask that does not broadcast to the scores: not applied, all keys counted)
+            grid = None
+        if grid is not None:
+            grid = grid[:KERNEL_SLICES, rows]
+            allowed = grid if grid.dtype == torch.bool else grid > -1e4
+            scores = scores.masked_fill(~grid, float("-inf")) if grid.dtype == torch.bool else scores + grid.float()
+    elif saved_value(node, "_saved_is_causal") is True:  # (the top-left causal mask: query i reads keys 0..i)
+        allowed = torch.arange(keys, device=query.device)[None, :] <= rows[:, None]
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    counts = torch.full(scores.shape[:-1], float(keys), device=scores.device)
+    if allowed is not None:
+        counts = torch.broadcast_to(allowed, scores.shape).sum(-1).float()
+    return torch.softmax(scores, dim=-1), counts, scale, width
+
+
 def same_source(one, other, limit: int = 8) -> bool:
     """Whether two nodes are computed from one tensor within `limit` operations (parameters aside): a
     self-attention's queries and keys, both projections of one sequence, and not a cross-attention's (queries of the
@@ -1660,6 +1701,29 @@ def floor_above_zero(node) -> float | None:
     return float(low) if isinstance(low, (int, float)) and low >= SMALLEST_FLOOR else None
 
 
+def of_parameters_alone(node, budget: int = 24) -> bool:
+    """Whether `node` is computed from learnable leaves (at least one: a parameter, watched or not) and constants alone,
+    within `budget`
+    operations, none of them a layer's product (`addmm`, `mm`, a convolution): a learned rate or probability turned
+    into a mask with noise, not a layer's output. (A layer's output is computed from parameters and constants too,
+    its input being a constant to autograd: the product tells it.)"""
+    seen, frontier, parameters = {node}, [node], 0
+    while frontier:
+        current = frontier.pop()
+        if type(current) is PARAMETER_LEAF:
+            parameters += 1
+            continue
+        if op_name(current) in LAYER_PRODUCTS or op_name(current) in ("bmm", "linear", "matmul"):
+            return False
+        for child, _ in current.next_functions:
+            if child is not None and child not in seen:
+                if len(seen) >= budget:
+                    return False
+                seen.add(child)
+                frontier.append(child)
+    return parameters > 0
+
+
 def nearest_upstream(node, names, limit: int = 8) -> str | None:
     """The name of the nearest node upstream (towards the input) that `names` knows: the layer feeding `node`."""
     frontier, seen = [node], {node}
@@ -1871,6 +1935,9 @@ def softmax_over_one_entry(node) -> dict | None:
         return None
     if result.dim() == 0 or result.shape[dim] != 1 or result.numel() <= 1:
         return None
+    axis_of = dim % result.dim()
+    if axis_of != 0 and all(size == 1 for axis, size in enumerate(result.shape) if axis not in (0, axis_of)):
+        return None  # (N, 1): one mixture component, one class; no axis it was meant over but the batch's
     return {"dim": dim, "shape": list(result.shape)}
 
 

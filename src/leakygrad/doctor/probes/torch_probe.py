@@ -2575,6 +2575,8 @@ class TorchProbe:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
+            elif attention_look and op.startswith("scaled_dot_product_"):
+                self._look_at_kernel_attention(state, node, names)
             if lookahead_look and (op == "softmax" or op.startswith("scaled_dot_product_")) and node not in loss_nodes:
                 self._look_at_lookahead(state, node, names, loss_nodes, nodes)
             if op == "softmax":  # (additive attention's tanh, sharp by design; a pointer's is on the loss side)
@@ -2790,8 +2792,26 @@ class TorchProbe:
         # (further than a layer's output is looked for: a fused qkv projection lies a dozen reshapes below)
         site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
         scalar = state.deferred.scalar
-        state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()))
+        state.attention[site] = (p.shape[dim], scale, scalar(capacity), scalar(p.amax(dim).mean()), None)
         node.register_hook(functools.partial(self._on_attention_grad, state.ticket, site, dim))
+
+    def _look_at_kernel_attention(self, state: StepState, node, names) -> None:
+        """The same for a fused attention (`F.scaled_dot_product_attention`, which nn.MultiheadAttention and
+        nn.TransformerEncoder call): no softmax node holds its weights, so they are recomputed from the queries and keys
+        its node kept, for some rows of its first heads (`graph_tools.kernel_weights`). Its arriving gradient is not
+        read: the kernel's backward takes the output's gradient, not the weights'."""
+        found = graph_tools.kernel_weights(node)
+        if found is None or found[0].shape[-1] < 4:
+            return
+        p, n, scale, width = found
+        if not state.attention:
+            self._attention_looks += 1
+        judged = (n >= 2).float()
+        kept = (1 - (p * p).sum(-1)) / (1 - 1 / n.clamp(min=2))
+        capacity = (kept * judged).sum() / judged.sum()
+        site = f"attention after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+        scalar = state.deferred.scalar
+        state.attention[site] = (p.shape[-1], scale, scalar(capacity), scalar(p.amax(-1).mean()), width)
 
     def _look_at_lookahead(self, state: StepState, node, names, loss_nodes, nodes) -> None:
         """A self-attention (its queries and keys projections of one sequence) whose mask lets a query read positions
@@ -3111,12 +3131,16 @@ class TorchProbe:
 
     def _of_a_parameter(self, node) -> bool:
         """Whether an operation is taken of a watched parameter alone, shifted or scaled by constants (an L0 penalty's
-        sigmoid(log_alpha - c), a mixing weight's sigmoid(w)): no data flows through it."""
+        sigmoid(log_alpha - c), a mixing weight's sigmoid(w)), or of parameters and constants through a few operations
+        and no layer (concrete dropout's relaxed Bernoulli mask, sigmoid((logit(p) + logit(u)) / t), u uniform noise):
+        no data flows through it."""
         inputs = [child for child, _ in node.next_functions if child is not None]
         if len(inputs) != 1:
             return False
         variable = getattr(graph_tools.gate_chain(inputs[0])[-1], "variable", None)  # (AccumulateGrad holds its leaf)
-        return variable is not None and self._param_label(variable) is not None
+        if variable is not None and self._param_label(variable) is not None:
+            return True
+        return graph_tools.of_parameters_alone(inputs[0])
 
     def _parameter_read(self, node) -> tuple[str, torch.Tensor] | None:
         """(name, tensor) of the watched parameter an operation reads, itself or scaled by a constant, if any:
@@ -3757,8 +3781,14 @@ class TorchProbe:
             record.ctc_input = {"logsumexp": value(logsumexp_at), "high": value(high_at), "classes": classes}
         if state.attention:
             record.attention = {
-                site: {"entries": entries, "scale": scale, "capacity": value(left_at), "max_probability": value(max_at)}
-                for site, (entries, scale, left_at, max_at) in state.attention.items()
+                site: {
+                    "entries": entries,
+                    "scale": scale,
+                    "capacity": value(left_at),
+                    "max_probability": value(max_at),
+                    "head_width": width,
+                }
+                for site, (entries, scale, left_at, max_at, width) in state.attention.items()
             }
             for site, same_at in state.attention_gradient.items():
                 if site in record.attention:
