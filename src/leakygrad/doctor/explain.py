@@ -611,6 +611,33 @@ def _explain_unstopped_target(f: Finding):
     return text, remedies
 
 
+def _explain_eval_mode_left(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` trained in training mode until step {e['trained_until_step']} and has run in eval mode on every "
+        f"sampled step since step {e['eval_since_step']} ({e['sampled_steps_in_eval']} of them), while its optimiser "
+        "kept stepping: `model.eval()` for a validation pass, and no `model.train()` after it."
+    )
+    if e["batch_norms"]:
+        text += (
+            f" In eval mode its batch norms ({', '.join(f'`{n}`' for n in e['batch_norms'][:3])}) normalise with "
+            "the running statistics frozen when it was called, not the batch's: as the weights move on, the layers' "
+            "outputs drift off the scale those statistics assume, and the backward, which in training mode carries "
+            "the batch statistics' own derivative (the gradient's mean and its part along the outputs are taken out), "
+            "no longer does. Activations and gradients can grow without bound: a divergence or NaN told as a learning "
+            "rate too high."
+        )
+    if e["dropouts"]:
+        text += " Its dropouts are off too: the regularisation they were put there for is gone."
+    remedies = [
+        f"Call `{f.where}.train()` after each evaluation (or at the top of each epoch's training loop): evaluate "
+        "under `model.eval()` and `torch.no_grad()`, then switch back.",
+        "If batch norms are to stay frozen on purpose (fine-tuning), set them to eval one by one "
+        "(`m.eval()` for each BatchNorm) and leave the model in training mode.",
+    ]
+    return text, remedies
+
+
 def _explain_graph_across_steps(f: Finding):
     e = f.evidence
     modules = ", ".join(f"`{name}`" for name in e["modules_reached"])
@@ -676,6 +703,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_future_visible(f)
     if e.get("graph_from_earlier_step"):
         return _explain_graph_across_steps(f)
+    if e.get("model_in_eval_mode"):
+        return _explain_eval_mode_left(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "

@@ -639,6 +639,35 @@ def graph_across_steps_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("wrong_gradient", modules[0], first.step, "error", evidence)]
 
 
+def eval_mode_left_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A watched model with batch norms or dropouts that trained in training mode on earlier sampled steps and has run
+    in eval mode on every sampled step since, `min_records` of them or more, while its optimiser kept stepping:
+    `model.eval()` for a validation pass, and no `model.train()` after it. Its batch norms normalise with the running
+    statistics frozen at that step, whatever the weights do since (the backward leaves out the batch statistics'
+    terms too), and its dropouts are off. A model in eval mode from the start is not judged (on purpose: a policy
+    fine-tuned with its dropout off), nor batch norms frozen one by one (their model stays in training mode)."""
+    findings = []
+    names = sorted({name for r in history.records for name in (r.model_modes or {})})
+    for name in names:
+        modes = [(r.step, r.model_modes[name]) for r in history.records if r.model_modes and name in r.model_modes]
+        trained = [step for step, mode in modes if mode["training"]]
+        since = [step for step, mode in modes if trained and step > trained[-1]]
+        if not trained or len(since) < t.min_records:
+            continue
+        last = modes[-1][1]
+        evidence = {
+            "model_in_eval_mode": True,
+            "eval_since_step": since[0],
+            "trained_until_step": trained[-1],
+            "sampled_steps_in_eval": len(since),
+            "batch_norms": last["batch_norms"][:8],
+            "dropouts": last["dropouts"][:8],
+        }
+        severity = "error" if last["batch_norms"] else "warning"  # (dropout off: it may overfit, not go wrong)
+        findings.append(Finding("wrong_gradient", name, since[0], severity, evidence))
+    return findings
+
+
 def _cut_loop(calls: dict | None, t: Thresholds) -> bool:
     """A step on which a module of the script's own was called in a loop and never given its own output with its
     gradient (see hand_written_cell_rule)."""
@@ -3530,6 +3559,7 @@ RULES = (
     future_visible_rule,
     hand_written_cell_rule,
     graph_across_steps_rule,
+    eval_mode_left_rule,
     penalty_without_graph_rule,
     inverted_loss_mask_rule,
     padding_idx_rule,

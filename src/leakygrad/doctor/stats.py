@@ -254,6 +254,9 @@ class StepRecord:
     # a module of the script's own fed its own last output (a hand-written recurrent cell): name -> {"calls", "cut"
     # (calls fed it detached), "carried" (... with its gradient), "kind"}
     looped_calls: dict | None = None
+    # each watched model with batch norms or dropouts called with gradient: name -> {"training" (in training mode on
+    # any of its calls), "batch_norms", "dropouts" (their paths)}
+    model_modes: dict | None = None
     # the graph differentiated reached the outputs of an earlier sampled step (retain_graph=True): {"step", "modules"}
     graph_from_earlier_step: dict | None = None
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down

@@ -1061,6 +1061,7 @@ class StepState:
     # its gradient]: a recurrent cell written by hand (`h, c = cell(x[:, t], (h, c))`)
     looped_calls: dict = field(default_factory=dict)
     retained_graph: bool = False  # a backward of this step kept its graph (retain_graph=True)
+    model_modes: dict = field(default_factory=dict)  # model with batch norms or dropouts -> ran in training mode
     # the modules whose outputs of an earlier sampled step this step's backward reached, and that step (see _walk_graph)
     earlier_graph: tuple | None = None
     loss_reads: set = field(default_factory=set)  # modules whose outputs the loss reads directly (no module between)
@@ -1438,6 +1439,7 @@ class TorchProbe:
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
         self._lookahead_looks = 0  # sampled steps on which self-attentions' masks were read
         self._walked_names = (0, None)  # (the last sampled step whose graph was walked, the names of its outputs)
+        self._mode_sensitive: dict[str, dict] = {}  # watched model -> its batch norms and dropouts (_note_model_mode)
         self._output_side_looks = 0  # ... on which sigmoids and tanhs were looked at: does any module read them?
         self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
@@ -1927,6 +1929,8 @@ class TorchProbe:
                 self._name_ahead(info.name, args, output)
             if state is None:
                 return None
+            if info.name in self._roots and not info.leaf:
+                self._note_model_mode(state, module, info.name)
             if not info.leaf and info.has_weights:  # (its output comes after its layers': its depth is after theirs)
                 state.order.setdefault(info.name, len(state.order))
             y = output if isinstance(output, torch.Tensor) else _first_tensor(output)
@@ -1992,6 +1996,20 @@ class TorchProbe:
             self._drop_step_in_flight()
             raise
         return None
+
+    def _note_model_mode(self, state: StepState, model: nn.Module, name: str) -> None:
+        """Whether a watched model with batch norms or dropouts ran in training mode on this step (in either mode
+        they compute differently): training if any of its calls with gradient did (a GAN's discriminator set to eval
+        for the generator's update and back for its own)."""
+        changed = self._mode_sensitive.get(name)
+        if changed is None:
+            modules = [(self.infos[m].name, m) for m in model.modules() if m in self.infos]  # (named as elsewhere)
+            changed = self._mode_sensitive[name] = {
+                "batch_norms": [path for path, m in modules if isinstance(m, BATCH_NORMS)],
+                "dropouts": [path for path, m in modules if isinstance(m, DROPOUTS)],
+            }
+        if changed["batch_norms"] or changed["dropouts"]:
+            state.model_modes[name] = state.model_modes.get(name, False) or model.training
 
     def _name_ahead(self, name: str, args, output) -> None:
         """Name the nodes that made a module's outputs for the next step, which is sampled (`_start_step`). An output
@@ -3870,6 +3888,11 @@ class TorchProbe:
             if cut + carried
         }
         record.looped_calls = fed_own or None
+        if state.model_modes:
+            record.model_modes = {
+                name: {"training": training, **self._mode_sensitive[name]}
+                for name, training in state.model_modes.items()
+            }
         if state.earlier_graph is not None:
             step, modules = state.earlier_graph
             record.graph_from_earlier_step = {"step": step, "modules": modules}
