@@ -1554,10 +1554,15 @@ def _reaches(node, target, depth: int) -> bool:
 
 
 def saved_value(node, name: str):
-    """A number an autograd node saved for its backward (`_saved_min_val`, `_saved_negative_slope`), or None once
+    """A number or tensor an autograd node saved for its backward (`_saved_min_val`, `_saved_result`), or None once
     the backward has freed it, or when this kind of node saves no such value (`MulBackward1`, a product with a
-    number, saves no `_saved_self`)."""
+    number, saves no `_saved_self`), or when a saved-tensor hook holds it: unpacking it would run the training's own
+    code (a non-reentrant checkpoint recomputes its whole block, batch norms updating their statistics again;
+    `save_on_cpu` copies it back), so it is not read."""
     try:
+        raw = getattr(node, "_raw" + name, None)  # (`_raw_saved_result`: the tensor as saved, not unpacked)
+        if raw is not None and not isinstance(raw, (list, tuple)) and raw.unpack_hook is not None:
+            return None
         return getattr(node, name, None)
     except RuntimeError:
         return None
@@ -1930,8 +1935,10 @@ def softmax_over_one_entry(node) -> dict | None:
     """A softmax (or log_softmax) taken over an axis of length 1 (`softmax(scores, dim=-1)` on scores of shape
     (N, T, 1)): every output is exactly 1 (0), its derivative exactly 0. {"dim", "shape"} or None."""
     try:
-        result, dim = node._saved_result, saved_dim(node)
+        result, dim = saved_value(node, "_saved_result"), saved_dim(node)
     except (AttributeError, RuntimeError):  # (freed: a second backward through a retained graph)
+        return None
+    if result is None:
         return None
     if result.dim() == 0 or result.shape[dim] != 1 or result.numel() <= 1:
         return None
@@ -1948,12 +1955,14 @@ def _softmax_of_rows_masked_whole(node, candidates) -> bool:
     if op_name(node) not in ("softmax", "log_softmax"):
         return False
     try:
-        result, dim = node._saved_result, saved_dim(node)
+        result, dim = saved_value(node, "_saved_result"), saved_dim(node)
     except (AttributeError, RuntimeError):
+        return False
+    if result is None:
         return False
     for fill in (n for n in candidates if op_name(n) == "masked_fill"):
         try:
-            mask = fill._saved_mask
+            mask = saved_value(fill, "_saved_mask")
             whole = mask.expand(result.shape).all(dim=dim)
         except (AttributeError, RuntimeError):  # (freed, or not of the softmax's shape: a reshape in between)
             continue
@@ -2045,7 +2054,7 @@ def half_precision_root(node) -> str | None:
 def _saved_result(node) -> torch.Tensor | None:
     """The output a node saved for its backward (exp, sigmoid, tanh, ... keep it), or None."""
     try:
-        result = node._saved_result
+        result = saved_value(node, "_saved_result")
     except (AttributeError, RuntimeError):  # (none saved, or freed by the backward pass)
         return None
     return result if isinstance(result, torch.Tensor) else None
@@ -2068,7 +2077,7 @@ def _divides_by_zero(node) -> bool:
     if op_name(node) != "div":
         return False
     try:
-        divisor = node._saved_other
+        divisor = saved_value(node, "_saved_other")
     except (AttributeError, RuntimeError):  # (a division by a number saves none; or freed)
         return False
     return isinstance(divisor, torch.Tensor) and is_finite(divisor) and bool((divisor == 0).any())

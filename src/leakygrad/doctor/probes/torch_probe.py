@@ -833,7 +833,7 @@ def _probabilities_into_loss(loss_nodes, names) -> tuple[str, str, int] | None:
         else:
             softmax = node if op == "log_softmax" else below  # (the softmax over the classes)
             try:
-                classes = int(softmax._saved_result.shape[graph_tools.saved_dim(softmax)])
+                classes = int(graph_tools.saved_value(softmax, "_saved_result").shape[graph_tools.saved_dim(softmax)])
             except (AttributeError, RuntimeError, IndexError):  # (its saved values already freed)
                 return None
         site = names.get(below) or f"{function} after {graph_tools.nearest_upstream(below, names) or 'input'}"
@@ -866,7 +866,7 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
         if info is None or info.kind not in FEATURES_LAST:
             continue
         try:
-            shape, dim = tuple(node._saved_result.shape), graph_tools.saved_dim(node)
+            shape, dim = tuple(graph_tools.saved_value(node, "_saved_result").shape), graph_tools.saved_dim(node)
         except (AttributeError, RuntimeError):  # (its saved values already freed)
             continue
         if len(shape) >= 3 and dim % len(shape) == 1 and shape[1] == shape[-1]:
@@ -904,7 +904,8 @@ def _saved_activation(node):
     """What an activation's node saved for its backward (its output, or for some its input), or None when it is no
     longer held."""
     try:
-        return node._saved_result if hasattr(node, "_saved_result") else node._saved_self
+        result = graph_tools.saved_value(node, "_saved_result")
+        return result if result is not None else graph_tools.saved_value(node, "_saved_self")
     except (RuntimeError, AttributeError):
         return None
 
@@ -2597,8 +2598,8 @@ class TorchProbe:
                 self._look_at_kernel_attention(state, node, names)
             if lookahead_look and (op == "softmax" or op.startswith("scaled_dot_product_")) and node not in loss_nodes:
                 self._look_at_lookahead(state, node, names, loss_nodes, nodes)
-            if op == "softmax":  # (additive attention's tanh, sharp by design; a pointer's is on the loss side)
-                scoring.update(graph_tools.scoring_tanhs(node))
+            if op in ("softmax", "log_softmax"):  # (additive attention's tanh, sharp by design; a pointer's is on the
+                scoring.update(graph_tools.scoring_tanhs(node))  # loss side, under the log_softmax of its nll_loss)
             if op not in WATCHED_OPS:
                 if op in graph_tools.LAYER_PRODUCTS:
                     self._look_for_zeros_outside_autograd(state, node, names)
@@ -2652,6 +2653,8 @@ class TorchProbe:
                     continue
                 if self._of_a_parameter(node):  # (sigmoid(log_alpha - c): a learned choice's probability, no layer's
                     continue  # output; at an end of its range, the choice is made)
+                if _saved_activation(node) is None:  # (held by a saved-tensor hook, a non-reentrant checkpoint's: its
+                    continue  # unpacking would run the block again; or freed)
                 try:
                     site = self._tally_activation(state, node, function, owner, saturation)
                     if node in loss_nodes and not on_loss:  # (a hidden layer's, fed to a module, the loss reads too)
@@ -3201,7 +3204,9 @@ class TorchProbe:
     def _note_gate_mean(self, state: StepState, node) -> None:
         """The mean of a sigmoid gate's output (what it saved), under its site's name."""
         site = f"sigmoid after {graph_tools.nearest_upstream(node, state.names) or 'input'}"
-        state.gate_means[site] = state.deferred.scalar(node._saved_result.detach().float().mean())
+        saved = graph_tools.saved_value(node, "_saved_result")
+        if saved is not None:
+            state.gate_means[site] = state.deferred.scalar(saved.detach().float().mean())
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> str:
         """Count an activation's outputs into its site's tally; returns the site."""
@@ -3209,10 +3214,9 @@ class TorchProbe:
         feeds_from = graph_tools.nearest_upstream(node, names)
         site = names.get(node) or owner or f"{op} after {feeds_from or 'input'}"
         if op == "leaky_relu":  # (it keeps its input; in place, `inplace=True`, its result)
-            saved = getattr(node, "_saved_result", None)
-            saved = node._saved_self if saved is None else saved
+            saved = _saved_activation(node)
         else:
-            saved = node._saved_self if op in READ_FROM_INPUT else node._saved_result
+            saved = graph_tools.saved_value(node, "_saved_self" if op in READ_FROM_INPUT else "_saved_result")
         y = activation_values(op, saved.detach(), _relu_ceiling(node) if op in ("relu6", "relu_n") else None)
         feeds_info = self.info_by_name.get(feeds_from) if feeds_from else None
         feeds_kind = feeds_info.kind if feeds_info else None
