@@ -601,6 +601,304 @@ def test_a_leaky_relu_with_a_slope_of_1_makes_the_network_linear_and_is_named_as
 
 
 class FusedAttention(nn.Module):
+    """An attention layer written the usual way: a fused qkv projection split into heads, a 4-D matmul."""
+
+    def __init__(self, width: int, heads: int, factor: float):
+        super().__init__()
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.heads, self.factor = heads, factor
+
+    def forward(self, h):
+        n, t, width = h.shape
+        q, k, v = self.qkv(h).view(n, t, 3, self.heads, width // self.heads).permute(2, 0, 3, 1, 4)
+        scores = q @ k.transpose(-2, -1) * self.factor
+        return h + self.proj((F.softmax(scores, -1) @ v).transpose(1, 2).reshape(n, t, width))
+
+
+def test_attention_layers_are_named_apart_and_exactly_one_hot_rows_count_as_saturated():
+    """Two attention layers behind fused qkv projections: each softmax is named after its own projection (both were
+    `softmax after input`, one overwriting the other's numbers), and the one whose scores are 512 times too large,
+    many of its rows exactly one-hot in float32, is found (those rows were taken for masked ones and left out)."""
+    torch.manual_seed(0)
+    saturating = FusedAttention(64, 4, factor=math.sqrt(16) * 128)
+    model = nn.Sequential(nn.Embedding(16, 64), saturating, FusedAttention(64, 4, 1 / math.sqrt(16)), nn.Linear(64, 16))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            x = torch.randint(0, 16, (16, 12))
+            loss = F.cross_entropy(model(x).reshape(-1, 16), x.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert all(set(looks) == {"softmax after sequential.1.qkv", "softmax after sequential.2.qkv"}
+               for _, looks in dr.history.attention)  # fmt: skip
+    found = [f for f in dr.findings if f.where.startswith("softmax")]
+    assert [f.where for f in found] == ["softmax after sequential.1.qkv"]
+    assert found[0].evidence["derivative_capacity"] < 0.25
+
+
+class TwoSoftmaxes(nn.Module):
+    """Two softmaxes over the same scores, one site ("softmax after q"): `pooled` normalises over the queries and is
+    then averaged over them (blocked), the other over the keys (as attention should)."""
+
+    def __init__(self, pooled_first):
+        super().__init__()
+        self.pooled_first = pooled_first
+        self.embed, self.q, self.k, self.v = nn.Linear(8, 16), nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        t = self.embed(x.view(len(x), 8, 8))
+        scores = self.q(t) @ self.k(t).transpose(1, 2) / 4
+        v = self.v(t)
+        over = (1, -1) if self.pooled_first else (-1, 1)
+        first, second = (F.softmax(scores, dim) @ v for dim in over)
+        return self.head(first.mean(1) + second.mean(1))
+
+
+@pytest.mark.parametrize("pooled_first", [True, False])
+def test_one_softmax_pooled_over_its_own_axis_is_found_beside_another_at_the_same_site(pooled_first):
+    """Two softmaxes under one site name: the one pooled over its own axis passes its scores nothing, whatever the
+    other does, and is told whichever the backward pass reaches last (the share kept is the largest of the site's)."""
+    torch.manual_seed(0)
+    model = TwoSoftmaxes(pooled_first)
+    x, y = torch.randn(64, 64), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if "gradient_same_along_axis" in f.evidence]
+    assert (f.symptom, f.where, f.severity) == ("blocked_gradient", "softmax after q", "error")
+    assert f.evidence["gradient_same_along_axis"] > 0.999
+
+
+class Sparse(nn.Module):
+    """An MLP whose second hidden layer's outputs the loss also penalises (`self.codes`, for an L1 activity term)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.out = nn.Linear(16, 64), nn.Linear(64, 64), nn.Linear(64, 4)
+
+    def forward(self, x):
+        self.codes = F.relu(self.fc2(F.relu(self.fc1(x))))
+        return self.out(self.codes)
+
+
+@pytest.mark.parametrize("penalty", ["sum", "mean"])
+def test_a_hidden_relu_the_loss_also_penalises_is_judged_as_a_hidden_layer(penalty):
+    """An L1 activity penalty `lam * h.abs().sum()` on a hidden ReLU that also feeds the next layer: the ReLU was taken
+    for a margin loss's hinge on the loss (a blocked_gradient warning at `relu`), and its units, 98% dead, went
+    unreported (sweep 29's s07: accuracy 0.363 against 0.980). It is a hidden layer killed by the penalty: dead_relu,
+    with the penalty named. Averaged, the penalty leaves the units alive and there is no finding."""
+    torch.manual_seed(0)
+    model = Sparse()
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            logits = model(x)
+            activity = model.codes.abs().sum() if penalty == "sum" else model.codes.abs().mean()
+            loss = F.cross_entropy(logits, y) + 1e-2 * activity
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert not [f for f in dr.findings if f.symptom == "blocked_gradient"]
+    if penalty == "mean":
+        assert dr.findings == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert (f.where, f.severity) == ("relu after fc2", "error")
+    assert f.evidence["read_by_loss"] is True and f.evidence["dead_fraction"] > 0.9
+    assert "penalty" in f.explanation and "`h.abs().mean()`" in f.remedies[0]
+
+
+class Ponder(nn.Module):
+    """PonderNet's core: a cell applied up to 6 times, each step's halting probability sigmoid(halt(h)) an output of
+    the model, read by no layer. `hand_written` uses the probability's twin inside the network instead: a sigmoid
+    that a weight multiplies (`h @ W`, no module), a hidden activation."""
+
+    def __init__(self, hand_written=False):
+        super().__init__()
+        self.hand_written = hand_written
+        self.cell, self.out, self.halt = nn.GRUCell(8, 32), nn.Linear(32, 2), nn.Linear(32, 1)
+        self.w = nn.Parameter(torch.randn(32, 32) * 3)
+        nn.init.constant_(self.halt.bias, -6.0)  # (halting late from the start: sigmoid(-6) = 0.0025)
+
+    def forward(self, x):
+        h, remaining, probabilities, outputs = torch.zeros(len(x), 32), torch.ones(len(x)), [], []
+        for n in range(6):
+            h = self.cell(x, h)
+            if self.hand_written:  # (a saturated hidden sigmoid, made without a module: still judged)
+                h = torch.sigmoid(h @ self.w * 8) @ self.w / 32
+            halt = torch.sigmoid(self.halt(h)).squeeze(1) if n < 5 else torch.ones(len(x))
+            probabilities.append(remaining * halt)
+            outputs.append(self.out(h))
+            remaining = remaining * (1 - halt)
+        return torch.stack(probabilities, 1), torch.stack(outputs, 1)
+
+
+@pytest.mark.parametrize("hand_written", [False, True])
+def test_a_halting_probability_no_layer_reads_is_an_output_not_a_saturated_layer(hand_written):
+    """PonderNet's halting probability learns to be near 0 on the steps where the model cannot answer yet: saturated
+    by design, an output of the model that no layer reads, weighing its steps' losses. A sweep's healthy PonderNet
+    (accuracy 0.98) was an error saturated_activation at `sigmoid after halt`. A saturated sigmoid that a weight reads
+    is still judged, written without modules or not."""
+    torch.manual_seed(0)
+    model = Ponder(hand_written)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(60):
+            p, logits = model(x)
+            ce = F.cross_entropy(logits.reshape(-1, 2), y.repeat_interleave(6), reduction="none").view(-1, 6)
+            loss = (p * ce).sum(1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    halting = dr.history.records[-1].activations["sigmoid after halt"]
+    assert halting.saturated_fraction > 0.9  # (it halts at the last step: near 0 until then)
+    assert "sigmoid after halt" in dr.history.records[-1].output_side_activations
+    assert not [f for f in dr.findings if f.where == "sigmoid after halt"]
+    hidden = [f for f in dr.findings if f.symptom == "saturated_activation" and f.where != "sigmoid after halt"]
+    assert bool(hidden) == hand_written
+
+
+def test_units_dead_inside_a_vanishing_chain_are_told_as_its_doing():
+    """An 8-layer ReLU MLP initialised with normal(0, 0.02), GPT's init, and no normalisation: the gradient vanishes
+    across depth, and the signal with it on the way forward, so the last layers' inputs are tiny next to their biases
+    and the units with a negative bias are dead for every example. In a sweep's script the dead_relu error led with
+    "lower the learning rate"; it now points to the vanishing gradient, the same cause."""
+    torch.manual_seed(0)
+    layers = []
+    for i in range(8):
+        layers += [nn.Linear(32 if i else 16, 32 if i < 7 else 4)] + ([nn.ReLU()] if i < 7 else [])
+    model = nn.Sequential(*layers)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            nn.init.normal_(layer.weight, std=0.02)
+    x, y = torch.randn(128, 16), torch.randint(0, 4, (128,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [vanishing] = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    dead = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert vanishing.severity == "error" and dead
+    for f in dead:
+        assert f.evidence["behind_vanishing_gradient"] == vanishing.where
+        assert f.remedies[0].startswith("Fix the vanishing gradient first")
+        assert not any(r.startswith("Lower the learning rate") for r in f.remedies)
+
+
+def test_a_generators_relu_output_read_by_the_discriminator_and_a_reconstruction_term_is_no_hidden_layer():
+    """A generator ending in a ReLU (images in [0, 1], a background of 0), its output read by the discriminator (a
+    module of another model) and by an L1 term: the units of the background are 0 because their target is. Taken for
+    a hidden layer under an activity penalty (the review of stop 28); it is a model's output, as it was before."""
+    torch.manual_seed(0)
+    generator = nn.Sequential(nn.Linear(8, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU())
+    critic = nn.Sequential(nn.Linear(64, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1))
+    condition, real = torch.randn(256, 8), torch.zeros(256, 64)
+    real[:, 16:48] = torch.rand(256, 32)
+    g_optimizer = torch.optim.Adam(generator.parameters(), lr=2e-3)
+    d_optimizer = torch.optim.Adam(critic.parameters(), lr=2e-4)
+    ones, zeros = torch.ones(256, 1), torch.zeros(256, 1)
+    with doctor.watch([generator, critic], every=2) as dr:
+        for _ in range(150):
+            fake = generator(condition)
+            d_loss = F.binary_cross_entropy_with_logits(critic(real), ones)
+            d_loss = d_loss + F.binary_cross_entropy_with_logits(critic(fake.detach()), zeros)
+            d_optimizer.zero_grad()
+            d_loss.backward()
+            d_optimizer.step()
+            g_loss = F.binary_cross_entropy_with_logits(critic(fake), ones) + 100 * F.l1_loss(fake, real)
+            g_optimizer.zero_grad()
+            g_loss.backward()
+            g_optimizer.step()
+    assert not [f for f in dr.findings if f.evidence.get("read_by_loss")]
+
+
+def test_a_hidden_sigmoid_of_a_functional_forward_with_fast_weights_is_still_judged():
+    """Second-order MAML runs the model functionally with fast weights W - lr * grad, no leaves: a saturated hidden
+    sigmoid there was taken for an output no layer reads (the review of stop 28). A matrix product reads it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.Sigmoid(), nn.Linear(64, 1))
+    with torch.no_grad():
+        model[0].weight.mul_(20)  # (saturated from the start)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    w1, b1, w2, b2 = model[0].weight, model[0].bias, model[2].weight, model[2].bias
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(20):
+            inner = F.mse_loss(F.linear(torch.sigmoid(F.linear(x, w1, b1)), w2, b2), y)
+            grads = torch.autograd.grad(inner, (w1, b1, w2, b2), create_graph=True)
+            fast = [p - 0.1 * g for p, g in zip((w1, b1, w2, b2), grads)]
+            loss = F.mse_loss(F.linear(torch.sigmoid(F.linear(x, fast[0], fast[1])), fast[2], fast[3]), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.history.records[-1].output_side_activations == []
+    assert [f for f in dr.findings if f.symptom == "saturated_activation"]
+
+
+def test_a_classifier_saturating_in_training_is_told_to_slow_down_not_to_normalise_targets():
+    """The same growth under a cross-entropy, at a high Adam rate: no target to normalise (a review's case). The text
+    leads with the learning rate."""
+    torch.manual_seed(0)
+    w = torch.randn(20, 4)
+    model = nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 4))
+    optimizer = torch.optim.Adam(model.parameters(), 0.05)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(300):
+            x = torch.randn(128, 20)
+            loss = F.cross_entropy(model(x), (x @ w).argmax(1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    grown = [f for f in dr.findings if f.symptom == "saturated_activation" and "saturated_at_start" in f.evidence]
+    assert grown and all("regression_loss_ops" not in f.evidence for f in grown)
+    assert all(f.remedies[0].startswith("Lower the learning rate") for f in grown)
+    assert all("regression targets" not in " ".join(f.remedies) for f in grown)
+
+
+@pytest.mark.parametrize("start", ["unsaturated", "saturated"])
+def test_a_saturation_that_grew_in_training_is_not_blamed_on_the_initialisation(start):
+    """A tanh layer under a head regressing targets of size ~40 (an actor-critic's returns, in a sweep's A2C: 0%
+    saturated at first, 73% by the end, greedy length 178 of 500). The text said the inputs were too large and led
+    with xavier initialisation, which changed nothing; scaling the head's output to the targets solved it. A
+    saturation absent on the first sampled step is told as grown in training, led by the targets' scale; one
+    there from the start (weights 20 times too large) keeps the initialisation remedies."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = 40 * torch.sin(x[:, :1] * 2) + 30 * x[:, 1:2]
+    model = nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 1))
+    if start == "saturated":
+        with torch.no_grad():
+            model[0].weight.mul_(20)
+    optimizer = torch.optim.Adam(model.parameters(), 0.05)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(300):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    [f] = [f for f in dr.findings if f.symptom == "saturated_activation"]
+    assert f.where == "sequential.1" and f.evidence["saturated_fraction"] > 0.5
+    if start == "saturated":
+        assert "saturated_at_start" not in f.evidence and "xavier" in f.remedies[0]
+        return
+    assert f.evidence["saturated_at_start"] < 0.01 and "not the cause" in f.explanation
+    assert f.evidence["regression_loss_ops"] == ["mse_loss"]
+    assert "Normalise the regression targets" in f.remedies[0] and "xavier" not in " ".join(f.remedies)
+
+
+class FusedAttention(nn.Module):
     """Tokens embedded (std d_model^-0.5) and scaled by `scale` (sqrt(d_model) twice, say), into nn.TransformerEncoder's
     post-norm layer, whose attention runs in F.scaled_dot_product_attention: no softmax node."""
 
