@@ -898,7 +898,7 @@ def test_a_saturation_that_grew_in_training_is_not_blamed_on_the_initialisation(
     assert "Normalise the regression targets" in f.remedies[0] and "xavier" not in " ".join(f.remedies)
 
 
-class FusedAttention(nn.Module):
+class KernelAttention(nn.Module):
     """Tokens embedded (std d_model^-0.5) and scaled by `scale` (sqrt(d_model) twice, say), into nn.TransformerEncoder's
     post-norm layer, whose attention runs in F.scaled_dot_product_attention: no softmax node."""
 
@@ -925,7 +925,7 @@ def test_a_fused_attentions_weights_are_recomputed_and_judged_saturated_from_the
     weights are recomputed from the queries and keys the kernel kept; the kernel divides by sqrt(d) already, so the
     remedy is the input's size. Scaled once, as the Transformer paper does, the attention starts spread."""
     torch.manual_seed(0)
-    model = FusedAttention(scale, causal)
+    model = KernelAttention(scale, causal)
     x = torch.randint(0, 100, (32, 12))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     with doctor.watch(model, optimizer, every=2) as dr:
@@ -946,3 +946,42 @@ def test_a_fused_attentions_weights_are_recomputed_and_judged_saturated_from_the
     assert (f.symptom, f.severity, f.first_step) == ("saturated_activation", "warning", 0)
     assert f.evidence["head_width"] == 16 and f.evidence["scores_scaled_by"] == 0.25
     assert "already divides q . k by sqrt(16)" in f.explanation and "embedding" in f.remedies[0]
+
+
+def test_a_one_output_classifiers_softmax_under_cross_entropy_is_still_a_softmax_over_one_entry():
+    """(The review of stop 37.) An (N, 1) softmax is spared when its loss does not read it as it is (a one-component
+    mixture, in test_healthy_variety.py); `Linear(h, 1)` under cross_entropy, whose loss is 0 whatever the scores,
+    is still named at its log_softmax."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    x, y = torch.randn(32, 8), torch.zeros(32, dtype=torch.long)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    assert [(f.symptom, f.where, f.severity) for f in dr.findings if f.symptom == "blocked_gradient"] == [
+        ("blocked_gradient", "log_softmax", "error")
+    ]
+
+
+def test_a_saturated_tanh_over_an_embedding_is_still_judged():
+    """(The review of stop 37.) Concrete dropout's mask, made of small learned leaves and noise, is spared; a tanh over
+    an embedding's lookup (initialised at std 10) is a hidden layer, and saturated."""
+    torch.manual_seed(0)
+    embed, head = nn.Embedding(200, 64), nn.Linear(64, 4)
+    nn.init.normal_(embed.weight, std=10.0)
+    model = nn.ModuleList([embed, head])
+    ids = torch.randint(0, 200, (256, 12))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            loss = F.cross_entropy(head(torch.tanh(embed(ids)).mean(1)), ids[:, 0] % 4)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    assert [f.where for f in dr.findings if f.symptom == "saturated_activation"] == ["tanh after 0"]  # (module 0)

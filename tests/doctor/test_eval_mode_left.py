@@ -72,3 +72,27 @@ def test_evaluation_followed_by_train_and_norms_frozen_on_purpose_are_left_alone
 def test_a_model_in_eval_mode_from_its_first_step_is_left_alone():
     """Fine-tuned with its dropout off on purpose (an RL fine-tuning of a policy, say): never seen training."""
     assert left(train(make_model(), validate_then=lambda model: None, eval_from_start=True)) == []
+
+
+def test_a_frozen_encoder_under_a_linear_probe_and_a_model_eval_mode_does_not_change_are_left_alone():
+    """(The review of stop 37.) A linear probe on a pretrained encoder set to eval and frozen on purpose
+    (`requires_grad_(False)`, features taken with autograd on): nothing of it trains. And eval mode that changes
+    nothing: dropouts of p = 0 (nanoGPT's default), a batch norm without running statistics."""
+    generator = torch.Generator().manual_seed(0)
+    x, y = torch.randn(256, 16, generator=generator), torch.randint(0, 4, (256,), generator=generator)
+    torch.manual_seed(0)
+    encoder, probe = make_model(), nn.Linear(4, 4)
+    encoder.eval()
+    encoder.requires_grad_(False)
+    optimizer = torch.optim.SGD(probe.parameters(), lr=0.1)
+    with doctor.watch([encoder, probe], every=4) as dr:
+        for _ in range(40):
+            loss = F.cross_entropy(probe(encoder(x[:32])), y[:32])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and left(dr) == []
+    for middle in (nn.Dropout(0.0), nn.BatchNorm1d(32, track_running_stats=False)):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 32), middle, nn.ReLU(), nn.Linear(32, 4))
+        assert left(train(model, validate_then=lambda model: None)) == []

@@ -206,3 +206,40 @@ def test_a_tagger_that_reads_one_position_ahead_on_purpose_is_left_alone():
 
     torch.manual_seed(0)
     assert future_findings(train(EncoderLM(shut_after(2)), tags)) == []
+
+
+class Tagger(nn.Module):
+    """A bidirectional token tagger (no causal mask, on purpose) over sentences padded with token 0, its padding's tag 0
+    ignored by the loss (`ignore_index=0`, as tutorials write it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.position = nn.Embedding(VOCAB, WIDTH, padding_idx=0), nn.Embedding(64, WIDTH)
+        self.attention = nn.MultiheadAttention(WIDTH, 4, batch_first=True)
+        self.head = nn.Linear(WIDTH, 5)
+
+    def forward(self, x):
+        h = self.embed(x) + self.position(torch.arange(x.shape[1]))
+        return self.head(h + self.attention(h, h, h, need_weights=False)[0])
+
+
+def test_padding_the_loss_ignores_is_not_counted_as_next_tokens():
+    """(The review of stop 37.) In the padding, target 0 equals the next token 0: 94% of the targets looked like next
+    tokens, and a healthy tagger was told it reads its own target. Targets the loss ignores are left out."""
+    generator = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    model = Tagger()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            x, y = torch.zeros(16, 64, dtype=torch.long), torch.zeros(16, 64, dtype=torch.long)
+            for row in range(16):
+                length = int(torch.randint(3, 9, (), generator=generator))
+                x[row, :length] = torch.randint(1, VOCAB, (length,), generator=generator)
+                y[row, :length] = 1 + x[row, :length] % 4
+            loss = F.cross_entropy(model(x).reshape(-1, 5), y.reshape(-1), ignore_index=0)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and future_findings(dr) == []
+    assert all(look["next_tokens"] < 0.5 for _, looks in dr.history.lookahead for look in looks.values())

@@ -54,7 +54,7 @@ def spanning(dr):
 
 @pytest.mark.parametrize("every", [1, 4])
 def test_a_hidden_state_carried_with_retain_graph_is_an_error_at_the_recurrent_layer(every):
-    dr = train_carried(detach=False, steps=24, every=every)
+    dr = train_carried(detach=False, steps=48, every=every)
     found = spanning(dr)
     assert len(found) == 1
     (finding,) = found
@@ -66,7 +66,7 @@ def test_a_hidden_state_carried_with_retain_graph_is_an_error_at_the_recurrent_l
 
 
 def test_the_state_detached_at_each_batch_is_left_alone():
-    dr = train_carried(detach=True, steps=24, every=1)
+    dr = train_carried(detach=True, steps=48, every=1)
     assert spanning(dr) == []
     assert all(r.graph_from_earlier_step is None for r in dr.history.records)
 
@@ -87,4 +87,32 @@ def test_a_gan_whose_two_backward_passes_share_one_step_is_left_alone():
             g_opt.zero_grad()
             g_loss.backward()
             g_opt.step()
+    assert dr.notes == [] and spanning(dr) == []
+
+
+def test_truncated_backprop_over_overlapping_windows_is_left_alone():
+    """TBPTT with k1 < k2 (Sutskever's, as the PyTorch forum writes it): every k1 steps, backprop through the last k2
+    states, each detached at its window's edge; retain_graph=True because the windows overlap. Each backward reaches a
+    few steps back, never to the start (updated through .data: without an optimiser, each backward is a step)."""
+    torch.manual_seed(0)
+    k1, k2 = 4, 8
+    cell, head = nn.RNNCell(3, 16), nn.Linear(16, 3)
+    model = nn.ModuleDict({"cell": cell, "head": head})
+    stream = torch.randn(240, 8, 3, generator=torch.Generator().manual_seed(0))
+    with doctor.watch(model, every=1) as dr:
+        states = [(None, torch.zeros(8, 16))]
+        for t in range(1, 240):
+            state = states[-1][1].detach().requires_grad_()
+            states.append((state, cell(stream[t - 1], state)))
+            del states[:-k2]  # (older than k2: its graph is let go)
+            if t % k1 == 0:
+                loss = F.mse_loss(head(states[-1][1]), stream[t])
+                model.zero_grad()
+                loss.backward(retain_graph=True)
+                for i in range(k2 - 1):  # (the state's gradient carried back through the last k2 steps only)
+                    if states[-i - 2][0] is None:
+                        break
+                    states[-i - 2][1].backward(states[-i - 1][0].grad, retain_graph=True)
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-0.05)
     assert dr.notes == [] and spanning(dr) == []

@@ -910,3 +910,30 @@ def test_concrete_dropouts_relaxed_bernoulli_mask_is_no_saturated_activation():
             optimizer.step()
     assert F.mse_loss(fc2(F.relu(fc1(x))), y).item() < 0.05  # (learnt: predicting 0 gives 0.5)
     assert dr.notes == [] and [f for f in dr.findings if f.symptom == "saturated_activation"] == []
+
+
+def test_a_real_blow_up_in_a_run_of_two_optimisers_is_still_an_error():
+    """(The review of stop 37.) The REINFORCE fix above must not soften every divergence of a run with two optimisers:
+    the classifier's rate raised 600-fold at step 60 blows its loss up, an error with the learning-rate remedy."""
+    torch.manual_seed(0)
+    x = torch.randn(512, 4)
+    classes, targets = (x[:, 0] > 0).long(), 10 * x[:, 1:2] + 5
+    a = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 2))
+    b = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 1))
+    opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=0.1), torch.optim.SGD(b.parameters(), lr=0.1)
+    with leakygrad.doctor.watch(nn.ModuleList([a, b])) as dr:
+        for step in range(200):
+            if step == 60:
+                opt_a.param_groups[0]["lr"] = 60.0
+            i = torch.randint(0, 512, (64,))
+            loss_a = F.cross_entropy(a(x[i]), classes[i])
+            opt_a.zero_grad()
+            loss_a.backward()
+            opt_a.step()
+            loss_b = F.mse_loss(b(x[i]), targets[i]) * 1e-3
+            opt_b.zero_grad()
+            loss_b.backward()
+            opt_b.step()
+    diverging = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    assert [f.severity for f in diverging] == ["error"] and "learning rate" in diverging[0].remedies[0]
+    assert diverging[0].evidence.get("updates_normal_size") is not True  # (not told as targets moving with the model)

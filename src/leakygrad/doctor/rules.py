@@ -617,13 +617,17 @@ def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 def graph_across_steps_rule(history: History, t: Thresholds) -> list[Finding]:
-    """A backward with retain_graph=True that reached the outputs modules made on an earlier sampled step, on
-    `min_records` sampled steps or more: the graph spans training steps (a recurrent state carried from batch to batch
+    """A backward with retain_graph=True that reached the outputs modules made on the first sampled step, on
+    `min_records` sampled steps or more, the last of them `graph_span_steps` steps or more after it (truncated
+    backprop through time over overlapping windows, k1 < k2, retains a few steps' graph on purpose): the graph spans
+    training steps (a recurrent state carried from batch to batch
     without `detach()`, PyTorch's error at the second backward through it silenced by retain_graph). Each backward
     goes back through every batch since the start: its cost grows with the step, and the gradient adds terms computed
     with the weights as they were then."""
     spanning = [r for r in history.records if r.graph_from_earlier_step is not None]
     if len(spanning) < t.min_records:
+        return []
+    if spanning[-1].step - spanning[-1].graph_from_earlier_step["step"] < t.graph_span_steps:
         return []
     first, last = spanning[0], spanning[-1]
     # (each in the order the walk from the loss met them: the module whose state was carried first)
@@ -3325,14 +3329,14 @@ def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
     already holds the jump when it came in the first steps: the first step's own loss is the reference.) Not when
     the update right before the jump was measured and of a normal size: the loss jumped with the objective, not the
-    weights (MoCo's queue of negatives, random at step 0 and real keys from step 1, turns an easy task hard). Nor when
-    most steps' losses are several optimisers' mixed (a policy's and its value baseline's, stepped in turn): the first
-    step holds one of them only, the next ones both (REINFORCE's value error, 27 times its policy loss, "jumped in" at
-    step 1)."""
-    if history.competing_loss_steps > history.steps / 2:
-        return None
+    weights (MoCo's queue of negatives, random at step 0 and real keys from step 1, turns an easy task hard). When most
+    steps' losses are several optimisers' mixed (a policy's and its value baseline's, stepped in turn), the first step
+    holds one of them only, the next ones both (REINFORCE's value error, 27 times its policy loss, "jumped in" at step
+    1): the reference is then the larger of the first two steps' losses."""
     loss = history.current_loss()
     initial = loss.buckets[0].first  # (the first step's loss)
+    if history.competing_loss_steps > history.steps / 2 and len(loss.buckets) > 1:
+        initial = max(initial, loss.buckets[1].high)
     highest = max(value for _, value in smoothed)
     if initial <= 0 or highest <= t.loss_blowup_factor * initial or smoothed[-1][1] < initial * (1 - t.stalled_change):
         return None

@@ -257,7 +257,7 @@ class StepRecord:
     # each watched model with batch norms or dropouts called with gradient: name -> {"training" (in training mode on
     # any of its calls), "batch_norms", "dropouts" (their paths)}
     model_modes: dict | None = None
-    # the graph differentiated reached the outputs of an earlier sampled step (retain_graph=True): {"step", "modules"}
+    # the graph differentiated reached the outputs of the first sampled step (retain_graph=True): {"step", "modules"}
     graph_from_earlier_step: dict | None = None
     maximized_loss: str | None = None  # ... or that an optimiser made with maximize=True stepped up, not down
     # the loss minimised, when it is never negative while its input is in its domain (binary cross-entropy, whose

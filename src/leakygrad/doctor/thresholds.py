@@ -336,6 +336,10 @@ class Thresholds:
     """... and its first look (step 0 when the doctor watched from the start) under this: attention spread at its
     first look that sharpened since was learnt so, not started so (a Hopfield layer's retrieval: 0.54 and 0.80 at step
     0, 0.05-0.11 by step 51; scores multiplied by sqrt(d) over 8 keys: 0.23-0.28 at step 0)."""
+    graph_span_steps: int = 32
+    """A backward with retain_graph=True that still reaches the outputs of the first sampled step this many steps
+    after it spans the training: truncated backprop through time over overlapping windows reaches a few steps back
+    (k2 / k1 of them), a state carried without detach every step back to the first."""
     lookahead_next_position: float = 0.5
     """A self-attention whose mask lets more than this share of its queries read the position after their own (0
     under a causal mask, 1 under one a diagonal off or none), on the first sampled steps (median), ..."""

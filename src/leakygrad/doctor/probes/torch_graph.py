@@ -775,7 +775,9 @@ def attention_kernel_keys(node) -> tuple[torch.Tensor | None, object, object, in
     length = query.shape[-2]
     if key.shape[-2] != length:
         return None
-    mask = saved_value(node, "_saved_attn_mask")
+    told, mask = _kernel_mask(node)
+    if not told:
+        return None
     if isinstance(mask, torch.Tensor) and mask.dim() >= 2:
         allowed = mask.detach() if mask.dtype == torch.bool else mask.detach() > -1e4
     else:
@@ -807,6 +809,22 @@ KERNEL_ROWS = 256  # query rows of a fused attention whose weights are recompute
 KERNEL_SLICES = 8  # ... of its first (example, head) slices
 
 
+KERNEL_MASKS = ("_saved_attn_mask", "_saved_attn_bias")  # (the CPU kernel's; the CUDA efficient and cuDNN kernels')
+
+
+def _kernel_mask(node) -> tuple[bool, torch.Tensor | None]:
+    """(whether the fused attention's node tells its mask, that mask or None for none). A kernel whose node keeps no
+    mask attribute (CUDA's flash kernel, which takes none) does not tell: its mask, if any, is unknown."""
+    for name in KERNEL_MASKS:
+        try:
+            if hasattr(node, name):
+                mask = saved_value(node, name)
+                return True, mask if isinstance(mask, torch.Tensor) else None
+        except RuntimeError:  # (freed)
+            return False, None
+    return False, None
+
+
 def kernel_weights(node) -> tuple[torch.Tensor, torch.Tensor, float, int] | None:
     """A fused attention's weights, which its kernel never writes out, recomputed from the queries and keys its node
     kept: (softmax(q k^T * scale + mask) for up to KERNEL_ROWS query rows of its first KERNEL_SLICES (example, head)
@@ -825,23 +843,37 @@ def kernel_weights(node) -> tuple[torch.Tensor, torch.Tensor, float, int] | None
     k = key.detach().reshape(-1, keys, width)[:KERNEL_SLICES].float()
     scores = (q @ k.transpose(-2, -1)) * scale
     allowed = None
-    mask = saved_value(node, "_saved_attn_mask")
+    told, mask = _kernel_mask(node)
+    if not told:
+        return None
     if isinstance(mask, torch.Tensor) and mask.dim() >= 2:
-        try:
-            grid = torch.broadcast_to(mask.detach(), query.shape[:-2] + (queries, keys)).reshape(-1, queries, keys)
-        except RuntimeError:  # (a mask that does not broadcast to the scores: not applied, all keys counted)
-            grid = None
+        grid = _first_slices(mask.detach(), query.shape[:-2], queries, keys)
         if grid is not None:
-            grid = grid[:KERNEL_SLICES, rows]
+            grid = grid[:, rows]
             allowed = grid if grid.dtype == torch.bool else grid > -1e4
             scores = scores.masked_fill(~grid, float("-inf")) if grid.dtype == torch.bool else scores + grid.float()
     elif saved_value(node, "_saved_is_causal") is True:  # (the top-left causal mask: query i reads keys 0..i)
         allowed = torch.arange(keys, device=query.device)[None, :] <= rows[:, None]
         scores = scores.masked_fill(~allowed, float("-inf"))
-    counts = torch.full(scores.shape[:-1], float(keys), device=scores.device)
+    counts = torch.full(scores.shape[:-1], float(keys), device=scores.device)  # (a mask that did not broadcast: all)
     if allowed is not None:
         counts = torch.broadcast_to(allowed, scores.shape).sum(-1).float()
     return torch.softmax(scores, dim=-1), counts, scale, width
+
+
+def _first_slices(mask: torch.Tensor, leading: tuple, queries: int, keys: int) -> torch.Tensor | None:
+    """The first KERNEL_SLICES (example, head) slices of a mask broadcast over the scores' leading axes, (slices,
+    queries, keys): only those are gathered (a per-example mask broadcast over the heads is not copied whole). None
+    when it does not broadcast to the scores."""
+    try:
+        grid = torch.broadcast_to(mask, tuple(leading) + (queries, keys))  # (a view: nothing copied)
+    except RuntimeError:
+        return None
+    count = min(KERNEL_SLICES, math.prod(leading))
+    if not leading:
+        return grid[None]
+    index = torch.unravel_index(torch.arange(count, device=mask.device), tuple(leading))
+    return grid[index]
 
 
 def same_source(one, other, limit: int = 8) -> bool:
@@ -860,7 +892,8 @@ def keys_ahead(allowed: torch.Tensor | None, length: int, device) -> tuple[torch
     Masks per example or head (padding) count a key readable when any of them lets it be read."""
     if allowed is None:
         return torch.ones((), device=device), torch.tensor(float(length - 1), device=device)
-    grid = torch.broadcast_to(allowed, allowed.shape[:-2] + (length, length)).reshape(-1, length, length).any(0)
+    grid = allowed.reshape(-1, *allowed.shape[-2:]).any(0)  # (readable in any example or head; then broadcast the
+    grid = torch.broadcast_to(grid, (length, length))  # rows of a key-padding mask, (..., 1, S), to each query)
     positions = torch.arange(length, device=grid.device)
     ahead = (positions[None, :] - positions[:, None]) * grid  # (j - i where query i may read key j)
     return grid.diagonal(1).float().mean(), ahead.amax().float()
@@ -872,12 +905,12 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     `nll_loss` (cross_entropy's) with integer targets, against the indices of each embedding of a (batch, positions)
     grid met within `budget` nodes upstream of `start` (a self-attention's queries: a seq2seq encoder's reach the
     source's embedding only); the largest share over them (a positional embedding's are no grid)."""
-    target = None
+    target, ignored = None, None
     for node in loss_nodes:
         if op_name(node) == "nll_loss":
             found = saved_value(node, "_saved_target")
             if isinstance(found, torch.Tensor) and not found.is_floating_point():
-                target = found.detach()
+                target, ignored = found.detach(), signed(node._saved_ignore_index)
                 break
     if target is None or start is None:
         return None
@@ -885,7 +918,7 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     while frontier and len(seen) < budget:
         node = frontier.pop()
         if op_name(node) == "embedding":
-            shares.extend(_next_token_share(saved_value(node, "_saved_indices"), target))
+            shares.extend(_next_token_share(saved_value(node, "_saved_indices"), target, ignored))
         for child, _ in node.next_functions:
             if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
                 seen.add(child)
@@ -893,9 +926,10 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     return torch.stack(shares).amax() if shares else None
 
 
-def _next_token_share(ids, target: torch.Tensor) -> list:
-    """[the share of `target` that is `ids` one position on], for ids of shape (batch, positions) and targets of one
-    per position, or of one per position but the last; [] for any other shapes."""
+def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
+    """[the share of `target` that is `ids` one position on, targets the loss ignores (padding) aside], for ids of
+    shape (batch, positions) and targets of one per position, or of one per position but the last; [] for any other
+    shapes."""
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] < 4 or ids.device != target.device:
         return []
     batch, length = ids.shape
@@ -905,7 +939,8 @@ def _next_token_share(ids, target: torch.Tensor) -> list:
         predicted = target.reshape(batch, length - 1)
     else:
         return []
-    return [(predicted == ids[:, 1:]).float().mean()]
+    counted = predicted != ignored
+    return [((predicted == ids[:, 1:]) & counted).sum().float() / counted.sum().clamp(min=1).float()]
 
 
 WEIGHT_PATH = ("select", "slice", "view", "reshape", "squeeze", "unsqueeze", "neg", "index", "expand")
@@ -1706,19 +1741,24 @@ def floor_above_zero(node) -> float | None:
     return float(low) if isinstance(low, (int, float)) and low >= SMALLEST_FLOOR else None
 
 
-def of_parameters_alone(node, budget: int = 24) -> bool:
-    """Whether `node` is computed from learnable leaves (at least one: a parameter, watched or not) and constants alone,
-    within `budget`
-    operations, none of them a layer's product (`addmm`, `mm`, a convolution): a learned rate or probability turned
-    into a mask with noise, not a layer's output. (A layer's output is computed from parameters and constants too,
-    its input being a constant to autograd: the product tells it.)"""
+READS_DATA = ("bmm", "linear", "matmul", "embedding", "embedding_bag", "index_select", "index", "gather")
+
+
+def of_parameters_alone(node, budget: int = 24, largest: int = 16) -> bool:
+    """Whether `node` is computed from small learnable leaves (of `largest` entries at most, at least one: a learned
+    rate or temperature, watched or not) and constants alone, within `budget` operations, none of them one that reads
+    data through a parameter (a layer's product, an embedding's lookup): a learned probability turned into a mask
+    with noise (concrete dropout's), not a layer's output. (A layer's output is computed from parameters and
+    constants too, its input being a constant to autograd: the product, and its weight's size, tell it.)"""
     seen, frontier, parameters = {node}, [node], 0
     while frontier:
         current = frontier.pop()
         if type(current) is PARAMETER_LEAF:
+            if current.variable.numel() > largest:  # (a weight: `x * w + b` reads data through it)
+                return False
             parameters += 1
             continue
-        if op_name(current) in LAYER_PRODUCTS or op_name(current) in ("bmm", "linear", "matmul"):
+        if op_name(current) in LAYER_PRODUCTS or op_name(current) in READS_DATA:
             return False
         for child, _ in current.next_functions:
             if child is not None and child not in seen:
@@ -1943,9 +1983,23 @@ def softmax_over_one_entry(node) -> dict | None:
     if result.dim() == 0 or result.shape[dim] != 1 or result.numel() <= 1:
         return None
     axis_of = dim % result.dim()
-    if axis_of != 0 and all(size == 1 for axis, size in enumerate(result.shape) if axis not in (0, axis_of)):
-        return None  # (N, 1): one mixture component, one class; no axis it was meant over but the batch's
-    return {"dim": dim, "shape": list(result.shape)}
+    # (N, 1): no axis it was meant over but the batch's (see read_by_a_loss)
+    others = [size for axis, size in enumerate(result.shape) if axis not in (0, axis_of)]
+    batch_axis_only = axis_of != 0 and all(size == 1 for size in others)
+    return {"dim": dim, "shape": list(result.shape), "batch_axis_only": batch_axis_only}
+
+
+def read_by_a_loss(node, loss_nodes) -> bool:
+    """Whether a loss function (`nll_loss`, a binary cross-entropy, a regression loss) reads `node`'s output directly,
+    reshapes aside: a one-output classifier's log_softmax under cross_entropy (its loss 0 whatever the scores), a
+    softmax over one output before BCE. A one-component mixture's log_softmax, added to its component's log-density,
+    is not (its mixing weight is 1 by design)."""
+    for reader in loss_nodes:
+        op = op_name(reader)
+        if op.endswith("_loss") or op.startswith("binary_cross_entropy") or op == "kl_div":
+            if any(child is not None and beneath_reshapes(child) is node for child, _ in reader.next_functions):
+                return True
+    return False
 
 
 def _softmax_of_rows_masked_whole(node, candidates) -> bool:

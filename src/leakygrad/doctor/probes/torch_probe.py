@@ -1063,7 +1063,7 @@ class StepState:
     looped_calls: dict = field(default_factory=dict)
     retained_graph: bool = False  # a backward of this step kept its graph (retain_graph=True)
     model_modes: dict = field(default_factory=dict)  # model with batch norms or dropouts -> ran in training mode
-    # the modules whose outputs of an earlier sampled step this step's backward reached, and that step (see _walk_graph)
+    # the modules whose outputs of the first sampled step this step's backward reached, and that step (see _walk_graph)
     earlier_graph: tuple | None = None
     loss_reads: set = field(default_factory=set)  # modules whose outputs the loss reads directly (no module between)
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
@@ -1439,7 +1439,7 @@ class TorchProbe:
         self._class_count_looks = 0  # ... of them, those on which a classifier's batch had its classes counted
         self._attention_looks = 0  # sampled steps on which attention's softmaxes were measured
         self._lookahead_looks = 0  # sampled steps on which self-attentions' masks were read
-        self._walked_names = (0, None)  # (the last sampled step whose graph was walked, the names of its outputs)
+        self._first_walked = None  # (the first sampled step whose graph was walked, the names of its outputs)
         self._mode_sensitive: dict[str, dict] = {}  # watched model -> its batch norms and dropouts (_note_model_mode)
         self._output_side_looks = 0  # ... on which sigmoids and tanhs were looked at: does any module read them?
         self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
@@ -1999,17 +1999,21 @@ class TorchProbe:
         return None
 
     def _note_model_mode(self, state: StepState, model: nn.Module, name: str) -> None:
-        """Whether a watched model with batch norms or dropouts ran in training mode on this step (in either mode
-        they compute differently): training if any of its calls with gradient did (a GAN's discriminator set to eval
-        for the generator's update and back for its own)."""
+        """Whether a watched model that trains (a parameter requires grad: not a frozen encoder under a linear probe)
+        and holds modules that compute differently in eval mode (batch norms keeping running statistics, dropouts of
+        p > 0) ran in training mode on this step: training if any of its calls with gradient did (a GAN's
+        discriminator set to eval for the generator's update and back for its own)."""
         changed = self._mode_sensitive.get(name)
         if changed is None:
             modules = [(self.infos[m].name, m) for m in model.modules() if m in self.infos]  # (named as elsewhere)
             changed = self._mode_sensitive[name] = {
-                "batch_norms": [path for path, m in modules if isinstance(m, BATCH_NORMS)],
-                "dropouts": [path for path, m in modules if isinstance(m, DROPOUTS)],
+                "batch_norms": [p for p, m in modules if isinstance(m, BATCH_NORMS) and m.track_running_stats],
+                "dropouts": [p for p, m in modules if isinstance(m, DROPOUTS) and m.p > 0],
+                "parameters": list(model.parameters()),
             }
-        if changed["batch_norms"] or changed["dropouts"]:
+        if not (changed["batch_norms"] or changed["dropouts"]):
+            return
+        if any(p.requires_grad for p in changed["parameters"]):
             state.model_modes[name] = state.model_modes.get(name, False) or model.training
 
     def _name_ahead(self, name: str, args, output) -> None:
@@ -2428,10 +2432,11 @@ class TorchProbe:
         if not root_nodes:
             return
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
-        earlier_step, earlier_names = self._walked_names
-        if earlier_names is not None and earlier_step < state.step and state.retained_graph:
-            self._look_for_earlier_graph(state, nodes, earlier_step, earlier_names)
-        self._walked_names = (state.step, state.names)
+        if self._first_walked is None:
+            self._first_walked = (state.step, state.names)
+        first_step, first_names = self._first_walked
+        if first_step < state.step and state.retained_graph:
+            self._look_for_earlier_graph(state, nodes, first_step, first_names)
         state.roots.extend(root_nodes)
         state.root_ops.add(op_name(root_nodes[0]))  # (the same loss over several batches, or different losses?)
         names = state.names
@@ -2590,6 +2595,12 @@ class TorchProbe:
                 self._look_at_reversal(state, node, names)
             if op in ("softmax", "log_softmax") and op not in state.softmax_over_one:
                 trivial = graph_tools.softmax_over_one_entry(node)
+                if (
+                    trivial is not None
+                    and trivial.pop("batch_axis_only")
+                    and not graph_tools.read_by_a_loss(node, loss_nodes)
+                ):
+                    trivial = None  # (an (N, 1) the loss does not read as it is: a one-component mixture's weight)
                 if trivial is not None:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op == "softmax" and attention_look and node not in loss_nodes:
@@ -2724,12 +2735,13 @@ class TorchProbe:
 
     @staticmethod
     def _look_for_earlier_graph(state: StepState, nodes, earlier_step: int, earlier_names) -> None:
-        """A backward that keeps its graph (retain_graph=True) and reaches outputs modules made on an earlier sampled
-        step: the graph spans training steps. A recurrent state carried from batch to batch without `detach()` links
-        each step's graph to the one before; `retain_graph=True` silences the error PyTorch raises at the second
-        backward through it, and each backward then goes back through every batch since the start, with the weights as
-        they were then. (Only with retain_graph: without it the old graph's saved tensors are gone, and PyTorch says
-        so.)"""
+        """A backward that keeps its graph (retain_graph=True) and reaches outputs modules made on the first sampled
+        step: the graph spans training steps (the rule asks that it be many steps back: truncated backprop through time
+        over overlapping windows retains the last few steps' graph on purpose). A recurrent state carried from batch
+        to batch without `detach()` links each step's graph to the one before; `retain_graph=True` silences the error
+        PyTorch raises at the second backward through it, and each backward then goes back through every batch since
+        the start, with the weights as they were then. (Only with retain_graph: without it the old graph's saved
+        tensors are gone, and PyTorch says so.)"""
         # (in the order the walk from the loss met them: the carried state's module first)
         reached = list(dict.fromkeys(earlier_names.get(node) for node in nodes if node in earlier_names))
         if reached:
@@ -3894,7 +3906,11 @@ class TorchProbe:
         record.looped_calls = fed_own or None
         if state.model_modes:
             record.model_modes = {
-                name: {"training": training, **self._mode_sensitive[name]}
+                name: {
+                    "training": training,
+                    "batch_norms": self._mode_sensitive[name]["batch_norms"],
+                    "dropouts": self._mode_sensitive[name]["dropouts"],
+                }
                 for name, training in state.model_modes.items()
             }
         if state.earlier_graph is not None:
