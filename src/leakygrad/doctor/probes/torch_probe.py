@@ -3173,7 +3173,7 @@ class TorchProbe:
         variable = getattr(graph_tools.gate_chain(inputs[0])[-1], "variable", None)  # (AccumulateGrad holds its leaf)
         if variable is not None and self._param_label(variable) is not None:
             return True
-        return graph_tools.of_parameters_alone(inputs[0])
+        return op_name(node) in SQUASHING and graph_tools.of_parameters_alone(inputs[0])  # (a ReLU's is no mask)
 
     def _parameter_read(self, node) -> tuple[str, torch.Tensor] | None:
         """(name, tensor) of the watched parameter an operation reads, itself or scaled by a constant, if any:
