@@ -756,10 +756,10 @@ def masked_scores(softmax_node) -> tuple[torch.Tensor | None, object, object] | 
     return None
 
 
-def is_attention_kernel(node) -> bool:
-    """Whether `node` is a fused attention's (`F.scaled_dot_product_attention`, which nn.MultiheadAttention and
+def is_attention_kernel(op: str) -> bool:
+    """Whether an op is a fused attention's (`F.scaled_dot_product_attention`, which nn.MultiheadAttention and
     nn.Transformer call): softmax(q k^T / sqrt(d) + mask) v in one kernel, no softmax node of its own."""
-    return op_name(node).startswith("scaled_dot_product_")
+    return op.startswith("scaled_dot_product_")
 
 
 def attention_kernel_keys(node) -> tuple[torch.Tensor | None, object, object, int] | None:
@@ -835,6 +835,9 @@ def kernel_weights(node) -> tuple[torch.Tensor, torch.Tensor, float, int] | None
         return None
     if query.is_nested or key.is_nested or query.shape[-1] != key.shape[-1] or query.shape[:-2] != key.shape[:-2]:
         return None
+    told, mask = _kernel_mask(node)
+    if not told:
+        return None
     width, queries, keys = query.shape[-1], query.shape[-2], key.shape[-2]
     scale = saved_value(node, "_saved_scale")
     scale = float(scale) if scale is not None else 1 / math.sqrt(width)
@@ -843,9 +846,6 @@ def kernel_weights(node) -> tuple[torch.Tensor, torch.Tensor, float, int] | None
     k = key.detach().reshape(-1, keys, width)[:KERNEL_SLICES].float()
     scores = (q @ k.transpose(-2, -1)) * scale
     allowed = None
-    told, mask = _kernel_mask(node)
-    if not told:
-        return None
     if isinstance(mask, torch.Tensor) and mask.dim() >= 2:
         grid = _first_slices(mask.detach(), query.shape[:-2], queries, keys)
         if grid is not None:

@@ -2605,9 +2605,9 @@ class TorchProbe:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
-            elif attention_look and op.startswith("scaled_dot_product_"):
+            elif attention_look and graph_tools.is_attention_kernel(op):
                 self._look_at_kernel_attention(state, node, names)
-            if lookahead_look and (op == "softmax" or op.startswith("scaled_dot_product_")) and node not in loss_nodes:
+            if lookahead_look and (op == "softmax" or graph_tools.is_attention_kernel(op)) and node not in loss_nodes:
                 self._look_at_lookahead(state, node, names, loss_nodes, nodes)
             if op in ("softmax", "log_softmax"):  # (additive attention's tanh, sharp by design; a pointer's is on the
                 scoring.update(graph_tools.scoring_tanhs(node))  # loss side, under the log_softmax of its nll_loss)
