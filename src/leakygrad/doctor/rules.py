@@ -620,10 +620,9 @@ def graph_across_steps_rule(history: History, t: Thresholds) -> list[Finding]:
     """A backward with retain_graph=True that reached the outputs modules made on the first sampled step, on
     `min_records` sampled steps or more, the last of them `graph_span_steps` steps or more after it (truncated
     backprop through time over overlapping windows, k1 < k2, retains a few steps' graph on purpose): the graph spans
-    training steps (a recurrent state carried from batch to batch
-    without `detach()`, PyTorch's error at the second backward through it silenced by retain_graph). Each backward
-    goes back through every batch since the start: its cost grows with the step, and the gradient adds terms computed
-    with the weights as they were then."""
+    training steps (a recurrent state carried from batch to batch without `detach()`, PyTorch's error at the second
+    backward through it silenced by retain_graph). Each backward goes back through every batch since the start: its
+    cost grows with the step, and the gradient adds terms computed with the weights as they were then."""
     spanning = [r for r in history.records if r.graph_from_earlier_step is not None]
     if len(spanning) < t.min_records:
         return []
@@ -644,8 +643,9 @@ def graph_across_steps_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 def eval_mode_left_rule(history: History, t: Thresholds) -> list[Finding]:
-    """A watched model with batch norms or dropouts that trained in training mode on earlier sampled steps and has run
-    in eval mode on every sampled step since, `min_records` of them or more, while its optimiser kept stepping:
+    """A watched model that trains (a parameter requires grad), with batch norms or dropouts that eval mode changes,
+    seen in training mode on earlier sampled steps and in eval mode on every sampled step since, `min_records` of them
+    or more:
     `model.eval()` for a validation pass, and no `model.train()` after it. Its batch norms normalise with the running
     statistics frozen at that step, whatever the weights do since (the backward leaves out the batch statistics'
     terms too), and its dropouts are off. A model in eval mode from the start is not judged (on purpose: a policy
