@@ -2009,11 +2009,10 @@ class TorchProbe:
             changed = self._mode_sensitive[name] = {
                 "batch_norms": [p for p, m in modules if isinstance(m, BATCH_NORMS) and m.track_running_stats],
                 "dropouts": [p for p, m in modules if isinstance(m, DROPOUTS) and m.p > 0],
-                "parameters": list(model.parameters()),
             }
         if not (changed["batch_norms"] or changed["dropouts"]):
             return
-        if any(p.requires_grad for p in changed["parameters"]):
+        if any(p.requires_grad for p in model.parameters()):  # (not kept: the model is held weakly)
             state.model_modes[name] = state.model_modes.get(name, False) or model.training
 
     def _name_ahead(self, name: str, args, output) -> None:
