@@ -703,13 +703,8 @@ def attention_scores(softmax_node) -> tuple[float, torch.Tensor | None] | None:
     a product or a scaling of one is followed). `q @ k.T / sqrt(d)` gives 1/sqrt(d); `masked_fill(mask, -inf)` its
     mask, True where filled. None for any other softmax (a classifier's, a router's, a Gumbel-softmax's over logits
     from a linear layer, `x @ W.T` with W a weight)."""
-    scale, mask, node = 1.0, None, softmax_node.next_functions[0][0] if softmax_node.next_functions else None
-    for _ in range(8):
-        if node is None:
-            return None
-        node = beneath_reshapes(node)
-        op = op_name(node)
-        inputs = [child for child, _ in node.next_functions if child is not None]
+    scale, mask = 1.0, None
+    for node, op, inputs in _beneath_a_softmax(softmax_node):
         if op in ("bmm", "baddbmm", "mm"):  # (baddbmm: nn.MultiheadAttention's, adding its mask)
             # (two computed tensors: not `x @ W.T` with W a weight, whose node is a parameter's under a transpose)
             computed = [child for child in inputs if type(beneath_reshapes(child)) is not PARAMETER_LEAF]
@@ -724,9 +719,22 @@ def attention_scores(softmax_node) -> tuple[float, torch.Tensor | None] | None:
             scale = scale * factor if op == "mul" else scale / factor
         elif op not in SCORE_SHAPING or not inputs:
             return None
-        # (scores + bias: the scores are the branch that is a product of two computed tensors, looked at first)
-        node = next((child for child in inputs if op_name(beneath_reshapes(child)) in ("bmm", "mul", "div")), inputs[0])
     return None
+
+
+def _beneath_a_softmax(softmax_node, limit: int = 8):
+    """(node, its op, its inputs) of each operation under a softmax, reshapes passed over, down towards its scores:
+    after a sum (scores + bias) the branch that is a product or a scaling is followed, else the first input."""
+    node = softmax_node.next_functions[0][0] if softmax_node.next_functions else None
+    for _ in range(limit):
+        if node is None:
+            return
+        node = beneath_reshapes(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        yield node, op_name(node), inputs
+        if not inputs:
+            return
+        node = next((child for child in inputs if op_name(beneath_reshapes(child)) in ("bmm", "mul", "div")), inputs[0])
 
 
 def masked_scores(softmax_node) -> tuple[torch.Tensor | None, object, object] | None:
@@ -734,13 +742,8 @@ def masked_scores(softmax_node) -> tuple[torch.Tensor | None, object, object] | 
     over `q @ k^T` scores reached only through reshapes, scalings and `masked_fill` (its mask, True where shut). None
     when anything else was added to the scores (a float mask or a position bias: which keys it shuts is not read),
     or for `baddbmm` (nn.MultiheadAttention's, whose added mask its node does not keep)."""
-    node, shut = softmax_node.next_functions[0][0] if softmax_node.next_functions else None, None
-    for _ in range(8):
-        if node is None:
-            return None
-        node = beneath_reshapes(node)
-        op = op_name(node)
-        inputs = [child for child, _ in node.next_functions if child is not None]
+    shut = None
+    for node, op, inputs in _beneath_a_softmax(softmax_node):
         if op in ("bmm", "mm", "matmul"):
             if len(inputs) != 2 or any(type(beneath_reshapes(child)) is PARAMETER_LEAF for child in inputs):
                 return None
@@ -752,7 +755,6 @@ def masked_scores(softmax_node) -> tuple[torch.Tensor | None, object, object] | 
             shut = filled.detach()
         elif not (op in ("mul", "div") and len(inputs) == 1 and _constant_factor(node)):
             return None
-        node = inputs[0] if inputs else None
     return None
 
 
