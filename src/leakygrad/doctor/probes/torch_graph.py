@@ -1397,7 +1397,9 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
     """(the mean log-probability the examples give their target class, the number of classes) where the loss picks it
     out of a `log_softmax` with integer targets, by `gather` (`logp.gather(1, y)`: a focal loss written by hand) or by
     `nll_loss` (cross_entropy with reduction="none", turned into another loss); else None. Read from what the nodes
-    saved: no value of the run is recomputed."""
+    saved: no value of the run is recomputed. Where the loss picks from one `log_softmax` with several targets (mixup:
+    `lam * ce(out, y) + (1 - lam) * ce(out, y[perm])`), each example counts the best of its targets."""
+    picks, first, classes = {}, None, 0  # the logits' node -> [(log-probability picked, 1 where a class was), ...]
     for node in loss_nodes:
         op = op_name(node)
         if op not in ("gather", "nll_loss") or not node.next_functions or node.next_functions[0][0] is None:
@@ -1419,9 +1421,17 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
             continue
         index = index.reshape(-1, 1)
         valid = (index >= 0).float()  # (an ignore_index of -100 is no class: left out, on the device)
-        picked = scores.detach().gather(1, index.clamp(min=0)).float()
-        return (picked * valid).sum() / valid.sum(), scores.shape[1]
-    return None
+        logits = log_softmax.next_functions[0][0]  # (cross_entropy called twice on one output: two log_softmaxes)
+        if first is None:
+            first, classes = logits, scores.shape[1]
+        picked = scores.detach().gather(1, index.clamp(min=0)).float().masked_fill(index < 0, -math.inf)
+        picks.setdefault(logits, []).append((picked, valid))
+    if first is None:
+        return None
+    picked, valid = picks[first][0]
+    for other, other_valid in picks[first][1:]:
+        picked, valid = torch.maximum(picked, other), torch.maximum(valid, other_valid)
+    return picked.masked_fill(valid == 0, 0).sum() / valid.sum(), classes
 
 
 RESHAPES = {
