@@ -4,7 +4,8 @@ A causal mask one diagonal off (`torch.triu(ones, diagonal=2)` where `diagonal=1
 in a model trained to predict `x[:, t + 1]` from `x[:, :t + 1]`: the output at t copies its target from the input at
 t + 1. The training loss falls to near 0 while generation fails (sweep 38: train loss 0.010 against 0.215, the loss
 of prediction from the prefix alone 1.97 against 0.23). Named as a `wrong_gradient` error at the attention, for
-nn.TransformerEncoder's fused kernel and for a hand-written `masked_fill` attention.
+nn.TransformerEncoder's fused kernel and for a hand-written `masked_fill` attention. Likewise a 1-D convolution padded
+on both sides in a forecaster or a convolutional language model (sweep 40), named at the convolution.
 
 Left alone: the same models with their masks right, a fused kernel with `is_causal=True`, a masked language model
 (no mask, its targets the tokens at their own positions), a sequence-to-sequence Transformer whose cross-attention has
@@ -243,3 +244,97 @@ def test_padding_the_loss_ignores_is_not_counted_as_next_tokens():
             optimizer.step()
     assert dr.notes == [] and future_findings(dr) == []
     assert all(look["next_tokens"] < 0.5 for _, looks in dr.history.lookahead for look in looks.values())
+
+
+# --- 1-D convolutions: a WaveNet's or a TCN's forecast, a convolutional language model --------------------------------
+class Forecaster(nn.Module):
+    """Dilated 1-D convolutions with residuals, forecasting x[t + 1] from x[:t + 1] (sweep 40's WaveNet-style model):
+    `padding` "both" pads each side by d (k - 1) / 2 (the bug), "left" pads by F.pad on the left only, "cut" pads by
+    d (k - 1) on both sides and cuts the end off (both causal)."""
+
+    def __init__(self, padding: str, width=16):
+        super().__init__()
+        self.padding = padding
+        self.inp, self.out = nn.Conv1d(1, width, 1), nn.Conv1d(width, 1, 1)
+        pads = {"both": lambda d: d, "left": lambda d: 0, "cut": lambda d: 2 * d}
+        self.convs = nn.ModuleList(nn.Conv1d(width, width, 3, dilation=d, padding=pads[padding](d)) for d in (1, 2, 4))
+
+    def forward(self, x):
+        h = self.inp(x)
+        for conv in self.convs:
+            span = 2 * conv.dilation[0]
+            if self.padding == "left":
+                z = conv(F.pad(h, (span, 0)))
+            else:
+                z = conv(h)[..., :-span] if self.padding == "cut" else conv(h)
+            h = h + F.relu(z)
+        return self.out(h)
+
+
+def signals(step, batch=16, length=48):
+    generator = torch.Generator().manual_seed(step)
+    t = torch.arange(length + 1).float()
+    frequency, phase = 0.05 + 0.1 * torch.rand(batch, 1, generator=generator), torch.rand(batch, 1, generator=generator)
+    return torch.sin(2 * math.pi * (frequency * t + phase)).unsqueeze(1)  # (batch, 1, length + 1)
+
+
+def forecast(model, target_of=lambda x: x[..., 1:], steps=16):
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(steps):
+            x = signals(step)
+            loss = F.mse_loss(model(x[..., :-1]), target_of(x))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return dr
+
+
+def test_a_convolution_padded_on_both_sides_in_a_forecaster_reads_its_target():
+    """Sweep 40: symmetric padding in a WaveNet-style forecaster, training loss 0.0009 against 0.017 for its causal
+    twin, and the forecast from the past alone 3.2 times worse (0.042 against 0.013). An error at each convolution
+    that reads ahead, with the padding that makes it causal."""
+    torch.manual_seed(0)
+    found = future_findings(forecast(Forecaster("both")))
+    assert [f.where for f in found] == ["convs.0", "convs.1", "convs.2"]
+    first, last = found[0], found[-1]
+    assert (first.symptom, first.severity, first.first_step) == ("wrong_gradient", "error", 0)
+    assert first.evidence["convolution"] == {"kernel": 3, "dilation": 1, "padding": 1}
+    assert first.evidence["targets_next_tokens"] == 1.0 and first.evidence["furthest_ahead"] == 1
+    assert last.evidence["furthest_ahead"] == 4 and "F.pad(x, (8, 0))" in last.remedies[0]
+    assert "reads 4 positions after its own" in last.explanation
+
+
+def test_causal_convolutions_and_a_denoiser_padded_on_both_sides_are_left_alone():
+    """Padded on the left by F.pad, or by d (k - 1) with the end cut off: nothing ahead. Padded on both sides but
+    trained to give back its own input cleaned (targets at their own positions, not the next): no finding."""
+    torch.manual_seed(0)
+    assert future_findings(forecast(Forecaster("left"))) == []
+    assert future_findings(forecast(Forecaster("cut"))) == []
+    dr = forecast(Forecaster("both"), target_of=lambda x: x[..., :-1])
+    assert future_findings(dr) == [] and dr.history.lookahead  # (looked at, and its targets are no next values)
+
+
+class ConvLM(nn.Module):
+    """A convolutional character model: embeddings, a 1-D convolution over the positions, a head per position."""
+
+    def __init__(self, causal: bool):
+        super().__init__()
+        self.causal = causal
+        self.embed = nn.Embedding(VOCAB, WIDTH)
+        self.conv = nn.Conv1d(WIDTH, WIDTH, 5, padding=0 if causal else 2)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, x):
+        h = self.embed(x).transpose(1, 2)
+        h = F.pad(h, (4, 0)) if self.causal else h
+        return self.head(torch.relu(self.conv(h)).transpose(1, 2))
+
+
+def test_a_convolutional_language_model_padded_on_both_sides_is_found():
+    torch.manual_seed(0)
+    (found,) = future_findings(train(ConvLM(causal=False), next_tokens))
+    assert found.where == "conv" and found.evidence["furthest_ahead"] == 2
+    torch.manual_seed(0)
+    assert future_findings(train(ConvLM(causal=True), next_tokens)) == []

@@ -663,6 +663,8 @@ def _explain_graph_across_steps(f: Finding):
 
 def _explain_future_visible(f: Finding):
     e = f.evidence
+    if "convolution" in e:
+        return _explain_convolution_ahead(f)
     if e["no_mask"]:
         mask = f"has no causal mask: each of its {e['positions']} positions attends to every other, the later ones too"
     else:
@@ -685,6 +687,27 @@ def _explain_future_visible(f: Finding):
         "nn.TransformerEncoder's `mask=` (with `is_causal=True`).",
         "Check it: the output at position t must not change when the tokens after t do "
         "(`model(x)[:, t]` against `model(x_changed_after_t)[:, t]`).",
+    ]
+    return text, remedies
+
+
+def _explain_convolution_ahead(f: Finding):
+    e, c = f.evidence, f.evidence["convolution"]
+    ahead, span = c["padding"], c["dilation"] * (c["kernel"] - 1)
+    text = (
+        f"The 1-D convolution `{f.where}` (kernel {c['kernel']}, dilation {c['dilation']}) is padded by {ahead} on "
+        f"both sides, so its output at position t is made from the inputs t - {ahead} to t + {ahead}: it reads "
+        f"{ahead} position{'s' if ahead > 1 else ''} after its own. The loss's targets are the next entries of the "
+        f"sequence the model reads ({pct(e['targets_next_tokens'])} of them are `x[..., t + 1]`), so the output at "
+        "position t can read its own target from the input at t + 1. The gradient of the loss then rewards copying "
+        "that value through the convolution, not predicting it: the training loss falls fast and far, and "
+        "generation or forecasting, where the next entry is not there to read, fails."
+    )
+    remedies = [
+        f"Make it causal: pad on the left only, `F.pad(x, ({span}, 0))` before a `Conv1d(..., padding=0)`, or "
+        f"`padding={span}` and cut the end off its output, `y[..., :-{span}]` (dilation * (kernel - 1) = {span}).",
+        "Check it: the output at position t must not change when the entries after t do "
+        "(`model(x)[..., t]` against `model(x_changed_after_t)[..., t]`).",
     ]
     return text, remedies
 

@@ -1907,9 +1907,9 @@ def attention_pooled_rule(history: History, t: Thresholds) -> list[Finding]:
 # --- a self-attention that reads the next token, its own target ------------------------------------------------------
 def future_visible_rule(history: History, t: Thresholds) -> list[Finding]:
     """A self-attention whose mask lets its queries read the position after their own (no causal mask, or one a
-    diagonal off), in a model whose targets are the next tokens of the sequence it reads: each position's output can
-    copy its target from the input. The loss falls fast and far, and the gradient teaches copying, not predicting:
-    generation, which has no next token to read, fails."""
+    diagonal off), or a 1-D convolution padded on both sides, in a model whose targets are the next tokens (or values)
+    of the sequence it reads: each position's output can copy its target from the input. The loss falls fast and
+    far, and the gradient teaches copying, not predicting: generation, which has no next token to read, fails."""
     findings = []
     sites = sorted({site for _, looks in history.lookahead for site in looks})
     for site in sites:
@@ -1929,6 +1929,7 @@ def future_visible_rule(history: History, t: Thresholds) -> list[Finding]:
             "no_mask": last["furthest_ahead"] == last["positions"] - 1,
             "targets_next_tokens": _sci(median(next_tokens)),
             "sampled_steps": len(looks),
+            **({"convolution": last["convolution"]} if "convolution" in last else {}),
         }
         findings.append(Finding("wrong_gradient", site, looks[0][0], "error", evidence))
     return findings

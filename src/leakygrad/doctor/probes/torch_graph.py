@@ -928,6 +928,61 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     return torch.stack(shares).amax() if shares else None
 
 
+def convolution_reach_ahead(node) -> tuple[int, int, dict] | None:
+    """(positions ahead, positions, {"kernel", "dilation", "padding"}) for a 1-D convolution's node (stride 1) padded
+    on both sides so that its output is as long as its input, `Conv1d(c, c, k, padding=d * (k - 1) // 2)`: output t
+    reads inputs t - p to t - p + d (k - 1), that is p positions after its own. None for any other: a causal one
+    (padded on the left by `F.pad`: its output is shorter than its input, nothing ahead) and one whose output is
+    longer than its input (padded by d (k - 1) on both sides: the end cut off after it decides which it is)."""
+    weight, x = saved_value(node, "_saved_weight"), saved_value(node, "_saved_input")
+    if not isinstance(weight, torch.Tensor) or not isinstance(x, torch.Tensor) or weight.dim() != 3 or x.dim() != 3:
+        return None
+    if getattr(node, "_saved_transposed", True) or tuple(getattr(node, "_saved_stride", ())) != (1,):
+        return None
+    (padding,), (dilation,), kernel = node._saved_padding, node._saved_dilation, weight.shape[-1]
+    if padding <= 0 or 2 * padding != dilation * (kernel - 1):
+        return None
+    return padding, x.shape[-1], {"kernel": kernel, "dilation": dilation, "padding": padding}
+
+
+REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the target: `_saved_target`)
+
+
+def next_step_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | None:
+    """The share of the loss's targets that are the sequence's next entries: next_token_targets's share, or for a
+    regression loss (`mse_loss(model(x[..., :-1]), x[..., 1:])`, a WaveNet's or a TCN's forecast one step on) the
+    share of its targets that equal, one position on, the input of a 1-D convolution upstream of `start`; None when
+    neither is found."""
+    tokens = next_token_targets(loss_nodes, start, budget)
+    if tokens is not None:
+        return tokens
+    target = next((saved_value(n, "_saved_target") for n in loss_nodes if op_name(n) in REGRESSION_LOSSES), None)
+    if not isinstance(target, torch.Tensor) or start is None:
+        return None
+    shares, seen, frontier = [], {start}, [start]
+    while frontier and len(seen) < budget:
+        node = frontier.pop()
+        if op_name(node) == "convolution":
+            shares.extend(_next_value_share(saved_value(node, "_saved_input"), target.detach()))
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
+                seen.add(child)
+                frontier.append(child)
+    return torch.stack(shares).amax() if shares else None
+
+
+def _next_value_share(x, target: torch.Tensor) -> list:
+    """[the share of `target` equal to `x` one position on, along the last axis], for a 1-D convolution's input x of
+    shape (batch, channels, positions) and a target of its shape (or of its size, with one channel); [] otherwise."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] < 4 or x.device != target.device:
+        return []
+    if target.shape != x.shape:
+        if target.numel() != x.numel() or x.shape[1] != 1:
+            return []
+        target = target.reshape(x.shape)
+    return [(target[..., :-1] == x[..., 1:]).float().mean()]
+
+
 def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
     """[the share of `target` that is `ids` one position on, targets the loss ignores (padding) aside], for ids of
     shape (batch, positions) and targets of one per position, or of one per position but the last; [] for any other

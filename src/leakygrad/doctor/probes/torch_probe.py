@@ -2608,6 +2608,8 @@ class TorchProbe:
                 self._look_at_kernel_attention(state, node, names)
             if lookahead_look and (op == "softmax" or graph_tools.is_attention_kernel(op)) and node not in loss_nodes:
                 self._look_at_lookahead(state, node, names, loss_nodes, nodes)
+            elif lookahead_look and op == "convolution":
+                self._look_at_convolution_lookahead(state, node, names, loss_nodes)
             if op in ("softmax", "log_softmax"):  # (additive attention's tanh, sharp by design; a pointer's is on the
                 scoring.update(graph_tools.scoring_tanhs(node))  # loss side, under the log_softmax of its nll_loss)
             if op not in WATCHED_OPS:
@@ -2878,7 +2880,28 @@ class TorchProbe:
         scalar = state.deferred.scalar
         next_tokens = graph_tools.next_token_targets(loss_nodes, query)
         next_tokens_at = None if next_tokens is None else scalar(next_tokens)
-        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at)
+        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at, None)
+
+    def _look_at_convolution_lookahead(self, state: StepState, node, names, loss_nodes) -> None:
+        """A 1-D convolution padded on both sides (`padding=d * (k - 1) // 2`: output t reads inputs after t) in a
+        model whose targets are the next entries of the sequence it reads (a WaveNet's or a TCN's forecast, a
+        convolutional language model): each position reads its own target. Causal ones are padded on the left only."""
+        found = graph_tools.convolution_reach_ahead(node)
+        if found is None:
+            return
+        if not state.attention_examined:  # (a look at what positions may read, judged or not)
+            state.attention_examined = True
+            self._lookahead_looks += 1
+        ahead, length, convolution = found
+        site = names.get(node) or f"conv1d after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+        if length < 4 or site in state.lookahead:
+            return
+        next_steps = graph_tools.next_step_targets(loss_nodes, node)
+        device = graph_tools.saved_value(node, "_saved_weight").device
+        share, furthest = torch.ones((), device=device), torch.tensor(float(ahead), device=device)
+        scalar = state.deferred.scalar
+        next_steps_at = None if next_steps is None else scalar(next_steps)
+        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_steps_at, convolution)
 
     def _on_attention_grad(self, ticket: Ticket, site: str, dim: int, grad_inputs, grad_outputs):
         """The share of the gradient g arriving at an attention's softmax that is the same for every entry along the
@@ -3833,8 +3856,9 @@ class TorchProbe:
                     "furthest_ahead": int(value(furthest_at)),
                     "positions": length,
                     "next_tokens": value(next_tokens_at),
+                    **({"convolution": convolution} if convolution else {}),
                 }
-                for site, (share_at, furthest_at, length, next_tokens_at) in state.lookahead.items()
+                for site, (share_at, furthest_at, length, next_tokens_at, convolution) in state.lookahead.items()
             }
         if state.padding_ids:
             self._padding_looks += 1
