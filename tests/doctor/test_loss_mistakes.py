@@ -69,6 +69,26 @@ def test_a_loss_function_given_an_n_by_1_prediction_and_n_targets_is_named(loss_
     assert not [g for g in dr.findings if g.symptom == "stalled_loss" and g.where == "loss"]  # (the same stall)
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size")
+def test_a_prediction_of_n_against_targets_of_n_by_1_is_named():
+    """The mirror case (sweep 40): a model that returns (N,) (its output flattened) against targets kept as an (N, 1)
+    column broadcasts to (N, N) the same way (R^2 0.009 against 0.977, told only as a stall before)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Flatten(0))
+    x, y = regression_data()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(40):
+            loss = F.mse_loss(model(x), y[:, None])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = broadcast_findings(dr)
+    assert (f.symptom, f.where, f.severity) == ("stalled_loss", "mse_loss", "error")
+    assert f.evidence["prediction_shape"] == [64] and f.evidence["compared_as"] == [64, 64]
+    assert "y.squeeze(-1)" in f.remedies[0]
+
+
 def test_a_hand_written_squared_error_that_broadcasts_is_named_at_the_subtraction():
     dr = fit(lambda pred, y: ((pred - y) ** 2).mean())
     [f] = broadcast_findings(dr)

@@ -1111,9 +1111,13 @@ def _explain_broadcast(f: Finding):
     )
     if e.get("loss_stalled"):
         text += " The loss has stalled."
+    same_shape = (
+        "`loss_fn(pred, y.squeeze(-1))`, or `loss_fn(pred.unsqueeze(-1), y)`"
+        if len(shape) == 1
+        else "`loss_fn(pred.squeeze(-1), y)`, or `loss_fn(pred, y.unsqueeze(-1))`"
+    )
     remedies = [
-        "Give the prediction and the target the same shape: `loss_fn(pred.squeeze(-1), y)`, or "
-        "`loss_fn(pred, y.unsqueeze(-1))`.",
+        f"Give the prediction and the target the same shape: {same_shape}.",
         "PyTorch's own losses warn about this ('Using a target size ... that is different to the input size'): "
         "make that warning an error while debugging (`warnings.simplefilter('error', UserWarning)`).",
     ]

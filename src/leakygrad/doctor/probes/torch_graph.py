@@ -415,9 +415,9 @@ BROADCASTING_ARITHMETIC = {"sub", "rsub", "add", "mul", "div"}
 
 
 def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
-    """A loss that compares a module's output of shape (N, 1) with a target of shape (N,): broadcasting lines them up
-    as (N, N), every prediction against every target of the batch. Found at the loss operation that does it: the
-    `expand` under `mse_loss`, `huber_loss`, `smooth_l1_loss` (their broadcast_tensors), or `sub` in a hand-written
+    """A loss that compares a module's output of shape (N, 1) with a target of shape (N,), or of shape (N,) with a
+    target of shape (N, 1): broadcasting lines them up as (N, N), every prediction against every target of the batch.
+    Found at the loss operation that does it: the `expand` under `mse_loss`, `huber_loss`, `smooth_l1_loss` (their broadcast_tensors), or `sub` in a hand-written
     `(pred - y) ** 2` (and `l1_loss`, which PyTorch writes so). Only a module's output taken as it is, against a
     constant: a pairwise loss says `x[:, None]` (an unsqueeze, not a module output), or compares the model's outputs
     with each other (`scores - scores.t()`: both need gradient)."""
@@ -437,10 +437,12 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
         if module is None:
             continue
         before, after = output_shape(base, base_nr), output_shape(compared)
-        if before is None or after is None or len(before) != len(after) or len(before) < 2:
+        if not before or after is None:
             continue
         batch = before[0]
-        if batch > 1 and before[1] == 1 and after[:2] == (batch, batch):
+        column = len(before) == len(after) >= 2 and before[1] == 1  # (N, 1) against (N,)
+        row = len(before) == 1 and len(after) == 2  # (N,) against (N, 1)
+        if batch > 1 and (column or row) and after[:2] == (batch, batch):
             return {
                 "op": op,
                 "module": module,
@@ -943,9 +945,6 @@ def convolution_reach_ahead(node) -> tuple[int, int, dict] | None:
     if padding <= 0 or 2 * padding != dilation * (kernel - 1):
         return None
     return padding, x.shape[-1], {"kernel": kernel, "dilation": dilation, "padding": padding}
-
-
-REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the target: `_saved_target`)
 
 
 def next_step_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | None:
