@@ -417,10 +417,10 @@ BROADCASTING_ARITHMETIC = {"sub", "rsub", "add", "mul", "div"}
 def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
     """A loss that compares a module's output of shape (N, 1) with a target of shape (N,), or of shape (N,) with a
     target of shape (N, 1): broadcasting lines them up as (N, N), every prediction against every target of the batch.
-    Found at the loss operation that does it: the `expand` under `mse_loss`, `huber_loss`, `smooth_l1_loss` (their broadcast_tensors), or `sub` in a hand-written
-    `(pred - y) ** 2` (and `l1_loss`, which PyTorch writes so). Only a module's output taken as it is, against a
-    constant: a pairwise loss says `x[:, None]` (an unsqueeze, not a module output), or compares the model's outputs
-    with each other (`scores - scores.t()`: both need gradient)."""
+    Found at the loss operation that does it: the `expand` under `mse_loss`, `huber_loss`, `smooth_l1_loss` (their
+    broadcast_tensors), or `sub` in a hand-written `(pred - y) ** 2` (and `l1_loss`, which PyTorch writes so). Only a
+    module's output taken as it is, against a constant: a pairwise loss says `x[:, None]` (an unsqueeze, not a module
+    output), or compares the model's outputs with each other (`scores - scores.t()`: both need gradient)."""
     for node in loss_nodes:
         op = op_name(node)
         if op not in BROADCASTING_LOSSES and op not in BROADCASTING_ARITHMETIC:
