@@ -2919,3 +2919,33 @@ def test_a_probability_clamped_at_an_epsilon_before_its_log_is_no_floor_to_lower
     [f] = [f for f in dr.findings if f.where == "clamp"]
     assert f.symptom == "blocked_gradient" and "lower_bound" not in f.evidence
     assert any("logits" in remedy for remedy in f.remedies)
+
+
+# --- a tensor subtracted from itself ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("positive", ["anchor itself", "its own positive"])
+def test_a_triplet_loss_given_the_anchor_as_its_positive_is_named(positive):
+    """`TripletMarginLoss()(a, a, n)` (sweep 40: 1-NN accuracy 0.12 against 0.91): d(a, p) is ||a - a + eps||, a
+    constant, and the `sub` passes back g - g = 0. A `blocked_gradient` error at `sub`; the right positive, none."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    centres = torch.randn(4, 8) * 3
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    triplet = nn.TripletMarginLoss(margin=1.0)
+    with doctor.watch(net, optimizer, every=2) as dr:
+        for _ in range(24):
+            label = torch.randint(0, 4, (32,))
+            a, p = centres[label] + torch.randn(32, 8), centres[label] + torch.randn(32, 8)
+            n = centres[(label + 1) % 4] + torch.randn(32, 8)
+            ea = net(a)
+            loss = triplet(ea, ea if positive == "anchor itself" else net(p), net(n))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("difference_of_itself")]
+    if positive != "anchor itself":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "sub", "error", 0)
+    assert f.evidence["site"] == "sequential.2" and "TripletMarginLoss()(a, a, n)" in f.explanation

@@ -2032,6 +2032,24 @@ def _explain_floor_on_a_loss_term(f: Finding):
     return text, remedies
 
 
+def _explain_difference_of_itself(f: Finding):
+    site = f.evidence["site"]
+    text = (
+        f"A subtraction takes the output of `{site}` from itself, `a - a`: the result is 0 whatever `a` is, and the "
+        "gradient it passes back is g - g, exactly 0 on every step. Whatever it was meant to measure (a distance "
+        "between two embeddings, a difference between a prediction and its target) measures nothing, and the layers "
+        "before it learn nothing through it: a triplet loss given the anchor as its own positive, "
+        "`TripletMarginLoss()(a, a, n)`, has d(a, p) = 0 and learns from its negatives alone, its hinge met from the "
+        "first step."
+    )
+    remedies = [
+        "Pass the two tensors that were meant: the positive's embedding, `loss_fn(model(anchor), model(positive), "
+        "model(negative))`; check the call's argument order.",
+        "Check it: the loss term should change when one of its two inputs does.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "outputs_alike" in e:
@@ -2048,6 +2066,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_no_branch_taken(f)
     if e.get("axis_length") == 1:
         return _explain_softmax_over_one(f)
+    if e.get("difference_of_itself"):
+        return _explain_difference_of_itself(f)
     if e.get("custom_function"):
         return _explain_custom_backward(f)
     if e.get("dropout_on_prediction"):

@@ -1343,6 +1343,19 @@ def softmax_over_one_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- a tensor subtracted from itself ---------------------------------------------------------------------------------
+def difference_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A `sub` whose two inputs are one tensor (`a - a`), on most recent sampled steps: its value is 0 whatever `a`
+    is, and the gradient it passes back, g - g, exactly 0. A triplet loss given the anchor as its own positive
+    (`TripletMarginLoss()(a, a, n)`) learns from its negatives only, and its hinge is met from the first step."""
+    marked = _marked_on_most(history, "difference_of_itself", t)
+    if not marked:
+        return []
+    first = next(r.step for r in history.records if r.difference_of_itself is not None)
+    evidence = {"blocked_fraction": 1.0, "site": marked[-1].difference_of_itself, "difference_of_itself": True}
+    return [Finding("blocked_gradient", "sub", first, "error", evidence)]
+
+
 # --- a custom autograd.Function whose backward ignores grad_output --------------------------------------------------
 def custom_backward_rule(history: History, t: Thresholds) -> list[Finding]:
     """A custom `torch.autograd.Function` whose backward returned the same nonzero gradient when given -2 times its
@@ -3575,6 +3588,7 @@ RULES = (
     raw_targets_rule,
     dropout_into_loss_rule,
     softmax_over_one_rule,
+    difference_of_itself_rule,
     custom_backward_rule,
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,

@@ -930,6 +930,14 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     return torch.stack(shares).amax() if shares else None
 
 
+def difference_of_itself(node) -> bool:
+    """A `sub` node whose two inputs are one tensor, `a - a`: always 0, and its gradient g - g exactly 0, so nothing
+    above it learns through it. `TripletMarginLoss()(anchor, anchor, negative)`: the anchor given as its own positive,
+    the distance d(a, p) = ||a - a + eps|| a constant."""
+    inputs = node.next_functions
+    return len(inputs) == 2 and inputs[0][0] is not None and inputs[0] == inputs[1]
+
+
 def convolution_reach_ahead(node) -> tuple[int, int, dict] | None:
     """(positions ahead, positions, {"kernel", "dilation", "padding"}) for a 1-D convolution's node (stride 1) padded
     on both sides so that its output is as long as its input, `Conv1d(c, c, k, padding=d * (k - 1) // 2)`: output t

@@ -1217,6 +1217,7 @@ class StepState:
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
+    difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
@@ -2615,6 +2616,8 @@ class TorchProbe:
             if op not in WATCHED_OPS:
                 if op in graph_tools.LAYER_PRODUCTS:
                     self._look_for_zeros_outside_autograd(state, node, names)
+                if op == "sub" and state.difference_of_itself is None and graph_tools.difference_of_itself(node):
+                    state.difference_of_itself = graph_tools.nearest_upstream(node, names) or "input"
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
@@ -3981,6 +3984,7 @@ class TorchProbe:
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
+        record.difference_of_itself = state.difference_of_itself
         record.custom_backwards = {}
         for name, test in state.custom_backwards.items():
             flags, numbers_at = test.flags_at, test.against_forward_at
