@@ -712,6 +712,22 @@ def _explain_convolution_ahead(f: Finding):
     return text, remedies
 
 
+def _explain_turned_straight_through(f: Finding):
+    op, after = f.where, f.evidence["site"]
+    text = (
+        f"A straight-through estimator around `{op}` (after `{after}`) has its detach on the wrong term, "
+        f"`{op}(z) - z + z.detach()`: the forward gives {op}(z) as meant, but the gradient reaching z is 0 through "
+        f"`{op}`, -g through `- z` and nothing through `z.detach()`, that is -g. Every layer before it gets the "
+        "loss's gradient turned around and steps up the loss, not down: the codes it feeds drift to the ends of "
+        "their range and stay there."
+    )
+    remedies = [
+        f"Detach the correction, not z: `z + ({op}(z) - z).detach()` (or `{op}(z) - z.detach() + z`), so that the "
+        "backward sees the identity.",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
@@ -728,6 +744,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_graph_across_steps(f)
     if e.get("model_in_eval_mode"):
         return _explain_eval_mode_left(f)
+    if e.get("straight_through_turned"):
+        return _explain_turned_straight_through(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "

@@ -1343,6 +1343,19 @@ def softmax_over_one_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+# --- a straight-through estimator that turns the gradient around ----------------------------------------------------
+def turned_straight_through_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A straight-through estimator written `round(z) - z + z.detach()` (the detach on the wrong term), on most
+    recent sampled steps: the forward is round(z) as meant, but the gradient reaching z is -g, so everything before it
+    steps up the loss. A `wrong_gradient` error at the op."""
+    marked = _marked_on_most(history, "turned_straight_through", t)
+    findings = []
+    for op, after in sorted((marked[-1].turned_straight_through if marked else {}).items()):
+        first = next(r.step for r in history.records if r.turned_straight_through and op in r.turned_straight_through)
+        findings.append(Finding("wrong_gradient", op, first, "error", {"straight_through_turned": True, "site": after}))
+    return findings
+
+
 # --- a tensor subtracted from itself ---------------------------------------------------------------------------------
 def difference_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
     """A `sub` whose two inputs are one tensor (`a - a`), on most recent sampled steps: its value is 0 whatever `a`
@@ -3589,6 +3602,7 @@ RULES = (
     dropout_into_loss_rule,
     softmax_over_one_rule,
     difference_of_itself_rule,
+    turned_straight_through_rule,
     custom_backward_rule,
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,

@@ -202,6 +202,7 @@ class StepRecord:
     zeros_outside_autograd: dict | None = None
     # a straight-through estimator without its detach, z + (round(z) - z): op -> the layer before it (z gets 0)
     cancelled_straight_through: dict | None = None
+    turned_straight_through: dict | None = None  # a straight-through that hands back -g: op -> the layer before
     batchnorm_never_estimated: list | None = None  # batch norms run in eval mode with running statistics never
     # estimated (num_batches_tracked 0) on a training step: they normalise by mean 0 and variance 1, not at all
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph

@@ -1603,6 +1603,34 @@ def cancelled_straight_through(gate, sums) -> bool:
     return False
 
 
+def turned_straight_through(gate, sums) -> bool:
+    """Whether a straight-through path written around `gate` hands its input z the gradient turned around:
+    `round(z) - z + z.detach()`, where `z + (round(z) - z).detach()` was meant. The outermost addition or subtraction
+    joining z and a path to the gate subtracts z more often than it adds it: the forward gives round(z), the gradient
+    reaching z is -g, and what comes before it climbs the loss."""
+    source = _gate_source(gate)
+    if source is None:
+        return False
+    joining = [node for node in sums if _reaches(node, gate, 4) and _direct_reads(node, source, gate, 4)[1]]
+    tops = [node for node in joining if not any(other is not node and _reaches(other, node, 4) for other in joining)]
+    return bool(tops) and _direct_reads(tops[0], source, gate, 4)[0] < 0
+
+
+def _direct_reads(node, source, gate, depth: int) -> tuple[int, int]:
+    """(how many times a chain of additions and subtractions from `node` adds `source`, under constant factors, less
+    how many times it subtracts it; how many times it reads it). Paths through the gate, or anything else, count 0."""
+    if beneath_scaling(node) is source:
+        return 1, 1
+    if depth == 0 or node is gate or op_name(node) not in ("add", "sub"):
+        return 0, 0
+    net = reads = 0
+    for sign, (child, _) in zip((1, -1) if op_name(node) == "sub" else (1, 1), node.next_functions):
+        if child is not None:
+            below = _direct_reads(child, source, gate, depth - 1)
+            net, reads = net + sign * below[0], reads + below[1]
+    return net, reads
+
+
 ZERO_DERIVATIVE = ("sign", "round", "floor", "ceil", "trunc")  # flat everywhere: their derivative is 0 where defined
 
 

@@ -1120,6 +1120,7 @@ class StepState:
     # layer -> (the layer whose product reads its output as made, share of exact zeros there: see zeros_among_live)
     zeros_outside_autograd: dict = field(default_factory=dict)
     cancelled_straight_through: dict = field(default_factory=dict)  # op -> the layer before: z + (round(z) - z)
+    turned_straight_through: dict = field(default_factory=dict)  # op -> the layer before: round(z) - z + z.detach()
     step_size_normalised: bool = False  # the training optimiser divides its steps by the gradient's size (Adam, ...)
     # a loss multiplied by a large constant: the norm of one gradient as the last backward left it, and the deferred
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
@@ -2688,6 +2689,10 @@ class TorchProbe:
                 gate = "relu6" if op == "hardtanh" and _relu_ceiling(node) == 6 else GATING_OPS.get(op, op)
                 parameter = self._parameter_read(node)  # (sign(W), round(W / s): a weight quantised or binarised)
                 sums = graph_tools.additions(nodes) if sums is None else sums
+                if graph_tools.turned_straight_through(node, sums):  # (round(z) - z + z.detach(): -g reaches z)
+                    upstream = graph_tools.nearest_upstream(node, names) or "input"
+                    state.turned_straight_through.setdefault(gate, upstream)
+                    continue
                 if graph_tools.cancelled_straight_through(node, sums):  # (z + (round(z) - z): no detach, no gradient)
                     upstream = graph_tools.nearest_upstream(node, names) or "input"
                     state.cancelled_straight_through.setdefault(gate, upstream)
@@ -3783,6 +3788,7 @@ class TorchProbe:
         record.batchnorm_never_estimated = list(state.batchnorm_never_estimated) or None  # (in forward order)
         record.norm_over_one_value = list(state.norm_over_one_value) or None
         record.cancelled_straight_through = dict(state.cancelled_straight_through) or None
+        record.turned_straight_through = dict(state.turned_straight_through) or None
         record.zeros_outside_autograd = {
             name: (value(share), reader) for name, (reader, share) in state.zeros_outside_autograd.items()
         } or None
