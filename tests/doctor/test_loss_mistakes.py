@@ -2949,3 +2949,29 @@ def test_a_triplet_loss_given_the_anchor_as_its_positive_is_named(positive):
     [f] = named
     assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "sub", "error", 0)
     assert f.evidence["site"] == "sequential.2" and "TripletMarginLoss()(a, a, n)" in f.explanation
+
+
+# --- poisson_nll_loss given a log-rate with log_input=False ---------------------------------------------------------
+@pytest.mark.parametrize("log_input", [False, True])
+def test_a_log_rate_given_to_poisson_nll_loss_as_a_rate_is_named_with_log_input(log_input):
+    """`F.poisson_nll_loss(log_rate, y, log_input=False)` computes log_rate - y * log(log_rate + eps): the log of the
+    negative log-rates is NaN from the first step (sweep 40: deviance 5.78 against 1.04; the remedy was a clamp,
+    which made it 26.5). The NaN at `log` is told as the loss's own, with `log_input=True` the first remedy."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    x = torch.randn(128, 8)
+    y = torch.poisson(torch.exp(x[:, :1] * 0.5))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with doctor.watch(net, optimizer, every=4) as dr:
+        for _ in range(8):
+            loss = F.poisson_nll_loss(net(x), y, log_input=log_input)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if log_input:
+        assert dr.findings == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.first_step, f.evidence["rate_read_as_rate"]) == ("log", 0, True)
+    assert "log_input=False" in f.explanation and "F.poisson_nll_loss(out, y)" in f.remedies[0]

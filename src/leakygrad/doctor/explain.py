@@ -1629,6 +1629,13 @@ def explain_nonfinite(f: Finding):
         )
         if op in ("log", "log2", "log10"):
             text += " log(0) = -inf and log of a negative number is NaN."
+            if e.get("rate_read_as_rate"):
+                text += (
+                    " This log is `poisson_nll_loss`'s own, called with `log_input=False`: it computes "
+                    "input - y * log(input + eps), reading its input as the rate itself, and the model's output "
+                    "it was given is negative for some examples (a log-rate, which may be any number, or a layer "
+                    "with no positive activation after it)."
+                )
         elif op in ("div", "reciprocal"):
             text += " Dividing by zero gives inf (and 0/0 NaN)."
         elif op in ("sqrt", "rsqrt", "pow"):
@@ -1703,6 +1710,12 @@ def explain_nonfinite(f: Finding):
         remedies.append(
             "Make the untaken branch safe too (the double-where trick): "
             "`torch.where(cond, torch.log(torch.where(cond, x, 1.0)), 0.0)`."
+        )
+    if e.get("rate_read_as_rate"):
+        remedies.append(
+            "If the model outputs a log-rate, let the loss exponentiate it: `F.poisson_nll_loss(out, y)` "
+            "(`log_input=True`, the default). If it should output the rate, make it positive: "
+            "`F.poisson_nll_loss(F.softplus(out), y, log_input=False)`."
         )
     if op in ("log", "log2", "log10") or "log" in (e.get("candidates") or []):
         remedies.append(

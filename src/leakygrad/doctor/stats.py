@@ -299,5 +299,6 @@ class NonfiniteEvent:
     half_precision: bool = False  # (phase "forward") the op ran in float16/bfloat16, and its result overflowed
     floor_at_zero: str | None = None  # (phase "forward") the op at a floor of 0 (a relu) whose output the NaN op read
     half_precision_root: str | None = None  # (phase "forward") a square root computed in this dtype (bfloat16, ...)
+    rate_read_as_rate: bool = False  # (phase "forward") the log of poisson_nll_loss(input, y, log_input=False)
     # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
     eps_rounds_to_zero: dict | None = None

@@ -576,6 +576,24 @@ def rate_exponentiated_twice(node, module_outputs) -> dict | None:
             "range": [1.0, None], "target": target.detach()}  # fmt: skip
 
 
+def rate_read_as_rate(log_node, nodes) -> bool:
+    """Whether `log_node` is the log of `poisson_nll_loss(input, y, log_input=False)`, which computes
+    input - y * log(input + eps), reading its input as the rate itself: among `nodes`, a subtraction of a product
+    holding that log from the very input the log was taken of (plus its eps). Given a log-rate (any real number),
+    the log of its negative entries is NaN."""
+    if op_name(log_node) != "log" or not log_node.next_functions or log_node.next_functions[0][0] is None:
+        return False
+    shifted = log_node.next_functions[0][0]
+    rate = shifted.next_functions[0][0] if op_name(shifted) == "add" and shifted.next_functions else None
+    for node in nodes:
+        if rate is None or op_name(node) != "sub" or len(node.next_functions) != 2:
+            continue
+        (first, _), (product, _) = node.next_functions
+        if first is rate and op_name(product) == "mul" and any(c is log_node for c, _ in product.next_functions):
+            return True
+    return False
+
+
 def regression_target(loss_nodes) -> tuple[str, torch.Tensor, torch.Tensor] | None:
     """(loss, prediction, target), detached, of the first regression loss (mse, huber, smooth L1) on the loss side
     that saved both, or None: to compare the targets' scale with the predictions'."""

@@ -4256,7 +4256,8 @@ class TorchProbe:
                 "to name the operation)",
             )
             return
-        labels = self._node_labels(graph_tools.walk([loss.grad_fn]))
+        graph = graph_tools.walk([loss.grad_fn])
+        labels = self._node_labels(graph)
         if culprit.data_fed:  # already non-finite in a tensor that needs no gradient: the data, not the model
             if graph_tools.nonfinite_target(culprit.node):  # (a loss's targets: log(0) of a price of 0)
                 module, where = None, f"target of {culprit.op}"
@@ -4287,6 +4288,7 @@ class TorchProbe:
                 half_precision=culprit.half_precision,
                 floor_at_zero=graph_tools.fed_by_a_floor_at_zero(culprit.node) if culprit.node is not None else None,
                 half_precision_root=graph_tools.half_precision_root(culprit.node) if culprit.node is not None else None,
+                rate_read_as_rate=culprit.node is not None and graph_tools.rate_read_as_rate(culprit.node, graph.nodes),
             )
         )
 
