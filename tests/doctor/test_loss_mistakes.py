@@ -2951,7 +2951,7 @@ def test_a_triplet_loss_given_the_anchor_as_its_positive_is_named(positive):
     assert f.evidence["site"] == "sequential.2" and "TripletMarginLoss()(a, a, n)" in f.explanation
 
 
-# --- poisson_nll_loss given a log-rate with log_input=False ---------------------------------------------------------
+# --- poisson_nll_loss given a log-rate with log_input=False -----------------------------------------------------------
 @pytest.mark.parametrize("log_input", [False, True])
 def test_a_log_rate_given_to_poisson_nll_loss_as_a_rate_is_named_with_log_input(log_input):
     """`F.poisson_nll_loss(log_rate, y, log_input=False)` computes log_rate - y * log(log_rate + eps): the log of the
@@ -2975,3 +2975,68 @@ def test_a_log_rate_given_to_poisson_nll_loss_as_a_rate_is_named_with_log_input(
     [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
     assert (f.where, f.first_step, f.evidence["rate_read_as_rate"]) == ("log", 0, True)
     assert "log_input=False" in f.explanation and "F.poisson_nll_loss(out, y)" in f.remedies[0]
+
+
+# --- a view that mixes the examples ----------------------------------------------------------------------------------
+class BiGRUClassifier(nn.Module):
+    """A bidirectional GRU over 8 steps; its last hidden states h_n, (2, N, H), made one row per example."""
+
+    def __init__(self, readout: str):
+        super().__init__()
+        self.readout = readout
+        self.gru = nn.GRU(8, 16, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x):
+        out, h_n = self.gru(x)
+        if self.readout == "view":
+            h = h_n.view(x.shape[0], -1)  # row i holds pieces of examples 2i and 2i + 1
+        elif self.readout == "cat":
+            h = torch.cat([h_n[-2], h_n[-1]], dim=1)
+        else:  # ("steps") every step's output, (N * T, 2H): each row one example's step
+            return self.head(out.reshape(-1, 32))
+        return self.head(h)
+
+
+@pytest.mark.parametrize("readout", ["view", "cat", "steps"])
+def test_a_view_that_mixes_the_examples_is_named_at_the_view(readout):
+    """`h_n.view(N, -1)` of a bidirectional GRU's (2, N, H) (sweep 40: test accuracy 0.08 against 0.96, told only as
+    a stall): each row of the result holds pieces of other examples. A `stalled_loss` error at the view, with the
+    permute (or torch.cat of the two directions) as the remedy. `torch.cat([h_n[-2], h_n[-1]], 1)`, or every step's
+    outputs flattened to (N * T, 2H), keep each row one example's: no finding."""
+    torch.manual_seed(0)
+    model = BiGRUClassifier(readout)
+    x = torch.randn(64, 8, 8)
+    y = (x[:, :, 0].sum(1) > 0).long() + 2 * (x[:, 0, 1] > 0).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            targets = y.repeat_interleave(8) if readout == "steps" else y
+            loss = F.cross_entropy(model(x), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("examples_mixed")]
+    if readout != "view":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("stalled_loss", "view after gru", "error")
+    assert f.evidence["input_shape"] == [2, 64, 16] and f.evidence["output_shape"] == [64, 32]
+    assert "permute(1, 0, 2)" in f.remedies[0] and "torch.cat([h_n[-2], h_n[-1]], dim=1)" in f.remedies[0]
+
+
+def test_the_loss_side_is_walked_in_the_same_order_every_time():
+    """Sweep 40: a mixup's two cross-entropies, looked at through a set, gave a report that changed from run to run of
+    the same training (a set of nodes iterates in the order of their addresses). The loss side is now ordered,
+    breadth first from the loss."""
+    from leakygrad.doctor.probes import torch_graph
+
+    logits = nn.Linear(4, 3)(torch.randn(8, 4))
+    y1, y2 = torch.randint(0, 3, (8,)), torch.randint(0, 3, (8,))
+    loss = 0.7 * F.cross_entropy(logits, y1) + 0.3 * F.cross_entropy(logits, y2)
+    side = list(torch_graph.loss_side([loss.grad_fn], {logits.grad_fn: "model"}))
+    assert side[0] is loss.grad_fn
+    nll = [node for node in side if torch_graph.op_name(node) == "nll_loss"]
+    assert len(nll) == 2 and torch.equal(nll[0]._saved_target, y1)  # (the left term's, first: breadth first)

@@ -3148,6 +3148,26 @@ def _explain_batch_as_sequence(f: Finding):
     return text, remedies
 
 
+def _explain_examples_mixed(f: Finding):
+    e = f.evidence
+    shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
+    axis = shape.index(batch, 1)
+    text = (
+        f"`{f.where}` turns a tensor of shape {shape}, whose {batch} examples lie along axis {axis}, into {out} "
+        "without moving that axis first. A view reads the values in memory order, so row i of the result is not "
+        f"example i: it holds pieces of {'several examples' if axis else 'the batch'} (the rows before axis {axis} "
+        "run over the whole batch first). Each prediction is made from other examples' features, and the gradient of "
+        "each example's loss flows into the others': the model cannot learn a mapping from an input to its label."
+    )
+    text += _folded_sentence(e)
+    order = ", ".join(str(i) for i in [axis] + [i for i in range(len(shape)) if i != axis])
+    remedies = [
+        f"Move the examples' axis first, then reshape: `x.permute({order}).reshape({batch}, -1)`; for a "
+        "bidirectional RNN's last hidden states h_n (layers * 2, N, H), `torch.cat([h_n[-2], h_n[-1]], dim=1)`.",
+    ]
+    return text, remedies
+
+
 def _explain_plateau_mode(f: Finding):
     e = f.evidence
     mode = e["plateau_mode"]
@@ -3173,6 +3193,8 @@ def explain_stalled_loss(f: Finding):
         return _explain_plateau_mode(f)
     if e.get("batch_as_sequence"):
         return _explain_batch_as_sequence(f)
+    if e.get("examples_mixed"):
+        return _explain_examples_mixed(f)
     if "optimizer_eps" in e:
         return _explain_eps_dominates(f)
     if "logits_within" in e:

@@ -198,6 +198,7 @@ class History:
         self.input_spreads: list[dict] = []  # the first sampled steps' record.input_spread (measured there only)
         self.layer_spreads: list[tuple] = []  # ... their (record.layer_spreads, record.layers_read_by_loss)
         self.batch_as_sequence: list[list] = []  # the records' batch_as_sequence, where looked at
+        self.examples_mixed: list[list] = []  # ... their examples_mixed (likewise)
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
         self.ctc_inputs: list[tuple[int, dict]] = []  # ... (step, record.ctc_input) (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
@@ -266,6 +267,8 @@ class History:
             self.input_spreads.append(record.input_spread)
         if record.batch_as_sequence is not None:  # (looked at when a classifier's targets are counted)
             self.batch_as_sequence.append(record.batch_as_sequence)
+        if record.examples_mixed is not None:  # (likewise)
+            self.examples_mixed.append(record.examples_mixed)
         if record.layer_spreads is not None:  # (the same; with the layers the loss read)
             self.layer_spreads.append((record.layer_spreads, list(record.layers_read_by_loss)))
         if record.soft_targets is not None:

@@ -1040,6 +1040,21 @@ def batch_as_sequence_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("stalled_loss", found["layer"], 0, "warning", evidence)]
 
 
+def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A view that turns a tensor with the examples on a later axis into (batch, ...) without moving that axis first
+    (`h_n.view(N, -1)` of a bidirectional RNN's (2, N, H)), on every look at a classifier's targets (at least 2):
+    each row of its output holds pieces of several examples, so each prediction is made from other examples'
+    features. Named at the view, a `stalled_loss` error (the model cannot learn the task from mixed rows)."""
+    looks = history.examples_mixed
+    if len(looks) < 2 or not all(looks):
+        return []
+    found = looks[-1][0]
+    if not all(any(entry["site"] == found["site"] for entry in look) for look in looks):
+        return []
+    evidence = {"examples_mixed": True, **{key: found[key] for key in ("input_shape", "output_shape", "batch")}}
+    return [Finding("stalled_loss", found["site"], 0, "error", evidence)]
+
+
 def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
     """On the first 2 sampled steps (both), every weighted layer whose output the loss reads gave the
     same output for every example of the batch (spread below `outputs_alike` of its size) while the weighted layer
@@ -3576,6 +3591,7 @@ RULES = (
     draw_without_path_rule,
     outputs_alike_rule,
     batch_as_sequence_rule,
+    examples_mixed_rule,
     eps_dominates_rule,
     log_probability_added_rule,
     wrong_class_rewarded_rule,

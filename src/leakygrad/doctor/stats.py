@@ -149,6 +149,9 @@ class StepRecord:
     # on the steps a classifier's targets are counted: the layers taking (sequence, batch, ...) whose input's first
     # axis holds as many entries as the targets and whose second does not: [{"layer", "input_shape", "batch"}]
     batch_as_sequence: list | None = None
+    # (likewise) views that move the examples off the first axis without a permute: [{"site", "input_shape",
+    # "output_shape", "batch"}] (`h_n.view(N, -1)` of a bidirectional RNN's (2, N, H))
+    examples_mixed: list | None = None
     huber: dict | None = None  # a huber_loss: {"delta", "beyond_delta" (share of errors past it), "error_mean"}
     # binary_cross_entropy_with_logits given a pos_weight: {"pos_weight_min", "positives" (their share of the
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}

@@ -200,15 +200,17 @@ def region(outputs, is_stop) -> set:
     return inside
 
 
-def loss_side(roots, module_outputs) -> set:  # module_outputs: a dict or NodeTags of the modules' output nodes
-    """Nodes between the loss and the model's outputs: the loss computation, outside every watched module."""
-    side, queue = set(), deque(n for n in roots if n is not None and n not in module_outputs)
-    side.update(queue)
+def loss_side(roots, module_outputs) -> dict:  # module_outputs: a dict or NodeTags of the modules' output nodes
+    """Nodes between the loss and the model's outputs: the loss computation, outside every watched module. The keys
+    of a dict, in breadth-first order from the loss: where a look takes the first node of a kind (the first of two
+    cross-entropies), the same training gives the same node, run after run (a set's order is the nodes' addresses)."""
+    queue = deque(n for n in roots if n is not None and n not in module_outputs)
+    side = dict.fromkeys(queue)
     while queue:
         node = queue.popleft()
         for child, _ in node.next_functions:
             if child is not None and child not in side and child not in module_outputs:
-                side.add(child)
+                side[child] = None
                 queue.append(child)
     return side
 
@@ -406,6 +408,27 @@ def output_shape(node, output_nr: int = 0) -> tuple | None:
         return tuple(node._input_metadata[output_nr].shape)
     except (AttributeError, IndexError, RuntimeError, TypeError):
         return None
+
+
+VIEWS = ("view", "reshape", "unsafe_view")
+
+
+def examples_mixed_by_view(node, batch: int) -> dict | None:
+    """A view (or reshape) that gives a tensor holding the batch's `batch` examples on an axis after the first, with
+    more than one entry before it, the shape (batch, ...) without moving that axis first: `h_n.view(N, -1)` of a
+    bidirectional RNN's (2, N, H), `out.view(N, -1)` of a (T, N, H). A view reads the values in memory order, so row i
+    of the result holds pieces of several examples, not example i. {"input_shape", "output_shape", "batch"}, or
+    None (a (T * N, H) view keeps each row one example's; (1, N, H) viewed as (N, H) moves nothing)."""
+    sizes, shape = saved_value(node, "_saved_self_sym_sizes"), output_shape(node)
+    if not sizes or not shape or batch < 2 or shape[0] != batch:
+        return None
+    sizes = tuple(int(size) for size in sizes)
+    if sizes[0] % batch == 0 or batch not in sizes[1:]:
+        return None
+    axis = sizes.index(batch, 1)
+    if math.prod(sizes[:axis]) == 1:
+        return None
+    return {"input_shape": list(sizes), "output_shape": list(shape), "batch": batch}
 
 
 # loss operations that broadcast their inputs against each other: the loss functions (through an `expand` made by

@@ -1219,6 +1219,7 @@ class StepState:
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
+    examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
@@ -2446,7 +2447,7 @@ class TorchProbe:
         # The loss is what lies between the roots and the modules' outputs. When no watched module's forward was
         # seen (a compiled model: the hooks do nothing inside it), no output bounds it, and every op of the model
         # would pass for the loss's (its ReLUs for the hinge of a margin loss): none is taken for the loss's then.
-        loss_nodes = graph_tools.loss_side(root_nodes, names) if state.order else set()
+        loss_nodes = graph_tools.loss_side(root_nodes, names) if state.order else {}
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
@@ -2619,6 +2620,11 @@ class TorchProbe:
                     self._look_for_zeros_outside_autograd(state, node, names)
                 if op == "sub" and state.difference_of_itself is None and graph_tools.difference_of_itself(node):
                     state.difference_of_itself = graph_tools.nearest_upstream(node, names) or "input"
+                if op in graph_tools.VIEWS and state.batch_classes is not None:  # (the examples counted)
+                    mixed = graph_tools.examples_mixed_by_view(node, state.batch_classes[0])
+                    if mixed is not None:
+                        site = f"{op} after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                        state.examples_mixed.setdefault(site, mixed)
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
@@ -3911,6 +3917,8 @@ class TorchProbe:
                 for name, shape in state.seq_first_inputs.items()
                 if shape[0] == batch and shape[1] not in (1, batch)
             ]
+        if state.batch_classes is not None:
+            record.examples_mixed = [{"site": site, **found} for site, found in state.examples_mixed.items()]
         if state.layer_spreads:
             record.layer_spreads = {layer: value(spread_at) for layer, spread_at in state.layer_spreads.items()}
         if state.huber is not None:
