@@ -3337,6 +3337,18 @@ def _note_gates_shut(evidence: dict, history: History, t: Thresholds) -> None:
         evidence["gates_shut_count"] = len(means)
 
 
+def input_derivative_zero_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The same derivative as `_note_input_derivative_zero`'s (exactly 0 on every sampled step, a ReLU network), on a
+    loss that did not stall: the other terms of the loss fell (a heat equation's u_t, driven to 0 by a solution
+    constant in time), so no stall carries it. A `blocked_gradient` error at `autograd.grad`."""
+    evidence: dict = {}
+    _note_input_derivative_zero(evidence, history, t)
+    if not evidence or _loss_is_stalled(history.current_loss(), t):
+        return []
+    first = next(r.step for r in history.records if r.input_gradient_zero is not None)
+    return [Finding("blocked_gradient", "autograd.grad", first, "error", evidence)]
+
+
 def _note_input_derivative_zero(evidence: dict, history: History, t: Thresholds) -> None:
     """A stalled loss made of a gradient with respect to the inputs (`torch.autograd.grad(..., create_graph=True)`),
     one of which came out exactly 0 everywhere on every sampled step that took one (at least `min_records`), in a
@@ -3619,6 +3631,7 @@ RULES = (
     dropout_into_loss_rule,
     softmax_over_one_rule,
     difference_of_itself_rule,
+    input_derivative_zero_rule,
     turned_straight_through_rule,
     custom_backward_rule,
     custom_backward_wrong_rule,
