@@ -3072,3 +3072,54 @@ def test_the_loss_side_is_walked_in_the_same_order_every_time():
     assert side[0] is loss.grad_fn
     nll = [node for node in side if torch_graph.op_name(node) == "nll_loss"]
     assert len(nll) == 2 and torch.equal(nll[0]._saved_target, y1)  # (the left term's, first: breadth first)
+
+
+# --- a distillation's teacher trained by its own soft targets ----------------------------------------------------
+class Distiller(nn.Module):
+    def __init__(self, teacher):
+        super().__init__()
+        self.teacher = teacher
+        self.student = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+
+    def forward(self, x, frozen: bool):
+        if not frozen:
+            return self.student(x), self.teacher(x)
+        with torch.no_grad():
+            target = self.teacher(x)
+        return self.student(x), target
+
+
+@pytest.mark.parametrize("setting", ["teacher trained", "teacher frozen", "R-Drop", "log_target"])
+def test_a_distillation_whose_teacher_is_not_frozen_is_named_at_the_teacher(setting):
+    """Sweep 40: a Distiller holding both nets, the teacher's logits computed with gradient and its parameters in the
+    optimiser: the KL pulls the teacher towards the student, and both collapse (student accuracy 0.11 against 0.90,
+    the teacher's own 0.93 -> 0.12). A `wrong_gradient` error at the teacher. A frozen teacher, and R-Drop's two
+    dropout passes of one model compared by KL, are no finding."""
+    torch.manual_seed(0)
+    teacher = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 4))
+    model = Distiller(teacher)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(128, 16)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            if setting == "R-Drop":
+                p, q = model.teacher(x), model.teacher(x)
+                loss = F.kl_div(F.log_softmax(p, 1), F.softmax(q, 1), reduction="batchmean")
+            else:
+                s, t = model(x, frozen=setting == "teacher frozen")
+                if setting == "log_target":
+                    target = F.log_softmax(t / 4, 1)
+                    loss = F.kl_div(F.log_softmax(s / 4, 1), target, log_target=True, reduction="batchmean")
+                else:
+                    loss = F.kl_div(F.log_softmax(s / 4, 1), F.softmax(t / 4, 1), reduction="batchmean")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("target_trained")]
+    if setting in ("teacher frozen", "R-Drop"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("wrong_gradient", "teacher", "error", 0)
+    assert f.evidence["prediction_module"] == "student" and "torch.no_grad()" in f.remedies[0]

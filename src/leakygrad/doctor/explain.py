@@ -712,6 +712,24 @@ def _explain_convolution_ahead(f: Finding):
     return text, remedies
 
 
+def _explain_target_trained(f: Finding):
+    e = f.evidence
+    teacher, student = f.where, e["prediction_module"]
+    text = (
+        f"The loss is a KL divergence of `{student}`'s distribution from a target computed by `{teacher}`, and that "
+        f"target kept its graph: the backward pass sends the loss's gradient into `{teacher}` too, and an optimiser "
+        f"steps its parameters. A distillation's teacher is then pulled towards its student as much as the student "
+        "towards it, and the two drift to whatever is easiest to agree on (a near-uniform distribution): the loss "
+        "falls towards 0 while the teacher forgets what it knew."
+    )
+    remedies = [
+        f"Compute the target without gradient and leave the teacher out of the optimiser: "
+        f"`with torch.no_grad(): target = {teacher}(x)` (or `.detach()` it), `{teacher}.requires_grad_(False)`, "
+        f"`{teacher}.eval()`, and give the optimiser `{student}.parameters()` only.",
+    ]
+    return text, remedies
+
+
 def _explain_turned_straight_through(f: Finding):
     op, after = f.where, f.evidence["site"]
     text = (
@@ -746,6 +764,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_eval_mode_left(f)
     if e.get("straight_through_turned"):
         return _explain_turned_straight_through(f)
+    if e.get("target_trained"):
+        return _explain_target_trained(f)
     text = (
         f"The backward of your `torch.autograd.Function` `{f.where}` (after `{e['site']}`) does not match its "
         "forward. The chain rule asks each backward for g = J^T u, the gradient that arrives (u, `grad_output`) "

@@ -1371,6 +1371,20 @@ def turned_straight_through_rule(history: History, t: Thresholds) -> list[Findin
     return findings
 
 
+# --- a distillation's teacher trained by its own soft targets ----------------------------------------------------
+def target_trained_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A KL divergence whose target distribution comes, with its graph, from modules of their own (not the
+    prediction's) whose parameters an optimiser steps, on most recent sampled steps: a distillation whose teacher
+    was not frozen. A `wrong_gradient` error at the target's module."""
+    marked = _marked_on_most(history, "target_trained", t)
+    if not marked:
+        return []
+    found = marked[-1].target_trained
+    first = next(r.step for r in history.records if r.target_trained is not None)
+    evidence = {"target_trained": True, **found}
+    return [Finding("wrong_gradient", found["target_module"], first, "error", evidence)]
+
+
 # --- a tensor subtracted from itself ---------------------------------------------------------------------------------
 def difference_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
     """A `sub` whose two inputs are one tensor (`a - a`), on most recent sampled steps: its value is 0 whatever `a`
@@ -3631,6 +3645,7 @@ RULES = (
     dropout_into_loss_rule,
     softmax_over_one_rule,
     difference_of_itself_rule,
+    target_trained_rule,
     input_derivative_zero_rule,
     turned_straight_through_rule,
     custom_backward_rule,

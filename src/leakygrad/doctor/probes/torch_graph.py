@@ -599,6 +599,53 @@ def rate_exponentiated_twice(node, module_outputs) -> dict | None:
             "range": [1.0, None], "target": target.detach()}  # fmt: skip
 
 
+def divergence_sides(node) -> tuple | None:
+    """(target, prediction): the nodes of the two distributions `F.kl_div(prediction, target)` compares, where `node`
+    is the subtraction (or product) it is computed by: xlogy(t, t) - t * p, or with `log_target=True`,
+    exp(t) * (t - p). None for any other node, or a target that carries no graph (made under `no_grad`, detached)."""
+    inputs = [child for child, _ in node.next_functions]
+    if len(inputs) != 2 or None in inputs:
+        return None
+    first, second = inputs
+    if op_name(node) == "sub" and op_name(first) == "xlogy" and op_name(second) == "mul":
+        target = first.next_functions[0][0]
+        below = [child for child, _ in second.next_functions]
+        if target is not None and len(below) == 2 and below[0] is target and below[1] is not None:
+            return target, below[1]
+    if op_name(node) == "mul" and op_name(first) == "exp" and op_name(second) == "sub":
+        target = first.next_functions[0][0]
+        below = [child for child, _ in second.next_functions]
+        if target is not None and len(below) == 2 and below[0] is target and below[1] is not None:
+            return target, below[1]
+    return None
+
+
+def modules_upstream(node, names, limit: int = 512) -> set:
+    """The watched modules whose outputs lie upstream of `node` (the first `limit` nodes looked at)."""
+    found, seen, queue = set(), {node}, [node]
+    for current in queue:
+        if len(seen) > limit:
+            break
+        if current in names:
+            found.add(names[current])
+        for child, _ in current.next_functions:
+            if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
+                seen.add(child)
+                queue.append(child)
+    return found
+
+
+def common_module(modules) -> str | None:
+    """The longest dotted prefix the module names share (`teacher` for teacher.0 and teacher.2), or None."""
+    parts = [name.split(".") for name in modules]
+    shared = []
+    for level in zip(*parts):
+        if len(set(level)) != 1:
+            break
+        shared.append(level[0])
+    return ".".join(shared) or None
+
+
 def rate_read_as_rate(log_node, nodes) -> bool:
     """Whether `log_node` is the log of `poisson_nll_loss(input, y, log_input=False)`, which computes
     input - y * log(input + eps), reading its input as the rate itself: among `nodes`, a subtraction of a product

@@ -1220,6 +1220,7 @@ class StepState:
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
+    target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_module", ...}
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
@@ -2510,6 +2511,8 @@ class TorchProbe:
                 loss, prediction, target = found
                 rms = state.deferred.scalar
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
+        if loss_nodes and state.target_trained is None:
+            self._look_for_a_trained_target(state, loss_nodes, names)
         if state.soft_targets is None and self._soft_target_looks < SOFT_TARGET_LOOKS:
             self._look_at_soft_targets(state, root_nodes[0])
         if state.ctc_input is None and "ctc_loss" in state.loss_ops and self._ctc_input_looks < CTC_INPUT_LOOKS:
@@ -2895,6 +2898,29 @@ class TorchProbe:
         next_tokens = graph_tools.next_token_targets(loss_nodes, query)
         next_tokens_at = None if next_tokens is None else scalar(next_tokens)
         state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at, None)
+
+    def _look_for_a_trained_target(self, state: StepState, loss_nodes, names) -> None:
+        """A KL divergence whose target distribution carries a graph into a model of its own that an optimiser steps:
+        a distillation's teacher not frozen (its logits computed with gradient, its parameters in the optimiser).
+        The loss then pulls the teacher towards the student as much as the student towards it, and both drift to
+        whatever is easiest to agree on. Not when both sides come from the same modules (R-Drop's two passes)."""
+        for node in loss_nodes:
+            op = op_name(node)
+            sides = graph_tools.divergence_sides(node) if op in ("sub", "mul") else None
+            if sides is None:
+                continue
+            target, prediction = sides
+            target_modules = graph_tools.modules_upstream(target, names)
+            prediction_modules = graph_tools.modules_upstream(prediction, names)
+            if not target_modules or target_modules & prediction_modules:
+                continue
+            if not self._reaches_a_watched_parameter(target):
+                continue
+            state.target_trained = {
+                "target_module": graph_tools.common_module(target_modules) or sorted(target_modules)[0],
+                "prediction_module": graph_tools.common_module(prediction_modules) or "input",
+            }
+            return
 
     def _look_at_convolution_lookahead(self, state: StepState, node, names, loss_nodes) -> None:
         """A 1-D convolution padded on both sides (`padding=d * (k - 1) // 2`: output t reads inputs after t) in a
@@ -3999,6 +4025,7 @@ class TorchProbe:
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.softmax_over_one = state.softmax_over_one or None
         record.difference_of_itself = state.difference_of_itself
+        record.target_trained = state.target_trained
         record.custom_backwards = {}
         for name, test in state.custom_backwards.items():
             flags, numbers_at = test.flags_at, test.against_forward_at
