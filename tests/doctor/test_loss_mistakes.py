@@ -3123,3 +3123,37 @@ def test_a_distillation_whose_teacher_is_not_frozen_is_named_at_the_teacher(sett
     [f] = named
     assert (f.symptom, f.where, f.severity, f.first_step) == ("wrong_gradient", "teacher", "error", 0)
     assert f.evidence["prediction_module"] == "student" and "torch.no_grad()" in f.remedies[0]
+
+
+# --- one class for every row of a contrastive loss --------------------------------------------------------------------
+@pytest.mark.parametrize("labels", ["zeros", "arange", "MoCo"])
+def test_a_contrastive_loss_with_one_class_for_every_row_is_named(labels):
+    """CLIP's loss over `zl @ zr.T` given `torch.zeros(N)` where `torch.arange(N)` is meant (sweep 40: retrieval at
+    chance, 0.0025 against 0.21, told only as a stall): a `stalled_loss` error at `cross_entropy`, the stall folded
+    in. The diagonal for targets, and MoCo's zeros over `cat([l_pos, l_neg], 1)`, are no finding."""
+    torch.manual_seed(0)
+    left, right = nn.Linear(16, 8), nn.Linear(16, 8)
+    optimizer = torch.optim.Adam([*left.parameters(), *right.parameters()], lr=1e-3)
+    with doctor.watch([left, right], optimizer, every=2) as dr:
+        for _ in range(24):
+            x = torch.randn(32, 16)
+            zl, zr = F.normalize(left(x), dim=1), F.normalize(right(x + 0.1 * torch.randn(32, 16)), dim=1)
+            if labels == "MoCo":
+                positive = (zl * zr).sum(1, keepdim=True)
+                logits = torch.cat([positive, zl @ torch.randn(8, 64)], 1) / 0.1
+                target = torch.zeros(32, dtype=torch.long)
+            else:
+                logits = zl @ zr.T / 0.1
+                target = torch.zeros(32, dtype=torch.long) if labels == "zeros" else torch.arange(32)
+            loss = F.cross_entropy(logits, target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("one_class_over_pairs")]
+    if labels != "zeros":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("stalled_loss", "cross_entropy", "error", 0)
+    assert f.evidence["rows"] == 32 and f.evidence["target"] == 0 and "torch.arange(32" in f.remedies[0]

@@ -3175,6 +3175,25 @@ def _explain_batch_as_sequence(f: Finding):
     return text, remedies
 
 
+def _explain_one_class_over_pairs(f: Finding):
+    e = f.evidence
+    n, target = e["rows"], e["target"]
+    text = (
+        f"`cross_entropy` scores a ({n}, {n}) similarity of two batches, `z1 @ z2.T`, where row i holds example i "
+        f"against every example of the other side and its own pair sits on the diagonal, but every row's target is "
+        f"class {target}: each example is asked to match example {target} of the batch, whoever it is, and to push its "
+        "real pair away. The batch's examples come in a new order every step, so there is nothing to learn: the "
+        "loss sits near log N and the embeddings learn no pairing."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Give each row its own pair for target: `labels = torch.arange({n}, device=logits.device)` (CLIP, InfoNCE). "
+        "A single class 0 is right only when the positive is put in column 0 on purpose, as MoCo's `cat([l_pos, "
+        "l_neg], 1)`.",
+    ]
+    return text, remedies
+
+
 def _explain_examples_mixed(f: Finding):
     e = f.evidence
     shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
@@ -3226,6 +3245,8 @@ def explain_stalled_loss(f: Finding):
         return _explain_eps_dominates(f)
     if "logits_within" in e:
         return _explain_confined_logits(f)
+    if e.get("one_class_over_pairs"):
+        return _explain_one_class_over_pairs(f)
     if "lr_decay" in e:
         return _explain_decayed_rate(f)
     if "classes_from" in e:

@@ -408,10 +408,11 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # (steps of lr * clip_value at most; every example's gradient cut to delta)
     # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
     # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, a
-    # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0
+    # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0, or rows
+    # that mix the examples, or one class for every row of a contrastive loss
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
-    stall_causes.add("batch_as_sequence")
+    stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -1094,6 +1095,18 @@ def draw_without_path_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.decoded_draws)
     evidence = {"drawn_from": distribution, "read_by": module, "sampled_steps": len(marked)}
     return [Finding("blocked_gradient", f"{distribution}.sample", first_step, "error", evidence)]
+
+
+def one_class_over_pairs_rule(history: History, t: Thresholds) -> list[Finding]:
+    """cross_entropy over a contrastive (N, N) similarity `z1 @ z2.T` with one class for every row (`torch.zeros(N)`
+    where `torch.arange(N)` is meant: each example's pair is on the diagonal), on most recent sampled steps: every
+    row is pulled towards the batch's first example, a task with nothing to learn. A `stalled_loss` error."""
+    marked = _marked_on_most(history, "one_class_over_pairs", t)
+    if not marked:
+        return []
+    first = next(r.step for r in history.records if r.one_class_over_pairs is not None)
+    evidence = {"one_class_over_pairs": True, **marked[-1].one_class_over_pairs}
+    return [Finding("stalled_loss", "cross_entropy", first, "error", evidence)]
 
 
 def confined_logits_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -3614,6 +3627,7 @@ RULES = (
     classes_on_another_axis_rule,
     self_similarity_rule,
     confined_logits_rule,
+    one_class_over_pairs_rule,
     draw_without_path_rule,
     outputs_alike_rule,
     batch_as_sequence_rule,

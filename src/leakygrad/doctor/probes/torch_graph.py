@@ -1385,6 +1385,27 @@ def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
     return None
 
 
+def one_class_over_pairs(loss_nodes) -> dict | None:
+    """{"rows", "target"} when cross_entropy's scores are a square (N, N) product of two computed tensors,
+    `z1 @ z2.T` (under constant factors or a temperature: a contrastive loss over the batch's pairs, CLIP's), and
+    every target is the same class: each row is asked to pick out the batch's first example (`torch.zeros(N)`), not
+    its own pair on the diagonal (`torch.arange(N)`). Else None. (MoCo's zeros are right: its scores are the
+    positive's column joined to a queue's, a `cat`, not one product.)"""
+    for node, _, scores in cross_entropies(loss_nodes):
+        product = _beneath_a_scale(scores)
+        factors = [child for child, _ in product.next_functions]
+        if op_name(product) != "mm" or len(factors) != 2 or None in factors:
+            continue
+        shape, target = output_shape(product), saved_value(node, "_saved_target")
+        if shape is None or len(shape) != 2 or shape[0] != shape[1] or shape[0] < 4:
+            continue
+        if not isinstance(target, torch.Tensor) or target.dim() != 1 or target.is_floating_point():
+            continue
+        if target.numel() == shape[0] and bool((target == target[0]).all()):
+            return {"rows": shape[0], "target": int(target[0])}
+    return None
+
+
 def confined_logits(loss_nodes) -> dict | None:
     """{"factor", "classes"} when cross_entropy's scores are cosine similarities (the products of rows scaled to unit
     length, `F.normalize(a) @ F.normalize(b).T`) times or over constants only: every score then lies within

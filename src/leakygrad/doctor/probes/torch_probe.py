@@ -1221,6 +1221,7 @@ class StepState:
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
     target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_module", ...}
+    one_class_over_pairs: dict | None = None  # cross_entropy over z1 @ z2.T, every target one class: {"rows", "target"}
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
@@ -2454,6 +2455,8 @@ class TorchProbe:
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
         if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
             state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
+        if state.one_class_over_pairs is None and "nll_loss" in state.loss_ops and "mm" in state.loss_ops:
+            state.one_class_over_pairs = graph_tools.one_class_over_pairs(loss_nodes)
         if state.self_similarity is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(SIMILARITY):
             found = graph_tools.diagonal_of_a_self_similarity(loss_nodes)
             if found is not None:
@@ -4026,6 +4029,7 @@ class TorchProbe:
         record.softmax_over_one = state.softmax_over_one or None
         record.difference_of_itself = state.difference_of_itself
         record.target_trained = state.target_trained
+        record.one_class_over_pairs = state.one_class_over_pairs
         record.custom_backwards = {}
         for name, test in state.custom_backwards.items():
             flags, numbers_at = test.flags_at, test.against_forward_at
