@@ -987,6 +987,9 @@ def test_a_loss_computed_from_the_target_network_sends_the_gradient_to_the_copy(
     [f] = [f for f in findings if f.symptom in ("no_gradient", "unapplied_gradient")]
     assert (f.symptom, f.where, f.severity) == ("no_gradient", "q_net", "error")
     assert f.evidence["gradient_went_to"] == "target_net" and "torch.no_grad()" in f.remedies[0]
+    # (sweep 40: the stall that follows was told beside it, guessing at weights read by a functional call; folded in)
+    assert not [g for g in findings if g.symptom == "stalled_loss"] and f.evidence["folded"] == ["stalled_loss"]
+    assert "folded in" in f.explanation
 
 
 def test_an_unused_head_beside_a_layer_left_out_of_the_optimiser_are_no_copies():

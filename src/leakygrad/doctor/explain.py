@@ -2315,6 +2315,7 @@ def _explain_gradient_to_a_copy(f: Finding):
         "Q-values taken from its target network, an EMA copy used in the forward pass): backprop follows the graph "
         f"that was built, so the gradient went through `{copy}` and stopped there, and `{f.where}` never learns."
     )
+    text += _folded_sentence(e)
     remedies = [
         f"Compute the prediction the loss trains with `{f.where}`, and anything taken from `{copy}` (a target) under "
         "`torch.no_grad()` or with `.detach()`.",

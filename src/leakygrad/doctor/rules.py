@@ -191,9 +191,16 @@ def _one_layer_to_blame(chain: list, record: StepRecord, gains: dict, ratio: flo
 
 
 def fold_copies(findings: list[Finding], history: History) -> list[Finding]:
-    """The findings, less those of copies that took the gradient meant for the module they copy (see below)."""
+    """The findings, less those of copies that took the gradient meant for the module they copy (see below), and
+    less the stalled loss that follows from it (the module trained never learns), folded into its finding."""
     copies = _copies_taking_the_gradient(findings, history)
-    return [f for f in findings if not any(f is copy for copy in copies)]
+    if not copies:
+        return findings
+    stalls = [f for f in findings if f.symptom == "stalled_loss" and f.where == "loss"]
+    if stalls:
+        cause = next(f for f in findings if f.evidence.get("gradient_went_to"))
+        cause.evidence["folded"] = ["stalled_loss"]
+    return [f for f in findings if not any(f is other for other in copies + stalls)]
 
 
 def _copies_taking_the_gradient(findings: list[Finding], history: History) -> list[Finding]:
