@@ -764,6 +764,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_eval_mode_left(f)
     if e.get("straight_through_turned"):
         return _explain_turned_straight_through(f)
+    if e.get("examples_mixed"):
+        return _explain_examples_mixed(f)
     if e.get("target_trained"):
         return _explain_target_trained(f)
     text = (
@@ -3195,8 +3197,28 @@ def _explain_one_class_over_pairs(f: Finding):
     return text, remedies
 
 
+def _explain_softmax_over_the_examples(f: Finding):
+    e = f.evidence
+    shape, batch = tuple(e["input_shape"]), e["batch"]
+    text = (
+        f"`{f.where}` normalises over dim 0 of a tensor of shape {shape}, whose first axis holds the batch's {batch} "
+        "examples: each column's weights sum to 1 across the examples, not each example's across its own entries. "
+        "An example's weights then depend on which other examples share its batch (at inference one at a time, each "
+        "weight is 1), and the gradient of each example's loss flows into the others' scores: what it learns in "
+        "training is not what it computes alone."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Normalise over the example's own axis: `torch.softmax(scores, dim=1)` (or `dim=-1`) for {shape}.",
+        "Check it: an example's output must not change when the other examples of its batch do.",
+    ]
+    return text, remedies
+
+
 def _explain_examples_mixed(f: Finding):
     e = f.evidence
+    if e.get("softmax_dim") == 0:
+        return _explain_softmax_over_the_examples(f)
     shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
     axis = shape.index(batch, 1)
     text = (

@@ -1052,15 +1052,17 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     """A view that turns a tensor with the examples on a later axis into (batch, ...) without moving that axis first
     (`h_n.view(N, -1)` of a bidirectional RNN's (2, N, H)), on every look at a classifier's targets (at least 2):
     each row of its output holds pieces of several examples, so each prediction is made from other examples'
-    features. Named at the view, a `stalled_loss` error (the model cannot learn the task from mixed rows)."""
+    features: a `stalled_loss` error at the view (the model cannot learn the task from mixed rows). Or a softmax over
+    dim 0, the examples' axis (`softmax_over_the_examples`): a `wrong_gradient` error at the softmax."""
     looks = history.examples_mixed
     if len(looks) < 2 or not all(looks):
         return []
     found = looks[-1][0]
     if not all(any(entry["site"] == found["site"] for entry in look) for look in looks):
         return []
-    evidence = {"examples_mixed": True, **{key: found[key] for key in ("input_shape", "output_shape", "batch")}}
-    return [Finding("stalled_loss", found["site"], 0, "error", evidence)]
+    evidence = {"examples_mixed": True, **{key: value for key, value in found.items() if key != "site"}}
+    symptom = "wrong_gradient" if found.get("softmax_dim") == 0 else "stalled_loss"  # (it may learn, wrongly)
+    return [Finding(symptom, found["site"], 0, "error", evidence)]
 
 
 def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:

@@ -431,6 +431,21 @@ def examples_mixed_by_view(node, batch: int) -> dict | None:
     return {"input_shape": list(sizes), "output_shape": list(shape), "batch": batch}
 
 
+def softmax_over_the_examples(node, batch: int) -> dict | None:
+    """A softmax over dim 0 of a tensor of 2 or more axes whose first holds the batch's `batch` examples and whose
+    second does not: attention pooling's `softmax(scores, dim=0)` over (N, T) scores, meant over the T positions.
+    Each example's weights then depend on the other examples of the batch, and sum to 1 across them, not across its
+    own positions. {"input_shape", "output_shape", "batch", "softmax_dim": 0}, or None (a sequence-first (T, N)
+    layout normalises over T on dim 0 on purpose)."""
+    result = saved_value(node, "_saved_result")
+    if not isinstance(result, torch.Tensor) or result.dim() < 2 or batch < 2:
+        return None
+    shape = list(result.shape)
+    if saved_dim(node) % result.dim() != 0 or shape[0] != batch or shape[1] == batch:
+        return None
+    return {"input_shape": shape, "output_shape": shape, "batch": batch, "softmax_dim": 0}
+
+
 # loss operations that broadcast their inputs against each other: the loss functions (through an `expand` made by
 # their broadcast_tensors, which PyTorch warns about) and the arithmetic of a hand-written one
 BROADCASTING_LOSSES = {"mse_loss", "huber_loss", "smooth_l1_loss"}

@@ -2631,6 +2631,11 @@ class TorchProbe:
                     if mixed is not None:
                         site = f"{op} after {graph_tools.nearest_upstream(node, names) or 'input'}"
                         state.examples_mixed.setdefault(site, mixed)
+            if op == "softmax" and state.batch_classes is not None and node not in loss_nodes:
+                mixed = graph_tools.softmax_over_the_examples(node, state.batch_classes[0])
+                if mixed is not None:  # (attention pooling's softmax(scores, dim=0) over (N, T): over the batch)
+                    site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                    state.examples_mixed.setdefault(site, mixed)
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
