@@ -1292,6 +1292,19 @@ def explain_exploding_gradient(f: Finding):
         f"averages {fmt(e['mean_factor_per_layer'])} per layer (above 1), so it compounds over the "
         f"{_layers(e['layers'] - 1)} between them. The weights are initialised too large for the depth."
     )
+    if e.get("sine_layers"):
+        w0 = max(e["sine_layers"].values())
+        text += (
+            f" These layers are sines, sin(w0 * (W x + b)) with w0 = {fmt(w0)} (a SIREN): the derivative of each is "
+            f"w0 cos(...), so a layer passes the gradient back multiplied by w0 times its weights, and PyTorch's "
+            "default initialisation leaves that far above 1. SIREN's own initialisation divides by w0."
+        )
+        remedies = [
+            f"Use SIREN's initialisation: the first layer's weights uniform in +-1/fan_in, every later layer's in "
+            f"+-sqrt(6/fan_in)/w0 (w0 = {fmt(w0)}); He or Xavier initialisations are larger still, and do not help.",
+            "Or lower w0 (30 is SIREN's choice for the first layer; the hidden layers then take it inside their init).",
+        ]
+        return text, remedies
     remedies = [
         "Initialise with `nn.init.kaiming_normal_` (ReLU) or `nn.init.xavier_uniform_` (tanh/sigmoid): variance "
         "2/fan_in or 2/(fan_in + fan_out) keeps the factor near 1.",

@@ -152,6 +152,9 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     }
     if zeroed:
         evidence["zero_gradient_layers"] = zeroed
+    sines = {layer: w0 for r in recent if r.sine_layers for layer, w0 in r.sine_layers.items() if layer in names}
+    if sines:  # (a SIREN: its initialisation is its own, scaled by 1 / w0)
+        evidence["sine_layers"] = {layer: _sci(w0) for layer, w0 in sorted(sines.items())}
     through = None if zeroed else _one_layer_to_blame(chain, last, gains, ratio, t)
     if through is not None:
         evidence["through_one_layer"] = through

@@ -110,6 +110,7 @@ class StepRecord:
     softmax_over_one: dict | None = None
     difference_of_itself: str | None = None  # a `sub` of a tensor from itself (`a - a`): after which module
     target_trained: dict | None = None  # a KL divergence's target computed by another model that an optimiser steps
+    sine_layers: dict | None = None  # layer -> w0, for each sin(w0 * layer(x)) (a SIREN's activations)
     one_class_over_pairs: dict | None = None  # cross_entropy over a (N, N) z1 @ z2.T with one target class for all
     # custom autograd.Functions whose backward was tested on this step (called again with -2 times its grad_output):
     # name -> {"ignores_grad_output" (its inputs whose gradient came out the same), "inputs" (with a gradient),

@@ -1033,6 +1033,18 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     return torch.stack(shares).amax() if shares else None
 
 
+def sine_of_a_layer(node, names) -> tuple[str, float] | None:
+    """(layer, w0) for a `sin` node over a layer's output times a constant w0 (1 when none): SIREN's activation,
+    sin(w0 * (W x + b)). Else None."""
+    below = node.next_functions[0][0] if node.next_functions else None
+    factor = 1.0
+    if below is not None and op_name(below) == "mul" and len([c for c, _ in below.next_functions if c]) == 1:
+        factor = _constant_factor(below) or 1.0
+        below = next(child for child, _ in below.next_functions if child is not None)
+    layer = names.get(below) if below is not None else None
+    return None if layer is None else (layer, factor)
+
+
 def difference_of_itself(node) -> bool:
     """A `sub` node whose two inputs are one tensor, `a - a`: always 0, and its gradient g - g exactly 0, so nothing
     above it learns through it. `TripletMarginLoss()(anchor, anchor, negative)`: the anchor given as its own positive,

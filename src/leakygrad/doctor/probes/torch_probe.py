@@ -1221,6 +1221,7 @@ class StepState:
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
     target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_module", ...}
+    sine_layers: dict = field(default_factory=dict)  # layer -> w0 of a sin(w0 * layer(x)) after it (a SIREN's)
     one_class_over_pairs: dict | None = None  # cross_entropy over z1 @ z2.T, every target one class: {"rows", "target"}
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
@@ -2624,6 +2625,10 @@ class TorchProbe:
             if op not in WATCHED_OPS:
                 if op in graph_tools.LAYER_PRODUCTS:
                     self._look_for_zeros_outside_autograd(state, node, names)
+                if op == "sin":  # (SIREN's sin(w0 * (W x + b)): which layers, and w0)
+                    found = graph_tools.sine_of_a_layer(node, names)
+                    if found is not None:
+                        state.sine_layers.setdefault(*found)
                 if op == "sub" and state.difference_of_itself is None and graph_tools.difference_of_itself(node):
                     state.difference_of_itself = graph_tools.nearest_upstream(node, names) or "input"
                 if op in graph_tools.VIEWS and state.batch_classes is not None:  # (the examples counted)
@@ -4034,6 +4039,7 @@ class TorchProbe:
         record.softmax_over_one = state.softmax_over_one or None
         record.difference_of_itself = state.difference_of_itself
         record.target_trained = state.target_trained
+        record.sine_layers = dict(state.sine_layers) or None
         record.one_class_over_pairs = state.one_class_over_pairs
         record.custom_backwards = {}
         for name, test in state.custom_backwards.items():
