@@ -2134,11 +2134,11 @@ def explain_blocked_gradient(f: Finding):
         return _explain_softmax_over_one(f)
     if e.get("difference_of_itself"):
         return _explain_difference_of_itself(f)
-    if e.get("input_derivative_zero"):
-        text, remedy = _input_derivative_zero(e["input_derivative_zero"])
+    if e.get("second_derivative_zero"):
+        text, remedy = _input_derivative_zero(e["second_derivative_zero"])
         text += (
-            " The loss fell all the same, through its other terms: it was fitted without that one (a heat "
-            "equation's residual u_t - u_xx fitted as u_t = 0, a solution that never changes in time)."
+            " The loss fell all the same, through its other terms: it was fitted as if that derivative were 0 (a "
+            "heat equation's u_t - u_xx fitted as u_t = 0, say: a solution that never changes in time)."
         )
         return text, [remedy]
     if e.get("custom_function"):

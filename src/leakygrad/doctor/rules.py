@@ -3380,11 +3380,12 @@ def input_derivative_zero_rule(history: History, t: Thresholds) -> list[Finding]
     """The same derivative as `_note_input_derivative_zero`'s (exactly 0 on every sampled step, a ReLU network), on a
     loss that did not stall: the other terms of the loss fell (a heat equation's u_t, driven to 0 by a solution
     constant in time), so no stall carries it. A `blocked_gradient` error at `autograd.grad`."""
-    evidence: dict = {}
-    _note_input_derivative_zero(evidence, history, t)
-    if not evidence or _loss_is_stalled(history.current_loss(), t):
+    noted: dict = {}
+    _note_input_derivative_zero(noted, history, t)
+    if not noted or _loss_is_stalled(history.current_loss(), t):
         return []
     first = next(r.step for r in history.records if r.input_gradient_zero is not None)
+    evidence = {"second_derivative_zero": noted["input_derivative_zero"]}  # (not the stall's cause: told here)
     return [Finding("blocked_gradient", "autograd.grad", first, "error", evidence)]
 
 

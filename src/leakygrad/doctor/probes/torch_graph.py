@@ -1619,7 +1619,8 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
             continue
         index = index.reshape(-1, 1)
         valid = (index >= 0).float()  # (an ignore_index of -100 is no class: left out, on the device)
-        logits = log_softmax.next_functions[0][0]  # (cross_entropy called twice on one output: two log_softmaxes)
+        # (cross_entropy called twice on one output: two log_softmaxes; under autocast, each over its own cast)
+        logits = beneath_reshapes(log_softmax.next_functions[0][0], also=("to_copy",))
         if first is None:
             first, classes = logits, scores.shape[1]
         picked = scores.detach().gather(1, index.clamp(min=0)).float().masked_fill(index < 0, -math.inf)
