@@ -4098,6 +4098,31 @@ def test_a_straight_through_estimator_detached_on_the_wrong_term_is_named_at_its
     assert dr.findings[0] is f and not [g for g in dr.findings if "cancelled_straight_through" in g.evidence]
 
 
+@pytest.mark.parametrize("penalty", ["box", "quantisation"])
+def test_a_penalty_that_subtracts_z_from_a_flat_op_is_no_turned_estimator(penalty):
+    """(The review of stop 38.) A box penalty `(z.clamp(-1, 1) - z) ** 2` and a quantisation regulariser
+    `(round(z) - z) ** 2` beside a right estimator subtract z from the op's output too, but no detached z is added
+    back: no estimator, no finding."""
+    torch.manual_seed(0)
+    enc, dec = nn.Linear(8, 16), nn.Linear(16, 1)
+    model = nn.ModuleList([enc, dec])
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            x = torch.randn(64, 8)
+            z = enc(x)
+            if penalty == "box":
+                aux, code = ((z.clamp(-1, 1) - z) ** 2).mean(), torch.tanh(z)
+            else:
+                aux, code = ((torch.round(z) - z) ** 2).mean(), z + (torch.round(z) - z).detach()
+            loss = nn.functional.mse_loss(dec(code), 2 * x[:, :1]) + 0.1 * aux
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    assert not [f for f in dr.findings if f.evidence.get("straight_through_turned")]
+
+
 class ArgmaxRouted(nn.Module):
     """A top-1 mixture of experts that routes by argmax and does not weight the chosen expert's output."""
 

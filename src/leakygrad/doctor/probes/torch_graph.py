@@ -1743,14 +1743,18 @@ def cancelled_straight_through(gate, sums) -> bool:
 def turned_straight_through(gate, sums) -> bool:
     """Whether a straight-through path written around `gate` hands its input z the gradient turned around:
     `round(z) - z + z.detach()`, where `z + (round(z) - z).detach()` was meant. The outermost addition or subtraction
-    joining z and a path to the gate subtracts z more often than it adds it: the forward gives round(z), the gradient
-    reaching z is -g, and what comes before it climbs the loss."""
-    source = _gate_source(gate)
+    joining z and a path to the gate subtracts z more often than it adds it, and is itself an addition of something
+    with no graph (the `z.detach()`): the forward gives round(z), the gradient reaching z is -g, and what comes before
+    it climbs the loss. Only for ops flat everywhere (round, sign, ...); a penalty `(round(z) - z) ** 2` or
+    `(z.clamp(-1, 1) - z) ** 2` has no detached term, and is no estimator."""
+    source = _gate_source(gate) if op_name(gate) in ZERO_DERIVATIVE else None
     if source is None:
         return False
     joining = [node for node in sums if _reaches(node, gate, 4) and _direct_reads(node, source, gate, 4)[1]]
     tops = [node for node in joining if not any(other is not node and _reaches(other, node, 4) for other in joining)]
-    return bool(tops) and _direct_reads(tops[0], source, gate, 4)[0] < 0
+    if not tops or op_name(tops[0]) != "add" or all(child is not None for child, _ in tops[0].next_functions):
+        return False
+    return _direct_reads(tops[0], source, gate, 4)[0] < 0
 
 
 def _direct_reads(node, source, gate, depth: int) -> tuple[int, int]:
