@@ -3200,3 +3200,57 @@ def test_attention_pooling_normalised_over_the_batch_is_named_at_its_softmax(dim
     [f] = named
     assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "softmax after score", "error")
     assert f.evidence["input_shape"] == [64, 10] and "dim=1" in f.remedies[0]
+
+
+class SeqFirst(nn.Module):
+    """A sequence-first GRU (T, N, H) whose outputs are made one row per example: `out.view(N, -1)` (the mistake) or
+    `out.transpose(0, 1).reshape(N, -1)`."""
+
+    def __init__(self, permute: bool):
+        super().__init__()
+        self.permute = permute
+        self.gru, self.head = nn.GRU(4, 8), nn.Linear(32 * 8, 3)
+
+    def forward(self, x):  # x: (T, N, 4)
+        out, _ = self.gru(x)
+        rows = out.transpose(0, 1).reshape(x.shape[1], -1) if self.permute else out.view(x.shape[1], -1)
+        return self.head(rows)
+
+
+class TokenTagger(nn.Module):
+    """Tags every token: (B, T, H) merged into (B * T, H) rows, one per target, H as large as B * T by chance."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.head = nn.Embedding(10, 128), nn.Linear(128, 3)
+
+    def forward(self, x):  # x: (B, T) = (4, 32): 128 targets, and 128 features
+        return self.head(self.embed(x).reshape(-1, 128))
+
+
+@pytest.mark.parametrize("case", ["(T, N, H) viewed", "(T, N, H) permuted", "a tagger's (B, T, H) merged"])
+def test_views_of_a_sequence_first_output_and_of_a_tagger(case):
+    """(The review of stop 38.) `out.view(N, -1)` of a (T, N, H) with T a multiple of N (32 and 16) mixes the
+    examples too: found. A tagger's (B, T, H) merged into the (B * T, H) rows its loss counts, with H = B * T by
+    chance, mixes nothing: no finding (it was told as a stall, with a permute that would break the model)."""
+    torch.manual_seed(0)
+    if case.startswith("a tagger"):
+        model, x = TokenTagger(), torch.randint(0, 10, (4, 32))
+        y = (x % 3).reshape(-1)
+    else:
+        model, x = SeqFirst(permute="permuted" in case), torch.randn(32, 16, 4)
+        y = (x[0, :, 0] > 0).long() + (x[-1, :, 1] > 0).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("examples_mixed")]
+    if case != "(T, N, H) viewed":
+        assert named == []
+        return
+    [f] = named
+    assert f.where == "view after gru" and f.evidence["input_shape"] == [32, 16, 8]

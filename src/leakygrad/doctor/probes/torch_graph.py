@@ -418,13 +418,19 @@ def examples_mixed_by_view(node, batch: int) -> dict | None:
     more than one entry before it, the shape (batch, ...) without moving that axis first: `h_n.view(N, -1)` of a
     bidirectional RNN's (2, N, H), `out.view(N, -1)` of a (T, N, H). A view reads the values in memory order, so row i
     of the result holds pieces of several examples, not example i. {"input_shape", "output_shape", "batch"}, or
-    None (a (T * N, H) view keeps each row one example's; (1, N, H) viewed as (N, H) moves nothing)."""
+    None (a (T * N, H) view keeps each row one example's; (1, N, H) viewed as (N, H) moves nothing; a 2-D (N * T, C),
+    or one split into (N, T, ...), is example-major already; nor a (B, T, H) merged into the (B * T, H) rows a loss
+    per token counts as its examples)."""
     sizes, shape = saved_value(node, "_saved_self_sym_sizes"), output_shape(node)
     if not sizes or not shape or batch < 2 or shape[0] != batch:
         return None
     sizes = tuple(int(size) for size in sizes)
-    if sizes[0] % batch == 0 or batch not in sizes[1:]:
+    if batch not in sizes[1:]:
         return None
+    if sizes[0] % batch == 0 and (len(sizes) == 2 or (len(shape) > 1 and sizes[0] == batch * shape[1])):
+        return None  # ((N * T, C) split into (N, T, C): each row one example's, example-major, as it was)
+    if any(math.prod(sizes[:axis]) == batch for axis in range(2, len(sizes))):
+        return None  # ((B, T, H) merged into (B * T, H) for a loss per token: its rows are the targets' own)
     axis = sizes.index(batch, 1)
     if math.prod(sizes[:axis]) == 1:
         return None
