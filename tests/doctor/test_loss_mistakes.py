@@ -70,16 +70,20 @@ def test_a_loss_function_given_an_n_by_1_prediction_and_n_targets_is_named(loss_
 
 
 @pytest.mark.filterwarnings("ignore:Using a target size")
-def test_a_prediction_of_n_against_targets_of_n_by_1_is_named():
+@pytest.mark.parametrize("squeezed", ["in the model", "after it"])
+def test_a_prediction_of_n_against_targets_of_n_by_1_is_named(squeezed):
     """The mirror case (sweep 40): a model that returns (N,) (its output flattened) against targets kept as an (N, 1)
-    column broadcasts to (N, N) the same way (R^2 0.009 against 0.977, told only as a stall before)."""
+    column broadcasts to (N, N) the same way (R^2 0.009 against 0.977, told only as a stall before); also when the
+    output is squeezed after the model, `model(x).squeeze(-1)` (the review of stop 38)."""
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1), nn.Flatten(0))
+    layers = [nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)]
+    model = nn.Sequential(*layers, nn.Flatten(0)) if squeezed == "in the model" else nn.Sequential(*layers)
     x, y = regression_data()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     with doctor.watch(model, optimizer, every=1) as dr:
         for _ in range(40):
-            loss = F.mse_loss(model(x), y[:, None])
+            prediction = model(x) if squeezed == "in the model" else model(x).squeeze(-1)
+            loss = F.mse_loss(prediction, y[:, None])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -477,11 +477,13 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
             if op_name(base) != "expand" or len(base.next_functions) != 1 or base.next_functions[0][0] is None:
                 continue
             compared, (base, base_nr) = base, base.next_functions[0]
-        module = module_outputs.get(base)
-        if module is None:
-            continue
         before, after = output_shape(base, base_nr), output_shape(compared)
         if not before or after is None:
+            continue
+        module = module_outputs.get(base)
+        if module is None and len(before) == 1:  # (an (N,) squeezed from the output: `model(x).squeeze(-1)`)
+            module = module_outputs.get(beneath_reshapes(base))
+        if module is None:
             continue
         batch = before[0]
         column = len(before) == len(after) >= 2 and before[1] == 1  # (N, 1) against (N,)
