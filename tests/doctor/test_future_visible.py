@@ -14,6 +14,7 @@ no mask by design, and a tagger whose mask reads one position ahead on purpose (
 
 import math
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -300,10 +301,10 @@ def test_a_convolution_padded_on_both_sides_in_a_forecaster_reads_its_target():
     assert [f.where for f in found] == ["convs.0", "convs.1", "convs.2"]
     first, last = found[0], found[-1]
     assert (first.symptom, first.severity, first.first_step) == ("wrong_gradient", "error", 0)
-    assert first.evidence["convolution"] == {"kernel": 3, "dilation": 1, "padding": 1}
+    assert first.evidence["convolution"] == {"kernel": 3, "dilation": 1, "left": 1, "right": 1}
     assert first.evidence["targets_next_tokens"] == 1.0 and first.evidence["furthest_ahead"] == 1
     assert last.evidence["furthest_ahead"] == 4 and "F.pad(x, (8, 0))" in last.remedies[0]
-    assert "reads 4 positions after its own" in last.explanation
+    assert "4 positions after its own" in last.explanation
 
 
 def test_causal_convolutions_and_a_denoiser_padded_on_both_sides_are_left_alone():
@@ -338,3 +339,95 @@ def test_a_convolutional_language_model_padded_on_both_sides_is_found():
     assert found.where == "conv" and found.evidence["furthest_ahead"] == 2
     torch.manual_seed(0)
     assert future_findings(train(ConvLM(causal=True), next_tokens)) == []
+
+
+# --- the review of stop 38 --------------------------------------------------------------------------------------------
+class OneConv(nn.Module):
+    """Embeddings (or raw values), one 1-D convolution over the positions, a head per position: the convolution padded
+    as `padding` says ("both": 2 each side; "replicate"; "same" with an even kernel; "masked": both sides, but the
+    taps after the centre held at 0, a PixelCNN-style causal convolution)."""
+
+    def __init__(self, padding: str, tokens: bool = True):
+        super().__init__()
+        self.tokens = tokens
+        self.embed = nn.Embedding(VOCAB, WIDTH) if tokens else None  # (or a series of 3 channels, read as it is)
+        kernel = 4 if padding == "same" else 5
+        options = {"both": {"padding": 2}, "masked": {"padding": 2}, "same": {"padding": "same"}}
+        options["replicate"] = {"padding": 2, "padding_mode": "replicate"}
+        self.conv = nn.Conv1d(WIDTH if tokens else 3, WIDTH, kernel, **options[padding])
+        self.mask = torch.tensor([1.0, 1.0, 1.0, 0.0, 0.0]) if padding == "masked" else None
+        self.head = nn.Conv1d(WIDTH, VOCAB if tokens else 3, 1)
+
+    def forward(self, x):
+        h = (self.embed(x) if self.tokens else x).transpose(1, 2)  # (B, WIDTH or 3, L)
+        if self.mask is not None:
+            h = F.conv1d(h, self.conv.weight * self.mask, self.conv.bias, padding=2)
+        else:
+            h = self.conv(h)
+        return self.head(torch.relu(h))  # (B, VOCAB or 3, L)
+
+
+def train_channels(model, batch_of, loss_of, steps=8):
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(steps):
+            x, y = batch_of(step)
+            loss = loss_of(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    return future_findings(dr)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
+def test_convolutions_padded_ahead_in_other_spellings_are_found():
+    """`padding_mode='replicate'` (an F.pad before it), `padding='same'` with an even kernel (an F.pad on the right),
+    cross_entropy over (B, V, L) logits (`nll_loss2d`), and a multivariate forecaster given (B, L, C) targets."""
+    torch.manual_seed(0)
+    for padding in ("replicate", "same"):
+        (found,) = train_channels(OneConv(padding), next_tokens, F.cross_entropy)
+        assert found.where == "conv" and found.evidence["furthest_ahead"] >= 1, padding
+
+    def series(step):
+        x = torch.randn(16, T + 1, 3, generator=torch.Generator().manual_seed(step)).cumsum(1)
+        return x[:, :-1], x[:, 1:]
+
+    model = OneConv("both", tokens=False)
+    (found,) = train_channels(model, series, lambda out, y: F.mse_loss(out.transpose(1, 2), y))
+    assert found.where == "conv" and found.evidence["convolution"]["left"] == 2
+
+
+def test_a_masked_convolution_a_pooled_encoder_and_a_slow_signal_are_left_alone():
+    """A convolution padded on both sides whose taps after the centre are 0 reads nothing ahead; one pooled into a
+    code per sequence before a decoder predicts the next tokens gives no position its own; a denoiser of an on/off
+    trace, whose targets equal the input one step on as often as at their own step, shows no forecast."""
+    torch.manual_seed(0)
+
+    def flat(logits, y):  # (cross_entropy over (B * L, V) rows: an `nll_loss`, the form first judged)
+        return F.cross_entropy(logits.transpose(1, 2).reshape(-1, VOCAB), y.reshape(-1))
+
+    assert train_channels(OneConv("masked"), next_tokens, flat) == []
+
+    class PooledEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.conv = nn.Embedding(VOCAB, WIDTH), nn.Conv1d(WIDTH, WIDTH, 5, padding=2)
+            self.decoder, self.head = nn.GRU(WIDTH, WIDTH, batch_first=True), nn.Linear(WIDTH, VOCAB)
+
+        def forward(self, x):
+            h = self.embed(x)
+            code = self.conv(h.transpose(1, 2)).amax(-1)  # (B, WIDTH): one per sequence
+            out, _ = self.decoder(h, code[None].contiguous())
+            return self.head(out).transpose(1, 2)
+
+    assert train_channels(PooledEncoder(), next_tokens, flat) == []
+
+    def trace(step):
+        generator = torch.Generator().manual_seed(step)
+        clean = (torch.rand(16, 1, 64, generator=generator).cumsum(-1) % 8 > 4).float()  # (long runs of 0s and 1s)
+        return clean + 0.1 * torch.randn(16, 1, 64, generator=generator), clean
+
+    denoiser = nn.Sequential(nn.Conv1d(1, 8, 5, padding=2), nn.ReLU(), nn.Conv1d(8, 1, 5, padding=2))
+    dr_findings = train_channels(denoiser, trace, F.mse_loss)
+    assert dr_findings == []

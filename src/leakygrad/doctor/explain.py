@@ -693,19 +693,20 @@ def _explain_future_visible(f: Finding):
 
 def _explain_convolution_ahead(f: Finding):
     e, c = f.evidence, f.evidence["convolution"]
-    ahead, span = c["padding"], c["dilation"] * (c["kernel"] - 1)
+    ahead, span, left = e["furthest_ahead"], c["dilation"] * (c["kernel"] - 1), c["left"]
     text = (
-        f"The 1-D convolution `{f.where}` (kernel {c['kernel']}, dilation {c['dilation']}) is padded by {ahead} on "
-        f"both sides, so its output at position t is made from the inputs t - {ahead} to t + {ahead}: it reads "
-        f"{ahead} position{'s' if ahead > 1 else ''} after its own. The loss's targets are the next entries of the "
-        f"sequence the model reads ({pct(e['targets_next_tokens'])} of them are `x[..., t + 1]`), so the output at "
-        "position t can read its own target from the input at t + 1. The gradient of the loss then rewards copying "
-        "that value through the convolution, not predicting it: the training loss falls fast and far, and "
-        "generation or forecasting, where the next entry is not there to read, fails."
+        f"The 1-D convolution `{f.where}` (kernel {c['kernel']}, dilation {c['dilation']}) is padded by {left} on the "
+        f"left and {c['right']} on the right, so that its output is as long as its input: its output at position t "
+        f"reads the inputs up to t + {ahead}, {ahead} position{'s' if ahead > 1 else ''} after its own. The loss's "
+        f"targets are the next entries of the sequence the model reads ({pct(e['targets_next_tokens'])} of them are "
+        "`x[..., t + 1]`), so the output at position t can read its own target from the input at t + 1. The gradient "
+        "of the loss then rewards copying that value through the convolution, not predicting it: the training loss "
+        "falls fast and far, and generation or forecasting, where the next entry is not there to read, fails."
     )
     remedies = [
         f"Make it causal: pad on the left only, `F.pad(x, ({span}, 0))` before a `Conv1d(..., padding=0)`, or "
-        f"`padding={span}` and cut the end off its output, `y[..., :-{span}]` (dilation * (kernel - 1) = {span}).",
+        f"`padding={span}` and cut the end off its output, `y[..., :-{span}]` (dilation * (kernel - 1) = {span}); "
+        "or mask the kernel's taps after the centre (a masked convolution).",
         "Check it: the output at position t must not change when the entries after t do "
         "(`model(x)[..., t]` against `model(x_changed_after_t)[..., t]`).",
     ]

@@ -1022,7 +1022,7 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     source's embedding only); the largest share over them (a positional embedding's are no grid)."""
     target, ignored = None, None
     for node in loss_nodes:
-        if op_name(node) == "nll_loss":
+        if op_name(node) in ("nll_loss", "nll_loss2_d"):  # (2_d: logits (B, V, L) and targets (B, L), a conv model's)
             found = saved_value(node, "_saved_target")
             if isinstance(found, torch.Tensor) and not found.is_floating_point():
                 target, ignored = found.detach(), signed(node._saved_ignore_index)
@@ -1061,21 +1061,69 @@ def difference_of_itself(node) -> bool:
     return len(inputs) == 2 and inputs[0][0] is not None and inputs[0] == inputs[1]
 
 
-def convolution_reach_ahead(node) -> tuple[int, int, dict] | None:
-    """(positions ahead, positions, {"kernel", "dilation", "padding"}) for a 1-D convolution's node (stride 1) padded
-    on both sides so that its output is as long as its input, `Conv1d(c, c, k, padding=d * (k - 1) // 2)`: output t
-    reads inputs t - p to t - p + d (k - 1), that is p positions after its own. None for any other: a causal one
-    (padded on the left by `F.pad`: its output is shorter than its input, nothing ahead) and one whose output is
-    longer than its input (padded by d (k - 1) on both sides: the end cut off after it decides which it is)."""
+def convolution_reach_ahead(node) -> tuple[torch.Tensor, int, dict] | None:
+    """(positions ahead, a 0-d tensor; positions; {"kernel", "dilation", "left", "right"}) for a 1-D convolution's node
+    (stride 1) padded so that its output is as long as its input, by its own `padding` and by an `F.pad` just before
+    it (`padding='same'` with an even kernel, `padding_mode='replicate'`): output t reads inputs t - left to
+    t - left + d (k - 1), the furthest of them through a tap whose weights are not all 0 (a masked convolution's
+    future taps are). None for any other: a causal one padded on the left of raw inputs (its output is shorter than
+    what it reads), or one whose output is longer than its input (the end cut off after it decides which it is)."""
     weight, x = saved_value(node, "_saved_weight"), saved_value(node, "_saved_input")
     if not isinstance(weight, torch.Tensor) or not isinstance(x, torch.Tensor) or weight.dim() != 3 or x.dim() != 3:
         return None
     if getattr(node, "_saved_transposed", True) or tuple(getattr(node, "_saved_stride", ())) != (1,):
         return None
     (padding,), (dilation,), kernel = node._saved_padding, node._saved_dilation, weight.shape[-1]
-    if padding <= 0 or 2 * padding != dilation * (kernel - 1):
+    left = right = padding
+    below = node.next_functions[0][0] if node.next_functions else None
+    pads = _padding_of(below) if below is not None else None
+    if pads is not None:
+        left, right = left + pads[0], right + pads[1]
+    positions = x.shape[-1] - (pads[0] + pads[1] if pads is not None else 0)  # (before the F.pad)
+    if left <= 0 or x.shape[-1] + 2 * padding - dilation * (kernel - 1) != positions:
         return None
-    return padding, x.shape[-1], {"kernel": kernel, "dilation": dilation, "padding": padding}
+    taps = (weight.detach() != 0).flatten(0, 1).any(0)  # (the kernel's positions holding any weight)
+    last = (taps * torch.arange(1, kernel + 1, device=taps.device)).amax() - 1  # (-1: every tap 0)
+    ahead = (last * dilation - left).clamp(min=0)
+    return ahead, positions, {"kernel": kernel, "dilation": dilation, "left": left, "right": right}
+
+
+def _padding_of(node) -> tuple[int, int] | None:
+    """(left, right) an `F.pad` node added along the last axis only (constant, replicate or reflect), else None."""
+    op = op_name(node)
+    pads = saved_value(node, "_saved_pad") if op == "constant_pad_nd" else None
+    if op in ("replication_pad1_d", "reflection_pad1_d"):
+        pads = saved_value(node, "_saved_padding")
+    if pads is None or len(pads) != 2:
+        return None
+    return int(pads[0]), int(pads[1])
+
+
+POSITION_POOLS = ("max", "amax", "mean", "sum", "logsumexp", "max_pool2_d_with_indices", "avg_pool2_d",
+                  "adaptive_max_pool2_d", "adaptive_avg_pool2_d", "max_pool1_d", "avg_pool1_d")  # fmt: skip
+
+
+def reaches_by_position(loss_nodes, node, budget: int = 4096) -> bool:
+    """Whether the loss's prediction reaches `node` through no pooling (a max, mean or sum, a pooling layer): its
+    positions are then the prediction's, one for one (a convolution pooled into one code per sequence, which a
+    decoder then reads, is not)."""
+    frontier = [child for loss in loss_nodes if op_name(loss) in NEXT_STEP_LOSSES for child, _ in loss.next_functions]
+    seen = {child for child in frontier if child is not None}
+    frontier = list(seen)
+    while frontier and len(seen) < budget:
+        current = frontier.pop()
+        if current is node:
+            return True
+        if op_name(current) in POSITION_POOLS:
+            continue
+        for child, _ in current.next_functions:
+            if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
+                seen.add(child)
+                frontier.append(child)
+    return False
+
+
+NEXT_STEP_LOSSES = ("nll_loss", "nll_loss2_d", "mse_loss", "huber_loss", "smooth_l1_loss")
 
 
 def next_step_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | None:
@@ -1103,14 +1151,21 @@ def next_step_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | N
 
 def _next_value_share(x, target: torch.Tensor) -> list:
     """[the share of `target` equal to `x` one position on, along the last axis], for a 1-D convolution's input x of
-    shape (batch, channels, positions) and a target of its shape (or of its size, with one channel); [] otherwise."""
+    shape (batch, channels, positions) and a target of its shape, or (batch, positions, channels), or of its size
+    with one channel; [] otherwise. Counted only where it clearly beats the share equal at the same position (a
+    signal that rarely changes, an on/off trace, equals itself one step on as much: no evidence of a forecast)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] < 4 or x.device != target.device:
         return []
     if target.shape != x.shape:
-        if target.numel() != x.numel() or x.shape[1] != 1:
+        if target.dim() == 3 and target.shape == (x.shape[0], x.shape[2], x.shape[1]):
+            target = target.transpose(1, 2)  # (a multivariate series given as (batch, positions, channels))
+        elif target.numel() == x.numel() and x.shape[1] == 1:
+            target = target.reshape(x.shape)
+        else:
             return []
-        target = target.reshape(x.shape)
-    return [(target[..., :-1] == x[..., 1:]).float().mean()]
+    following = (target[..., :-1] == x[..., 1:]).float().mean()
+    same = (target[..., :-1] == x[..., :-1]).float().mean()
+    return [following * (following - same >= 0.5)]
 
 
 def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
@@ -1127,7 +1182,9 @@ def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
     else:
         return []
     counted = predicted != ignored
-    return [((predicted == ids[:, 1:]) & counted).sum().float() / counted.sum().clamp(min=1).float()]
+    following = ((predicted == ids[:, 1:]) & counted).sum().float() / counted.sum().clamp(min=1).float()
+    same = ((predicted == ids[:, :-1]) & counted).sum().float() / counted.sum().clamp(min=1).float()
+    return [following * (following - same >= 0.5)]  # (as for values: only where it beats the same position's)
 
 
 WEIGHT_PATH = ("select", "slice", "view", "reshape", "squeeze", "unsqueeze", "neg", "index", "expand")

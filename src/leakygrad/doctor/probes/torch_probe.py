@@ -2947,13 +2947,12 @@ class TorchProbe:
             self._lookahead_looks += 1
         ahead, length, convolution = found
         site = names.get(node) or f"conv1d after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
-        if length < 4 or site in state.lookahead:
-            return
+        if length < 4 or site in state.lookahead or not graph_tools.reaches_by_position(loss_nodes, node):
+            return  # (pooled on the way to the prediction: its positions are not the prediction's)
         next_steps = graph_tools.next_step_targets(loss_nodes, node)
-        device = graph_tools.saved_value(node, "_saved_weight").device
-        share, furthest = torch.ones((), device=device), torch.tensor(float(ahead), device=device)
         scalar = state.deferred.scalar
         next_steps_at = None if next_steps is None else scalar(next_steps)
+        share, furthest = (ahead > 0).float(), ahead.float()  # (every position reads ahead, or none)
         state.lookahead[site] = (scalar(share), scalar(furthest), length, next_steps_at, convolution)
 
     def _on_attention_grad(self, ticket: Ticket, site: str, dim: int, grad_inputs, grad_outputs):
