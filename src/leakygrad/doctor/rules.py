@@ -1035,17 +1035,23 @@ def self_similarity_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "mm", first_step, "error", evidence)]
 
 
+def _on_every_look(looks: list[list], key: str) -> dict | None:
+    """The last look's first entry when every look (at least 2) holds an entry with its `key` (the same layer or
+    site, seen each time a classifier's targets were counted), else None."""
+    if len(looks) < 2 or not all(looks):
+        return None
+    found = looks[-1][0]
+    return found if all(any(entry[key] == found[key] for entry in look) for look in looks) else None
+
+
 def batch_as_sequence_rule(history: History, t: Thresholds) -> list[Finding]:
     """A layer that takes (sequence, batch, features) (`batch_first=False`, PyTorch's default for nn.MultiheadAttention,
     nn.LSTM and the Transformer layers) given an input whose first axis holds as many entries as the classifier's
     targets and whose second does not, on every look (at least 2): it was given (batch, sequence, features), and takes
     the examples for the steps of one sequence. Attention then mixes the examples, a recurrence runs across them.
     A warning; an error with the stalled loss (folded into it)."""
-    looks = history.batch_as_sequence
-    if len(looks) < 2 or not all(looks):
-        return []
-    found = looks[-1][0]
-    if not all(any(entry["layer"] == found["layer"] for entry in look) for look in looks):
+    found = _on_every_look(history.batch_as_sequence, "layer")
+    if found is None:
         return []
     evidence = {"batch_as_sequence": True, "input_shape": found["input_shape"], "batch": found["batch"]}
     return [Finding("stalled_loss", found["layer"], 0, "warning", evidence)]
@@ -1057,11 +1063,8 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     each row of its output holds pieces of several examples, so each prediction is made from other examples'
     features: a `stalled_loss` error at the view (the model cannot learn the task from mixed rows). Or a softmax over
     dim 0, the examples' axis (`softmax_over_the_examples`): a `wrong_gradient` error at the softmax."""
-    looks = history.examples_mixed
-    if len(looks) < 2 or not all(looks):
-        return []
-    found = looks[-1][0]
-    if not all(any(entry["site"] == found["site"] for entry in look) for look in looks):
+    found = _on_every_look(history.examples_mixed, "site")
+    if found is None:
         return []
     evidence = {"examples_mixed": True, **{key: value for key, value in found.items() if key != "site"}}
     symptom = "wrong_gradient" if found.get("softmax_dim") == 0 else "stalled_loss"  # (it may learn, wrongly)
