@@ -2622,6 +2622,11 @@ class TorchProbe:
                 self._look_at_convolution_lookahead(state, node, names, loss_nodes)
             if op in ("softmax", "log_softmax"):  # (additive attention's tanh, sharp by design; a pointer's is on the
                 scoring.update(graph_tools.scoring_tanhs(node))  # loss side, under the log_softmax of its nll_loss)
+            if op == "softmax" and state.batch_classes is not None and node not in loss_nodes:
+                mixed = graph_tools.softmax_over_the_examples(node, state.batch_classes[0])
+                if mixed is not None:  # (attention pooling's softmax(scores, dim=0) over (N, T): over the batch)
+                    site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                    state.examples_mixed.setdefault(site, mixed)
             if op not in WATCHED_OPS:
                 if op in graph_tools.LAYER_PRODUCTS:
                     self._look_for_zeros_outside_autograd(state, node, names)
@@ -2636,11 +2641,6 @@ class TorchProbe:
                     if mixed is not None:
                         site = f"{op} after {graph_tools.nearest_upstream(node, names) or 'input'}"
                         state.examples_mixed.setdefault(site, mixed)
-            if op == "softmax" and state.batch_classes is not None and node not in loss_nodes:
-                mixed = graph_tools.softmax_over_the_examples(node, state.batch_classes[0])
-                if mixed is not None:  # (attention pooling's softmax(scores, dim=0) over (N, T): over the batch)
-                    site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
-                    state.examples_mixed.setdefault(site, mixed)
                 if op == "mul":
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
