@@ -425,8 +425,8 @@ def examples_mixed_by_view(node, batch: int) -> dict | None:
     if not sizes or not shape or batch < 2 or shape[0] != batch:
         return None
     sizes = tuple(int(size) for size in sizes)
-    if batch not in sizes[1:]:
-        return None
+    if batch not in sizes[1:] or sizes[0] == shape[0]:
+        return None  # (the first axis kept as it was: each row the input's own, a product's (B, T, d) laid out anew)
     if sizes[0] % batch == 0 and (len(sizes) == 2 or (len(shape) > 1 and sizes[0] == batch * shape[1])):
         return None  # ((N * T, C) split into (N, T, C): each row one example's, example-major, as it was)
     if any(math.prod(sizes[:axis]) == batch for axis in range(2, len(sizes))):
