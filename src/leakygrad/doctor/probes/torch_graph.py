@@ -1477,12 +1477,12 @@ def diagonal_of_a_self_similarity(loss_nodes) -> tuple[object, int] | None:
     return None
 
 
-def one_class_over_pairs(loss_nodes) -> dict | None:
-    """{"rows", "target"} when cross_entropy's scores are a square (N, N) product of two computed tensors,
-    `z1 @ z2.T` (under constant factors or a temperature: a contrastive loss over the batch's pairs, CLIP's), and
-    every target is the same class: each row is asked to pick out the batch's first example (`torch.zeros(N)`), not
-    its own pair on the diagonal (`torch.arange(N)`). Else None. (MoCo's zeros are right: its scores are the
-    positive's column joined to a queue's, a `cat`, not one product.)"""
+def one_class_over_pairs(loss_nodes) -> tuple[int, torch.Tensor, torch.Tensor] | None:
+    """(rows, 1.0 where every target is one class else 0.0, that class), the two on the device, when cross_entropy's
+    scores are a square (N, N) product of two computed tensors, `z1 @ z2.T` (under constant factors or a temperature:
+    a contrastive loss over the batch's pairs, CLIP's): with one class for all, each row is asked to pick out that
+    example of the batch (`torch.zeros(N)`), not its own pair on the diagonal (`torch.arange(N)`). Else None.
+    (MoCo's zeros are right: its scores are the positive's column joined to a queue's, a `cat`, not one product.)"""
     for node, _, scores in cross_entropies(loss_nodes):
         product = _beneath_a_scale(scores)
         factors = [child for child, _ in product.next_functions]
@@ -1493,8 +1493,8 @@ def one_class_over_pairs(loss_nodes) -> dict | None:
             continue
         if not isinstance(target, torch.Tensor) or target.dim() != 1 or target.is_floating_point():
             continue
-        if target.numel() == shape[0] and bool((target == target[0]).all()):
-            return {"rows": shape[0], "target": int(target[0])}
+        if target.numel() == shape[0]:  # (read with the step's other numbers: no wait for a GPU here)
+            return shape[0], (target == target[0]).all().float(), target[0].float()
     return None
 
 

@@ -1222,7 +1222,7 @@ class StepState:
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
     target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_module", ...}
     sine_layers: dict = field(default_factory=dict)  # layer -> w0 of a sin(w0 * layer(x)) after it (a SIREN's)
-    one_class_over_pairs: dict | None = None  # cross_entropy over z1 @ z2.T, every target one class: {"rows", "target"}
+    one_class_over_pairs: tuple | None = None  # cross_entropy over z1 @ z2.T: (rows, deferred "one class", the class)
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
@@ -2457,7 +2457,10 @@ class TorchProbe:
         if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
             state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
         if state.one_class_over_pairs is None and "nll_loss" in state.loss_ops and "mm" in state.loss_ops:
-            state.one_class_over_pairs = graph_tools.one_class_over_pairs(loss_nodes)
+            found = graph_tools.one_class_over_pairs(loss_nodes)
+            if found is not None:
+                rows, one_class, target = found
+                state.one_class_over_pairs = (rows, state.deferred.scalar(one_class), state.deferred.scalar(target))
         if state.self_similarity is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(SIMILARITY):
             found = graph_tools.diagonal_of_a_self_similarity(loss_nodes)
             if found is not None:
@@ -4039,7 +4042,10 @@ class TorchProbe:
         record.difference_of_itself = state.difference_of_itself
         record.target_trained = state.target_trained
         record.sine_layers = dict(state.sine_layers) or None
-        record.one_class_over_pairs = state.one_class_over_pairs
+        if state.one_class_over_pairs is not None:
+            rows, one_class_at, target_at = state.one_class_over_pairs
+            if value(one_class_at) > 0:
+                record.one_class_over_pairs = {"rows": rows, "target": int(value(target_at))}
         record.custom_backwards = {}
         for name, test in state.custom_backwards.items():
             flags, numbers_at = test.flags_at, test.against_forward_at
