@@ -1409,8 +1409,10 @@ def target_trained_rule(history: History, t: Thresholds) -> list[Finding]:
         return []
     found = marked[-1].target_trained
     first = next(r.step for r in history.records if r.target_trained is not None)
-    evidence = {"target_trained": True, **found}
-    return [Finding("wrong_gradient", found["target_module"], first, "error", evidence)]
+    teacher = _common_prefix(found["target_modules"]) or found["target_modules"][0]
+    student = _common_prefix(found["prediction_modules"]) or "input"
+    evidence = {"target_trained": True, "target_module": teacher, "prediction_module": student}
+    return [Finding("wrong_gradient", teacher, first, "error", evidence)]
 
 
 # --- a tensor subtracted from itself ---------------------------------------------------------------------------------

@@ -658,17 +658,6 @@ def modules_upstream(node, names, limit: int = 512) -> set:
     return found
 
 
-def common_module(modules) -> str | None:
-    """The longest dotted prefix the module names share (`teacher` for teacher.0 and teacher.2), or None."""
-    parts = [name.split(".") for name in modules]
-    shared = []
-    for level in zip(*parts):
-        if len(set(level)) != 1:
-            break
-        shared.append(level[0])
-    return ".".join(shared) or None
-
-
 def rate_read_as_rate(log_node, nodes) -> bool:
     """Whether `log_node` is the log of `poisson_nll_loss(input, y, log_input=False)`, which computes
     input - y * log(input + eps), reading its input as the rate itself: among `nodes`, a subtraction of a product
@@ -1164,8 +1153,7 @@ def _next_value_share(x, target: torch.Tensor) -> list:
         else:
             return []
     following = (target[..., :-1] == x[..., 1:]).float().mean()
-    same = (target[..., :-1] == x[..., :-1]).float().mean()
-    return [following * (following - same >= 0.5)]
+    return [_beyond_the_same_position(following, (target[..., :-1] == x[..., :-1]).float().mean())]
 
 
 def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
@@ -1184,7 +1172,14 @@ def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
     counted = predicted != ignored
     following = ((predicted == ids[:, 1:]) & counted).sum().float() / counted.sum().clamp(min=1).float()
     same = ((predicted == ids[:, :-1]) & counted).sum().float() / counted.sum().clamp(min=1).float()
-    return [following * (following - same >= 0.5)]  # (as for values: only where it beats the same position's)
+    return [_beyond_the_same_position(following, same)]
+
+
+def _beyond_the_same_position(following: torch.Tensor, same: torch.Tensor) -> torch.Tensor:
+    """The share of targets equal to the next entry, counted only where it beats by 0.5 or more the share equal to
+    the entry at their own position (a signal that rarely changes equals itself one step on as often: no forecast);
+    else 0. Both on the device."""
+    return following * (following - same >= 0.5)
 
 
 WEIGHT_PATH = ("select", "slice", "view", "reshape", "squeeze", "unsqueeze", "neg", "index", "expand")

@@ -1220,7 +1220,7 @@ class StepState:
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
-    target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_module", ...}
+    target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_modules", ...}
     sine_layers: dict = field(default_factory=dict)  # layer -> w0 of a sin(w0 * layer(x)) after it (a SIREN's)
     one_class_over_pairs: tuple | None = None  # cross_entropy over z1 @ z2.T: (rows, deferred "one class", the class)
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
@@ -2932,9 +2932,9 @@ class TorchProbe:
                 continue
             if not self._reaches_a_watched_parameter(target):
                 continue
-            state.target_trained = {
-                "target_module": graph_tools.common_module(target_modules) or sorted(target_modules)[0],
-                "prediction_module": graph_tools.common_module(prediction_modules) or "input",
+            state.target_trained = {  # (named after their common prefix by the rule)
+                "target_modules": sorted(target_modules),
+                "prediction_modules": sorted(prediction_modules),
             }
             return
 
