@@ -1242,9 +1242,11 @@ def _other_gains(e: dict, layer: str) -> str:
 def _explain_cut_every_step(f: Finding):
     e = f.evidence
     cell = f.where.split(" ")[0]
+    stepped = e["kind"] in ("RNN", "LSTM", "GRU")  # (a whole-sequence layer run one time step a call)
+    call = "out, h = rnn(x[:, t:t+1], h.detach())" if stepped else "h = cell(x[t], h.detach())"
     text = (
         f"`{cell}` ({e['kind']}) was given its own last output detached at {e['cut_calls']} of its {e['time_steps']} "
-        "calls (`h = cell(x[t], h.detach())`): backprop through time stops at every step. The loss at step t teaches "
+        f"calls (`{call}`): backprop through time stops at every step. The loss at step t teaches "
         "the cell only about step t, never about what it should carry over from the steps before, so it cannot "
         "learn anything that depends on earlier inputs (truncated backprop through time, truncated to one step)."
     )
@@ -1734,6 +1736,16 @@ def explain_nonfinite(f: Finding):
             f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}): the "
             "optimiser's step made them so."
         )
+    elif e.get("finite_gradients"):
+        made = e["finite_gradients"]
+        text = (
+            f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}), though "
+            f"the gradients the optimiser was given were finite (norm {fmt(made['grad_norm'])}): the step's own "
+            f"arithmetic, in `{made['optimizer']}`, made the NaN. Backprop delivered finite numbers; the update rule "
+            "turned them into 0 / 0, inf - inf or the root of a negative number (a running second moment that is "
+            "exactly 0 where a gradient entry is 0, divided into without an eps, or a product of two tiny factors "
+            "that underflows to 0 in float32)."
+        )
     else:
         text = (
             f"At step {f.first_step} parameters became non-finite ({', '.join(e.get('parameters', [])[:4])}): "
@@ -1885,15 +1897,27 @@ def explain_nonfinite(f: Finding):
             "or `s.clamp(max=...)`; for a softmax or log-sum-exp written by hand, use `torch.log_softmax` or "
             "`torch.logsumexp`, which subtract the maximum first.",
         )
+    made = None if e.get("eps_rounds_to_zero") else e.get("finite_gradients")  # (the eps's own text says it)
+    if made:
+        remedies.insert(
+            0,
+            f"Check `{made['optimizer']}.step()`'s divisions and roots: each needs an eps where its operand can be 0 "
+            "(`g / (v.sqrt() + eps)`, not `g / v.sqrt()`); take the root of each factor before multiplying them "
+            "(`r.rsqrt() * c.rsqrt()`, not `(r * c).rsqrt()`), so that nothing underflows to 0 first."
+            if made.get("custom")
+            else f"Check the optimiser's settings: an `eps` of 0, or a learning rate or momentum that is not finite, "
+            f"makes `{made['optimizer']}` divide 0 by 0 where a gradient entry is 0.",
+        )
     if phase != "input":  # (the data's NaN is named where it entered: no growth before it, no line to find)
-        if f.evidence.get("after_negative_learning_rate") is None:
+        if f.evidence.get("after_negative_learning_rate") is None and not made:
             remedies.append(
                 "If the values grew first (see exploding_gradient), clip the gradient norm and lower the learning rate."
             )
-        remedies += [
-            f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "
-            "`torch.autograd.detect_anomaly()`.",
-        ]
+        if not made:  # (anomaly mode watches the backward pass, not the optimiser's step)
+            remedies.append(
+                f"To see the exact line, rerun with `--every 1`, or wrap step {f.first_step} in "
+                "`torch.autograd.detect_anomaly()`."
+            )
     return text, remedies
 
 

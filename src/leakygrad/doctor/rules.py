@@ -585,11 +585,18 @@ def _cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thres
     does not improve either. (Detached every k steps, the calls between carry the gradient: no finding.)"""
     recent = history.recent()
     linked = [r for r in recent if name in r.layers and r.layers[name].cut_calls + r.layers[name].carried_calls]
-    cut = [r for r in linked if r.layers[name].carried_calls == 0]
+    cut = [r for r in linked if _cut_every_call(r.layers[name])]
     if len(cut) < t.min_records or 2 * len(cut) < len(linked):
         return None
     layer = cut[-1].layers[name]
-    return _cut_through_time(name, cut[0].step, layer.calls, layer.cut_calls, layer.kind, loss_stalled)
+    # (from the first record that shows the cut, not the first recent one: a cut from the start began at step 0)
+    first = next(r.step for r in history.records if _cut_every_call(r.layers.get(name)))
+    return _cut_through_time(name, first, layer.calls, layer.cut_calls, layer.kind, loss_stalled)
+
+
+def _cut_every_call(layer) -> bool:
+    """A cell's record in which every call that was given a state was given it detached."""
+    return layer is not None and layer.cut_calls > 0 and layer.carried_calls == 0
 
 
 def _cut_through_time(name: str, first: int, calls: int, cut_calls: int, kind: str, loss_stalled: bool) -> Finding:
@@ -3149,6 +3156,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "detail": event.detail,
         "half_precision_overflow": event.half_precision,
         "eps_rounds_to_zero": event.eps_rounds_to_zero,
+        "finite_gradients": event.finite_gradients,
         "floor_at_zero": event.floor_at_zero,
         "half_precision_root": event.half_precision_root,
         "rate_read_as_rate": event.rate_read_as_rate,

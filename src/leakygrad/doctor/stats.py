@@ -308,3 +308,6 @@ class NonfiniteEvent:
     rate_read_as_rate: bool = False  # (phase "forward") the log of poisson_nll_loss(input, y, log_input=False)
     # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
     eps_rounds_to_zero: dict | None = None
+    # (phase "update") the step's gradients were finite: the optimiser's own arithmetic made the NaN. {"optimizer":
+    # its class name, "custom": not one of torch.optim's, "grad_norm": the step's gradient norm}
+    finite_gradients: dict | None = None

@@ -916,6 +916,14 @@ def _norm_of_all(tensors) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack([norm(t).float() for t in present]))
 
 
+def _one_time_step(module: nn.RNNBase, x) -> bool:
+    """An RNN/LSTM/GRU's input holds a single time step: (N, 1, features) batch first, else (1, N, features)."""
+    if not isinstance(x, torch.Tensor) or x.dim() not in (2, 3):
+        return False
+    time_axis = 1 if module.batch_first and x.dim() == 3 else 0
+    return x.shape[time_axis] == 1
+
+
 def _fed_own_output(state: StepState, name: str, args) -> str | None:
     """How a module called with a state after its input (`cell(x, h)`, `cell(x, (h, c))`) got it: its own last output
     with its gradient ("carried"), that output detached, all of the state ("cut": backprop through time stops here),
@@ -1056,6 +1064,7 @@ class StepState:
     layer_spreads: dict = field(default_factory=dict)  # on the first sampled steps: each weighted layer's, the same
     seq_first_inputs: dict = field(default_factory=dict)  # the input shape of each layer taking (sequence, batch, ...)
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
+    stepped_calls: dict = field(default_factory=dict)  # RNN/LSTM/GRU name -> its calls on one time step given a state
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
     # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
@@ -1845,6 +1854,10 @@ class TorchProbe:
                         if drawn_by is not None:
                             state.decoded_draws.setdefault(drawn_by, info.name)
             if info.recurrent == "cell":
+                self._note_cell_state(state, info.name, args)
+            elif info.recurrent == "sequence" and len(args) >= 2 and _one_time_step(module, args[0]):
+                # (an RNN/LSTM/GRU stepped one time step a call, `out, h = gru(x[:, t:t+1], h)`: a cell in effect)
+                state.stepped_calls[info.name] = state.stepped_calls.get(info.name, 0) + 1
                 self._note_cell_state(state, info.name, args)
             elif len(args) >= 2 and not info.recurrent:
                 self._note_own_state(state, module, info.name, args)
@@ -4175,8 +4188,9 @@ class TorchProbe:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):
                 layer.time_grad_norms = [n / scale for n in norms]
-        if name in state.cell_calls:
-            layer.calls = len(state.cell_calls[name])  # (every call, whether a gradient reached it or not)
+        calls = len(state.cell_calls[name]) if name in state.cell_calls else state.stepped_calls.get(name)
+        if calls:
+            layer.calls = calls  # (every call, whether a gradient reached it or not)
             layer.cut_calls = state.cell_cut_calls.get(name, 0)
             layer.carried_calls = state.cell_carried_calls.get(name, 0)
 
@@ -4259,14 +4273,17 @@ class TorchProbe:
                 )
             )
             return
-        if not self._report_broken_weights(state, state.weights_after, before=False):
+        if not self._report_broken_weights(state, state.weights_after, before=False, grad_norm=record.grad_norm):
             self._last_finite_step = state.step
 
-    def _report_broken_weights(self, state: StepState, norms: list, before: bool) -> bool:
+    def _report_broken_weights(
+        self, state: StepState, norms: list, before: bool, grad_norm: float | None = None
+    ) -> bool:
         """Parameters whose sampled entries hold NaN, made so by an update the loss did not reveal (a where, a
         clamp or a max can hide NaN weights from the loss). Only a NaN norm counts: an infinite one may be the
         float32 overflow of huge but finite weights (entries above ~1e19), which a diverging run reaches before
-        its loss overflows."""
+        its loss overflows. `grad_norm`: (after the step's update) its gradients' norm; finite, the optimiser's
+        own arithmetic made the NaN."""
         if None not in norms and not math.isnan(sum(norms)):  # the usual case, in one sum: no norm is NaN
             return False
         bad = [
@@ -4282,16 +4299,33 @@ class TorchProbe:
                 f"{state.step} began: an optimiser step in between applied a non-finite gradient (rerun with "
                 "--every 1 to name the operation)"
             )
+        elif grad_norm is not None and math.isfinite(grad_norm):
+            detail = (
+                f"the update of step {state.step} made the parameters non-finite from finite gradients (their norm "
+                f"{grad_norm:.3g})"
+            )
         else:
             detail = (
                 f"the update of step {state.step} made the parameters non-finite, though no NaN was seen in its "
                 "backward pass at the measured points (the layers' outputs and the ops with infinite derivatives)"
             )
         finite_until = self._last_finite_step if before else None
+        finite_gradients = None
+        if not before and grad_norm is not None and math.isfinite(grad_norm):
+            finite_gradients = self._optimizer_that_made_it(grad_norm)
         self._report_nonfinite_parameters(
-            [entry for entry in bad if entry is not None], state.step, detail, finite_until
+            [entry for entry in bad if entry is not None], state.step, detail, finite_until, finite_gradients
         )
         return True
+
+    def _optimizer_that_made_it(self, grad_norm: float) -> dict:
+        """The training optimiser, for a NaN its step made from finite gradients: its class, and whether it is one
+        of torch.optim's own (a custom one's arithmetic is the first suspect)."""
+        optimizer = self.primary() if self.primary is not None else None
+        cls = type(optimizer)
+        custom = optimizer is not None and not cls.__module__.startswith("torch.")
+        name = cls.__name__ if optimizer is not None else None
+        return {"optimizer": name, "custom": custom, "grad_norm": float(f"{grad_norm:.3g}")}
 
     # --- locating a non-finite loss in the live graph -----------------------------------------------------------------
     def _locate_forward_nonfinite(self, loss: torch.Tensor) -> None:
@@ -4347,7 +4381,9 @@ class TorchProbe:
             )
         )
 
-    def _report_nonfinite_parameters(self, entries, step: int, detail: str, finite_until: int | None = None) -> None:
+    def _report_nonfinite_parameters(
+        self, entries, step: int, detail: str, finite_until: int | None = None, finite_gradients: dict | None = None
+    ) -> None:
         """Parameters turned NaN/Inf by an update: name the layer nearest the loss (the gradient reached it first).
         `finite_until`: found as a sampled step began, the last sampled step whose parameters were finite."""
         modules = list(dict.fromkeys(label for _, _, label in entries))
@@ -4366,6 +4402,7 @@ class TorchProbe:
                 detail=detail,
                 finite_until=finite_until,
                 eps_rounds_to_zero=_eps_rounding_to_zero(optimizer) if optimizer is not None else None,
+                finite_gradients=finite_gradients,
             )
         )
 
