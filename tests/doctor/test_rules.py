@@ -1230,6 +1230,9 @@ def test_a_gradient_vanishing_through_dozens_of_plain_layers_puts_residual_conne
     first = "Add residual connections" if layers >= 20 else "Initialise for the activation"
     assert finding.remedies[0].startswith(first)
     assert len(finding.remedies) == 3
+    # (a residual net whose skip was detached, x.detach() + f(x), told in two sweep-41 scripts to add what it had)
+    [residual] = [r for r in finding.remedies if r.startswith("Add residual connections")]
+    assert "`x.detach() + f(x)`" in residual
 
 
 def test_attention_that_sharpened_after_its_first_look_is_not_saturated_from_the_start():

@@ -143,7 +143,11 @@ def explain_vanishing_gradient(f: Finding):
         "scale."
     )
     normalise = "Put a normalisation layer (BatchNorm / LayerNorm) between layers."
-    residual = "Add residual connections (x + f(x)): the identity path has derivative 1 whatever f does."
+    residual = (
+        "Add residual connections (x + f(x)): the identity path has derivative 1 whatever f does. Where the model has "
+        "them, check that the identity path carries the gradient: `x + f(x)`, not `x.detach() + f(x)`, and skips kept "
+        "for later (a U-Net's) stored without `.detach()`."
+    )
     # (through dozens of layers a gain of 1 per layer is a knife's edge that no initialisation holds for long: the
     # identity path of a residual connection is what deep networks rely on)
     deep = (e.get("layers") or 0) >= DEEP_PLAIN_STACK
