@@ -4626,3 +4626,56 @@ def test_a_gru_stepped_one_time_step_a_call_with_its_state_detached_is_a_cut_thr
     assert (f.symptom, f.where, f.first_step) == ("vanishing_gradient", "gru (cut at every time step)", 0)
     assert (f.evidence["cut_calls"], f.evidence["time_steps"], f.evidence["kind"]) == (9, 10, "GRU")
     assert "rnn(x[:, t:t+1], h.detach())" in f.explanation
+
+
+class LookaheadSubclass(torch.optim.Optimizer):
+    """Lookahead as an Optimizer subclass around an inner one (sharing its param_groups): the inner steps inside the
+    wrapper's step, the same parameters by design."""
+
+    def __init__(self, inner, k=3, alpha=0.5):
+        self.inner, self.k, self.alpha, self.calls = inner, k, alpha, 0
+        super().__init__(inner.param_groups, {})
+        self.param_groups = inner.param_groups
+        self.slow = [p.detach().clone() for group in inner.param_groups for p in group["params"]]
+
+    @torch.no_grad()
+    def step(self):
+        self.inner.step()
+        self.calls += 1
+        if self.calls % self.k == 0:
+            for p, slow in zip([p for group in self.inner.param_groups for p in group["params"]], self.slow):
+                slow.add_(p - slow, alpha=self.alpha)
+                p.copy_(slow)
+
+
+@pytest.mark.parametrize("members", ["one model three times", "three models", "lookahead"])
+def test_parameters_stepped_by_several_optimisers_in_each_step_are_named(members):
+    """`members = [make()] * 3` with one Adam per member: the same model stepped three times a step by three
+    optimisers (a sweep's deep ensemble: its uncertainty away from the data 0.073 against 0.215), told only as dead
+    units before. Three separate models, or a Lookahead whose inner optimiser steps inside its own step, are not."""
+    torch.manual_seed(0)
+
+    def make():
+        return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+
+    x, y = regression_data()
+    if members == "lookahead":
+        model = make()
+        optimizers = [LookaheadSubclass(torch.optim.Adam(model.parameters(), lr=1e-2))]
+        models = [model]
+    else:
+        models = [make()] * 3 if members == "one model three times" else [make() for _ in range(3)]
+        optimizers = [torch.optim.Adam(m.parameters(), lr=1e-2) for m in models]
+    with doctor.watch(nn.ModuleList(models) if members == "three models" else models[0], every=2) as dr:
+        for _ in range(16):
+            for model, optimizer in zip(models, optimizers):
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+    found = [f for f in dr.findings if "stepped_by_others" in f.evidence]
+    if members != "one model three times":
+        assert found == []
+        return
+    [f] = found
+    assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "optimizer", "error")
+    assert f.evidence["stepped_by_others"] == ["Adam", "Adam"] and "[make_model()] * 3" in f.explanation

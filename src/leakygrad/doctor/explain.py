@@ -751,10 +751,30 @@ def _explain_turned_straight_through(f: Finding):
     return text, remedies
 
 
+def _explain_stepped_twice(f: Finding):
+    others = f.evidence["stepped_by_others"]
+    count = len(others) + 1
+    text = (
+        f"Besides the training optimiser, {len(others)} other optimiser(s) ({', '.join(others)}) stepped exactly the "
+        f"same parameters within each training step, on {f.evidence['sampled_steps']} sampled steps: the "
+        f"parameters are updated {count} times per step, each time by an optimiser with a momentum and step size "
+        "of its own, as if the learning rate were several times larger. Usually one model where several were "
+        "meant: a list made as `[make_model()] * 3` holds the same model three times (an ensemble that collapses to "
+        "one member), or an optimiser made twice over `model.parameters()` and both stepped."
+    )
+    remedies = [
+        "Make each member separately: `members = [make_model() for _ in range(3)]`, one optimiser each; or keep one "
+        "optimiser over the model and step only it.",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
     e = f.evidence
+    if "stepped_by_others" in e:
+        return _explain_stepped_twice(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if e.get("gradient_reversal_not_reversed"):

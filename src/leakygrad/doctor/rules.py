@@ -2647,6 +2647,21 @@ def gradientless_optimizer_rule(history: History, t: Thresholds) -> list[Finding
     return [Finding("no_gradient", _common_prefix(modules) or modules[0], first, "error", evidence)]
 
 
+def same_parameters_rule(history: History, t: Thresholds) -> list[Finding]:
+    """On most recent sampled steps (at least `min_records`), another optimiser stepped exactly the parameters the
+    training optimiser steps, outside its step: every update is applied twice, each time by an optimiser with its
+    own state (`members = [make()] * 3`, the same model three times, one optimiser per member; an optimiser made
+    twice over `model.parameters()` and both stepped)."""
+    recent = history.recent()
+    marked = [r for r in recent if r.optimizers_stepping_the_same]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent):
+        return []
+    others = max((r.optimizers_stepping_the_same for r in marked), key=len)
+    evidence = {"stepped_by_others": others, "sampled_steps": len(marked)}
+    first = next(r.step for r in history.records if r.optimizers_stepping_the_same)
+    return [Finding("wrong_gradient", "optimizer", first, "error", evidence)]
+
+
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
     unreached = sorted(
@@ -3678,6 +3693,7 @@ RULES = (
     inverted_loss_mask_rule,
     padding_idx_rule,
     gradientless_optimizer_rule,
+    same_parameters_rule,
     targets_out_of_reach_rule,
     gather_across_batch_rule,
     no_branch_taken_rule,

@@ -118,6 +118,8 @@ class StepRecord:
     custom_backwards: dict | None = None
     # watched optimisers beside the training one that stepped parameters of which none had a gradient: their modules
     optimizers_without_gradient: list[list[str]] = field(default_factory=list)
+    # watched optimisers beside the training one that stepped exactly its parameters in the step: their class names
+    optimizers_stepping_the_same: list[str] = field(default_factory=list)
     # parameters whose gradient, exactly zero at every sampled step before, was nonzero at a step since the last one
     params_nonzero_between: list[str] = field(default_factory=list)
     clip_max_norm: float | None = None  # torch.nn.utils.clip_grad_norm_'s max_norm on this step, if it was called

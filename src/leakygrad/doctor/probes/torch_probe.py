@@ -1233,6 +1233,7 @@ class StepState:
     sine_layers: dict = field(default_factory=dict)  # layer -> w0 of a sin(w0 * layer(x)) after it (a SIREN's)
     one_class_over_pairs: tuple | None = None  # cross_entropy over z1 @ z2.T: (rows, deferred "one class", the class)
     optimizers_without_gradient: list = field(default_factory=list)  # per such optimiser: its modules
+    optimizers_stepping_the_same: list = field(default_factory=list)  # others that stepped the training one's params
     custom_backwards: dict = field(default_factory=dict)  # a custom Function tested on this step: name -> its test
     custom_calls: dict = field(default_factory=dict)  # id(node) -> CustomCall: calls of Functions still under test
 
@@ -3397,6 +3398,7 @@ class TorchProbe:
             if not self._is_primary(optimizer):
                 if self.sampling and self.state is not None:
                     self._note_step_without_gradient(optimizer)
+                    self._note_same_parameters(optimizer)
                 return None
             self.mode = "optimizer"
             self._awaiting = False
@@ -3480,6 +3482,17 @@ class TorchProbe:
             modules = sorted({entry[2] for entry in map(self._param_label, params) if entry is not None})
             if modules:
                 self.state.optimizers_without_gradient.append(modules)
+
+    def _note_same_parameters(self, optimizer) -> None:
+        """A watched optimiser beside the training one that steps exactly the training one's parameters, outside its
+        step (a wrapper's inner optimiser, Lookahead's, steps them inside it): each update applied twice, by two
+        optimisers with states of their own (an ensemble made as `[model()] * 3`, one optimiser per member)."""
+        primary = self.primary() if self.primary is not None else None
+        if primary is None or self._in_step or primary.param_groups is optimizer.param_groups:
+            return
+        own = {id(p) for p in _stepped_parameters(optimizer) if p.requires_grad}
+        if own and own == {id(p) for p in _stepped_parameters(primary) if p.requires_grad}:
+            self.state.optimizers_stepping_the_same.append(type(optimizer).__name__)
 
     def _stepped_and_frozen(self, optimizer) -> tuple[int, int]:
         """How many parameters the watched optimisers that stepped since the last training step step (this one's,
@@ -4051,6 +4064,7 @@ class TorchProbe:
             record.clip_value_norms, record.clip_value_entries = (value(before_at), value(after_at)), entries
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.optimizers_without_gradient = state.optimizers_without_gradient
+        record.optimizers_stepping_the_same = state.optimizers_stepping_the_same
         record.softmax_over_one = state.softmax_over_one or None
         record.difference_of_itself = state.difference_of_itself
         record.target_trained = state.target_trained
