@@ -916,6 +916,15 @@ def _norm_of_all(tensors) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack([norm(t).float() for t in present]))
 
 
+def _made_by_the_optimizer(optimizer, grad_norm: float | None) -> dict | None:
+    """For a NaN the optimiser's step made from finite gradients (of norm `grad_norm`; None: not so): its class, and
+    whether it is one of torch.optim's own (a custom one's arithmetic is the first suspect)."""
+    if grad_norm is None or optimizer is None:
+        return None
+    custom = not type(optimizer).__module__.startswith("torch.")
+    return {"optimizer": type(optimizer).__name__, "custom": custom, "grad_norm": float(f"{grad_norm:.3g}")}
+
+
 def _one_time_step(module: nn.RNNBase, x) -> bool:
     """An RNN/LSTM/GRU's input holds a single time step: (N, 1, features) batch first, else (1, N, features)."""
     if not isinstance(x, torch.Tensor) or x.dim() not in (2, 3):
@@ -4300,6 +4309,7 @@ class TorchProbe:
         own arithmetic made the NaN."""
         if None not in norms and not math.isnan(sum(norms)):  # the usual case, in one sum: no norm is NaN
             return False
+        finite_gradients = not before and grad_norm is not None and math.isfinite(grad_norm)
         bad = [
             self._param_label(p)
             for (_, _, p), norm in zip(state.params, norms)
@@ -4313,7 +4323,7 @@ class TorchProbe:
                 f"{state.step} began: an optimiser step in between applied a non-finite gradient (rerun with "
                 "--every 1 to name the operation)"
             )
-        elif grad_norm is not None and math.isfinite(grad_norm):
+        elif finite_gradients:
             detail = (
                 f"the update of step {state.step} made the parameters non-finite from finite gradients (their norm "
                 f"{grad_norm:.3g})"
@@ -4324,22 +4334,11 @@ class TorchProbe:
                 "backward pass at the measured points (the layers' outputs and the ops with infinite derivatives)"
             )
         finite_until = self._last_finite_step if before else None
-        finite_gradients = None
-        if not before and grad_norm is not None and math.isfinite(grad_norm):
-            finite_gradients = self._optimizer_that_made_it(grad_norm)
         self._report_nonfinite_parameters(
-            [entry for entry in bad if entry is not None], state.step, detail, finite_until, finite_gradients
-        )
+            [entry for entry in bad if entry is not None], state.step, detail, finite_until,
+            finite_grad_norm=grad_norm if finite_gradients else None,
+        )  # fmt: skip
         return True
-
-    def _optimizer_that_made_it(self, grad_norm: float) -> dict:
-        """The training optimiser, for a NaN its step made from finite gradients: its class, and whether it is one
-        of torch.optim's own (a custom one's arithmetic is the first suspect)."""
-        optimizer = self.primary() if self.primary is not None else None
-        cls = type(optimizer)
-        custom = optimizer is not None and not cls.__module__.startswith("torch.")
-        name = cls.__name__ if optimizer is not None else None
-        return {"optimizer": name, "custom": custom, "grad_norm": float(f"{grad_norm:.3g}")}
 
     # --- locating a non-finite loss in the live graph -----------------------------------------------------------------
     def _locate_forward_nonfinite(self, loss: torch.Tensor) -> None:
@@ -4396,10 +4395,11 @@ class TorchProbe:
         )
 
     def _report_nonfinite_parameters(
-        self, entries, step: int, detail: str, finite_until: int | None = None, finite_gradients: dict | None = None
+        self, entries, step: int, detail: str, finite_until: int | None = None, finite_grad_norm: float | None = None
     ) -> None:
         """Parameters turned NaN/Inf by an update: name the layer nearest the loss (the gradient reached it first).
-        `finite_until`: found as a sampled step began, the last sampled step whose parameters were finite."""
+        `finite_until`: found as a sampled step began, the last sampled step whose parameters were finite.
+        `finite_grad_norm`: the norm of the finite gradients the step was given (its optimiser made the NaN)."""
         modules = list(dict.fromkeys(label for _, _, label in entries))
         modules.sort(key=lambda m: self._layer_order.get(m, -1))
         where = modules[-1] if modules else "parameters"
@@ -4416,7 +4416,7 @@ class TorchProbe:
                 detail=detail,
                 finite_until=finite_until,
                 eps_rounds_to_zero=_eps_rounding_to_zero(optimizer) if optimizer is not None else None,
-                finite_gradients=finite_gradients,
+                finite_gradients=_made_by_the_optimizer(optimizer, finite_grad_norm),
             )
         )
 
