@@ -1585,7 +1585,7 @@ def test_a_hand_written_cell_given_its_own_state_detached_is_a_cut_through_time(
     [
         ("two loops", True),  # each starts from zeros: its first call is no cut, and none carries the gradient
         ("loss at the end only", True),  # (the earlier calls get no gradient: no time profile, the calls still count)
-        ("lstm cell, c alone detached", False),  # h carries the gradient on
+        ("lstm cell, c alone detached", False),  # h carries the gradient on: the cell state's cut is told apart
         ("detached every third step", False),  # truncated backprop through time over 3 steps, on purpose
     ],
 )
@@ -1616,6 +1616,48 @@ def test_a_cut_through_time_is_told_from_carried_state_and_sequences_that_start_
             optimizer.step()
     found = [f.where for f in dr.findings if f.symptom == "vanishing_gradient" and "cut_every_step" in f.evidence]
     assert found == (["cell (cut at every time step)"] if cut else [])
+    parts_cut = [f.where for f in dr.findings if "parts_cut_every_step" in f.evidence]
+    assert parts_cut == (["cell (c cut at every time step)"] if lstm else [])
+
+
+@pytest.mark.parametrize("layer", ["LSTMCell", "LSTM stepped"])
+@pytest.mark.parametrize("detached", ["c", "h", "neither"])
+def test_an_lstm_given_one_part_of_its_state_detached_at_every_step_is_told_which(layer, detached):
+    """`h, c = cell(x[t], (h, c.detach()))` (sweep 41: "no leaks found"): backprop through time goes on through h,
+    but the cell state, the LSTM's long path for the gradient (d c_t / d c_(t-1) = the forget gate), is cut at
+    every step. Detaching h alone cuts the gates' paths instead; both parts carried on is no finding."""
+    torch.manual_seed(0)
+    stepped = layer == "LSTM stepped"
+    cell, head = (nn.LSTM(1, 8, batch_first=True) if stepped else nn.LSTMCell(1, 8)), nn.Linear(8, 1)
+    model = nn.ModuleDict(dict(cell=cell, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            x, loss = torch.randn(16, 10, 1, generator=generator), 0.0
+            h = c = torch.zeros(1, 16, 8) if stepped else torch.zeros(16, 8)
+            for t in range(10):
+                state = (h.detach() if detached == "h" else h, c.detach() if detached == "c" else c)
+                if stepped:
+                    out, (h, c) = cell(x[:, t : t + 1], state)
+                    out = out[:, 0]
+                else:
+                    h, c = cell(x[:, t], state)
+                    out = h
+                loss = loss + nn.functional.mse_loss(head(out), x[:, : t + 1].sum(1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    if detached == "neither":
+        assert found == []
+        return
+    [f] = found
+    assert (f.where, f.first_step) == (f"cell ({detached} cut at every time step)", 0)
+    assert f.evidence["parts_cut_every_step"] == [detached] and f.evidence["cut_calls"] == 9
+    assert f.evidence["kind"] == ("LSTM" if stepped else "LSTMCell")
+    assert ("the cell state c detached" in f.explanation) == (detached == "c")
+    assert "(h, c)" in f.remedies[0]
 
 
 def test_a_sequence_layer_run_one_step_per_call_is_judged_without_failing():

@@ -1283,6 +1283,33 @@ def _explain_cut_every_step(f: Finding):
     return text, remedies
 
 
+def _explain_parts_cut_every_step(f: Finding):
+    e = f.evidence
+    cell, cut = f.where.split(" ")[0], e["parts_cut_every_step"]
+    text = f"`{cell}` ({e['kind']}) was given its own last state at {e['cut_calls']} of its {e['time_steps']} calls "
+    if cut == ["c"]:
+        text += (
+            "with h carried on but the cell state c detached (`h, c = cell(x[t], (h, c.detach()))`). The cell state is "
+            "the LSTM's path for the gradient across time: along it d c_t / d c_(t-1) is the forget gate alone, "
+            "close to 1 for what the cell keeps, so a gradient crosses many steps. Detached, that path is cut at every "
+            "step; what still crosses goes through h and the gates, multiplied at every step by W_hh and the gates' "
+            "derivatives, and fades within a few steps: the cell learns only short dependencies, as a plain RNN would."
+        )
+    else:
+        text += (
+            f"with {' and '.join(cut)} detached and the rest carried on: the paths of the gradient through time that "
+            f"run through {' and '.join(cut)} are cut at every step (the gates stop learning from later steps through "
+            "them), while the rest still carries it."
+        )
+    if not e.get("loss_stalled"):
+        text += " The loss is improving, so the task may need only short memory; it matters if it does not."
+    remedies = [
+        "Pass the whole state on with its gradient within a sequence (`cell(x[t], (h, c))`); detach all of it "
+        "together only between sequences, or every k steps of a very long one (truncated backprop through time).",
+    ]
+    return text, remedies
+
+
 def explain_exploding_gradient(f: Finding):
     e = f.evidence
     if "hooks_piling_up" in e:
@@ -1345,6 +1372,8 @@ def _explain_time(f: Finding, vanishing: bool):
     e = f.evidence
     if e.get("cut_every_step"):
         return _explain_cut_every_step(f)
+    if e.get("parts_cut_every_step"):
+        return _explain_parts_cut_every_step(f)
     first, last = e["early_steps"], e["late_steps"]
     factor = e["mean_factor_per_time_step"]
     text = (

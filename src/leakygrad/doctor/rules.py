@@ -529,6 +529,10 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         if cut is not None:  # (then no gradient crosses a time step: no ratio to measure)
             findings.append(cut)
             continue
+        part_cut = _parts_cut_at_every_call(history, name, loss_stalled, t)
+        if part_cut is not None:  # (its ratio, if one is measured, is what the cut leaves: told by this finding)
+            findings.append(part_cut)
+            continue
         ratios = [x for x in (ratio_of(r) for r in recent) if x is not None]
         if len(ratios) < t.min_records:
             continue
@@ -597,6 +601,38 @@ def _cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thres
 def _cut_every_call(layer) -> bool:
     """A cell's record in which every call that was given a state was given it detached."""
     return layer is not None and layer.cut_calls > 0 and layer.carried_calls == 0
+
+
+def _parts_cut_at_every_call(history: History, name: str, loss_stalled: bool, t: Thresholds) -> Finding | None:
+    """An LSTM cell given its own last state with h carried on but c detached at every call (`h, c = cell(x[t],
+    (h, c.detach()))`), on most recent sampled steps that called it. Backprop through time goes on, through h and
+    the gates only: the cell state, the path along which the gradient crosses a step multiplied by the forget gate
+    alone, is cut at every step. (Either part detached is told; both detached is the cut above.)"""
+    recent = history.recent()
+    linked = [
+        r.layers[name] for r in recent if name in r.layers and r.layers[name].cut_calls + r.layers[name].carried_calls
+    ]
+    cut = [layer for layer in linked if _parts_cut_every_call(layer)]
+    if len(cut) < t.min_records or 2 * len(cut) < len(linked):
+        return None
+    layer = cut[-1]
+    first = next(r.step for r in history.records if _parts_cut_every_call(r.layers.get(name)))
+    lstm = layer.kind in ("LSTMCell", "LSTM")  # (its state is (h, c))
+    evidence = {
+        "across": "time",
+        "parts_cut_every_step": [("h", "c")[i] if lstm else f"part {i}" for i in layer.parts_cut],
+        "time_steps": layer.calls,
+        "cut_calls": layer.part_cut_calls,
+        "kind": layer.kind,
+        "loss_stalled": loss_stalled,
+    }
+    where = f"{name} ({', '.join(evidence['parts_cut_every_step'])} cut at every time step)"
+    return Finding("vanishing_gradient", where, first, "error" if loss_stalled else "warning", evidence)
+
+
+def _parts_cut_every_call(layer) -> bool:
+    """A cell's record in which every call given its state carried part of it on and was given the rest detached."""
+    return layer is not None and not layer.cut_calls and 0 < layer.part_cut_calls == layer.carried_calls
 
 
 def _cut_through_time(name: str, first: int, calls: int, cut_calls: int, kind: str, loss_stalled: bool) -> Finding:

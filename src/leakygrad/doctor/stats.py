@@ -34,6 +34,8 @@ class LayerStats:
     calls: int = 0  # a cell (nn.RNNCell, GRUCell, LSTMCell): its calls on this step
     cut_calls: int = 0  # ... given its own last output detached (backprop through time cut before them)
     carried_calls: int = 0  # ... given its own last output with its gradient (backprop through time goes on)
+    part_cut_calls: int = 0  # ... of those, given some parts of it detached (an LSTM cell's c, h carried on)
+    parts_cut: tuple[int, ...] = ()  # ... which parts, by position in the state: (1,) for c in (h, c)
     # Looked at on a few sampled steps only (0, 32, 64, 128, ...), for a layer whose weight holds one row per unit
     # (nn.Linear, a convolution): its units, and the largest difference between two units' incoming weights or biases
     # relative to the largest of them. 0: every unit computes the same function (symmetric initialisation).

@@ -944,6 +944,15 @@ def _fed_own_output(state: StepState, name: str, args) -> str | None:
     return "cut" if own and len(own) == len(hidden) else None
 
 
+def _parts_detached(state: StepState, name: str, args) -> tuple[int, ...]:
+    """Of a state of several parts, all the cell's own last output and carried on with its gradient, the parts given
+    detached: `cell(x[t], (h, c.detach()))` -> (1,), the cell state's path through time cut at every call."""
+    hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
+    if len(hidden) < 2 or not all(name in state.output_memory.makers(t) for t in hidden):
+        return ()
+    return tuple(i for i, t in enumerate(hidden) if not t.requires_grad)
+
+
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         return [value]
@@ -1076,6 +1085,7 @@ class StepState:
     stepped_calls: dict = field(default_factory=dict)  # RNN/LSTM/GRU name -> its calls on one time step given a state
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
+    cell_parts_cut: dict = field(default_factory=dict)  # ... -> (carried calls with parts detached, which parts)
     # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
     # its gradient]: a recurrent cell written by hand (`h, c = cell(x[:, t], (h, c))`)
     looped_calls: dict = field(default_factory=dict)
@@ -1892,6 +1902,10 @@ class TorchProbe:
         fed = _fed_own_output(state, name, args)
         if fed == "carried":
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
+            parts = _parts_detached(state, name, args)
+            if parts:  # (h carried, c detached: the LSTM's long path through time cut, the short one kept)
+                calls, _ = state.cell_parts_cut.get(name, (0, parts))
+                state.cell_parts_cut[name] = (calls + 1, parts)
         elif fed == "cut":
             state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
 
@@ -4216,6 +4230,7 @@ class TorchProbe:
             layer.calls = calls  # (every call, whether a gradient reached it or not)
             layer.cut_calls = state.cell_cut_calls.get(name, 0)
             layer.carried_calls = state.cell_carried_calls.get(name, 0)
+            layer.part_cut_calls, layer.parts_cut = state.cell_parts_cut.get(name, (0, ()))
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, flags) -> None:
         for site, tally in state.activations.items():
