@@ -880,6 +880,38 @@ def test_the_parts_of_a_module_list_called_one_by_one_are_all_named_under_the_li
     assert layers == {f"flow.{i}.net.{j}" for i in range(3) for j in (0, 2)}
 
 
+@pytest.mark.parametrize("held_in", ["a list", "a dict"])
+def test_models_in_a_plain_list_are_named_by_their_place_in_it_not_by_the_loop_variable(tmp_path, held_in):
+    """A deep ensemble, `members = [make() for _ in range(3)]`, one optimiser each, trained `for m, opt in zip(...)`
+    at top level: its second member's dead ReLU was told at `m.3` (sweep 41), the name of whichever member the loop
+    held last, and the members were `m`, `m_2`, `m_3` in the order met. Named by place: `members[1].3`."""
+    script = tmp_path / "ensemble.py"
+    listed = "[make() for _ in range(3)]" if held_in == "a list" else "{name: make() for name in ('a', 'b', 'c')}"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "torch.manual_seed(0)\n"
+        "def make():\n"
+        "    return nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1))\n"
+        f"members = {listed}\n"
+        "models = members if isinstance(members, list) else list(members.values())\n"
+        "with torch.no_grad():\n"
+        "    models[1][2].bias.fill_(-20.0)  # the second member's second ReLU never fires\n"
+        "optimizers = [torch.optim.Adam(m.parameters(), lr=1e-3) for m in models]\n"
+        "x = torch.randn(256, 4)\n"
+        "y = x.sum(1, keepdim=True)\n"
+        "for step in range(40):\n"
+        "    for m, opt in zip(models, optimizers):\n"
+        "        loss = nn.functional.mse_loss(m(x), y)\n"
+        "        opt.zero_grad(); loss.backward(); opt.step()\n"
+    )
+    run = doctor.run_script(script, every=4)
+    places = ["[0]", "[1]", "[2]"] if held_in == "a list" else ["['a']", "['b']", "['c']"]
+    assert run.exit_code == 0 and run.doctor.history.models == [f"members{place}" for place in places]
+    [dead] = [f for f in run.doctor.findings if f.symptom == "dead_relu"]
+    assert dead.where == f"members{places[1]}.3"
+
+
 def test_models_each_held_by_a_name_of_their_own_and_gathered_in_a_module_list_keep_their_names(tmp_path):
     """A GAN's generator and discriminator, each held by a name, also gathered in `nets = nn.ModuleList([...])` (for
     one `.to(device)`): named `generator` and `discriminator`, not `nets.0` and `nets.1` (a review of stop 30)."""

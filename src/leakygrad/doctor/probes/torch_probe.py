@@ -1687,6 +1687,7 @@ class TorchProbe:
             count, name, module = max(covered, key=lambda c: c[0], default=(0, None, None))
             if count == 0:
                 return
+            name = _global_name(module) or name  # (`members[1]` rather than the loop's `m`)
             self._add_discovered(getattr(module, "_orig_mod", module), name)
             wanted -= {id(p) for p in module.parameters()}
 
@@ -4527,6 +4528,22 @@ def _compiled_or_transformed() -> bool:
     )
 
 
+def _modules_listed(value) -> list[tuple[str, nn.Module]]:
+    """The parts of a list of modules, each with how its place is written after the list's name: a ModuleList's
+    (`.0`), a plain list's or tuple's (`[0]`), a dict's (`['actor']`); [] for anything else."""
+    if isinstance(value, nn.ModuleList):
+        return [(f".{i}", part) for i, part in enumerate(value)]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, nn.Module) for v in value):
+        return [(f"[{i}]", part) for i, part in enumerate(value)]
+    if (
+        isinstance(value, dict)
+        and value
+        and all(isinstance(k, str) and isinstance(v, nn.Module) for k, v in value.items())
+    ):
+        return [(f"[{k!r}]", part) for k, part in value.items()]
+    return []
+
+
 def _global_name(module: nn.Module) -> str | None:
     """The name the running script gives the module: at top level (`model = Net()` -> 'model'), or its path from
     a model held at top level (`model.encoder(x)` called on its own -> 'model.encoder')."""
@@ -4534,13 +4551,16 @@ def _global_name(module: nn.Module) -> str | None:
     script_globals = [(name, value) for name, value in vars(main).items() if not name.startswith("_")] if main else []
     held = {id(value) for _, value in script_globals}
     for name, value in script_globals:
-        # (first: a part of a module list held at top level, named by its place in it, `flow.0`, not by the loop
-        # variable that holds it for now, `for layer in flow: x = layer(x)` at top level; unless each of the list's
-        # parts has a name of its own, a GAN's generator and discriminator gathered in a list)
-        if isinstance(value, nn.ModuleList) and not all(id(part) in held for part in value):
-            path = next((path for path, inner in value.named_modules() if inner is module), "")
-            if path:
-                return f"{name}.{path}"
+        # (first: a part of a list of modules held at top level, named by its place in it, `flow.0` in a ModuleList,
+        # `members[1]` in a plain list, not by the loop variable that holds it for now, `for m in members: m(x)` at
+        # top level; unless each of the list's parts has a name of its own, a GAN's generator and discriminator
+        # gathered in a list)
+        parts = _modules_listed(value)
+        if parts and not all(id(part) in held for _, part in parts):
+            for place, part in parts:
+                path = next((path for path, inner in part.named_modules() if inner is module), None)
+                if path is not None:
+                    return f"{name}{place}.{path}" if path else f"{name}{place}"
     for name, value in script_globals:
         if value is module:
             return name
