@@ -4753,3 +4753,53 @@ def test_parameters_stepped_by_several_optimisers_in_each_step_are_named(members
     [f] = found
     assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "optimizer", "error")
     assert f.evidence["stepped_by_others"] == ["Adam", "Adam"] and "[make_model()] * 3" in f.explanation
+
+
+@pytest.mark.parametrize("case", ["saliency into the step", "zero_grad between", "autograd.grad", "old WGAN"])
+def test_a_score_backward_added_into_the_training_step_is_a_wrong_gradient(case):
+    """A saliency map taken with `scores.gather(1, y[:, None]).sum().backward()` before the loss's backward, no
+    zero_grad() between (sweep 41: test accuracy 0.10 against 0.88, told as a NaN at `sum` with "clip the gradient
+    and lower the learning rate"): the step applies d loss / dw + d score / dw and drives the true class's score down
+    without bound. The score is no loss either: its value is not averaged into the loss. Reset in between, or taken
+    with autograd.grad, nothing is found; nor for an old WGAN's critic, whose whole output averaged is its objective
+    (`D(real).mean().backward(mone)`: nothing picked from it)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4 if case != "old WGAN" else 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    generator, losses = torch.Generator().manual_seed(0), []
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            x = torch.randn(32, 16, generator=generator).requires_grad_(True)
+            y = torch.randint(0, 4, (32,), generator=generator)
+            optimizer.zero_grad()
+            if case == "old WGAN":
+                model(x).mean().backward(torch.tensor(-1.0))
+                model(torch.randn(32, 16, generator=generator)).mean().backward(torch.tensor(1.0))
+                penalty = (model(x).pow(2).mean() - 1).pow(2)  # (a loss-like term beside the two scores)
+                penalty.backward()
+            else:
+                score = model(x).gather(1, y[:, None]).sum()
+                if case == "autograd.grad":
+                    (saliency,) = torch.autograd.grad(score, x)
+                else:
+                    score.backward()
+                    if case == "zero_grad between":
+                        optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(x), y)
+                losses.append(loss.item())
+                loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "wrong_gradient"]
+    if case in ("zero_grad between", "autograd.grad"):  # (the loss is the cross-entropy's, never with the score's)
+        assert [bucket.first for bucket in dr.history.loss.buckets] == pytest.approx(losses)
+    if case != "saliency into the step":
+        assert found == []
+        return
+    [f] = found
+    assert (f.where, f.severity) == ("optimizer", "error")
+    assert (f.evidence["score_of"], f.evidence["score_reads"], f.evidence["loss"]) == (
+        "sequential.2",
+        ["gather", "sum"],
+        "nll_loss",
+    )
+    assert "torch.autograd.grad(score, x)" in f.remedies[0] and "zero_grad()" in f.remedies[1]

@@ -769,12 +769,33 @@ def _explain_stepped_twice(f: Finding):
     return text, remedies
 
 
+def _explain_score_backward(f: Finding):
+    e = f.evidence
+    reads = ", ".join(e["score_reads"])
+    text = (
+        f"At each of {e['sampled_steps']} sampled step(s), {e['backward_passes']} backward passes added into the "
+        f"same `.grad` before the optimiser step: one from the loss (`{e['loss']}`), one from a score picked off "
+        f"`{e['score_of']}`'s output ({reads}) with no loss in it, as a saliency map takes it "
+        "(`scores.gather(1, y[:, None]).sum().backward()`). backward() does not compute the input's gradient "
+        "alone: it adds d score / d w into every parameter's `.grad` as well, and nothing reset them between the "
+        "two passes, so the step applies d loss / d w + d score / d w. Besides lowering the loss it lowers that "
+        "score at every step, without bound (a class's score pushed to minus infinity, and the outputs with it)."
+    )
+    remedies = [
+        "Take the input's gradient without touching the parameters': `grad_x, = torch.autograd.grad(score, x)`.",
+        "Or reset the gradients after the score's backward: `optimizer.zero_grad()` between it and the loss's.",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
     e = f.evidence
     if "stepped_by_others" in e:
         return _explain_stepped_twice(f)
+    if "score_of" in e:
+        return _explain_score_backward(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if e.get("gradient_reversal_not_reversed"):

@@ -2698,6 +2698,20 @@ def same_parameters_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("wrong_gradient", "optimizer", first, "error", evidence)]
 
 
+def score_backward_rule(history: History, t: Thresholds) -> list[Finding]:
+    """On most recent sampled steps (at least `min_records`), a backward pass from a score picked off a module's output
+    (`scores.gather(1, y[:, None]).sum().backward()` for a saliency map) and one from the loss added into the same
+    `.grad`, not reset between them, and the optimiser step applied the sum: it also pushes that score down."""
+    checked = [r for r in history.recent() if r.reset_between_backwards is not None]  # (steps of several passes)
+    marked = [r for r in checked if r.score_backward]
+    # (a pattern of the code, not a statistic: a run that soon turns NaN leaves one or two healthy records to see it)
+    if not marked or len(marked) < min(t.min_records, len(checked)) or 2 * len(marked) < len(checked):
+        return []
+    evidence = dict(marked[-1].score_backward, sampled_steps=len(marked))
+    first = next(r.step for r in history.records if r.score_backward)
+    return [Finding("wrong_gradient", "optimizer", first, "error", evidence)]
+
+
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
     unreached = sorted(
@@ -3730,6 +3744,7 @@ RULES = (
     padding_idx_rule,
     gradientless_optimizer_rule,
     same_parameters_rule,
+    score_backward_rule,
     targets_out_of_reach_rule,
     gather_across_batch_rule,
     no_branch_taken_rule,

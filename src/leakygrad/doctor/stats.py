@@ -242,6 +242,10 @@ class StepRecord:
     # between, such pairs, the constant the first loss was scaled by: 1/8 for `loss / 8`, whether the step applied the
     # last pass's gradient as it was left, on weights that had not moved between the passes)
     reset_between_backwards: tuple | None = None
+    # a backward pass from a score picked off a module's output (a saliency map's `scores.gather(1, y).sum()`) and one
+    # from a loss, the gradients not reset between them, the step applying both: {"score_of", "score_reads", "loss",
+    # "backward_passes"}
+    score_backward: dict | None = None
     # a regression loss whose prediction comes straight out of a ReLU, sigmoid or tanh: {"loss", "activation",
     # "module", "range" (what the prediction can reach), "targets_outside" (the share of targets outside it)}
     targets_out_of_reach: dict | None = None

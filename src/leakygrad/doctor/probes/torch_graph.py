@@ -1292,6 +1292,39 @@ def subtracted_weight_penalty(root) -> tuple[str, list] | None:
     return found
 
 
+# ops that read a module's outputs as they are, summed, averaged, or some of them picked
+SCORE_READS = ("sum", "mean", "gather", "index", "select", "slice", "max", "amax")
+SCORE_PICKS = ("gather", "index", "max", "amax")  # (one class's score per example, or the largest)
+
+
+def score_of_an_output(root, module_outputs) -> tuple[object, list[str]] | None:
+    """(the module output, the ops between) when the backward's root only reads a module's output, with one score
+    per example picked from it (`scores.gather(1, y[:, None]).sum()`, `model(x).max(1).values.sum()`: a saliency
+    map's, or an attack's score), no loss in between; else None. A critic's whole output averaged (`D(x).mean()`, an
+    old WGAN's `backward(one)`) picks nothing: not one."""
+    node, reads = reads_at_the_root(root, module_outputs)
+    if node not in module_outputs or not any(op in SCORE_PICKS for op in reads):
+        return None
+    return node, reads
+
+
+def reads_at_the_root(root, module_outputs=()) -> tuple[object, list[str]]:
+    """(the node beneath, the ops from it up to the root) of the chain of SCORE_READS and RESHAPES at the root, down
+    to a module's output or the first other op (reshapes left out of the list)."""
+    node, reads = root, []
+    for _ in range(8):
+        if node in module_outputs:
+            break
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if (op not in SCORE_READS and op not in RESHAPES) or len(inputs) != 1:
+            break
+        if op not in RESHAPES:
+            reads.append(op)
+        node = inputs[0]
+    return node, reads[::-1]
+
+
 # ops that keep, select or average log-probabilities without weighing them by anything computed (`logp.mean(1)`,
 # `logp.gather(1, y)`, `logp[:, 0]`): a term made of these alone over a log_softmax is a log-probability
 LOG_PROBABILITY_READS = ("mean", "sum", "gather", "index", "select", "slice")  # (and the RESHAPES)

@@ -1130,6 +1130,9 @@ class StepState:
     weights_moved_between_backwards: bool = False
     last_gradient_stepped: bool = False
     root_ops: set = field(default_factory=set)  # the operations at the roots of the step's backward passes
+    # passes whose root picks a score off a module's output, (module, the ops), and those whose root is a loss (its op)
+    score_passes: list = field(default_factory=list)
+    loss_passes: list = field(default_factory=list)
     # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
     probabilities_into_loss: tuple | None = None
     # a log_softmax over dim 1 of a Linear's (N, T, C) output, T == C (_classes_on_another_axis): {"layer", ...}
@@ -1463,6 +1466,7 @@ class TorchProbe:
         self._last_loads: dict[str, tuple] = {}  # model -> (memory, version) of the first stepped tensor it last loaded
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
+        self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
         self._gradient_before_backward: tuple | None = None  # ... as the backward under way found it
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
@@ -2298,13 +2302,15 @@ class TorchProbe:
             # (inside the optimiser step, the loss of its first closure call only: LBFGS returns that one, and
             # evaluates more in its line search)
             first = not (self._in_step and self._losses)
-            if first and loss is not None and loss.numel() == 1 and loss.is_floating_point():
+            score = self._score_differentiated(loss)  # (a saliency map's score: no loss, its value not the loss's)
+            if first and score is None and loss is not None and loss.numel() == 1 and loss.is_floating_point():
                 self._record_loss(loss)
             if self.sampling and self.state is not None:
                 self._gradient_before_backward = self._representative_gradient()
                 self.state.retained_graph = self.state.retained_graph or retain_graph
             if self.sampling and self.state is not None and not self._hooks_paused:
                 self._look_for_reset_since_last_backward(self.state)
+                self._note_what_the_pass_differentiates(self.state, loss, score)
                 self._walk_graph(roots)  # (not inside the optimiser step: an LBFGS closure's layers are not watched)
         except Exception as error:
             self._fail("before backward", error)
@@ -2377,6 +2383,33 @@ class TorchProbe:
             state.reset_between_backwards += 1
         if param._version != weights_version:  # (moved between the passes: SAM's ascent step, say)
             state.weights_moved_between_backwards = True
+
+    def _score_differentiated(self, loss) -> tuple | None:
+        """(module output, reads) when this backward's root is a score picked off a module's output, not a loss
+        (`graph_tools.score_of_an_output`). Told on sampled steps, where the modules' outputs are tagged; between
+        them, by the same reads at the root as a score had there (a few nodes looked at, and only once one was seen)."""
+        root = getattr(loss, "grad_fn", None)
+        if root is None:
+            return None
+        if self.sampling and self.state is not None and not self._hooks_paused:
+            score = graph_tools.score_of_an_output(root, self.state.names)
+            if score is not None:
+                self._score_reads.add(tuple(score[1]))
+            return score
+        if self._score_reads:
+            reads = graph_tools.reads_at_the_root(root)
+            return reads if tuple(reads[1]) in self._score_reads else None
+        return None
+
+    def _note_what_the_pass_differentiates(self, state: StepState, loss, score) -> None:
+        """A score picked off a module's output (module, reads), or a loss (its op): two kinds of pass in a step."""
+        if score is not None:
+            output, reads = score
+            state.score_passes.append((state.names.get(output), reads))
+            return
+        sign, function = graph_tools.signed_loss(loss.grad_fn) if getattr(loss, "grad_fn", None) else (1, None)
+        if function is not None and sign > 0:
+            state.loss_passes.append(function)
 
     def _close_backward_step(self) -> None:
         self._awaiting = False
@@ -3909,6 +3942,15 @@ class TorchProbe:
                 state.root_scale,
                 only_the_last,
             )
+            if state.score_passes and state.loss_passes and not state.reset_between_backwards:
+                if state.last_gradient_stepped and not state.weights_moved_between_backwards:
+                    module, reads = state.score_passes[0]
+                    record.score_backward = {
+                        "score_of": module,
+                        "score_reads": reads,
+                        "loss": state.loss_passes[0],
+                        "backward_passes": state.backward_pairs + 1,
+                    }
         record.loose_leaves = {
             path: {"kind": kind, "renewed": renewed, "changed": value(changed_at) > 0}
             for path, (kind, renewed, changed_at) in state.loose_leaves.items()
