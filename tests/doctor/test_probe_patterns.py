@@ -4803,3 +4803,246 @@ def test_a_score_backward_added_into_the_training_step_is_a_wrong_gradient(case)
         "nll_loss",
     )
     assert "torch.autograd.grad(score, x)" in f.remedies[0] and "zero_grad()" in f.remedies[1]
+
+
+@pytest.mark.parametrize("kl_sign", [-0.5, 0.5])
+def test_a_loss_that_falls_without_bound_is_a_diverging_loss(kl_sign):
+    """A VAE whose KL term is written `+0.5 * sum(1 + logvar - mu^2 - exp(logvar))`, minus the KL (sweep 42: the loss
+    ran to -1e21, test -ELBO 1.1e22 against 25.5, told only as dead ReLUs in the decoder, "lower the learning rate"):
+    the loss has no floor. The right sign is no finding, its loss positive throughout."""
+    torch.manual_seed(0)
+    encoder, decoder = nn.Linear(8, 4), nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 8))
+    model = nn.ModuleDict(dict(encoder=encoder, decoder=decoder))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(200):
+            mu, logvar = encoder(x).chunk(2, dim=1)
+            z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
+            reconstruction = nn.functional.mse_loss(decoder(z), x, reduction="sum")
+            kl = kl_sign * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+            loss = (reconstruction + kl) / len(x)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.evidence.get("falls_without_bound")]
+    if kl_sign < 0:
+        assert found == [] and loss.item() > 0
+        return
+    [f] = found
+    assert (f.symptom, f.where, f.severity) == ("diverging_loss", "loss", "error")
+    assert f.evidence["loss_lowest"] < -1e6 and "-0.5 * torch.sum(1 + logvar" in f.remedies[0]
+
+
+@pytest.mark.parametrize("pick", ["topk", "index"])
+def test_small_loss_selection_under_label_noise_is_not_a_wrong_class_rewarded(pick):
+    """Training on the smallest per-example losses of each batch (co-teaching's `losses[idx]`, or `losses.topk(k,
+    largest=False)`), 40% of the labels flipped: the mean log-probability of the given labels over every row fell
+    below chance, because the model rightly disagrees with the flipped ones, and sweep 42 was told a diverging_loss
+    error, "the objective is lowest where the model is wrong" (clean accuracy 0.95). The rows the loss drops are not
+    judged."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    digits = load_digits()
+    x = torch.tensor(digits.data / 16.0, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(0)
+    flipped = torch.rand(len(x), generator=generator) < 0.4
+    noise = torch.randint(1, 10, (len(x),), generator=generator)
+    y = torch.where(flipped, (torch.tensor(digits.target) + noise) % 10, torch.tensor(digits.target))
+    net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with doctor.watch(net, optimizer, every=8) as dr:
+        for epoch in range(25):
+            keep = 1.0 - 0.4 * min(epoch / 10, 1.0)
+            order = torch.randperm(len(x), generator=generator)
+            for start in range(0, len(x), 64):
+                batch = order[start : start + 64]
+                losses = nn.functional.cross_entropy(net(x[batch]), y[batch], reduction="none")
+                k = max(1, int(keep * len(batch)))
+                if pick == "topk":
+                    loss = losses.topk(k, largest=False).values.mean()
+                else:
+                    loss = losses[losses.argsort()[:k]].mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    assert (net(x).argmax(1) == torch.tensor(digits.target)).float().mean() > 0.9  # (it learnt the true classes)
+    assert [f for f in dr.findings if f.symptom == "diverging_loss"] == []
+
+
+def test_a_where_added_to_a_tensor_with_no_graph_leaves_no_internal_note():
+    """`s = torch.zeros(n); s = s + torch.where(done, 0, f(x))` (sweep 42's GFlowNet: a running total started from
+    zeros): the look for two one-sided `where` terms read the add's operand with no graph, None, and failed on every
+    sampled step (an internal note, "'NoneType' object has no attribute 'name'")."""
+    torch.manual_seed(0)
+    net = nn.Linear(4, 3)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(net, optimizer, every=2) as dr:
+        for _ in range(8):
+            x, done = torch.randn(16, 4, generator=generator), torch.rand(16, generator=generator) < 0.5
+            total = torch.zeros(16) + torch.where(done, torch.zeros(16), torch.log_softmax(net(x), 1)[:, 0])
+            loss = total.pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.findings is not None and dr.notes == []
+
+
+def test_the_gates_of_a_cell_called_in_a_loop_are_gates_at_every_call():
+    """An nn.GRUCell controller fed large inputs (sweep 42's memory network): on the CPU its graph is made of addmm,
+    sigmoid and tanh nodes, and only the last call's were known to be the cell's (each earlier call's output is the
+    next call's input, where the cell's region stopped); the rest were judged as a loose tanh, "tanh after kemb",
+    saturated, with learning-rate and LayerNorm remedies. A GRU's gates saturate by design, at every call."""
+    torch.manual_seed(0)
+    embed, cell, head = nn.Linear(4, 8), nn.GRUCell(8, 16), nn.Linear(16, 1)
+    with torch.no_grad():
+        embed.weight.mul_(20.0)  # (inputs large enough to saturate the cell's candidate tanh)
+    model = nn.ModuleDict(dict(embed=embed, cell=cell, head=head))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            x = torch.randn(32, 6, 4, generator=generator)
+            h = torch.zeros(32, 16)
+            for t in range(6):
+                h = cell(embed(x[:, t]), h)
+            loss = nn.functional.mse_loss(head(h), x[:, 0, :1])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f for f in dr.findings if f.symptom == "saturated_activation"] == []
+
+
+def test_an_input_gradient_taken_for_a_penalty_is_not_counted_as_the_training_gradient():
+    """A GAN with an R1 penalty, `torch.autograd.grad(d_real.sum(), x, create_graph=True)` (sweep 42): that pass sends
+    d D(x) / d D(x) = 1 per example through the discriminator's layers, and it was counted with the training's
+    gradients, so the generator's gradient looked 0.002 of the discriminator's last layer's: a vanishing_gradient
+    warning at D.0 of a GAN that covered all its modes. Only passes of the training (backward, or autograd.grad of
+    the watched parameters) are measured."""
+    torch.manual_seed(0)
+    generator_net = nn.Sequential(
+        nn.Linear(8, 64), nn.LeakyReLU(0.2), nn.Linear(64, 64), nn.LeakyReLU(0.2), nn.Linear(64, 2)
+    )
+    critic = nn.Sequential(nn.Linear(2, 64), nn.LeakyReLU(0.2), nn.Linear(64, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1))
+    opt_g = torch.optim.Adam(generator_net.parameters(), lr=2e-4, betas=(0.5, 0.99))
+    opt_d = torch.optim.Adam(critic.parameters(), lr=2e-4, betas=(0.5, 0.99))
+    rng = torch.Generator().manual_seed(0)
+    with doctor.watch([generator_net, critic], opt_d, every=2) as dr:
+        for _ in range(40):
+            real = (torch.randn(128, 2, generator=rng) * 0.05 + 2).requires_grad_(True)
+            fake = generator_net(torch.randn(128, 8, generator=rng)).detach()
+            d_real, d_fake = critic(real), critic(fake)
+            loss_d = torch.relu(1 - d_real).mean() + torch.relu(1 + d_fake).mean()
+            (grad_real,) = torch.autograd.grad(d_real.sum(), real, create_graph=True)
+            penalty = grad_real.pow(2).sum(1).mean()
+            opt_d.zero_grad()
+            (loss_d + 0.0 * penalty).backward()
+            opt_d.step()
+            loss_g = nn.functional.softplus(-critic(generator_net(torch.randn(128, 8, generator=rng)))).mean()
+            opt_g.zero_grad()
+            loss_g.backward()
+            opt_g.step()
+    assert [f for f in dr.findings if f.symptom == "vanishing_gradient"] == []
+
+
+@pytest.mark.parametrize("student_gives", ["softmax", "log_softmax"])
+def test_kl_div_given_probabilities_is_a_wrong_gradient(student_gives):
+    """Distillation with `F.kl_div(F.softmax(s / T), soft)` (sweep 42: KL to the teacher 0.43 against 0.067, loss
+    about -29 throughout, "no leaks found"): kl_div reads log-probabilities; given probabilities its loss is linear in
+    them and always negative, and its gradient pushes the student onto the teacher's top class."""
+    torch.manual_seed(0)
+    teacher, student = nn.Linear(8, 5), nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 5))
+    optimizer = torch.optim.Adam(student.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(student, optimizer, every=2) as dr:
+        for _ in range(20):
+            x = torch.randn(32, 8, generator=generator)
+            with torch.no_grad():
+                soft = nn.functional.softmax(teacher(x) / 4.0, dim=1)
+            given = getattr(nn.functional, student_gives)(student(x) / 4.0, dim=1)
+            loss = nn.functional.kl_div(given, soft, reduction="batchmean") * 16.0
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.where == "kl_div"]
+    if student_gives == "log_softmax":
+        assert found == [] and loss.item() >= 0
+        return
+    [f] = found
+    assert (f.symptom, f.severity, f.evidence["kl_div_input"]) == ("wrong_gradient", "error", "softmax")
+    assert f.evidence["loss_median"] < 0 and "F.log_softmax(s / T, dim=1)" in f.remedies[0]
+
+
+@pytest.mark.parametrize("stepped", ["per batch", "per epoch"])
+def test_a_plateau_scheduler_stepped_on_every_batch_is_told_as_the_schedule_holding_the_rate(stepped):
+    """`ReduceLROnPlateau(patience=2)` stepped on each batch's loss (sweep 42: accuracy 0.45 against 0.95): the rate
+    fell to 2e-6 of the one given within the first epochs, and the stall was told as a learning rate "far too low",
+    "raise it 7.4e5 times" (the scheduler keeps no `initial_lr`, so the rate it was given was not known). Stepped once
+    per epoch on the epoch's mean loss, nothing is found."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    digits = load_digits()
+    x, y = torch.tensor(digits.data / 16.0, dtype=torch.float32)[:640], torch.tensor(digits.target)[:640]
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(15):
+            total = 0.0
+            for start in range(0, 640, 32):
+                loss = nn.functional.cross_entropy(model(x[start : start + 32]), y[start : start + 32])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item()
+                if stepped == "per batch":
+                    scheduler.step(loss.item())
+            if stepped == "per epoch":
+                scheduler.step(total / 20)
+    stalls = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    if stepped == "per epoch":
+        assert stalls == []
+        return
+    [f] = stalls
+    assert f.evidence["learning_rate"] == "scheduled to nothing" and f.evidence["lr_given"] == 0.01
+    assert f.evidence["plateau_calls"] == 300 and "once per epoch" in f.remedies[0]
+
+
+def test_a_soft_decision_trees_routing_sigmoids_are_gates():
+    """A soft decision tree (Frosst and Hinton) routes each example down with sigmoids, `mu * p[:, k:k + n]` and
+    `mu * (1 - p)`: probabilities multiplied into the paths, crisp by design once the splits are learnt (sweep 42:
+    58% in the tails, test accuracy 1.0, and a warning whose remedies each made it worse). The gate was not followed
+    through the slice and the `1 - p`."""
+    from sklearn.datasets import load_wine
+
+    torch.manual_seed(0)
+    wine = load_wine()
+    x = torch.tensor(wine.data, dtype=torch.float32)
+    x, y = (x - x.mean(0)) / x.std(0), torch.tensor(wine.target)
+
+    class SoftTree(nn.Module):
+        def __init__(self, depth=3):
+            super().__init__()
+            self.depth, self.inner = depth, nn.Linear(13, 2**depth - 1)
+            self.leaves = nn.Parameter(torch.randn(2**depth, 3) * 0.1)
+
+        def forward(self, x):
+            p_right, mu, node = torch.sigmoid(8.0 * self.inner(x)), x.new_ones(len(x), 1), 0  # (crisp splits)
+            for level in range(self.depth):
+                n = 2**level
+                p = p_right[:, node : node + n]
+                mu, node = torch.stack([mu * (1 - p), mu * p], 2).view(len(x), 2 * n), node + n
+            return torch.log(mu @ nn.functional.softmax(self.leaves, 1) + 1e-8)
+
+    tree = SoftTree()
+    optimizer = torch.optim.Adam(tree.parameters(), lr=1e-2)
+    with doctor.watch(tree, optimizer, every=2) as dr:
+        for _ in range(40):
+            loss = nn.functional.nll_loss(tree(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f for f in dr.findings if f.symptom == "saturated_activation"] == []

@@ -746,6 +746,17 @@ def test_a_loss_that_rises_under_updates_of_a_normal_size_is_a_warning_that_name
     assert "targets move with the model" in f.explanation and any("episode return" in r for r in f.remedies)
 
 
+def test_a_rising_loss_is_not_dated_before_its_lowest_point_by_an_earlier_look():
+    """An earlier look at the run (diagnose runs as records are thinned) had a diverging_loss from step 3, on the
+    curve as it was then; the loss later fell to its lowest around step 30 and rose from there (sweep 42's TRPO value
+    loss: told "from step 113", its own evidence saying lowest at step 1011). The onset kept is not before that."""
+    losses = [2.0 - 0.05 * k for k in range(30)] + [0.5 * 1.1**k for k in range(30)]
+    history = history_of([with_ratio(s, 1e-3) for s in range(0, 60, 10)], losses=losses)
+    history.onsets[("diverging_loss", "loss")] = 3
+    [f] = diagnose(history)
+    assert f.first_step >= f.evidence["lowest_at_step"] > 3
+
+
 def test_weights_shrinking_to_nothing_are_told_as_a_weight_decay_too_large_not_a_learning_rate_too_high():
     """weight_decay=0.5 where 5e-4 was meant: every weight shrinks a million times, each update is large next to
     what is left (ratio 0.3), and the verdict was 'learning rate far too high'; the gradient vanishing across depth

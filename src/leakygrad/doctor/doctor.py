@@ -43,7 +43,10 @@ def diagnose(history: History, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> l
         history.note(f"adding the run's evidence failed: {type(error).__name__}: {error}")
     for finding in findings:
         earlier = history.onsets.get((finding.symptom, finding.where))
-        if earlier is not None and earlier < finding.first_step:
+        # (a loss that rose again after its lowest point rose from there: an onset an earlier look gave, before that
+        # low point, was of another reading of the curve)
+        lowest_at = finding.evidence.get("lowest_at_step")
+        if earlier is not None and earlier < finding.first_step and (lowest_at is None or earlier >= lowest_at):
             finding.first_step = earlier
         try:
             explain(finding)

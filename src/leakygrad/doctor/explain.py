@@ -769,6 +769,26 @@ def _explain_stepped_twice(f: Finding):
     return text, remedies
 
 
+def _explain_kl_div_of_probabilities(f: Finding):
+    e = f.evidence
+    made_by = e["kl_div_input"]
+    text = (
+        f"`F.kl_div(input, target)` was given the output of `{made_by}`, probabilities, as its input, on "
+        f"{e['sampled_steps']} sampled steps. kl_div reads its input as log-probabilities: it computes "
+        "sum(t * (log t - input)), which is the KL divergence only when input = log q. With input = q it is "
+        "sum(t log t) - sum(t * q): linear in q and always negative"
+        + (f" (the loss's median here: {fmt(e['loss_median'])})" if "loss_median" in e else "")
+        + ". Its gradient with respect to q is -t, so every step raises each class in proportion to the target's "
+        "mass, and the loss is lowest with all the mass on the target's top class: the model is pushed onto the "
+        "target's argmax instead of towards its distribution (a distillation loses the teacher's soft information)."
+    )
+    remedies = [
+        f'Give kl_div log-probabilities: `F.kl_div(F.log_softmax(s / T, dim=1), target, reduction="batchmean")` '
+        f"in place of `{made_by}`.",
+    ]
+    return text, remedies
+
+
 def _explain_score_backward(f: Finding):
     e = f.evidence
     reads = ", ".join(e["score_reads"])
@@ -796,6 +816,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_stepped_twice(f)
     if "score_of" in e:
         return _explain_score_backward(f)
+    if "kl_div_input" in e:
+        return _explain_kl_div_of_probabilities(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if e.get("gradient_reversal_not_reversed"):
@@ -3047,6 +3069,17 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
                 "Call `scheduler.step()` after each `optimizer.step()` (per batch, for a warm-up counted in steps), "
                 "and check that the schedule's first value is not 0 if it is meant to be stepped per epoch."
             )
+        if e.get("plateau_calls"):
+            calls, cuts = e["plateau_calls"], e["plateau_cuts"]
+            text += (
+                f" It is a `ReduceLROnPlateau`, stepped {calls} times and cutting the rate {cuts} times: its "
+                "`patience` counts `scheduler.step()` calls, so stepped on every batch's loss, a few noisy batches "
+                "without a new best are enough for a cut, and the cuts compound."
+            )
+            remedies.append(
+                "Call `scheduler.step(val_loss)` once per epoch, on a validation (or epoch-mean) loss, not on each "
+                "batch's loss."
+            )
         remedies.append(
             "Check the scheduler: a `LambdaLR` or `MultiplicativeLR` lambda returns a factor of the given rate "
             "(`lambda epoch: 0.95 ** epoch`), not a rate; a step decay's `step_size` counts `scheduler.step()` calls "
@@ -3082,6 +3115,26 @@ def _explain_swapped_betas(f: Finding):
     return text, remedies
 
 
+def _explain_loss_without_floor(f: Finding):
+    e = f.evidence
+    text = (
+        f"The loss started at {fmt(e['loss_first'])} and fell to {fmt(e['loss_lowest'])} (below -1e6 from step "
+        f"{f.first_step}): it is not converging, it runs off. A loss that can fall without end has a term with no "
+        "lower bound, and gradient descent follows that term instead of fitting the data: its gradient grows as it "
+        "falls, the weights it reaches grow with it, and the layers after them die or saturate. No likelihood or "
+        "divergence of a well-posed problem does this: a KL divergence is never negative, a cross-entropy never "
+        "below 0, a density's log-likelihood reaches some thousands of nats. Most often a sign: a KL term written "
+        "`+0.5 * sum(1 + logvar - mu**2 - exp(logvar))` (that is minus the KL), a log-likelihood added where its "
+        "negative belongs, a variance or scale learnt freely inside a log."
+    )
+    remedies = [
+        "Print each term of the loss for a few steps: the one heading to minus infinity has its sign flipped or no "
+        "floor. A VAE's KL is `-0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())`.",
+        "Give a learnt scale a floor (`F.softplus(raw) + 1e-3`) where the likelihood's log reads it.",
+    ]
+    return text, remedies
+
+
 def explain_diverging_loss(f: Finding):
     e = f.evidence
     if e.get("negated"):
@@ -3100,6 +3153,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_wrong_class_rewarded(f)
     if e.get("loss_function") is not None:
         return _explain_loss_below_zero(f)
+    if e.get("falls_without_bound"):
+        return _explain_loss_without_floor(f)
     if "input_logsumexp_over_classes" in e:
         return _explain_ctc_raw_scores(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered

@@ -335,6 +335,15 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a loss unbounded below (its input out of its domain) drives the scores, and their gradients, up without end
     unbounded = next((f for f in findings if f.evidence.get("loss_function")), None)
     curve_has_a_cause = curve_has_a_cause or unbounded is not None
+    # ... and so does a loss that falls without bound, told by its curve alone: unless a cause of it is known (a loss
+    # negated or maximised, out of its domain, a log-probability or penalty added the wrong way), which says more
+    without_floor = next((f for f in findings if f.evidence.get("falls_without_bound")), None)
+    if without_floor is not None:
+        known = ("negated", "maximized", "loss_function", "log_probabilities_added", "penalty_subtracted")
+        if any(key in f.evidence for f in findings for key in known) or maximized:
+            findings, without_floor = [f for f in findings if f is not without_floor], None
+        else:
+            curve_has_a_cause = True
     # a custom backward that ignores grad_output hands the layers below it a gradient unrelated to the loss: their
     # gradients' sizes across depth, and the loss's curve, are its doing
     made_up = any(f.evidence.get("custom_function") for f in findings)
@@ -377,9 +386,9 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         the_stall = stall_has_a_cause and f.symptom == "stalled_loss" and f.where == "loss"
         the_curve = curve_has_a_cause and f.symptom in ("stalled_loss", "diverging_loss") and f.where == "loss"
         the_curve = the_curve and not f.evidence.get("negated") and not f.evidence.get("loss_function")
-        the_curve = the_curve and not f.evidence.get("maximized")
+        the_curve = the_curve and not f.evidence.get("maximized") and not f.evidence.get("falls_without_bound")
         growth = f.symptom == "exploding_gradient" and f.evidence.get("across") == "steps"
-        the_growth = growth and (unbounded is not None or summed)
+        the_growth = growth and (unbounded is not None or without_floor is not None or summed)
         the_growth = the_growth or (growth and negative is not None and f.first_step >= negative.first_step)
         the_end = unbounded is not None and _the_loss_running_off(f, unbounded)
         the_depth = made_up and f.evidence.get("across") in ("depth", "steps")
@@ -1219,6 +1228,39 @@ def loss_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
             domain=measured["domain"],
         )  # fmt: skip
     return [Finding("diverging_loss", "loss", below[0].step, "error", evidence)]
+
+
+def kl_div_of_probabilities_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`F.kl_div(F.softmax(s), target)` on most recent sampled steps: kl_div reads its input as log-probabilities and
+    computes sum(t log t - t * input); given probabilities p, that is linear in p and always negative, and its
+    gradient, -t, raises each class in proportion to the target's mass: the student is pushed onto the target's top
+    class, not towards its distribution."""
+    marked = _marked_on_most(history, "kl_div_of_probabilities", t)
+    if not marked:
+        return []
+    first = next(r.step for r in history.records if r.kl_div_of_probabilities)
+    losses = [r.loss for r in marked if r.loss is not None and math.isfinite(r.loss)]
+    evidence = {"kl_div_input": marked[-1].kl_div_of_probabilities, "sampled_steps": len(marked)}
+    if losses:
+        evidence["loss_median"] = _sci(median(losses))
+    return [Finding("wrong_gradient", "kl_div", first, "error", evidence)]
+
+
+def loss_without_floor_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The loss fell below -`loss_without_floor`, to `loss_without_floor_growth` times the size of its first value or
+    more: a term of it has no lower bound and is being minimised (a KL divergence added with its sign flipped,
+    `+0.5 * sum(1 + logvar - mu^2 - exp(logvar))`; a variance's log driven to -infinity). Told by the loss's curve
+    alone; a loss whose sign or domain is known to be at fault is told by its own rule (fold_explained)."""
+    buckets = [b for b in history.loss.buckets if math.isfinite(b.low)]
+    if not buckets:
+        return []
+    first = history.loss.buckets[0].first
+    below = next((b for b in buckets if b.low < -t.loss_without_floor), None)
+    lowest = min(b.low for b in buckets)
+    if below is None or not math.isfinite(first) or -lowest < t.loss_without_floor_growth * max(abs(first), 1.0):
+        return []
+    evidence = {"falls_without_bound": True, "loss_first": _sci(first), "loss_lowest": _sci(lowest)}
+    return [Finding("diverging_loss", "loss", below.first_step, "error", evidence)]
 
 
 def _the_loss_running_off(f: Finding, unbounded: Finding) -> bool:
@@ -3672,6 +3714,9 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
             evidence["lr_in_effect"], evidence["lr_given"], evidence["lr_cut_from_step"] = scheduled
+            plateau = max(history.plateaus.values(), key=lambda tally: tally["cuts"], default=None)
+            if plateau is not None and plateau["cuts"]:  # (a ReduceLROnPlateau made the cuts)
+                evidence["plateau_calls"], evidence["plateau_cuts"] = plateau["calls"], plateau["cuts"]
             if all(r.lr_schedule[0] == 0 for r in history.records if r.lr_schedule is not None):
                 evidence["lr_exactly_zero"] = True  # (at every sampled step: nothing trains at all, an error)
         alike = _inputs_alike(history, t)
@@ -3727,6 +3772,8 @@ RULES = (
     log_probability_added_rule,
     wrong_class_rewarded_rule,
     loss_below_zero_rule,
+    loss_without_floor_rule,
+    kl_div_of_probabilities_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,

@@ -237,6 +237,11 @@ class Thresholds:
     loss_below_zero: float = 1e-4
     """A loss never negative while its input is in its domain (binary cross-entropy, nll_loss) recorded below minus
     this has left the domain (float rounding takes such a loss a few 1e-8 below zero at most)."""
+    loss_without_floor: float = 1e6
+    """A loss that fell below minus this, to `loss_without_floor_growth` times the size of its first value or more,
+    has a term with no lower bound: no likelihood or divergence of a well-posed problem runs off like that (a
+    density's log-likelihood reaches some thousands of nats; sweep 42's VAE with its KL's sign flipped, -1e21)."""
+    loss_without_floor_growth: float = 1e3
     zero_weight_examples: float = 0.1
     """Examples of classes that `cross_entropy`'s `weight` sets to exactly 0 at this share of the batch or more: their
     gradient is 0 (sweep 34: "balanced" weights computed with `//`, 0 for the five largest classes, half the data)."""

@@ -186,8 +186,9 @@ def forward_order(graph: Graph) -> list:
 
 def region(outputs, is_stop) -> set:
     """Nodes from `outputs` up to (not including) the nodes where `is_stop(node)`: the operations inside one
-    module's forward, when the stops are the nodes of its inputs."""
-    inside, queue = set(), deque(n for n in outputs if n is not None and not is_stop(n))
+    module's forward, when the stops are the nodes of its inputs. An output is inside even when it is also a stop:
+    a recurrent cell's output at one call is its input at the next, and what made it is the earlier call's work."""
+    inside, queue = set(), deque(n for n in outputs if n is not None)
     inside.update(queue)
     while queue:
         node = queue.popleft()
@@ -280,6 +281,24 @@ def loss_outside_its_domain(root) -> dict | None:
     value = value.detach()
     return {"loss_function": function, "input": role, "low": float(value.amin()), "high": float(value.amax()),
             "domain": list(domain)}  # fmt: skip
+
+
+def kl_div_of_probabilities(root) -> str | None:
+    """The op ("softmax", "sigmoid") that made the input of `F.kl_div(input, target)` at the backward's root (times
+    constants), when it holds probabilities where kl_div reads log-probabilities; else None. kl_div computes
+    sum(xlogy(t, t) - t * input): a subtraction whose second operand is the product of the target and the input."""
+    _, node = _beneath_scalings(root)
+    if node is None or op_name(node) not in ("sum", "mean") or not node.next_functions:
+        return None
+    difference = node.next_functions[0][0]
+    if difference is None or op_name(difference) != "sub" or len(difference.next_functions) != 2:
+        return None
+    (entropy, _), (product, _) = difference.next_functions
+    if (entropy is not None and op_name(entropy) != "xlogy") or product is None or op_name(product) != "mul":
+        return None
+    given = product.next_functions[-1][0] if len(product.next_functions) == 2 else None  # (t * input: the second)
+    made_by = op_name(beneath_reshapes(given)) if given is not None else None
+    return made_by if made_by in ("softmax", "sigmoid") else None
 
 
 SIGNED_SCALINGS = ("neg", "rsub", "mul", "div")
@@ -533,7 +552,7 @@ def examples_no_branch_takes(loss_nodes) -> tuple[torch.Tensor, torch.Tensor] | 
         if op_name(node) != "add" or len(node.next_functions) != 2:
             continue
         wheres = [child for child, _ in node.next_functions]
-        if not all(op_name(w) == "where" for w in wheres):
+        if not all(w is not None and op_name(w) == "where" for w in wheres):  # (None: an operand with no graph)
             continue
         conditions = [saved_value(w, "_saved_condition") for w in wheres]
         one_sided = all(len(w.next_functions) == 2 and w.next_functions[1][0] is None for w in wheres)
@@ -1684,6 +1703,30 @@ def _unit_rows(node) -> bool:
     return signed(dims[0]) % len(shape) == len(shape) - 1
 
 
+EXAMPLE_PICKS = ("topk", "sort", "kthvalue", "index", "index_select", "masked_select", "slice", "select")
+
+
+def _users_among(nodes) -> dict:
+    """node -> the nodes among `nodes` that read it (its consumers, the way back up to the root)."""
+    users: dict = {}
+    for node in nodes:
+        for child, _ in node.next_functions:
+            if child is not None:
+                users.setdefault(child, []).append(node)
+    return users
+
+
+def _examples_picked_after(node, users) -> bool:
+    """Whether some of the per-example values `node` made are picked out before the loss reduces them (`losses.topk(k,
+    largest=False)`, `losses[idx]`: co-teaching's small-loss selection), the others dropped; a few levels up."""
+    level = [node]
+    for _ in range(6):
+        level = [user for current in level for user in users.get(current, ())]
+        if any(op_name(user) in EXAMPLE_PICKS for user in level):
+            return True
+    return False
+
+
 def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
     """(the mean log-probability the examples give their target class, the number of classes) where the loss picks it
     out of a `log_softmax` with integer targets, by `gather` (`logp.gather(1, y)`: a focal loss written by hand) or by
@@ -1691,10 +1734,14 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
     saved: no value of the run is recomputed. Where the loss picks from one `log_softmax` with several targets (mixup:
     `lam * ce(out, y) + (1 - lam) * ce(out, y[perm])`), each example counts the best of its targets."""
     picks, first, classes = {}, None, 0  # the logits' node -> [(log-probability picked, 1 where a class was), ...]
+    users = None  # node -> the loss nodes that read it (built once a pick is met)
     for node in loss_nodes:
         op = op_name(node)
         if op not in ("gather", "nll_loss") or not node.next_functions or node.next_functions[0][0] is None:
             continue
+        users = users if users is not None else _users_among(loss_nodes)
+        if _examples_picked_after(node, users):
+            return None  # (small-loss selection under label noise: the mean over every row is not what is minimised)
         log_softmax = beneath_reshapes(node.next_functions[0][0])
         if op_name(log_softmax) != "log_softmax":
             continue
@@ -1771,15 +1818,17 @@ def beneath_scaling(node):
 
 
 def gate_chain(node) -> list:
-    """The nodes a gate multiplying another tensor was computed through, from its factor down: under reshapes,
-    products, quotients, sums and differences with a constant, and a clamp to a range. Each is part of the gate: in a
-    hard-concrete gate, x * clamp(sigmoid(a) * (zeta - gamma) + gamma, 0, 1), the clamp and the sigmoid both."""
+    """The nodes a gate multiplying another tensor was computed through, from its factor down: under reshapes and
+    selections (a slice of a layer's gates), products, quotients, sums and differences with a constant (`1 - p`), and
+    a clamp to a range. Each is part of the gate: in a hard-concrete gate, x * clamp(sigmoid(a) * (zeta - gamma) +
+    gamma, 0, 1), the clamp and the sigmoid both; in a soft decision tree's `mu * p[:, k:n]` and `mu * (1 - p)`, the
+    routing sigmoid."""
     chain = []
     for _ in range(12):
-        node = beneath_reshapes(node)
+        node = beneath_reshapes(node, also=SELECTIONS)
         chain.append(node)
         inputs = [child for child, _ in node.next_functions if child is not None]
-        if op_name(node) not in ("div", "mul", "add", "sub", "clamp", "hardtanh") or len(inputs) != 1:
+        if op_name(node) not in ("div", "mul", "add", "sub", "rsub", "clamp", "hardtanh") or len(inputs) != 1:
             break
         node = inputs[0]
     return chain

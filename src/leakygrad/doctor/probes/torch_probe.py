@@ -323,11 +323,16 @@ AUTOGRAD_GRAD = torch.autograd.grad
 def _patched_grad(outputs, inputs, *args, **kwargs):
     if not isinstance(inputs, (torch.Tensor, tuple, list)):  # (`model.parameters()`: a generator, read once, here)
         inputs = tuple(inputs)
-    result = (_original_grad or AUTOGRAD_GRAD)(outputs, inputs, *args, **kwargs)
+    watching = [] if _compiled_or_transformed() or _inside_backward() else _probes_of_this_thread()
+    entered = [probe for probe in watching if probe.enter_grad_of_inputs(inputs)]
+    try:
+        result = (_original_grad or AUTOGRAD_GRAD)(outputs, inputs, *args, **kwargs)
+    finally:
+        for probe in entered:
+            probe.leave_grad_of_inputs()
     create_graph = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
-    if not _compiled_or_transformed() and not _inside_backward():
-        for probe in _probes_of_this_thread():
-            probe.note_grad(inputs, create_graph, result)
+    for probe in watching:
+        probe.note_grad(inputs, create_graph, result)
     return result
 
 
@@ -1214,6 +1219,7 @@ class StepState:
     # object since the last look?, deferred index of "its entries changed since first seen")
     loose_leaves: dict = field(default_factory=dict)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
+    kl_div_of_probabilities: str | None = None  # the op whose probabilities kl_div was given as log-probabilities
     # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
     subtracted_penalty: dict | None = None
     log_probability_added: str | None = None  # log-probabilities alone the root adds (log_probability_added)
@@ -1466,6 +1472,8 @@ class TorchProbe:
         self._last_loads: dict[str, tuple] = {}  # model -> (memory, version) of the first stepped tensor it last loaded
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
+        self._plateau_rates_given: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its rate
+        self._grad_of_inputs = 0  # torch.autograd.grad calls under way whose gradients are not the training's
         self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
         self._gradient_before_backward: tuple | None = None  # ... as the backward under way found it
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
@@ -2096,7 +2104,7 @@ class TorchProbe:
     # --- gradient hooks (sampled steps only) --------------------------------------------------------------------------
     def _on_output_node_grad(self, ticket: Ticket, name: str, output_nr: int, grad_outputs):
         state = ticket.state
-        if state is None:
+        if state is None or self._grad_of_inputs:  # (an input gradient's pass: not the training's)
             return
         try:
             grad = grad_outputs[output_nr]
@@ -2113,7 +2121,7 @@ class TorchProbe:
 
     def _on_cell_grad(self, ticket: Ticket, name: str, call: int, grad):
         state = ticket.state
-        if state is None:
+        if state is None or self._grad_of_inputs:  # (an input gradient's pass: not the training's)
             return
         try:
             state.cell_calls[name][call] = state.deferred.scalar(torch.linalg.vector_norm(grad.detach().float()))
@@ -2123,7 +2131,7 @@ class TorchProbe:
 
     def _on_time_grad(self, ticket: Ticket, name: str, norms_by_step, grad):
         state = ticket.state
-        if state is None:
+        if state is None or self._grad_of_inputs:  # (an input gradient's pass: not the training's)
             return
         try:
             state.time_norms[name] = state.deferred.vector(norms_by_step(grad))
@@ -2206,6 +2214,19 @@ class TorchProbe:
         except Exception as error:
             self._fail("noting a distribution's sample", error)
 
+    def enter_grad_of_inputs(self, inputs) -> bool:
+        """`torch.autograd.grad` with respect to tensors that are not watched parameters begins (an R1 penalty's
+        d D(x) / d x, a saliency map's): the gradients it sends through the layers are not the training's, and the
+        hooks on their outputs leave them out until it ends. True when so (then `leave_grad_of_inputs` follows)."""
+        inputs = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
+        if any(id(t) in self.param_labels for t in inputs if isinstance(t, torch.Tensor)):
+            return False
+        self._grad_of_inputs += 1
+        return True
+
+    def leave_grad_of_inputs(self) -> None:
+        self._grad_of_inputs -= 1
+
     def note_grad(self, inputs, create_graph: bool, result=()) -> None:
         """`torch.autograd.grad` was called during this sampled step, with respect to `inputs`, which are not parameters
         the probe watches (first-order MAML's inner step takes the weights' gradient, without a graph on purpose):
@@ -2223,6 +2244,15 @@ class TorchProbe:
                 else:
                     self.state.grad_without_graph = True
 
+    def _plateau_schedule(self, optimizer) -> tuple[float, float] | None:
+        """(lr, the rate before a ReduceLROnPlateau first stepped) of the optimiser's first parameter group, as
+        `_lr_schedule` reads (lr, initial_lr) for the schedulers that keep the rate given."""
+        given = self._plateau_rates_given.get(optimizer)
+        lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+        if given is None or given <= 0 or not isinstance(lr, (int, float)) or not math.isfinite(lr):
+            return None
+        return float(lr), given
+
     def note_plateau_step(self, scheduler, metrics, lrs_before: list) -> None:
         """`ReduceLROnPlateau.step(metrics)` of a scheduler over a watched optimiser: the metric, and whether the
         call cut a learning rate."""
@@ -2230,6 +2260,9 @@ class TorchProbe:
             if not self._known_optimizer(scheduler.optimizer):  # (one that stepped watched parameters already)
                 return
             cut = any(group["lr"] < lr for group, lr in zip(scheduler.optimizer.param_groups, lrs_before))
+            # (the rate it was given, as the other schedulers keep it in `initial_lr`: ReduceLROnPlateau keeps none)
+            if lrs_before and isinstance(lrs_before[0], (int, float)):
+                self._plateau_rates_given.setdefault(scheduler.optimizer, float(lrs_before[0]))
             self.doctor.history.note_plateau_step(id(scheduler), self.step, scheduler.mode, float(metrics), cut)
         except Exception as error:
             self._fail("noting a ReduceLROnPlateau step", error)
@@ -2552,6 +2585,8 @@ class TorchProbe:
             # (a term with no graph, or one that reaches no parameter: a residual of inputs alone, a constant to them)
             terms = graph_tools.loss_terms(root_nodes[0])
             state.constant_loss_term = any(t is None or not self._reaches_a_watched_parameter(t) for t in terms)
+        if state.kl_div_of_probabilities is None:
+            state.kl_div_of_probabilities = graph_tools.kl_div_of_probabilities(root_nodes[0])
         if state.negated_loss is None and state.loss_with_domain is None:
             sign, function = graph_tools.signed_loss(root_nodes[0])
             state.root_loss = function if sign > 0 else None
@@ -3473,7 +3508,7 @@ class TorchProbe:
                 self.state.step_size_normalised = isinstance(optimizer, SIZE_NORMALISING) or any(
                     "betas" in group for group in optimizer.param_groups
                 )
-                self.state.lr_schedule = _lr_schedule(optimizer)
+                self.state.lr_schedule = _lr_schedule(optimizer) or self._plateau_schedule(optimizer)
                 self.state.one_cycle_max_lr = _one_cycle_max_lr(optimizer)
                 # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are scale times theirs)
                 self.state.stepped_scaled = self.state.loss_scaled and _steps_scaled_gradients(optimizer, kwargs)
@@ -4069,6 +4104,7 @@ class TorchProbe:
             found, share_at = state.gather_across_batch
             record.gather_across_batch = {**found, "rows_read": value(share_at)}
         record.negated_loss = state.negated_loss
+        record.kl_div_of_probabilities = state.kl_div_of_probabilities
         fed_own = {
             # (read by the loss: its output, or that of a part of it whose output it returned, the graph naming an
             # output after the innermost module that made it)
