@@ -571,6 +571,50 @@ def test_a_nan_in_the_data_is_named_where_it_entered_not_at_the_layer_that_read_
     assert not any("--every 1" in r for r in finding.remedies)
 
 
+class Standardise(nn.Module):
+    """A hand-written "batch standardisation" input layer with no eps, as in sweep 42's script."""
+
+    def forward(self, x):
+        return (x - x.mean(0, keepdim=True)) / x.std(0, keepdim=True)
+
+
+@pytest.mark.parametrize("every", [1, 16])
+def test_a_nan_made_by_a_module_without_gradient_is_named_at_that_module(every):
+    """A parameterless standardisation divides a feature constant in the batch by its standard deviation, 0: NaN.
+    Its output has no gradient, so the graph reads it as data, and the finding said the data given to `model.1` were
+    non-finite; it names the module that output it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(Standardise(), nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
+    x[:, 5] = 0.0  # (a pixel that is 0 in every image: the digits' corners)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for _ in range(3):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (finding.where, finding.first_step, finding.evidence["read_by"]) == ("sequential.0", 0, "sequential.1")
+    assert "made by `sequential.0`, whose output has no gradient" in finding.explanation
+    assert "x.std(0) + 1e-5" in finding.remedies[0]
+
+
+def test_a_nan_in_the_data_passed_on_by_a_view_is_still_the_datas():
+    """Flatten hands its input on as a view: a NaN in the batch was not made by it, and is told as the data's."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(4, 2, 4)
+    x[1, 0, 2] = float("nan")
+    with doctor.watch(model, optimizer, every=1) as dr:
+        loss = model(x).square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    [finding] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (finding.where, finding.evidence["read_by"]) == ("input of sequential.1", None)
+
+
 @pytest.mark.parametrize("every", [1, 100])
 def test_a_nonfinite_target_is_named_as_the_losss_target(every):
     """A regression on log(price) where some prices are 0: -inf in the targets of `mse_loss`. The finding named the

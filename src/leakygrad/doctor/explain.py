@@ -1796,6 +1796,15 @@ def explain_nonfinite(f: Finding):
             "model ran (the data set, or a transformation of it such as the log of a 0). No operation of the model "
             "made it; the loss is non-finite, and so are its gradient and the weights it updates."
         )
+    elif phase == "input" and e.get("read_by"):
+        text = (
+            f"At step {f.first_step} `{e['read_by']}` was given {e['value']} made by `{f.where}`, whose output has no "
+            "gradient (it has no trained parameters, and its input none): what it computes lies outside the autograd "
+            "graph, so no operation in the graph made the value. Either `{where}` made it itself, dividing by 0 (a "
+            "standard deviation of 0 over a feature that is constant in the batch, `(x - x.mean(0)) / x.std(0)`) or "
+            "taking the log of 0, or its input held it already. From there it spreads to the loss, the gradients and "
+            "the weights they update.".replace("{where}", f.where)
+        )
     elif phase == "input":
         reader = f"`{module}`" if module else f"`{op}`"
         text = (
@@ -1886,6 +1895,12 @@ def explain_nonfinite(f: Finding):
         remedies.append(
             "Check the targets before the loss: `torch.isfinite(y).all()`; a log of prices or counts that can be 0 "
             "wants `torch.log1p(y)` (or those rows filtered out), and a missing value in the data set a fill or a drop."
+        )
+    elif phase == "input" and e.get("read_by"):
+        remedies.append(
+            f"In `{f.where}`'s forward, keep every divisor off 0 (`(x - x.mean(0)) / (x.std(0) + 1e-5)`, or "
+            "`nn.BatchNorm1d(num_features, affine=False)`, which adds its eps) and every log's argument above it; "
+            f"and check its input: `torch.isfinite(x).all()` before `{f.where}`."
         )
     elif phase == "input":
         remedies.append(

@@ -310,6 +310,7 @@ class NonfiniteEvent:
     candidates: list[str] = field(default_factory=list)  # ops between the last finite and first nonfinite value
     parameters: list[str] = field(default_factory=list)  # parameters that turned nonfinite
     detail: str = ""
+    read_by: str | None = None  # (phase "input", where: a module whose output has no gradient) the module that read it
     finite_until: int | None = None  # (phase "update", found when a sampled step began) the last step seen finite
     half_precision: bool = False  # (phase "forward") the op ran in float16/bfloat16, and its result overflowed
     floor_at_zero: str | None = None  # (phase "forward") the op at a floor of 0 (a relu) whose output the NaN op read

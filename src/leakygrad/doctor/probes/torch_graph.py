@@ -2231,6 +2231,7 @@ class ForwardCulprit:
     value: str
     parameters: list  # non-finite parameter tensors (phase "update")
     data_fed: bool = False  # (phase "forward") `node` read non-finite data: the NaN/Inf came in with it
+    fed_tensor: object = None  # (data_fed) the non-finite tensor it read: the data, or a module's output without grad
     half_precision: bool = False  # (phase "forward") `node` ran in float16/bfloat16 and saved an infinite result
 
 
@@ -2271,7 +2272,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     """
     graph = walk([loss.grad_fn])
     finite: dict = {loss.grad_fn: False}
-    bad_params, data_fed = [], {}  # data_fed: node -> kind of the non-finite data (no gradient) it saved
+    bad_params, data_fed = [], {}  # data_fed: node -> (kind of the non-finite data (no gradient) it saved, the data)
     for node in graph.nodes:
         if op_name(node) == ACCUMULATE:
             variable = node.variable
@@ -2287,7 +2288,7 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
             elif not tensor.requires_grad and not ok:
                 kind = kind_of_nonfinite(tensor)
                 if "nan" in kind or op_name(node) not in BOUND_OPS:  # (an infinite bound is no bad data)
-                    data_fed.setdefault(node, kind)
+                    data_fed.setdefault(node, (kind, tensor))
     order = forward_order(graph)
     if bad_params:
         return ForwardCulprit("update", None, None, [], False, "nan", bad_params)
@@ -2328,9 +2329,10 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
             fed,
             [op_name(fed)],
             exact=True,
-            value=data_fed[fed],
+            value=data_fed[fed][0],
             parameters=[],
             data_fed=True,
+            fed_tensor=data_fed[fed][1],
         )
     value = "nan"
     recomputed = _recompute(culprit)

@@ -581,6 +581,15 @@ def _dense(tensor: torch.Tensor) -> bool:
     return tensor.layout is torch.strided and not tensor.is_nested
 
 
+def _shares_memory_with_input(output: torch.Tensor, args) -> bool:
+    """Whether a module's output lies in the memory of one of its tensor inputs (a view, Flatten's; an in-place
+    change; the input passed through): then it made nothing new, and a value in it came in with the input."""
+    memory = output.untyped_storage().data_ptr()
+    return any(
+        isinstance(arg, torch.Tensor) and _dense(arg) and arg.untyped_storage().data_ptr() == memory for arg in args
+    )
+
+
 def _left_as_it_was(last: tuple | None, rescaled: bool = False) -> bool:
     """Whether the gradient a backward pass left (`TorchProbe._representative_gradient`) is still there, the same
     tensor unchanged (or, `rescaled`, changed in place by a clipping function): what an optimiser step now applies is
@@ -1075,6 +1084,9 @@ class StepState:
     ran_without_grad: set = field(default_factory=set)  # names of the modules that ran under no_grad (or inference)
     in_reentrant_checkpoint: set = field(default_factory=set)  # ... of them, those run by a reentrant checkpoint
     output_memory: OutputMemory = field(default_factory=OutputMemory)  # where the outputs with grad live
+    # where the modules' outputs without grad live (a parameterless preprocessing module's, a frozen layer's): a
+    # non-finite value the graph reads from outside it is named by the module that output it
+    made_without_grad: OutputMemory = field(default_factory=OutputMemory)
     # where the draws of distributions whose parameters have a graph live (`sample()`, not `rsample()`), and which
     # module read one: {distribution class: module}
     drawn: OutputMemory = field(default_factory=OutputMemory)
@@ -1281,6 +1293,7 @@ class StepState:
         graph and its tensors are freed as soon as the probe lets go of the state."""
         self.ticket.state = None
         self.output_memory.clear()
+        self.made_without_grad.clear()
         self.drawn.clear()
         self.custom_calls.clear()
 
@@ -2008,6 +2021,8 @@ class TorchProbe:
                         state.model_outputs.add(id(node))
             else:
                 self._note_output_nodes(state, info, output)
+            if not y.requires_grad and _dense(y) and not _shares_memory_with_input(y, args):
+                state.made_without_grad.note(y, name)  # (a NaN the graph reads from it is named by this module)
             if not y.requires_grad or y.is_complex():  # (a complex layer is named in the graph, not measured)
                 return None
             if isinstance(module, NORMS_OVER_SAMPLES) and _one_value_per_group(module, args):
@@ -2363,6 +2378,7 @@ class TorchProbe:
                 # The outputs of the forward pass just differentiated are done with: their memory may now be
                 # reused (the next micro-batch of an accumulated step), and an input found there is no cut.
                 self.state.output_memory.clear()
+                self.state.made_without_grad.clear()
                 # (had they a gradient then? none at the optimiser step: cleared in between, or stepped before this)
                 if self._plan is not None and not self.state.grads_after_backward:
                     self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
@@ -4461,6 +4477,12 @@ class TorchProbe:
                 module = labels.get(culprit.node)  # (the layer that read it, or the operation outside any layer)
                 where = f"input of {module or culprit.op}"
             event = NonfiniteEvent(self.step, "input", where, culprit.op, module, value=culprit.value)
+            # (output by a watched module whose output has no gradient: `(x - x.mean(0)) / x.std(0)` in a layer of its
+            # own, a frozen encoder's layer; the first, innermost, that output it)
+            makers = self.state.made_without_grad.makers(culprit.fed_tensor) if self.state is not None else ()
+            if makers and makers[-1] != module:
+                event.where = event.module = makers[-1]
+                event.read_by = module or culprit.op
             self.doctor.set_nonfinite(event)
             return
         owner = self.info_by_name.get(labels.get(culprit.node))
