@@ -1629,7 +1629,44 @@ def test_highway_gates_started_shut_are_named_as_the_stalls_cause(gate_bias):
     [stall] = told
     assert stall.symptom == "stalled_loss" and stall.evidence["gates_shut_count"] == 4
     assert all(mean < 1e-4 for mean in stall.evidence["gates_shut"].values())
-    assert stall.explanation.startswith("Every sigmoid gate sits shut") and "-1 to -3" in stall.remedies[0]
+    assert stall.explanation.startswith("Every gate sits shut") and "-1 to -3" in stall.remedies[0]
+
+
+class HardHighway(Highway):
+    def forward(self, x):
+        t = F.hardsigmoid(self.T(x))
+        return t * F.relu(self.H(x)) + (1 - t) * x
+
+
+@pytest.mark.parametrize("gate_bias", [-6.0, -1.0])
+def test_hardsigmoid_gates_shut_for_good_are_named_on_the_layers_without_gradient(gate_bias):
+    """Sweep 42's highway network with hardsigmoid gates biased to -4 (a sigmoid's advice; -6 here, where the first
+    layer, trained through the carry path, lifts no input above -3): hardsigmoid is exactly 0, and so is its
+    derivative, below -3, so neither the gated branch nor the gate's own layer gets any gradient. The
+    layers were told as `no_gradient` with "something after them makes the loss blind to them"; the shut gate is now
+    named beside each. At -1 the gates are open a third and it learns."""
+    torch.manual_seed(0)
+    x = torch.randn(512, 2)
+    y = (x.norm(dim=1) > 1.2).long()
+    model = nn.Sequential(nn.Linear(2, 32), *[HardHighway(32, gate_bias) for _ in range(3)], nn.Linear(32, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(120):
+            batch = slice(128 * (step % 4), 128 * (step % 4 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    told = {f.where: f for f in dr.findings if f.evidence.get("gates_shut_exactly")}
+    if gate_bias == -1.0:
+        assert told == {} and not [f for f in dr.findings if f.symptom == "no_gradient"]
+        assert "hardsigmoid after sequential.1.T" in dr.history.records[-1].gate_means
+        return
+    assert sorted(told) == ["sequential.1", "sequential.2", "sequential.3"]
+    for where, finding in told.items():
+        assert finding.symptom == "no_gradient" and finding.severity == "error"
+        assert finding.evidence["gates_shut_exactly"] == [f"hardsigmoid after {where}.T"]
+        assert "A gate beside them is shut for good" in finding.explanation and "above -3" in finding.remedies[0]
 
 
 @pytest.mark.parametrize("activation", [nn.ReLU, nn.Tanh])

@@ -2571,6 +2571,23 @@ def explain_no_gradient(f: Finding):
             "If two outputs of the model are compared on purpose, check that they are given different inputs.",
         ]
         return text, remedies
+    if e.get("gradient") == "exactly zero" and e.get("gates_shut_exactly") and not cuts:
+        gates = ", ".join(f"`{site}`" for site in e["gates_shut_exactly"])
+        text = reached_but_zero + (
+            f"they have no effect on the loss, so they never learn. A gate beside them is shut for good: {gates} "
+            "output exactly 0 on every sampled step. A gate t passes t times what it gates, so with t = 0 the branch "
+            "it gates gets no gradient; and hardsigmoid(z) = relu6(z + 3) / 6 is exactly 0, with a derivative of "
+            "exactly 0, for every z below -3, so the layer that computes the gate gets none either and can never "
+            "open it (a highway's transform bias set to -4, the advice for a sigmoid, where sigmoid(-4) = 0.018 "
+            "still passes a gradient)."
+        )
+        remedies = [
+            "Start the gate's bias inside hardsigmoid's slope, above -3: -1 gives a gate of 1/3, mostly carrying "
+            "(`nn.init.constant_(self.T.bias, -1.0)`).",
+            "Or gate with `torch.sigmoid`, whose derivative is never exactly 0, and keep the -1 to -3 bias of "
+            "highway networks.",
+        ]
+        return text, remedies
     if e.get("gradient") == "exactly zero" and e.get("weights_without_effect") and not cuts:
         after = (
             "Nothing reaches their outputs either: something after them makes the loss blind to them"
@@ -3710,13 +3727,13 @@ def _gates_shut(gates: dict, count: int) -> tuple[str, str]:
     shown = ", ".join(f"`{site}` ({fmt(mean)})" for site, mean in list(gates.items())[:4])
     more = f" and {count - 4} more" if count > 4 else ""
     return (
-        f"Every sigmoid gate sits shut: the mean of its output is {shown}{more}. A gate t passes t times what it "
+        f"Every gate sits shut: the mean of its output is {shown}{more}. A gate t passes t times what it "
         "gates (a highway layer's t * H(x) + (1 - t) * x), so the branch behind it gets t times the gradient, and the "
-        "gate's own derivative t (1 - t) is as small: neither learns, and the layers pass their input through "
-        "unchanged. A gate's bias started far negative does this (a highway's transform bias at -10, where -1 to -3 "
-        "is the advice).",
-        "Start the gates' biases near -1 to -3 (or at 0), so that t (1 - t) is not vanishingly small and the "
-        "gates can open as the training asks.",
+        "gate's own derivative t (1 - t) is as small (a hardsigmoid's is exactly 0 below -3): neither learns, and "
+        "the layers pass their input through unchanged. A gate's bias started far negative does this (a highway's "
+        "transform bias at -10, where -1 to -3 is the advice for a sigmoid; above -3 for a hardsigmoid).",
+        "Start the gates' biases near -1 to -3 (or at 0; above -3 for a hardsigmoid), so that the gates' "
+        "derivative is not vanishingly small and they can open as the training asks.",
     )
 
 

@@ -2814,6 +2814,9 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             continue  # (harmless by design: a constant the loss subtracts from itself, D(fake) - D(real))
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
+        shut = _gates_shut_exactly(history, module) if always_zero else None
+        if shut:
+            evidence["gates_shut_exactly"] = shut  # (a hardsigmoid gate at 0 for every input: it and its branch)
         elif (
             always_zero
             and not cuts
@@ -2867,6 +2870,24 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))
     return _dead_ends_at_stack_ends(_zero_factors_together(findings, history), history)
+
+
+def _gates_shut_exactly(history: History, module: str) -> list[str]:
+    """The gates beside `module` (after it, in it, or after a sibling of it: a highway block's transform gate, after
+    `blocks.0.T`, beside `blocks.0.H`) whose output's mean was exactly 0 on every recent sampled step: a hardsigmoid
+    whose input is below -3 for every example. Such a gate passes 0 times what it gates, and its own derivative is 0
+    there, so neither its branch nor its own layer gets any gradient."""
+    recent = history.recent()
+    sites = {site for r in recent for site in (r.gate_means or {})}
+    shut = []
+    for site in sorted(sites):
+        means = [r.gate_means.get(site) for r in recent if r.gate_means]
+        if len(means) >= 2 and len(means) == len(recent) and all(m == 0 for m in means):
+            shut.append((site, site.partition(" after ")[2]))
+    inside = [site for site, after in shut if after == module or after.startswith(module + ".")]
+    parent = module.rpartition(".")[0]
+    beside = [site for site, after in shut if parent and after.startswith(parent + ".")]
+    return (inside or beside)[:8]
 
 
 _INDEXED = re.compile(r"(.*)\.(\d+)\.(.+)")  # `blocks.5.res`: a submodule of the 6th of a stack of blocks

@@ -222,7 +222,7 @@ class StepRecord:
     loss_of_input_gradient: bool = False
     # ... one of them came out exactly 0 everywhere (None: no such call measured on this step)
     input_gradient_zero: bool | None = None
-    gate_means: dict | None = None  # a sigmoid gate multiplying another tensor (site -> its output's mean)
+    gate_means: dict | None = None  # a (hard)sigmoid gate multiplying another tensor (site -> its output's mean)
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)

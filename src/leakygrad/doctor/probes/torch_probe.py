@@ -82,6 +82,7 @@ from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, 
 
 ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU-n: see below)
 GATE_FUNCTIONS = ("sigmoid", "hardsigmoid", "relu6", "relu_n")  # multiplying another tensor, these are gates
+GATE_MEANS = ("sigmoid", "hardsigmoid")  # gates in (0, 1) whose mean output is read: all of them shut stalls a run
 SQUASHING = (*GATE_FUNCTIONS, "tanh")  # judged once every product of the graph is known (a tanh a sigmoid gates)
 GATING_OPS = {
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "clip": "clamp", "hardtanh": "hardtanh",
@@ -2807,8 +2808,8 @@ class TorchProbe:
                     # gates (LSTM/GRU, squeeze-excitation, GLU, a hand-written h_swish x * relu6(x + 3) / 6, a
                     # hard-concrete gate x * clamp(...)) sit saturated by design: open or shut. A sigmoid gate's mean
                     # is read all the same (all of them shut: what they gate gets no gradient, a stall's cause)
-                    if function == "sigmoid" and owner not in gated and len(state.gate_means) < 16:
-                        self._note_gate_mean(state, node)
+                    if function in GATE_MEANS and owner not in gated and len(state.gate_means) < 16:
+                        self._note_gate_mean(state, node, function)
                     continue
                 if function == "tanh" and node in gated_by_sigmoid:  # (a gated unit's, or a hand-written LSTM's
                     continue  # sigmoid(o) * tanh(c): the gate decides what passes, as in the layers PyTorch gates)
@@ -3412,12 +3413,18 @@ class TorchProbe:
         maker = graph_tools.nearest_upstream(node, names)
         return maker is not None and maker.split(".")[0] == reader.split(".")[0]
 
-    def _note_gate_mean(self, state: StepState, node) -> None:
-        """The mean of a sigmoid gate's output (what it saved), under its site's name."""
-        site = f"sigmoid after {graph_tools.nearest_upstream(node, state.names) or 'input'}"
-        saved = graph_tools.saved_value(node, "_saved_result")
-        if saved is not None:
-            state.gate_means[site] = state.deferred.scalar(saved.detach().float().mean())
+    def _note_gate_mean(self, state: StepState, node, function: str) -> None:
+        """The mean of a sigmoid (or hardsigmoid) gate's output, under its site's name: a sigmoid's node saved its
+        output, a hardsigmoid's its input."""
+        site = f"{function} after {graph_tools.nearest_upstream(node, state.names) or 'input'}"
+        if function == "hardsigmoid":
+            saved = graph_tools.saved_value(node, "_saved_self")
+            gate = None if saved is None else nn.functional.hardsigmoid(saved.detach().float())
+        else:
+            saved = graph_tools.saved_value(node, "_saved_result")
+            gate = None if saved is None else saved.detach().float()
+        if gate is not None:
+            state.gate_means[site] = state.deferred.scalar(gate.mean())
 
     def _tally_activation(self, state: StepState, node, op: str, owner: str | None, saturation: float) -> str:
         """Count an activation's outputs into its site's tally; returns the site."""
