@@ -571,6 +571,51 @@ def test_a_nan_in_the_data_is_named_where_it_entered_not_at_the_layer_that_read_
     assert not any("--every 1" in r for r in finding.remedies)
 
 
+class CosineHead(nn.Module):
+    """Sweep 42's classifier: features and class weights normalised, logits 64 cos (a CosFace-style head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
+        self.W = nn.Parameter(torch.randn(10, 64) * 0.1)
+
+    def forward(self, x):
+        return 64 * nn.functional.normalize(self.body(x), dim=1) @ nn.functional.normalize(self.W, dim=1).t()
+
+
+@pytest.mark.parametrize(("every", "stable"), [(1, False), (16, False), (16, True)])
+def test_a_log_of_a_softmax_is_named_beside_the_nan_it_makes(every, stable):
+    """Sweep 42's digits run: `torch.log(F.softmax(z))` turns NaN once a probability rounds to 0 (step 4). With
+    statistics every step the backward NaN is placed at `log`; at the default it came from a step not sampled, and
+    the finding only said to rerun with --every 1. The log of a softmax seen on the sampled steps is now named, with
+    log_softmax first among the remedies. Written with log_softmax, it trains."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(0)
+    x, y = load_digits(return_X_y=True)
+    x, y = torch.tensor(x[:640] / 16.0, dtype=torch.float32), torch.tensor(y[:640])
+    model = CosineHead()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for step in range(30):
+            batch = slice(64 * (step % 10), 64 * (step % 10 + 1))
+            logits = model(x[batch])
+            log_p = nn.functional.log_softmax(logits, 1) if stable else torch.log(nn.functional.softmax(logits, 1))
+            loss = nn.functional.nll_loss(log_p, y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if stable:
+        assert nonfinite == []
+        return
+    [finding] = nonfinite
+    assert finding.evidence["phase"] == ("backward" if every == 1 else "update") and finding.first_step > 0
+    assert finding.evidence["log_of_probabilities"] == {"log": "log", "of": "softmax", "at": "the loss"}
+    assert "take `log` of a softmax's output (in the loss)" in finding.explanation
+    assert finding.remedies[0].startswith("Replace `torch.log(F.softmax(z, dim))` with `F.log_softmax(z, dim)`")
+
+
 class Standardise(nn.Module):
     """A hand-written "batch standardisation" input layer with no eps, as in sweep 42's script."""
 

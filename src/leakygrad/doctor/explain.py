@@ -1924,6 +1924,21 @@ def explain_nonfinite(f: Finding):
             "`torch.log_softmax` / `F.cross_entropy`, which subtract the maximum first; under `torch.autocast` "
             "these already run in float32.",
         )
+    if f.evidence.get("log_of_probabilities"):
+        seen = f.evidence["log_of_probabilities"]
+        where = "in the loss" if seen["at"] == "the loss" else f"after `{seen['at']}`"
+        stable = "F.log_softmax(z, dim)" if seen["of"] == "softmax" else "F.logsigmoid(z)"
+        text += (
+            f" The sampled steps take `{seen['log']}` of a {seen['of']}'s output ({where}): in float32 a probability "
+            f"rounds to exactly 0 once its logit trails by about 100 (sharp or scaled logits get there), and then "
+            f"{seen['log']}(p) = -inf, its derivative 1/p = inf, and inf times a zero gradient is NaN."
+        )
+        remedies.insert(
+            0,
+            f"Replace `torch.{seen['log']}({'F.softmax(z, dim)' if seen['of'] == 'softmax' else 'torch.sigmoid(z)'})` "
+            f"with `{stable}` (or `F.cross_entropy` on the logits): it "
+            "never forms the probability, so nothing rounds to 0.",
+        )
     if f.evidence.get("floor_at_zero"):
         floor = f.evidence["floor_at_zero"]
         text += (

@@ -3292,6 +3292,11 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
     }
+    if event.phase != "input" and not event.finite_gradients and event.op in (None, "log", "log2", "log10"):
+        # (the NaN at a log, or not located, from a step not sampled: a log of a softmax seen on the sampled steps)
+        seen = next((r.log_of_probabilities for r in reversed(history.records) if r.log_of_probabilities), None)
+        if seen is not None:
+            evidence["log_of_probabilities"] = seen
     first = event.step
     loss_first = history.loss.first_nonfinite_step
     since = event.finite_until

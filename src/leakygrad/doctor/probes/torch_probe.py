@@ -82,6 +82,7 @@ from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, 
 
 ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU-n: see below)
 GATE_FUNCTIONS = ("sigmoid", "hardsigmoid", "relu6", "relu_n")  # multiplying another tensor, these are gates
+LOGS = ("log", "log2", "log10")  # (of a probability that rounds to 0: -inf, and an infinite derivative)
 GATE_MEANS = ("sigmoid", "hardsigmoid")  # gates in (0, 1) whose mean output is read: all of them shut stalls a run
 SQUASHING = (*GATE_FUNCTIONS, "tanh")  # judged once every product of the graph is known (a tanh a sigmoid gates)
 GATING_OPS = {
@@ -1115,6 +1116,7 @@ class StepState:
     activations: dict = field(default_factory=dict)  # site -> ActivationTally
     gates: dict = field(default_factory=dict)  # "op@site" -> GateTally
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
+    log_of_probabilities: dict | None = None  # a log of a softmax's (or sigmoid's) output: {"log", "of", "at"}
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
@@ -2888,7 +2890,20 @@ class TorchProbe:
             if op in graph_tools.BACKWARD_NAN_PRONE:
                 label = "the loss" if node in loss_nodes else graph_tools.nearest_upstream(node, names)
                 state.nan_prone.append((node, label))
+                if op in LOGS and state.log_of_probabilities is None:
+                    self._look_for_log_of_probabilities(state, node, label)
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    @staticmethod
+    def _look_for_log_of_probabilities(state: StepState, node, label: str | None) -> None:
+        """A log taken of a softmax's or a sigmoid's output (through reshapes and selections: `torch.log(p[range(n),
+        y])`): a probability that rounds to exactly 0 in float32 (a logit some 100 below the largest) gives log 0 =
+        -inf, and log's derivative 1/p = inf, times 0, is NaN. `F.log_softmax` and `F.logsigmoid` never form p."""
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        picked = (*graph_tools.SELECTIONS, "gather", "index")  # (`torch.log(p.gather(1, y))`, `p[range(n), y]`)
+        made_by = op_name(graph_tools.beneath_reshapes(inputs[0], also=picked)) if inputs else None
+        if made_by in ("softmax", "sigmoid"):
+            state.log_of_probabilities = {"log": op_name(node), "of": made_by, "at": label or "input"}
 
     @staticmethod
     def _look_for_earlier_graph(state: StepState, nodes, earlier_step: int, earlier_names) -> None:
@@ -4158,6 +4173,7 @@ class TorchProbe:
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.loss_of_input_gradient = state.grad_of_inputs
         record.gate_means = {site: value(at) for site, at in state.gate_means.items()} or None
+        record.log_of_probabilities = state.log_of_probabilities
         if state.input_grad_sizes:  # (did one of the step's input gradients come out exactly 0 everywhere?)
             record.input_gradient_zero = any(value(i) == 0 for i in state.input_grad_sizes)
         record.maximized_loss = state.root_loss if state.maximizes else None
