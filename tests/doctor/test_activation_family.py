@@ -131,6 +131,21 @@ def test_a_hardtanh_to_minus_1_and_1_is_still_a_clamp_that_blocks():
     assert "sequential.1" not in by_symptom(dr, "dead_relu")
 
 
+def test_a_hardtanh_network_started_from_unit_normal_weights_is_told_to_start_them_smaller():
+    """Sweep 42: Hardtanh hidden layers after weights drawn from N(0, 1) block 94% of the gradient; the remedy said to
+    move hardtanh out of the training path or widen its range. It now names the initialisation."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Hardtanh(), nn.Linear(64, 64), nn.Hardtanh(), nn.Linear(64, 4))
+    for layer in (model[0], model[2]):
+        nn.init.normal_(layer.weight, 0.0, 1.0)
+    dr = train(model, *data())
+    blocked = by_symptom(dr, "blocked_gradient")["hardtanh"]
+    site = blocked.evidence["site"]
+    assert site in ("in sequential.1", "in sequential.3") and blocked.evidence["blocked_fraction"] > 0.5
+    assert f"`{site[3:]}` is a hidden activation" in blocked.explanation
+    assert blocked.remedies[0].startswith("Start the layer before it") and "xavier_uniform_" in blocked.remedies[0]
+
+
 # --- the output squashing: excused under a log loss, not under a squared error ---------------------------------------
 def fit(model, x, targets, loss_of, steps, lr=1e-2):
     """Full-batch Adam under the doctor, statistics on every step: (doctor, last loss)."""

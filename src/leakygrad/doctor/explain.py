@@ -2407,6 +2407,18 @@ def explain_blocked_gradient(f: Finding):
             f"Set {'every such dropout' if others else f'`{site}`'}'s p to the share to drop: 0.1 to 0.5 is usual "
             "(p=1 drops everything)."
         )
+    elif op == "hardtanh" and site.startswith("in "):  # (a network's hidden activation: nn.Hardtanh)
+        text += (
+            f" `{site[3:]}` is a hidden activation: its inputs fall outside [-1, 1] for most units and examples, as "
+            "they do when the layer before it is spread too wide (weights drawn from N(0, 1) rather than with a "
+            "variance of about 1/fan_in) or when nothing normalises them."
+        )
+        remedies.append(
+            "Start the layer before it so that its outputs stay near unit scale: `nn.init.xavier_uniform_` (PyTorch's "
+            "default init also does), not `nn.init.normal_(w, 0, 1)`; or normalise in front of it (BatchNorm, "
+            "LayerNorm)."
+        )
+        remedies.append("Or use tanh, whose derivative is small outside [-1, 1] but never exactly 0.")
     else:
         remedies.append(
             f"Move `{op}` out of the training path, widen its range, or use a smooth version "
