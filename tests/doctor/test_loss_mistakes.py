@@ -3295,3 +3295,55 @@ def test_views_of_a_sequence_first_output_and_of_a_tagger(case):
         return
     [f] = named
     assert f.where == "view after gru" and f.evidence["input_shape"] == [32, 16, 8]
+
+
+class ScaledBlock(nn.Module):
+    """A residual block with LayerScale (CaiT): x + gamma * branch(x), gamma a per-channel parameter started at 0."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.norm, self.fc1, self.fc2 = nn.LayerNorm(width), nn.Linear(width, 2 * width), nn.Linear(2 * width, width)
+        self.gamma = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x):
+        return x + self.gamma * self.fc2(F.gelu(self.fc1(self.norm(x))))
+
+
+@pytest.mark.parametrize("grouping", ["by_name", "by_shape"])
+def test_a_layerscale_left_out_of_the_parameter_groups_is_one_error_with_its_branches(grouping):
+    """Sweep 43: AdamW groups `ndim >= 2` (decay) and `bias or norm in name` (no decay) miss LayerScale's gammas.
+    Started at 0 and never stepped, they hold every branch at 0: the branches' layers got a `no_gradient` error with
+    ReZero-buffer remedies ("must be an nn.Parameter": it is one), and the gammas a merged warning, though the loss
+    stalled (the merge dropped the error). Now one error, the gammas', with the branches folded in."""
+    torch.manual_seed(0)
+    x = torch.rand(512, 2) * 4 - 2
+    y = ((x[:, 0].floor() + x[:, 1].floor()) % 2).long()  # (a checkerboard: no linear map separates it)
+    model = nn.Sequential(nn.Linear(2, 16), *[ScaledBlock(16) for _ in range(4)], nn.LayerNorm(16), nn.Linear(16, 2))
+    named = list(model.named_parameters())
+    if grouping == "by_name":  # (the mistake)
+        decay = [p for n, p in named if p.ndim >= 2]
+        no_decay = [
+            p
+            for n, p in named
+            if n.endswith("bias") or isinstance(model.get_submodule(n.rpartition(".")[0]), nn.LayerNorm)
+        ]
+    else:  # (the fix: together the two hold every parameter)
+        decay, no_decay = [p for _, p in named if p.ndim >= 2], [p for _, p in named if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay}], lr=3e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(160):
+            batch = slice(128 * (step % 4), 128 * (step % 4 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    if grouping == "by_shape":
+        assert [f for f in dr.findings if f.severity == "error"] == []
+        return
+    assert [f for f in dr.findings if f.symptom == "no_gradient"] == []
+    [left_out] = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
+    assert (left_out.where, left_out.severity) == ("sequential", "error")
+    assert left_out.evidence["parameters"] == [f"sequential.{i}.gamma" for i in range(1, 5)]
+    assert left_out.evidence["zero_gradient_modules"]
+    assert "gamma started at 0 (LayerScale, ReZero)" in left_out.explanation
+    assert left_out.remedies[0].startswith("Put the left-out parameters into a parameter group")

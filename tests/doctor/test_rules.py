@@ -571,6 +571,11 @@ def test_parameters_left_out_one_per_layer_across_many_layers_are_one_finding_ab
     assert f.evidence["scattered"] and f.evidence["biases_and_norms"] and len(f.evidence["modules"]) == 7
     [explained] = diagnose(history_of([check(s, left_out) for s in range(0, 64, 16)]))
     assert "parameter groups" in explained.explanation and "param_groups" in explained.remedies[0]
+    # with a loss that stalled, each module's finding is an error, and so is the one they merge into (sweep 43: the
+    # merge made it a warning)
+    stalled = history_of([check(s, left_out) for s in range(0, 64, 16)], losses=[0.7] * 64)
+    [merged] = unapplied_rule(stalled, T)
+    assert (merged.where, merged.severity) == ("net", "error")
     # whole modules made after the optimiser (an adapter in each block): a module each, as before, not a grouping
     adapters = {f"net.{i}.adapter.weight": f"net.{i}.adapter" for i in range(5)}
     made_after = unapplied_rule(history_of([check(s, adapters) for s in range(0, 64, 16)]), T)

@@ -2922,6 +2922,21 @@ def _explain_state_loaded(f: Finding):
 
 
 def explain_unapplied_gradient(f: Finding):
+    text, remedies = _explain_unapplied_kind(f)
+    zeroed = f.evidence.get("zero_gradient_modules")
+    if zeroed:
+        shown = ", ".join(f"`{m}`" for m in zeroed[:4]) + (", ..." if len(zeroed) > 4 else "")
+        text += (
+            f" And the layers inside those modules ({shown}) get exactly zero gradient: a parameter left out that "
+            "multiplies a branch, `x + gamma * branch(x)` with gamma started at 0 (LayerScale, ReZero), is never "
+            "stepped, stays 0, and by the chain rule the branch behind it gets gamma times its gradient: 0. So "
+            "neither gamma nor the branch ever learns."
+        )
+        remedies.insert(0, "Put the left-out parameters into a parameter group: with them stepped, gamma leaves 0.")
+    return text, remedies
+
+
+def _explain_unapplied_kind(f: Finding):
     e = f.evidence
     if e.get("updated_share") is not None:
         return _explain_rounded_away(f)

@@ -301,6 +301,17 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if behind_the_softmax(f):
             trivial_softmax.evidence.setdefault("zero_gradient_modules", []).append(f.where)
+    # a parameter no optimiser steps that multiplies a branch (LayerScale's gamma, started at 0 and left out of the
+    # parameter groups) holds it at 0: the exactly-zero gradients of the layers in that branch are its doing
+    left_out = _left_out_multipliers(findings)
+
+    def behind_a_left_out_parameter(f: Finding) -> bool:
+        cause = left_out.get(id(f))
+        if cause is not None:
+            cause.evidence.setdefault("zero_gradient_modules", []).append(f.where)
+            cause.severity = "error"  # (a whole branch that never learns: not a parameter or two frozen by mistake)
+        return cause is not None
+
     # an attention softmax pooled over its own axis passes the scores nothing: the vanishing gradient across depth at
     # the queries and keys under it, and the stall, are its doing
     pooled = next((f for f in findings if f.evidence.get("gradient_same_along_axis")), None)
@@ -416,6 +427,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if not explained(f)
         and not behind_dead_units(f)
         and not behind_the_softmax(f)
+        and not behind_a_left_out_parameter(f)
         and not _through_a_recurrent_layer(f, over_time)
         and not told_by_its_cause(f)
     ]
@@ -3231,8 +3243,45 @@ def _one_finding_when_scattered(findings: list[Finding], param_module: dict, his
         "scattered": True,
         "biases_and_norms": all(map(biases_and_norms, scattered)),
     }
-    merged = Finding("unapplied_gradient", common, min(f.first_step for f in scattered), "warning", evidence)
+    severity = "error" if any(f.severity == "error" for f in scattered) else "warning"  # (a stalled loss: error)
+    merged = Finding("unapplied_gradient", common, min(f.first_step for f in scattered), severity, evidence)
     return [f for f in findings if f not in scattered] + [merged]
+
+
+def _left_out_multipliers(findings: list[Finding]) -> dict:
+    """`no_gradient` findings (id -> the `unapplied_gradient` finding that explains them) whose parameters get exactly
+    zero gradient, none reaching their layers' outputs, inside a module that holds a parameter of its own that no
+    optimiser steps (not a bias): `x + self.gamma * branch(x)` with gamma started at 0 and in no parameter group. The
+    gamma gets a gradient, is never stepped, stays 0, and the branch behind it gets 0 times its gradient."""
+    owners = {}  # module -> the unapplied finding holding a parameter directly on it
+    for f in findings:
+        if f.symptom == "unapplied_gradient":
+            for p in f.evidence.get("parameters", ()):
+                owner, _, name = p.rpartition(".")
+                if owner and name != "bias":
+                    owners.setdefault(owner, f)
+    explained = {}
+    for f in findings:
+        e = f.evidence
+        if f.symptom != "no_gradient" or e.get("gradient") != "exactly zero" or e.get("graph_cuts"):
+            continue
+        if e.get("output_gradient") != "exactly zero" or e.get("blocking_op"):
+            continue
+        causes = [_owner_beneath(p, owners) for p in e.get("parameters", ())]
+        if causes and None not in causes:
+            explained[id(f)] = causes[0]
+    return explained
+
+
+def _owner_beneath(parameter: str, owners: dict):
+    """The finding of the module in `owners` that holds `parameter` in one of its submodules (`blocks.0.fc1.weight`
+    under `blocks.0`: not a parameter of that module itself), else None."""
+    parts = parameter.split(".")
+    for depth in range(len(parts) - 2, 0, -1):
+        cause = owners.get(".".join(parts[:depth]))
+        if cause is not None:
+            return cause
+    return None
 
 
 def _is_norm_layer(history: History, module: str | None) -> bool:
