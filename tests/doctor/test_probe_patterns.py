@@ -1398,6 +1398,50 @@ def test_a_cell_given_a_fresh_state_at_every_call_is_named_as_the_recurrence_swi
     assert not [g for g in dr.findings if g.symptom == "stalled_loss"]  # (folded into it, when there is one)
 
 
+class HandWrittenGRUCell(nn.Module):
+    """A GRU cell written out, its hidden-to-hidden weights in a Linear of their own (sweep 43)."""
+
+    def __init__(self, inputs, hidden):
+        super().__init__()
+        self.x2h, self.h2h = nn.Linear(inputs, 3 * hidden), nn.Linear(hidden, 3 * hidden)
+
+    def forward(self, x, h):
+        xr, xz, xn = self.x2h(x).chunk(3, dim=-1)
+        hr, hz, hn = self.h2h(h).chunk(3, dim=-1)
+        r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+        return (1 - z) * torch.tanh(xn + r * hn) + z * h
+
+
+@pytest.mark.parametrize("reset_inside_the_loop", [True, False])
+def test_a_hand_written_cell_given_a_fresh_state_at_every_call_is_named_too(reset_inside_the_loop):
+    """The same mistake in a cell written by hand, whose W_hh is `self.h2h`: the zero gradient is that Linear's, the
+    calls its parent's, and the finding was a warning with ReZero-buffer causes (sweep 43: 0.51 against 0.97)."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict(dict(cell=HandWrittenGRUCell(1, 8), head=nn.Linear(8, 1)))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            x = torch.randn(16, 10, 1, generator=generator)
+            h = torch.zeros(16, 8)
+            for t in range(10):
+                if reset_inside_the_loop:
+                    h = torch.zeros(16, 8)
+                h = model["cell"](x[:, t], h)
+            loss = nn.functional.mse_loss(model["head"](h), x.sum(1))  # (the sum of the sequence: needs memory)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "no_gradient"]
+    if not reset_inside_the_loop:
+        assert found == []
+        return
+    [f] = found
+    assert (f.where, f.severity, f.evidence["parameters"]) == ("cell.h2h", "error", ["cell.h2h.weight"])
+    assert (f.evidence["state_reset_every_call"], f.evidence["cell"]) == (10, "cell")
+    assert "`cell` is called 10 times a step" in f.explanation
+
+
 @pytest.mark.parametrize("variance_of", ["relu", "softplus + 1e-6"])
 def test_a_log_of_a_relus_output_says_the_relu_made_the_zeros(variance_of):
     """A Gaussian likelihood whose variance head is a ReLU "to keep it non-negative": a share of the variances are

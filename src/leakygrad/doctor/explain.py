@@ -2542,7 +2542,8 @@ def explain_no_gradient(f: Finding):
         return text, remedies
     if e.get("state_reset_every_call"):
         text = reached_but_zero + (
-            f"`{f.where}` is called {e['state_reset_every_call']} times a step, and not once is it given its own last "
+            f"`{e.get('cell', f.where)}` is called {e['state_reset_every_call']} times a step, and not once is it "
+            "given its own last "
             "output for a state: it gets a fresh one at every call (`h = torch.zeros(...)` inside the time loop, where "
             "it belongs before it). Its state is all zeros each time, so the hidden-to-hidden weights, which multiply "
             "it, get a gradient of exactly 0 (d loss / d W_hh = sum over calls of g h^T, h = 0), and the cell sees "

@@ -2847,7 +2847,9 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["reverse_read_at_last_step"] = True
         reset = _state_reset_at_every_call(history, layers, t) if always_zero else None
         if reset is not None:
-            evidence["state_reset_every_call"] = reset  # a cell given a fresh state at each call: nothing carried
+            evidence["state_reset_every_call"] = reset[0]  # a cell given a fresh state at each call: nothing carried
+            if reset[1] != module:
+                evidence["cell"] = reset[1]  # (the hand-written cell holding the layer whose weights get 0)
         # Not cut off but not used: their modules' forward never ran on a checked step while the rest of the model
         # learned (an expert no token was routed to, a branch never taken). Worth a look (a collapsed mixture of
         # experts), not an error of the graph. (Nothing reached at all: an optimiser given a model that never runs.)
@@ -3061,20 +3063,36 @@ def _recurrent_weight_with_nothing_to_carry(param: str, history: History) -> boo
     return bool(lengths) and max(lengths) == 1
 
 
-def _state_reset_at_every_call(history: History, layers: set[str], t: Thresholds) -> int | None:
+def _state_reset_at_every_call(history: History, layers: set[str], t: Thresholds) -> tuple[int, str] | None:
     """The calls per step of a recurrent cell called at least `cut_loop_calls` times a step on the recent sampled
     steps, none of them given its own last output for a state (neither carried nor detached: a fresh one every time,
     `h = zeros(...)` inside the time loop), whose hidden-to-hidden weights get exactly zero gradient: the state is
-    all zeros at every call, and the cell sees one input at a time. None otherwise."""
+    all zeros at every call, and the cell sees one input at a time. The weights may be those of a layer inside a
+    cell written by hand (`self.h2h = nn.Linear(...)`, the cell called with (x, h)): its calls are then the module's
+    holding it. (calls per step, the cell), or None."""
     if len(layers) != 1:
         return None
     (layer,) = layers
-    cells = [r.layers[layer] for r in history.recent() if layer in r.layers and r.layers[layer].calls]
-    if len(cells) < t.min_records:
+    recent = history.recent()
+    cells = [r.layers[layer] for r in recent if layer in r.layers and r.layers[layer].calls]
+    if cells:  # (one of PyTorch's cells)
+        calls = [(c.calls, c.cut_calls, c.carried_calls) for c in cells]
+        cell = layer
+    else:  # (a hand-written one holding the layer)
+        cell = next((m for m in _self_and_parents(layer) if any(m in (r.looped_calls or {}) for r in recent)), None)
+        looped = [r.looped_calls[cell] for r in recent if cell is not None and cell in (r.looped_calls or {})]
+        calls = [(c["calls"], c["cut"], c["carried"]) for c in looped]
+    if len(calls) < t.min_records:
         return None
-    if not all(c.calls >= t.cut_loop_calls and not c.cut_calls and not c.carried_calls for c in cells):
+    if not all(n >= t.cut_loop_calls and not cut and not carried for n, cut, carried in calls):
         return None
-    return int(median([c.calls for c in cells]))
+    return int(median([n for n, _, _ in calls])), cell
+
+
+def _self_and_parents(module: str) -> list[str]:
+    """`cell.h2h`, then `cell`: a module path and those of the modules holding it, innermost first."""
+    parts = module.split(".")
+    return [".".join(parts[:depth]) for depth in range(len(parts), 0, -1)]
 
 
 def _only_first_time_step_reached(history: History, layer: str) -> bool:

@@ -4148,7 +4148,7 @@ class TorchProbe:
             # output after the innermost module that made it)
             name: dict(calls=calls, cut=cut, carried=carried, kind=kind, read_by_loss=bool(parts & state.loss_reads))
             for name, (calls, cut, carried, kind, parts) in state.looped_calls.items()
-            if cut + carried
+            if cut + carried or (kind is not None and calls >= self.thresholds.cut_loop_calls)  # (or a fresh state)
         }
         record.looped_calls = fed_own or None
         if state.model_modes:
