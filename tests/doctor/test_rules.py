@@ -741,6 +741,21 @@ def test_diverging_loss_blames_a_learning_rate_far_too_high():
     assert "far too high" in diagnose(history_of([with_ratio(0, 0.3)] * 3, losses=losses))[0].explanation
 
 
+def test_a_loss_that_rose_from_its_first_step_is_not_said_to_have_fallen():
+    """Sweep 43's DP-SGD with its noise 64 times too large: the loss rose from step 0 (2.32, 4.56, 7.25, ...), and the
+    finding said "the loss fell to 12.7 (around step 14) ... above where it started (12.7)": the first stretch's mean,
+    read as both the lowest point and the start."""
+    losses = [2.0 * 1.05**k for k in range(60)]
+    [f] = diagnose(history_of([with_ratio(s, 0.3) for s in range(0, 60, 10)], losses=losses))
+    assert (f.symptom, f.evidence["loss_initial"]) == ("diverging_loss", 2.0)
+    assert f.explanation.startswith("The loss never fell: it rose from 2 at the first step") and "fell to" not in (
+        f.explanation
+    )
+    falls_first = [1.0 - 0.01 * k for k in range(30)] + [0.7 * 1.2**k for k in range(30)]
+    [f] = diagnose(history_of([with_ratio(s, 0.3) for s in range(0, 60, 10)], losses=falls_first))
+    assert "loss_initial" not in f.evidence and f.explanation.startswith("The loss fell to")
+
+
 def test_a_loss_that_rises_under_updates_of_a_normal_size_is_a_warning_that_names_moving_targets():
     """An actor-critic's value loss rises as the agent survives longer and its returns grow: the updates are of a
     normal size (1e-3), and an error blaming the learning rate was a false alarm on a healthy run."""

@@ -3241,6 +3241,13 @@ def explain_diverging_loss(f: Finding):
         )
         advice, remedies = _learning_rate_advice(e) if e.get("learning_rate") == "far too high" else ("", [])
         # (the update ratios measured after the jump are those of a broken network: no verdict from them)
+    elif e.get("loss_initial") is not None:  # (its lowest stretch was its first: it never fell)
+        text = (
+            f"The loss never fell: it rose from {fmt(e['loss_initial'])} at the first step to a mean of "
+            f"{fmt(e['loss_end'])} over the last stretch of the run (a mean of {fmt(e['loss_start'])} over the first, "
+            f"up to step {e['lowest_at_step']})."
+        )
+        advice, remedies = _learning_rate_advice(e)
     else:
         text = (
             f"The loss fell to {fmt(e['loss_lowest'])} (around step {e['lowest_at_step']}) and then rose to "

@@ -3756,6 +3756,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             and _blowup(history, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
         )
         evidence["updates_normal_size"] = normal_updates
+        if low_step == smoothed[0][0] and loss.buckets[0].first < lowest:  # (its lowest stretch is its first)
+            evidence["loss_initial"] = _sci(loss.buckets[0].first)  # it never fell: it rose from the first step
         _note_summed_micro_batches(evidence, history, t)
         _note_summed_loss(evidence, history, t)
         _note_rate_raised(evidence, history, first, t)
