@@ -82,6 +82,7 @@ from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, 
 
 ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU-n: see below)
 GATE_FUNCTIONS = ("sigmoid", "hardsigmoid", "relu6", "relu_n")  # multiplying another tensor, these are gates
+REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the prediction, `_saved_self`)
 LOGS = ("log", "log2", "log10")  # (of a probability that rounds to 0: -inf, and an infinite derivative)
 GATE_MEANS = ("sigmoid", "hardsigmoid")  # gates in (0, 1) whose mean output is read: all of them shut stalls a run
 SQUASHING = (*GATE_FUNCTIONS, "tanh")  # judged once every product of the graph is known (a tanh a sigmoid gates)
@@ -1230,6 +1231,7 @@ class StepState:
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
+    regression_rows: int | None = None  # a regression's examples: the rows of its loss's prediction (see a softmax)
     # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
     # object since the last look?, deferred index of "its entries changed since first seen")
     loose_leaves: dict = field(default_factory=dict)
@@ -2721,6 +2723,7 @@ class TorchProbe:
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
         lookahead_look = self._lookahead_looks < LOOKAHEAD_LOOKS
+        examples = None  # how many examples the batch holds (0: not known), found at the first softmax
         # Breadth first from the loss: a product usually comes before the factors it multiplies. A squashing function
         # met before every product is (reached first by a shorter path: log(s) of Glow's scale s, which also
         # multiplies z) is judged again after them, once (`postponed`): a product met later may make it a gate.
@@ -2750,8 +2753,10 @@ class TorchProbe:
                 self._look_at_convolution_lookahead(state, node, names, loss_nodes)
             if op in ("softmax", "log_softmax"):  # (additive attention's tanh, sharp by design; a pointer's is on the
                 scoring.update(graph_tools.scoring_tanhs(node))  # loss side, under the log_softmax of its nll_loss)
-            if op == "softmax" and state.batch_classes is not None and node not in loss_nodes:
-                mixed = graph_tools.softmax_over_the_examples(node, state.batch_classes[0])
+            if op == "softmax" and node not in loss_nodes and examples is None:
+                examples = self._examples_in_the_batch(state, loss_nodes)
+            if op == "softmax" and examples and node not in loss_nodes:
+                mixed = graph_tools.softmax_over_the_examples(node, examples)
                 if mixed is not None:  # (attention pooling's softmax(scores, dim=0) over (N, T): over the batch)
                     site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
                     state.examples_mixed.setdefault(site, mixed)
@@ -2893,6 +2898,20 @@ class TorchProbe:
                 if op in LOGS and state.log_of_probabilities is None:
                     self._look_for_log_of_probabilities(state, node, label)
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
+
+    @staticmethod
+    def _examples_in_the_batch(state: StepState, loss_nodes) -> int:
+        """The examples in the batch: a classifier's targets counted on this step, or the rows of a regression loss's
+        prediction (what `mse_loss`, `huber_loss` or `smooth_l1_loss` saved); 0 when neither is known."""
+        if state.batch_classes is not None:
+            return state.batch_classes[0]
+        for node in loss_nodes:
+            if op_name(node) in REGRESSION_LOSSES:
+                prediction = graph_tools.saved_value(node, "_saved_self")
+                if isinstance(prediction, torch.Tensor) and prediction.dim() >= 1 and prediction.shape[0] >= 2:
+                    state.regression_rows = prediction.shape[0]
+                    return state.regression_rows
+        return 0
 
     @staticmethod
     def _look_for_log_of_probabilities(state: StepState, node, label: str | None) -> None:
@@ -4123,7 +4142,7 @@ class TorchProbe:
                 for name, shape in state.seq_first_inputs.items()
                 if shape[0] == batch and shape[1] not in (1, batch)
             ]
-        if state.batch_classes is not None:
+        if state.batch_classes is not None or state.regression_rows is not None:  # (the examples were counted)
             record.examples_mixed = [{"site": site, **found} for site, found in state.examples_mixed.items()]
         if state.layer_spreads:
             record.layer_spreads = {layer: value(spread_at) for layer, spread_at in state.layer_spreads.items()}
