@@ -579,6 +579,28 @@ def _explain_zeros_outside_autograd(f: Finding):
     return text, remedies
 
 
+def _explain_relu_output_changed(f: Finding):
+    e = f.evidence
+    text = (
+        f"The ReLU output at `{f.where}`, which its backward keeps to mask the gradient with, held negative values "
+        f"(as low as {fmt(e['relu_output_negative'])}) on {e['looks_negative']} of the first {e['looks']} sampled "
+        "steps. A ReLU never outputs one: "
+        "the output was changed after the ReLU made it, by something autograd did not record, `out.data += h` (the "
+        "usual way round PyTorch's error for an in-place change of a tensor the backward needs) or an in-place change "
+        "under `no_grad`. The forward computes relu(z) + h; the backward knows only the ReLU, so it masks the gradient "
+        "with the changed values (it passes where they are > 0, not where z was), and what was added, h, gets no "
+        "gradient along that path: a residual connection added this way is cut from the backward pass."
+    )
+    if e.get("also_sites"):
+        text += f" {_listed(e['also_sites'])} are changed the same way."
+    remedies = [
+        "Add with a recorded operation, out of place: `out = F.relu(self.fc(h)) + h` (an in-place `out += h` on a "
+        "tensor the ReLU's backward needs raises; the out-of-place sum does not). Never change a tensor that needs a "
+        "gradient through `.data`.",
+    ]
+    return text, remedies
+
+
 def _explain_reversal_not_reversed(f: Finding):
     e = f.evidence
     text = (
@@ -820,6 +842,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_kl_div_of_probabilities(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
+    if "relu_output_negative" in e:
+        return _explain_relu_output_changed(f)
     if e.get("gradient_reversal_not_reversed"):
         return _explain_reversal_not_reversed(f)
     if "target_detached" in e:

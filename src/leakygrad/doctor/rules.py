@@ -1740,6 +1740,31 @@ def zeros_outside_autograd_rule(history: History, t: Thresholds) -> list[Finding
     return findings
 
 
+def relu_output_changed_rule(history: History, t: Thresholds) -> list[Finding]:
+    """ReLU sites whose saved output, which their backward masks the gradient with (it passes where the output is
+    > 0), held negative values on most looks (the first few sampled steps, 2 at least): a ReLU never outputs one, so
+    the output was changed after the ReLU made it, outside autograd (`out.data += h`, the way round PyTorch's error
+    for an in-place change of a tensor the backward needs). The forward adds; the backward masks with the wrong
+    entries, and what was added gets no gradient. One finding, at the first site, the others listed."""
+    looks = history.relu_outputs_negative
+    if len(looks) < 2:
+        return []
+    seen = {site for look in looks for site in look}
+    negative = {site: [look[site] for look in looks if site in look] for site in seen}
+    mostly = [site for site, lows in negative.items() if len(lows) >= 2 and 2 * len(lows) >= len(looks)]
+    sites = sorted(mostly, key=natural_key)
+    if not sites:
+        return []
+    evidence = {
+        "relu_output_negative": _sci(min(negative[sites[0]])),
+        "looks": len(looks),
+        "looks_negative": len(negative[sites[0]]),
+    }
+    if len(sites) > 1:
+        evidence["also_sites"] = sites[1:]
+    return [Finding("wrong_gradient", sites[0], history.records[0].step if history.records else 0, "error", evidence)]
+
+
 # --- a custom autograd.Function whose backward disagrees with its forward ------------------------------------------
 def custom_backward_wrong_rule(history: History, t: Thresholds) -> list[Finding]:
     """A custom `torch.autograd.Function` whose backward's gradient g disagrees with its forward's finite
@@ -3901,6 +3926,7 @@ RULES = (
     custom_backward_rule,
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,
+    relu_output_changed_rule,
     reversal_not_reversing_rule,
     unstopped_target_rule,
     hooks_piling_up_rule,

@@ -223,6 +223,9 @@ class StepRecord:
     # ... one of them came out exactly 0 everywhere (None: no such call measured on this step)
     input_gradient_zero: bool | None = None
     gate_means: dict | None = None  # a (hard)sigmoid gate multiplying another tensor (site -> its output's mean)
+    # (on the first few sampled steps) ReLU sites whose saved output, which their backward masks with, held negatives:
+    # site -> the lowest value (an empty dict: looked at, none found)
+    relu_outputs_negative: dict | None = None
     log_of_probabilities: dict | None = None  # a log of a softmax's or sigmoid's output: {"log", "of", "at"}
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps

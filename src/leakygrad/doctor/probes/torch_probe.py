@@ -116,6 +116,7 @@ CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
 LOOKAHEAD_LOOKS = 4  # first sampled steps on which self-attentions' masks are read (can a position read the next?)
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
+RELU_OUTPUT_LOOKS = 4  # first sampled steps on which ReLUs' saved outputs are checked for negatives (`.data +=`)
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
 UNHELD_LOOKS = 4  # ... on which the graph is searched for learned weights on loss terms that nothing holds back
@@ -1231,6 +1232,7 @@ class StepState:
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
+    relu_lowest: dict = field(default_factory=dict)  # ReLU site -> deferred index of its saved output's minimum
     regression_rows: int | None = None  # a regression's examples: the rows of its loss's prediction (see a softmax)
     # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
     # object since the last look?, deferred index of "its entries changed since first seen")
@@ -1507,6 +1509,7 @@ class TorchProbe:
         self._first_walked = None  # (the first sampled step whose graph was walked, the names of its outputs)
         self._mode_sensitive: dict[str, dict] = {}  # watched model -> its batch norms and dropouts (_note_model_mode)
         self._output_side_looks = 0  # ... on which sigmoids and tanhs were looked at: does any module read them?
+        self._relu_output_looks = 0  # ... on which ReLUs' saved outputs were checked for negatives
         self._output_side_sites: set[str] = set()  # ... the sites no module reads (an output, a halting probability)
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
@@ -2720,6 +2723,8 @@ class TorchProbe:
         read_by_modules = None  # nodes beneath a module's inputs or a weighted op (at the first squashing, early on)
         output_side_look = self._output_side_looks < OUTPUT_SIDE_LOOKS
         self._output_side_looks += output_side_look
+        relu_output_look = self._relu_output_looks < RELU_OUTPUT_LOOKS
+        self._relu_output_looks += relu_output_look
         # (a step whose attention is measured measures every attention softmax in it)
         attention_look = bool(state.attention) or self._attention_looks < ATTENTION_LOOKS
         lookahead_look = self._lookahead_looks < LOOKAHEAD_LOOKS
@@ -2828,6 +2833,8 @@ class TorchProbe:
                     continue  # unpacking would run the block again; or freed)
                 try:
                     site = self._tally_activation(state, node, function, owner, saturation)
+                    if relu_output_look and op == "relu":  # (what its backward masks with: never below 0 if untouched)
+                        state.relu_lowest[site] = state.deferred.scalar(_saved_activation(node).detach().min())
                     if node in loss_nodes and not on_loss:  # (a hidden layer's, fed to a module, the loss reads too)
                         state.read_by_loss.add(site)
                     if output_side_look and function in ("sigmoid", "tanh"):
@@ -4193,6 +4200,8 @@ class TorchProbe:
         record.loss_of_input_gradient = state.grad_of_inputs
         record.gate_means = {site: value(at) for site, at in state.gate_means.items()} or None
         record.log_of_probabilities = state.log_of_probabilities
+        if state.relu_lowest:  # (on the first few sampled steps: ReLU outputs changed outside autograd)
+            record.relu_outputs_negative = {site: value(at) for site, at in state.relu_lowest.items() if value(at) < 0}
         if state.input_grad_sizes:  # (did one of the step's input gradients come out exactly 0 everywhere?)
             record.input_gradient_zero = any(value(i) == 0 for i in state.input_grad_sizes)
         record.maximized_loss = state.root_loss if state.maximizes else None
