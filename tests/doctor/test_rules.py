@@ -766,6 +766,25 @@ def test_a_loss_that_rises_under_updates_of_a_normal_size_is_a_warning_that_name
     assert "targets move with the model" in f.explanation and any("episode return" in r for r in f.remedies)
 
 
+def test_a_loss_that_rises_while_the_weights_grow_under_normal_updates_names_the_update_itself():
+    """Sweep 43's hand-written SGDW with `p.mul_(1 + lr * wd)`: updates of a normal size (6.5e-3), the weights 75 times
+    larger by the end, and the warning said the targets move with the model (RL returns). Updates that keep pointing
+    along the weights compound; gradient steps do not."""
+    losses = [2.0 - 0.05 * k for k in range(30)] + [0.5 * 1.1**k for k in range(30)]
+
+    def grown(step, factor):
+        record = with_ratio(step, 5e-3)
+        for layer in record.layers.values():
+            layer.weight_norm = factor
+        return record
+
+    records = [grown(s, 1.0 if s == 0 else 1.2 ** (s / 2)) for s in range(0, 60, 10)]
+    [f] = diagnose(history_of(records, losses=losses))
+    assert (f.symptom, f.severity, f.evidence["updates_normal_size"]) == ("diverging_loss", "error", True)
+    assert f.evidence["weights_grew_by"] > 10 and "wrong sign" in f.explanation
+    assert "judge progress by the task" not in " ".join(f.remedies) and "p.mul_(1 - lr * wd)" in f.remedies[0]
+
+
 def test_a_rising_loss_is_not_dated_before_its_lowest_point_by_an_earlier_look():
     """An earlier look at the run (diagnose runs as records are thinned) had a diverging_loss from step 3, on the
     curve as it was then; the loss later fell to its lowest around step 30 and rose from there (sweep 42's TRPO value

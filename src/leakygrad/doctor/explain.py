@@ -3316,7 +3316,20 @@ def explain_diverging_loss(f: Finding):
             "min(1.0, (s + 1) / warmup))`); for OneCycleLR or CyclicLR, a lower `max_lr`; for ExponentialLR, a gamma "
             "of 1 or less.",
         )
-    if e.get("updates_normal_size"):
+    if e.get("weights_grew_by"):
+        text += (
+            f" The updates have a normal size, and yet the weights grew {fmt(e['weights_grew_by'])} times over the run "
+            "(the median over the layers): steps of a normal size that keep pointing the same way as the weights "
+            "compound, as a weight decay applied with the wrong sign does (`w.mul_(1 + lr * wd)` where `1 - lr * wd` "
+            "is meant: every step adds a share of the weights to themselves). Gradient steps do not keep that "
+            "direction; a loss whose targets move with the model does not grow the weights so."
+        )
+        remedies.insert(
+            0,
+            "Check the update written by hand (a custom optimiser's weight decay: `p.mul_(1 - lr * wd)`, or "
+            "`p.add_(p, alpha=-lr * wd)`), or use `torch.optim.AdamW` / `SGD(weight_decay=...)`.",
+        )
+    elif e.get("updates_normal_size"):
         text += (
             " The updates have a normal size, so a learning rate too high is an unlikely cause: a loss whose targets "
             "move with the model rises while it learns (the returns of a reinforcement-learning agent that lives "

@@ -3781,12 +3781,15 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             and _blowup(history, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
         )
         evidence["updates_normal_size"] = normal_updates
+        if normal_updates and shrank is not None and shrank > 0 and 1 / shrank > t.weights_grew:
+            evidence["weights_grew_by"] = _sci(1 / shrank)  # (updates of a normal size, all along the weights)
         if low_step == smoothed[0][0] and loss.buckets[0].first < lowest:  # (its lowest stretch is its first)
             evidence["loss_initial"] = _sci(loss.buckets[0].first)  # it never fell: it rose from the first step
         _note_summed_micro_batches(evidence, history, t)
         _note_summed_loss(evidence, history, t)
         _note_rate_raised(evidence, history, first, t)
-        return [Finding("diverging_loss", "loss", first, "warning" if normal_updates else "error", evidence)]
+        severity = "warning" if normal_updates and "weights_grew_by" not in evidence else "error"
+        return [Finding("diverging_loss", "loss", first, severity, evidence)]
     blowup = _blowup(history, smoothed, t)
     if blowup is not None:
         evidence.update(blowup)

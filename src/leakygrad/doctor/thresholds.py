@@ -152,6 +152,10 @@ class Thresholds:
     """A stalled or diverging loss whose layers' weight norms shrank by more than this factor (median over layers)
     since the first sampled step: something pulls the weights towards 0 at every step (a weight decay far too
     large), and the update/weight ratio is large for it, not for the learning rate (`weights_shrank_by`)."""
+    weights_grew: float = 10.0
+    """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
+    (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay
+    with the wrong sign does (`w *= 1 + lr * wd`), not a loss whose targets move (`weights_grew_by`)."""
     lr_schedule_cut: float = 1e-2
     """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
     given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda
