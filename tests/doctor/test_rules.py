@@ -1351,3 +1351,25 @@ def test_half_precision_updates_rounded_away_are_judged_by_the_share_that_moved(
         records.append(record)
     found = rounded_away_rule(history_of(records), T)
     assert [f.severity for f in found] == ([] if severity is None else [severity])
+
+
+@pytest.mark.parametrize("scaled_by", [128.0, 2.0])
+def test_relus_killed_by_a_custom_backward_many_times_too_large_are_told_as_its_doing(scaled_by):
+    """Sweep 43: a softmax cross-entropy written as a custom Function whose backward left out the mean's 1/N (128
+    times too large). At every step the dead layers came first, with "lower the learning rate", and nothing tied them
+    to the Function's finding. Now they follow it, as warnings that name it; a factor of 2 kills nothing by itself."""
+    evidence = {"custom_function": "SoftmaxCE", "site": "model.8", "scaled_by": scaled_by}
+    wrong = Finding("wrong_gradient", "SoftmaxCE", 0, "error", evidence)
+    dead = Finding(
+        "dead_relu", "model.3", 2, "error",
+        {"dead_fraction": 1.0, "dead_units": 32, "units": 32, "window_examples": 1001, "zero_fraction": 1.0,
+         "feeds_from": "model.2", "function": "relu", "feeds_into": "model.4"},
+    )  # fmt: skip
+    first, second = sort_findings(fold_explained([dead, wrong]))
+    if scaled_by < 10:
+        assert (first, second) == (dead, wrong) and "after_wrong_gradient" not in dead.evidence
+        return
+    assert (first, second) == (wrong, dead) and dead.severity == "warning"
+    assert dead.evidence["after_wrong_gradient"] == {"custom_function": "SoftmaxCE", "scaled_by": 128.0}
+    explain(dead)
+    assert "128 times the true one" in dead.explanation and dead.remedies[0].startswith("Fix `SoftmaxCE`'s backward")

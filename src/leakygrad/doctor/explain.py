@@ -1534,6 +1534,19 @@ DEAD_REGIONS = {
 
 
 def explain_dead_relu(f: Finding):
+    text, remedies = _explain_dead_units(f)
+    culprit = f.evidence.get("after_wrong_gradient")
+    if culprit:
+        text += (
+            f" They died after the backward of your `{culprit['custom_function']}` returned a gradient "
+            f"{fmt(culprit['scaled_by'])} times the true one (the `wrong_gradient` finding): updates that much too "
+            "large push a ReLU's inputs below 0 for every example in a few steps."
+        )
+        remedies.insert(0, f"Fix `{culprit['custom_function']}`'s backward first (the `wrong_gradient` finding).")
+    return text, remedies
+
+
+def _explain_dead_units(f: Finding):
     e = f.evidence
     function = e.get("function") or "relu"
     output, region, derivative = DEAD_REGIONS.get(function, DEAD_REGIONS["relu"])

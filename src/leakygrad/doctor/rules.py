@@ -232,6 +232,9 @@ def _parameters_under(module: str, parameters: list[str], history: History) -> l
     return sorted((name.removeprefix(module + "."), history.param_shapes.get(name)) for name in parameters)
 
 
+TOO_LARGE_A_GRADIENT = 10  # a custom backward's gradient this many times the true one or more: updates that kill
+
+
 def fold_explained(findings: list[Finding]) -> list[Finding]:
     """Let one finding explain another: an exactly-zero gradient (`no_gradient` warning) in a layer where a
     vanishing gradient has underflowed to zero is that vanishing gradient, not a second leak; and a stalled loss
@@ -301,6 +304,25 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if behind_the_softmax(f):
             trivial_softmax.evidence.setdefault("zero_gradient_modules", []).append(f.where)
+    # a custom Function whose backward returns a gradient many times the true one kills ReLUs with its updates: the
+    # units that die from its step on are its doing, told as such (and after it)
+    too_large = next(
+        (
+            f
+            for f in findings
+            if f.symptom == "wrong_gradient"
+            and f.evidence.get("custom_function")
+            and (f.evidence.get("scaled_by") or 0) >= TOO_LARGE_A_GRADIENT
+        ),
+        None,
+    )
+    for f in findings:
+        if too_large is not None and f.symptom == "dead_relu" and f.first_step >= too_large.first_step:
+            f.evidence["after_wrong_gradient"] = {
+                "custom_function": too_large.evidence["custom_function"],
+                "scaled_by": too_large.evidence["scaled_by"],
+            }
+            f.severity = "warning"  # (the consequence: the Function's finding is the error to fix)
     # a parameter no optimiser steps that multiplies a branch (LayerScale's gamma, started at 0 and left out of the
     # parameter groups) holds it at 0: the exactly-zero gradients of the layers in that branch are its doing
     left_out = _left_out_multipliers(findings)
