@@ -783,6 +783,11 @@ def test_a_loss_that_rises_while_the_weights_grow_under_normal_updates_names_the
     assert (f.symptom, f.severity, f.evidence["updates_normal_size"]) == ("diverging_loss", "error", True)
     assert f.evidence["weights_grew_by"] > 10 and "wrong sign" in f.explanation
     assert "judge progress by the task" not in " ".join(f.remedies) and "p.mul_(1 - lr * wd)" in f.remedies[0]
+    # a regression's weights grow with its targets (sweep 42's TRPO value function: 19.5 times as the returns grew)
+    for record in records:
+        record.loss_ops = ["mse_loss"]
+    [f] = diagnose(history_of(records, losses=losses))
+    assert (f.severity, "weights_grew_by" in f.evidence) == ("warning", False)
 
 
 def test_a_rising_loss_is_not_dated_before_its_lowest_point_by_an_earlier_look():

@@ -3803,7 +3803,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             and _blowup(history, smoothed, t) is None  # (a jump past 10x the first loss is an update far too large)
         )
         evidence["updates_normal_size"] = normal_updates
-        if normal_updates and shrank is not None and shrank > 0 and 1 / shrank > t.weights_grew:
+        # (a regression's weights grow with targets that grow, a value function's with the returns: not judged)
+        recent = history.recent()
+        regression = bool(recent) and bool(set(recent[-1].loss_ops or ()) & set(REGRESSION_LOSS_OPS))
+        if normal_updates and not regression and shrank is not None and shrank > 0 and 1 / shrank > t.weights_grew:
             evidence["weights_grew_by"] = _sci(1 / shrank)  # (updates of a normal size, all along the weights)
         if low_step == smoothed[0][0] and loss.buckets[0].first < lowest:  # (its lowest stretch is its first)
             evidence["loss_initial"] = _sci(loss.buckets[0].first)  # it never fell: it rose from the first step
