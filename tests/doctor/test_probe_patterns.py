@@ -5132,3 +5132,45 @@ def test_a_soft_decision_trees_routing_sigmoids_are_gates():
             loss.backward()
             optimizer.step()
     assert [f for f in dr.findings if f.symptom == "saturated_activation"] == []
+
+
+class CausalClassifier(nn.Module):
+    """A GPT-style encoder (causal mask) used as a sequence classifier, reading one position's output."""
+
+    def __init__(self, read: int, length: int = 8, width: int = 16):
+        super().__init__()
+        self.read = read
+        self.tok, self.pos = nn.Embedding(10, width), nn.Parameter(torch.randn(1, length, width) * 0.02)
+        layer = nn.TransformerEncoderLayer(width, 2, 2 * width, dropout=0.0, batch_first=True)
+        self.encoder, self.head = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False), nn.Linear(width, 2)
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(length))
+
+    def forward(self, x):
+        return self.head(self.encoder(self.tok(x) + self.pos, mask=self.causal)[:, self.read])
+
+
+@pytest.mark.parametrize("read", [0, -1])
+def test_a_causal_classifier_reading_its_first_position_is_told_that_only_position_0_reaches_the_loss(read):
+    """Sweep 43: a causal transformer classifier reading `h[:, 0]` as a CLS token (accuracy 0.62 against 1.00): under
+    the causal mask position 0 sees itself alone, and the run was told only as a stall. The token embeddings get a
+    gradient at position 0 and exactly none after it. Reading the last position, every position gets one."""
+    torch.manual_seed(0)
+    model = CausalClassifier(read)
+    x = torch.randint(0, 10, (32, 8))
+    y = ((x == 7).sum(1) > (x == 3).sum(1)).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(10):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and len(dr.history.position_grad_norms) == 4
+    named = [f for f in dr.findings if f.evidence.get("across") == "positions"]
+    if read == -1:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("vanishing_gradient", "tok", "error")
+    assert (f.evidence["positions"], f.evidence["positions_reached"]) == (8, 1)
+    assert "`h[:, 0]`" in f.explanation and "h[:, -1]" in f.remedies[0]

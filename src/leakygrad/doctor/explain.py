@@ -87,6 +87,25 @@ def _explain_hooks_piling_up(f: Finding):
     return text, remedies
 
 
+def _explain_first_position_only(f: Finding):
+    e = f.evidence
+    text = (
+        f"Of the {e['positions']} positions whose embeddings `{f.where}` hands to the model, only the first gets any "
+        f"gradient from the loss: exactly 0 at positions 1 to {e['positions'] - 1} on each of the first {e['looks']} "
+        "sampled steps. So the loss reads the model's output at position 0 alone, and nothing there depends on the "
+        "later tokens: under a causal mask (a GPT-style decoder) position 0 attends to itself only, and a classifier "
+        "reading `h[:, 0]`, a CLS token at the front, sees one token of each sequence; a recurrence read at its first "
+        "step does the same. The rest of the sequence never reaches the prediction, or the gradient."
+    )
+    remedies = [
+        "Read the position that has seen the whole sequence: the last (`h[:, -1]`, or each sequence's last real token "
+        "when they are padded), or pool over the positions (`h.mean(1)`).",
+        "For a classifier with a CLS token at the front, drop the causal mask: a bidirectional encoder lets position 0 "
+        "attend to every token.",
+    ]
+    return text, remedies
+
+
 def explain_vanishing_gradient(f: Finding):
     e = f.evidence
     if "hooks_piling_up" in e:
@@ -95,6 +114,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_unheld_loss_weight(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=True)
+    if e.get("across") == "positions":
+        return _explain_first_position_only(f)
     if e.get("through_one_layer"):
         return _explain_one_layer(f, vanishing=True)
     if e.get("across") == "softmax twice":

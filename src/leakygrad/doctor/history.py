@@ -206,6 +206,7 @@ class History:
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         self.lookahead: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.lookahead) (likewise)
         self.loss_masks: list[tuple[int, dict]] = []  # ... (step, record.loss_mask) (likewise)
+        self.position_grad_norms: list[dict] = []  # the first sampled steps' record.position_grad_norms
         self.padding_checks: list[tuple[int, dict]] = []  # ... (step, record.padding_checks) (likewise)
         # ReduceLROnPlateau.step calls on a watched optimiser, per scheduler: mode, how often the metric rose and fell
         # from one call to the next, the rate cuts and the step of the first, the first and last metric, and the
@@ -288,6 +289,8 @@ class History:
             self.loss_masks.append((record.step, record.loss_mask))
         if record.padding_checks is not None:
             self.padding_checks.append((record.step, record.padding_checks))
+        if record.position_grad_norms is not None:  # (the first few sampled steps)
+            self.position_grad_norms.append(record.position_grad_norms)
         for name, (cosine, after) in (record.reversal_checks or {}).items():
             self.reversal_checks.setdefault(name, []).append((record.step, cosine, after))
         self.records.append(record)

@@ -465,7 +465,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # that mix the examples, or one class for every row of a contrastive loss
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
-    stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs"))
+    stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs", "positions_reached"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -1760,6 +1760,25 @@ def zeros_outside_autograd_rule(history: History, t: Thresholds) -> list[Finding
             Finding("wrong_gradient", name, first if first is not None else recent[0].step, "error", evidence)
         )
     return findings
+
+
+def first_position_only_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A token embedding given (batch, positions) ids whose output got a gradient at position 0 and exactly none at
+    every later one, on every look (the first few sampled steps, 2 at least): the loss reads the model's output at the
+    first position only, and nothing there depends on the others. A causal transformer whose classifier reads
+    `h[:, 0]` (position 0 attends to itself alone), a recurrence read at its first step: one token decides."""
+    looks = history.position_grad_norms
+    if len(looks) < 2:
+        return []
+    names = sorted({name for look in looks for name in look}, key=natural_key)
+    for name in names:
+        norms = [look.get(name) for look in looks]
+        if any(n is None or len(n) < 4 or not n[0] > 0 or any(n[1:]) for n in norms):
+            continue
+        evidence = {"across": "positions", "positions": len(norms[-1]), "positions_reached": 1, "looks": len(looks)}
+        first = history.records[0].step if history.records else 0
+        return [Finding("vanishing_gradient", name, first, "error", evidence)]
+    return []
 
 
 def relu_output_changed_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -3955,6 +3974,7 @@ RULES = (
     custom_backward_wrong_rule,
     zeros_outside_autograd_rule,
     relu_output_changed_rule,
+    first_position_only_rule,
     reversal_not_reversing_rule,
     unstopped_target_rule,
     hooks_piling_up_rule,

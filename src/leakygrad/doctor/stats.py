@@ -184,6 +184,8 @@ class StepRecord:
     # {"padding_idx", "padding_of_kept" (share of the kept positions that are padding), "real_kept" (of real tokens)}
     loss_mask: dict | None = None
     # (first sampled steps) embedding -> the gradient at its output read at its padding_idx and at other ids
+    # (on the first few sampled steps) a token embedding's output gradient, position by position: name -> norms
+    position_grad_norms: dict | None = None
     padding_checks: dict | None = None
     # custom Functions named as gradient reversals -> (cosine of the gradient they returned with the one given, after)
     reversal_checks: dict | None = None

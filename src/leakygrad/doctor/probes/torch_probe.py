@@ -119,6 +119,7 @@ OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether an
 RELU_OUTPUT_LOOKS = 4  # first sampled steps on which ReLUs' saved outputs are checked for negatives (`.data +=`)
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
+POSITION_LOOKS = 4  # ... on which the gradient at a token embedding's output is read position by position
 UNHELD_LOOKS = 4  # ... on which the graph is searched for learned weights on loss terms that nothing holds back
 REVERSAL_LOOKS = 32  # ... on which a gradient reversal's backward is compared with what it is given (past lambda 0)
 CUSTOM_BACKWARD_CHECKS = 3  # sampled steps on which each custom autograd.Function's backward is tested (then trusted)
@@ -1227,6 +1228,10 @@ class StepState:
     # name -> (padding_idx, deferred indices of `padding_idx_check`'s three numbers)
     padding_ids: dict = field(default_factory=dict)
     padding_checks: dict = field(default_factory=dict)
+    # token embeddings given (batch, positions) ids: name -> True (None: called twice, not read); and the norm of the
+    # gradient at their output at each position: name -> deferred vector index
+    position_ids: dict = field(default_factory=dict)
+    position_grads: dict = field(default_factory=dict)
     reversal_checks: dict = field(default_factory=dict)  # gradient reversal Function -> [after, deferred cosine]
     unheld_values: dict = field(default_factory=dict)  # loss weight nothing holds back -> deferred vector of it
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
@@ -1514,6 +1519,7 @@ class TorchProbe:
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._padding_looks = 0  # ... on which an embedding's output gradient was read at its padding_idx
+        self._position_looks = 0  # ... on which a token embedding's output gradient was read position by position
         self._reversal_looks: dict[str, int] = {}  # gradient reversal Function -> sampled steps it was looked at
         self._unheld_looks = 0  # ... on which the graph was searched for loss weights nothing holds back
         self._unheld_params: dict = {}  # such a weight's name -> a weak reference to it
@@ -2058,6 +2064,10 @@ class TorchProbe:
                 if args and isinstance(args[0], torch.Tensor):  # (read with the gradient at its output; called twice
                     # in the step, a shared embedding, which call's gradient arrives first is not known: not read)
                     state.padding_ids[name] = None if name in state.padding_ids else (args[0], module.padding_idx)
+            if info.kind == "Embedding" and self._position_looks < POSITION_LOOKS and args:
+                ids = args[0]  # (batch, positions): is every position read by the loss?
+                if isinstance(ids, torch.Tensor) and ids.dim() == 2 and ids.shape[0] >= 2 and ids.shape[1] >= 4:
+                    state.position_ids[name] = None if name in state.position_ids else True
             if info.kind == "Embedding" and state.token_ids is None and self._loss_mask_looks < LOSS_MASK_LOOKS:
                 if module.padding_idx is not None and args and isinstance(args[0], torch.Tensor):
                     state.token_ids = (args[0], module.padding_idx)  # (to compare with a loss mask: padding kept?)
@@ -2133,6 +2143,9 @@ class TorchProbe:
             grad = grad_outputs[output_nr]
             if grad is not None:
                 state.out_grad_norms.append((name, state.deferred.scalar(norm(grad))))
+                if state.position_ids.get(name) and grad.dim() == 3 and name not in state.position_grads:
+                    by_position = torch.linalg.vector_norm(grad.detach().float(), dim=(0, 2))
+                    state.position_grads[name] = state.deferred.vector(by_position)
                 if state.padding_ids.get(name) is not None and name not in state.padding_checks:
                     ids, padding_idx = state.padding_ids[name]
                     found = padding_idx_check(grad, ids, padding_idx)
@@ -4109,6 +4122,9 @@ class TorchProbe:
             }
         if state.padding_ids:
             self._padding_looks += 1
+        if state.position_ids:
+            self._position_looks += 1
+        record.position_grad_norms = {name: vectors[at].tolist() for name, at in state.position_grads.items()} or None
         record.unheld_loss_weights = {name: vectors[at].tolist() for name, at in state.unheld_values.items()} or None
         record.reversal_checks = {
             name: (value(cosine_at), after) for name, (after, cosine_at) in state.reversal_checks.items() if cosine_at
