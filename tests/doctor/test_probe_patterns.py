@@ -1442,6 +1442,61 @@ def test_a_hand_written_cell_given_a_fresh_state_at_every_call_is_named_too(rese
     assert "`cell` is called 10 times a step" in f.explanation
 
 
+class LearnedStart(nn.Module):
+    """A cell (PyTorch's GRUCell or the hand-written one) with a learned initial state h0, expanded inside the loop
+    over time (the mistake: every step starts again from h0) or once before it."""
+
+    def __init__(self, hand_written: bool, inside_the_loop: bool):
+        super().__init__()
+        self.cell = HandWrittenGRUCell(1, 8) if hand_written else nn.GRUCell(1, 8)
+        self.h0, self.head, self.inside_the_loop = (
+            nn.Parameter(torch.randn(1, 8) * 0.5),
+            nn.Linear(8, 1),
+            inside_the_loop,
+        )
+
+    def forward(self, x):
+        h = self.h0.expand(x.shape[0], -1)
+        for t in range(x.shape[1]):
+            if self.inside_the_loop:
+                h = self.h0.expand(x.shape[0], -1)
+            h = self.cell(x[:, t], h)
+        return self.head(h)
+
+
+@pytest.mark.parametrize("hand_written", [True, False])
+@pytest.mark.parametrize("inside_the_loop", [True, False])
+def test_a_learned_initial_state_read_again_at_every_step_is_named_as_the_recurrence_switched_off(
+    hand_written, inside_the_loop
+):
+    """Sweep 43: `h = self.h0.expand(N, -1)` inside the time loop (0.51 against 0.97, silent): every call starts again
+    from h0, and W_hh, which multiplies h0, still gets a gradient, so the zero-state rule did not see it. The cell is
+    given a parameter's memory for its state at every call, never its own output."""
+    torch.manual_seed(0)
+    model = LearnedStart(hand_written, inside_the_loop)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            x = torch.randn(16, 10, 1, generator=generator)
+            loss = nn.functional.mse_loss(model(x), x.sum(1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("state_from_parameter_every_call")]
+    if not inside_the_loop:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == (
+        "vanishing_gradient",
+        "cell (state reset at every time step)",
+        "error",
+    )
+    assert f.evidence["state_from_parameter_every_call"] == 10 and "before the loop" in f.remedies[0]
+
+
 @pytest.mark.parametrize("variance_of", ["relu", "softplus + 1e-6"])
 def test_a_log_of_a_relus_output_says_the_relu_made_the_zeros(variance_of):
     """A Gaussian likelihood whose variance head is a ReLU "to keep it non-negative": a share of the variances are

@@ -87,6 +87,24 @@ def _explain_hooks_piling_up(f: Finding):
     return text, remedies
 
 
+def _explain_state_from_parameter(f: Finding):
+    e = f.evidence
+    cell = f.where.split(" (")[0]
+    text = (
+        f"`{cell}` is called {e['state_from_parameter_every_call']} times a step, and at every call its state is a "
+        "parameter, the learned initial state, never its own last output: the state is set back to h0 at each time "
+        "step (`h = self.h0.expand(N, -1)` inside the loop over time, where it belongs before it). Nothing is carried "
+        "from one step to the next: d h_t / d h_(t-1) = 0 along every path, the gradient through time vanishes at "
+        "once, and the prediction reads the last input alone. W_hh still gets a gradient (it multiplies h0), so "
+        "nothing looks dead."
+    )
+    remedies = [
+        "Expand the initial state once per sequence, before the loop, and pass each call's output to the next: "
+        "`h = self.h0.expand(N, -1)` then `for t ...: h = cell(x[:, t], h)`."
+    ]
+    return text, remedies
+
+
 def _explain_first_position_only(f: Finding):
     e = f.evidence
     text = (
@@ -112,6 +130,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_hooks_piling_up(f)
     if "loss_weight_unheld" in e:
         return _explain_unheld_loss_weight(f)
+    if e.get("state_from_parameter_every_call"):
+        return _explain_state_from_parameter(f)
     if e.get("across") == "time":
         return _explain_time(f, vanishing=True)
     if e.get("across") == "positions":

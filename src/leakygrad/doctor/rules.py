@@ -466,6 +466,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
     stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs", "positions_reached"))
+    stall_causes.add("state_from_parameter_every_call")
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -690,6 +691,35 @@ def _cut_through_time(name: str, first: int, calls: int, cut_calls: int, kind: s
     }
     severity = "error" if loss_stalled else "warning"
     return Finding("vanishing_gradient", f"{name} (cut at every time step)", first, severity, evidence)
+
+
+def state_from_parameter_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A recurrent cell (one of PyTorch's, or written by hand) called `cut_loop_calls` times or more a step and given
+    a parameter for its state at every call, never its own last output, on most recent sampled steps (2 at least):
+    the learned initial state read again inside the time loop (`h = self.h0.expand(N, -1)` at each step). Nothing is
+    carried from one step to the next, though W_hh gets a gradient (h0 is not 0): the recurrence is off."""
+    recent = history.recent()
+    seen: dict[str, list] = {}
+    for r in recent:
+        for name, layer in r.layers.items():
+            if layer.calls:
+                seen.setdefault(name, []).append((layer.calls, layer.parameter_state_calls, layer.carried_calls, None))
+        for name, calls in (r.looped_calls or {}).items():
+            entry = (calls["calls"], calls.get("from_parameter", 0), calls["carried"] + calls["cut"], calls["kind"])
+            seen.setdefault(name, []).append(entry)
+    findings = []
+    for name, looks in sorted(seen.items()):
+        reset = [look for look in looks if look[0] >= t.cut_loop_calls and look[1] == look[0] and not look[2]]
+        if len(reset) < t.min_records or 2 * len(reset) < len(looks):
+            continue
+        evidence = {"across": "time", "state_from_parameter_every_call": reset[-1][0]}
+        if reset[-1][3]:
+            evidence["kind"] = reset[-1][3]
+        first = history.records[0].step if history.records else 0
+        findings.append(
+            Finding("vanishing_gradient", f"{name} (state reset at every time step)", first, "error", evidence)
+        )
+    return findings
 
 
 def hand_written_cell_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -3952,6 +3982,7 @@ RULES = (
     attention_pooled_rule,
     future_visible_rule,
     hand_written_cell_rule,
+    state_from_parameter_rule,
     graph_across_steps_rule,
     eval_mode_left_rule,
     penalty_without_graph_rule,

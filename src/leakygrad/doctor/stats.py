@@ -34,6 +34,7 @@ class LayerStats:
     calls: int = 0  # a cell (nn.RNNCell, GRUCell, LSTMCell): its calls on this step
     cut_calls: int = 0  # ... given its own last output detached (backprop through time cut before them)
     carried_calls: int = 0  # ... given its own last output with its gradient (backprop through time goes on)
+    parameter_state_calls: int = 0  # ... given a parameter for a state (a learned initial state, h0)
     part_cut_calls: int = 0  # ... of those, given some parts of it detached (an LSTM cell's c, h carried on)
     parts_cut: tuple[int, ...] = ()  # ... which parts, by position in the state: (1,) for c in (h, c)
     # Looked at on a few sampled steps only (0, 32, 64, 128, ...), for a layer whose weight holds one row per unit

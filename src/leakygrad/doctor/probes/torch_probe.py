@@ -1107,9 +1107,12 @@ class StepState:
     stepped_calls: dict = field(default_factory=dict)  # RNN/LSTM/GRU name -> its calls on one time step given a state
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
+    cell_parameter_calls: dict = field(default_factory=dict)  # ... -> calls given a parameter for a state (learned h0)
+    parameter_memory: set | None = None  # where the watched parameters live (storage data pointers), found when asked
     cell_parts_cut: dict = field(default_factory=dict)  # ... -> (carried calls with parts detached, which parts)
     # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
-    # its gradient]: a recurrent cell written by hand (`h, c = cell(x[:, t], (h, c))`)
+    # its gradient, its kind, its parts, calls given a parameter for a state]: a recurrent cell written by hand
+    # (`h, c = cell(x[:, t], (h, c))`)
     looped_calls: dict = field(default_factory=dict)
     retained_graph: bool = False  # a backward of this step kept its graph (retain_graph=True)
     model_modes: dict = field(default_factory=dict)  # model with batch norms or dropouts -> ran in training mode
@@ -1940,6 +1943,8 @@ class TorchProbe:
         output with its gradient (carried), that output detached (`h.detach()`: backprop through time cut here), or
         none of its own (a sequence starts: zeros, a state from elsewhere)."""
         fed = _fed_own_output(state, name, args)
+        if fed is None and self._state_is_a_parameter(state, args):  # (a learned initial state, h0)
+            state.cell_parameter_calls[name] = state.cell_parameter_calls.get(name, 0) + 1
         if fed == "carried":
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
             parts = _parts_detached(state, name, args)
@@ -1949,6 +1954,18 @@ class TorchProbe:
         elif fed == "cut":
             state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
 
+    def _state_is_a_parameter(self, state: StepState, args) -> bool:
+        """Whether every tensor of a cell's state (its arguments after the input) lies in a watched parameter's
+        memory: a learned initial state, `self.h0.expand(N, -1)`."""
+        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
+        if not hidden:
+            return False
+        if state.parameter_memory is None:
+            state.parameter_memory = {
+                p.untyped_storage().data_ptr() for module in self.infos for p in module.parameters(recurse=False)
+            }
+        return all(t.untyped_storage().data_ptr() in state.parameter_memory for t in hidden)
+
     def _note_own_state(self, state: StepState, module: nn.Module, name: str, args) -> None:
         """The same for a module of the script's own called with a state after its input: a recurrent cell written by
         hand, fed its own last output (h, c) with its gradient, or detached. (A module holding one of PyTorch's cells
@@ -1957,10 +1974,12 @@ class TorchProbe:
         if calls is None:
             holds_a_cell = any(isinstance(m, nn.RNNCellBase) for m in module.modules())
             parts = {self.infos[m].name for m in module.modules() if m in self.infos}  # (itself and its parts)
-            calls = state.looped_calls[name] = [0, 0, 0, None if holds_a_cell else type(module).__name__, parts]
+            calls = state.looped_calls[name] = [0, 0, 0, None if holds_a_cell else type(module).__name__, parts, 0]
         if calls[3] is None:
             return
         calls[0] += 1
+        if calls[5] == calls[0] - 1 and self._state_is_a_parameter(state, args):
+            calls[5] += 1  # (every call so far given a parameter for its state: a learned h0, read at each step)
         fed = _fed_own_output(state, name, args) if state.output_memory.outputs else None
         if fed == "carried":
             calls[2] += 1
@@ -4188,8 +4207,15 @@ class TorchProbe:
         fed_own = {
             # (read by the loss: its output, or that of a part of it whose output it returned, the graph naming an
             # output after the innermost module that made it)
-            name: dict(calls=calls, cut=cut, carried=carried, kind=kind, read_by_loss=bool(parts & state.loss_reads))
-            for name, (calls, cut, carried, kind, parts) in state.looped_calls.items()
+            name: dict(
+                calls=calls,
+                cut=cut,
+                carried=carried,
+                kind=kind,
+                read_by_loss=bool(parts & state.loss_reads),
+                from_parameter=from_parameter,
+            )  # fmt: skip
+            for name, (calls, cut, carried, kind, parts, from_parameter) in state.looped_calls.items()
             if cut + carried or (kind is not None and calls >= self.thresholds.cut_loop_calls)  # (or a fresh state)
         }
         record.looped_calls = fed_own or None
@@ -4392,6 +4418,7 @@ class TorchProbe:
             layer.calls = calls  # (every call, whether a gradient reached it or not)
             layer.cut_calls = state.cell_cut_calls.get(name, 0)
             layer.carried_calls = state.cell_carried_calls.get(name, 0)
+            layer.parameter_state_calls = state.cell_parameter_calls.get(name, 0)
             layer.part_cut_calls, layer.parts_cut = state.cell_parts_cut.get(name, (0, ()))
 
     def _add_activation_stats(self, record: StepRecord, state: StepState, value, flags) -> None:
