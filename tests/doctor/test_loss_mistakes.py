@@ -3386,3 +3386,28 @@ def test_a_layerscale_left_out_of_the_parameter_groups_is_one_error_with_its_bra
     assert left_out.evidence["zero_gradient_modules"]
     assert "gamma started at 0 (LayerScale, ReZero)" in left_out.explanation
     assert left_out.remedies[0].startswith("Put the left-out parameters into a parameter group")
+
+
+@pytest.mark.parametrize("learnable", [False, True])
+def test_a_binary_cross_entropy_stuck_at_the_base_rate_is_told_so(learnable):
+    """Sweep 43's ConvLSTM with 6% of its pixels lit settled at BCE 0.235, the entropy of 0.0625: it predicted the
+    base rate everywhere (IoU 0), and nothing was said (the loss had fallen 66% from 0.69, no stall). Targets the
+    input cannot predict do the same here; a learnable rule of the same rarity falls well below the entropy."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(300):
+            x = torch.randn(2048, 8)  # (a fresh batch each step: noise cannot be learnt by heart; large, as pixels are)
+            y = (x[:, :1] > 1.64).float() if learnable else (torch.rand(2048, 1) < 0.05).float()
+            loss = F.binary_cross_entropy_with_logits(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "base_rate_entropy" in f.evidence]
+    if learnable:
+        assert named == [] and len(dr.history.base_rates) == 8
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("stalled_loss", "binary_cross_entropy_with_logits", "warning")
+    assert 0.03 < f.evidence["positives"] < 0.08 and "pos_weight" in f.remedies[0]

@@ -105,6 +105,26 @@ def _explain_state_from_parameter(f: Finding):
     return text, remedies
 
 
+def _explain_base_rate(f: Finding):
+    e = f.evidence
+    p = e["positives"]
+    text = (
+        f"{pct(p)} of the targets of `{f.where}` are 1, and the loss over the last third of the run "
+        f"({fmt(e['loss_last_third'])}) sits at the entropy of that share, -(p ln p + (1 - p) ln(1 - p)) = "
+        f"{fmt(e['base_rate_entropy'])}: the loss of a model that predicts {fmt(p)} for every entry, whatever its "
+        "input. So it has learnt the base rate and nothing else. With positives this rare, the constant prediction "
+        "is where the unweighted loss settles first: each positive's gradient is outweighed by the many negatives "
+        "near it, and the logits stay where they rank nothing."
+    )
+    remedies = [
+        f"Weigh the positives up: `F.binary_cross_entropy_with_logits(logits, y, pos_weight=torch.tensor("
+        f"{fmt((1 - p) / p)}))` (negatives over positives), or use a focal or Dice loss.",
+        "Start the output bias at the base rate's logit, log(p / (1 - p)), so the first steps are spent on the "
+        "input, not on finding the rate; and check that the positives can be told from the input at all.",
+    ]
+    return text, remedies
+
+
 def _explain_first_position_only(f: Finding):
     e = f.evidence
     text = (
@@ -3598,6 +3618,8 @@ def _explain_plateau_mode(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "base_rate_entropy" in e:
+        return _explain_base_rate(f)
     if "plateau_mode" in e:
         return _explain_plateau_mode(f)
     if e.get("batch_as_sequence"):

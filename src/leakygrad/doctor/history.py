@@ -199,6 +199,7 @@ class History:
         self.layer_spreads: list[tuple] = []  # ... their (record.layer_spreads, record.layers_read_by_loss)
         self.batch_as_sequence: list[list] = []  # the records' batch_as_sequence, where looked at
         self.examples_mixed: list[list] = []  # ... their examples_mixed (likewise)
+        self.base_rates: list[dict] = []  # the first sampled steps' record.base_rate
         self.relu_outputs_negative: list[dict] = []  # the first sampled steps' record.relu_outputs_negative
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
         self.ctc_inputs: list[tuple[int, dict]] = []  # ... (step, record.ctc_input) (likewise)
@@ -273,6 +274,8 @@ class History:
             self.examples_mixed.append(record.examples_mixed)
         if record.relu_outputs_negative is not None:  # (looked at on the first few sampled steps)
             self.relu_outputs_negative.append(record.relu_outputs_negative)
+        if record.base_rate is not None:  # (likewise)
+            self.base_rates.append(record.base_rate)
         if record.layer_spreads is not None:  # (the same; with the layers the loss read)
             self.layer_spreads.append((record.layer_spreads, list(record.layers_read_by_loss)))
         if record.soft_targets is not None:

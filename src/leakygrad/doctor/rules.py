@@ -466,7 +466,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
     stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs", "positions_reached"))
-    stall_causes.add("state_from_parameter_every_call")
+    stall_causes.update(("state_from_parameter_every_call", "base_rate_entropy"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -1790,6 +1790,26 @@ def zeros_outside_autograd_rule(history: History, t: Thresholds) -> list[Finding
             Finding("wrong_gradient", name, first if first is not None else recent[0].step, "error", evidence)
         )
     return findings
+
+
+def base_rate_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A loss that is a binary cross-entropy's mean over 0/1 targets, a share p < 1/2 of them 1 (the mean over the
+    looks, 2 at least), whose last third's mean sits within `base_rate_margin` of the entropy of p: the loss a
+    model has that predicts p for every entry, whatever its input. Rare positives (a segmentation's few lit pixels)
+    are the usual cause: the constant prediction is a local minimum the unweighted loss hardly leaves."""
+    looks = [look for look in history.base_rates if look["binary"] and math.isfinite(look["positives"])]
+    if len(looks) < 2 or len(looks) < len(history.base_rates):
+        return []
+    p = sum(look["positives"] for look in looks) / len(looks)  # (a batch's share is noisy: their mean)
+    if not 0 < p < 0.5:
+        return []
+    thirds = _loss_thirds(history.current_loss())
+    entropy = -(p * math.log(p) + (1 - p) * math.log(1 - p))
+    if thirds is None or abs(thirds[1] - entropy) > t.base_rate_margin * entropy:
+        return []
+    evidence = {"positives": _sci(p), "base_rate_entropy": _sci(entropy), "loss_last_third": _sci(thirds[1])}
+    function = next((op for r in reversed(history.records) for op in r.loss_ops if "binary_cross_entropy" in op), None)
+    return [Finding("stalled_loss", function or "loss", 0, "warning", evidence)]
 
 
 def first_position_only_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -4006,6 +4026,7 @@ RULES = (
     zeros_outside_autograd_rule,
     relu_output_changed_rule,
     first_position_only_rule,
+    base_rate_rule,
     reversal_not_reversing_rule,
     unstopped_target_rule,
     hooks_piling_up_rule,

@@ -229,6 +229,9 @@ class StepRecord:
     # (on the first few sampled steps) ReLU sites whose saved output, which their backward masks with, held negatives:
     # site -> the lowest value (an empty dict: looked at, none found)
     relu_outputs_negative: dict | None = None
+    # (on the first few sampled steps) a loss that is a binary cross-entropy's mean: {"positives": the share of its
+    # targets that are 1, "binary": all are 0 or 1}
+    base_rate: dict | None = None
     log_of_probabilities: dict | None = None  # a log of a softmax's or sigmoid's output: {"log", "of", "at"}
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps

@@ -152,6 +152,9 @@ class Thresholds:
     """A stalled or diverging loss whose layers' weight norms shrank by more than this factor (median over layers)
     since the first sampled step: something pulls the weights towards 0 at every step (a weight decay far too
     large), and the update/weight ratio is large for it, not for the learning rate (`weights_shrank_by`)."""
+    base_rate_margin: float = 0.05
+    """A binary cross-entropy over 0/1 targets, a share p < 1/2 of them 1, whose last third's mean loss is within this
+    share of the entropy of p: the model predicts p for every entry (`base_rate_entropy`)."""
     weights_grew: float = 10.0
     """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
     (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay

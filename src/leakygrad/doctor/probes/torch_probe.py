@@ -108,6 +108,7 @@ TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets an
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
 OUTPUT_SPREAD_LOOKS = 2  # ... on which every weighted layer's are (is the prediction the same for every example?)
 SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its float targets) are summed by row
+BASE_RATE_LOOKS = 8  # ... on which a binary cross-entropy's share of positive targets is read
 CTC_INPUT_LOOKS = 4  # ... on which ctc_loss's input is checked to be log-probabilities
 # a classifier's batches: the classes each holds are counted on this many first sampled backward passes with a loss,
 # then on those whose count is a power of two (a sorted dataset shows over an epoch, not over a few steps in a row)
@@ -1240,6 +1241,7 @@ class StepState:
     # a classifier's targets: (batch size, classes, deferred indices of the distinct classes in the batch and of the
     # most frequent one)
     batch_classes: tuple | None = None
+    base_rate: tuple | None = None  # a binary cross-entropy's (deferred share of positive targets, all 0 or 1?)
     relu_lowest: dict = field(default_factory=dict)  # ReLU site -> deferred index of its saved output's minimum
     regression_rows: int | None = None  # a regression's examples: the rows of its loss's prediction (see a softmax)
     # learnable-looking tensors in the graph that are not the watched parameters: attribute path -> (kind, a new
@@ -1522,6 +1524,7 @@ class TorchProbe:
         self._read_sites: set[str] = set()  # ... and those a layer read on some look
         self._loss_mask_looks = 0  # ... on which a per-token loss's mask was compared with the tokens' padding
         self._padding_looks = 0  # ... on which an embedding's output gradient was read at its padding_idx
+        self._base_rate_looks = 0  # ... on which a binary cross-entropy's share of positive targets was read
         self._position_looks = 0  # ... on which a token embedding's output gradient was read position by position
         self._reversal_looks: dict[str, int] = {}  # gradient reversal Function -> sampled steps it was looked at
         self._unheld_looks = 0  # ... on which the graph was searched for loss weights nothing holds back
@@ -2682,6 +2685,8 @@ class TorchProbe:
                 state.target_scale = (loss, rms(root_mean_square(target)), rms(root_mean_square(prediction)))
         if loss_nodes and state.target_trained is None:
             self._look_for_a_trained_target(state, loss_nodes, names)
+        if state.base_rate is None and self._base_rate_looks < BASE_RATE_LOOKS:
+            self._look_at_base_rate(state, root_nodes[0])
         if state.soft_targets is None and self._soft_target_looks < SOFT_TARGET_LOOKS:
             self._look_at_soft_targets(state, root_nodes[0])
         if state.ctc_input is None and "ctc_loss" in state.loss_ops and self._ctc_input_looks < CTC_INPUT_LOOKS:
@@ -3192,6 +3197,23 @@ class TorchProbe:
         padding_of_kept = (kept & padding).sum().float() / kept.sum().clamp(min=1).float()
         real_kept = (kept & real).sum().float() / real.sum().clamp(min=1).float()
         state.loss_mask = (padding_idx, scalar(padding_of_kept), scalar(real_kept))
+
+    def _look_at_base_rate(self, state: StepState, root) -> None:
+        """A loss that is a binary cross-entropy itself (its mean, no weights): the share of its targets that are 1,
+        and whether all are 0 or 1. A model that predicts that share for every entry has a loss of its entropy."""
+        if op_name(root) not in ("binary_cross_entropy_with_logits", "binary_cross_entropy"):
+            return
+        self._base_rate_looks += 1
+        weighted = graph_tools.saved_value(root, "_saved_weight") is not None
+        weighted = weighted or graph_tools.saved_value(root, "_saved_pos_weight") is not None
+        target = graph_tools.saved_value(root, "_saved_target")
+        if weighted or graph_tools.saved_value(root, "_saved_reduction") != 1 or not isinstance(target, torch.Tensor):
+            return  # (weighted, or summed: its loss at the base rate is not the entropy)
+        if target.numel() < 2 or not target.is_floating_point():
+            return
+        scalar = state.deferred.scalar
+        binary = ((target == 0) | (target == 1)).all().float()
+        state.base_rate = (scalar(target.float().mean()), scalar(binary))
 
     def _look_at_soft_targets(self, state: StepState, root) -> None:
         """A cross-entropy given class probabilities as its target, or a binary cross-entropy given a softmax's
@@ -4103,6 +4125,9 @@ class TorchProbe:
                 "positives": value(positive_at),
                 "positives_weighted_zero": value(unweighted_at),
             }
+        if state.base_rate is not None:
+            positives_at, binary_at = state.base_rate
+            record.base_rate = {"positives": value(positives_at), "binary": value(binary_at) == 1}
         if state.soft_targets is not None:
             row_sum_at, over_one_at, binary_at, loss = state.soft_targets
             record.soft_targets = {
