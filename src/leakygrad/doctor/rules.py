@@ -699,22 +699,17 @@ def state_from_parameter_rule(history: History, t: Thresholds) -> list[Finding]:
     the learned initial state read again inside the time loop (`h = self.h0.expand(N, -1)` at each step). Nothing is
     carried from one step to the next, though W_hh gets a gradient (h0 is not 0): the recurrence is off."""
     recent = history.recent()
-    seen: dict[str, list] = {}
-    for r in recent:
-        for name, layer in r.layers.items():
-            if layer.calls:
-                seen.setdefault(name, []).append((layer.calls, layer.parameter_state_calls, layer.carried_calls, None))
-        for name, calls in (r.looped_calls or {}).items():
-            entry = (calls["calls"], calls.get("from_parameter", 0), calls["carried"] + calls["cut"], calls["kind"])
-            seen.setdefault(name, []).append(entry)
+    names = {name for r in recent for name in (*r.layers, *(r.looped_calls or {}))}
     findings = []
-    for name, looks in sorted(seen.items()):
-        reset = [look for look in looks if look[0] >= t.cut_loop_calls and look[1] == look[0] and not look[2]]
+    for name in sorted(names):
+        looks = [c for c in (_cell_calls(r, name) for r in recent) if c is not None]
+        reset = [n for n, cut, carried, given in looks if n >= t.cut_loop_calls and given == n and not cut + carried]
         if len(reset) < t.min_records or 2 * len(reset) < len(looks):
             continue
-        evidence = {"across": "time", "state_from_parameter_every_call": reset[-1][0]}
-        if reset[-1][3]:
-            evidence["kind"] = reset[-1][3]
+        evidence = {"across": "time", "state_from_parameter_every_call": reset[-1]}
+        kind = next((r.looped_calls[name]["kind"] for r in reversed(recent) if name in (r.looped_calls or {})), None)
+        if kind:
+            evidence["kind"] = kind  # (a cell written by hand: its class)
         first = history.records[0].step if history.records else 0
         findings.append(
             Finding("vanishing_gradient", f"{name} (state reset at every time step)", first, "error", evidence)
@@ -2942,9 +2937,6 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             continue  # (harmless by design: a constant the loss subtracts from itself, D(fake) - D(real))
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
-        shut = _gates_shut_exactly(history, module) if always_zero else None
-        if shut:
-            evidence["gates_shut_exactly"] = shut  # (a hardsigmoid gate at 0 for every input: it and its branch)
         elif (
             always_zero
             and not cuts
@@ -2961,6 +2953,9 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             # a bidirectional layer read at its last step only: there the reverse direction has made its first step,
             # from the zero initial state, and its hidden-to-hidden weights carry nothing
             evidence["reverse_read_at_last_step"] = True
+        shut = _gates_shut_exactly(history, module) if always_zero else None
+        if shut:
+            evidence["gates_shut_exactly"] = shut  # (a hardsigmoid gate at 0 for every input: it and its branch)
         reset = _state_reset_at_every_call(history, layers, t) if always_zero else None
         if reset is not None:
             evidence["state_reset_every_call"] = reset[0]  # a cell given a fresh state at each call: nothing carried
@@ -3190,19 +3185,27 @@ def _state_reset_at_every_call(history: History, layers: set[str], t: Thresholds
         return None
     (layer,) = layers
     recent = history.recent()
-    cells = [r.layers[layer] for r in recent if layer in r.layers and r.layers[layer].calls]
-    if cells:  # (one of PyTorch's cells)
-        calls = [(c.calls, c.cut_calls, c.carried_calls) for c in cells]
-        cell = layer
-    else:  # (a hand-written one holding the layer)
-        cell = next((m for m in _self_and_parents(layer) if any(m in (r.looped_calls or {}) for r in recent)), None)
-        looped = [r.looped_calls[cell] for r in recent if cell is not None and cell in (r.looped_calls or {})]
-        calls = [(c["calls"], c["cut"], c["carried"]) for c in looped]
+    # (one of PyTorch's cells is the layer itself; a hand-written one holds it)
+    cell = next((m for m in _self_and_parents(layer) if any(_cell_calls(r, m) for r in recent)), None)
+    calls = [c for c in (_cell_calls(r, cell) for r in recent) if c is not None] if cell else []
     if len(calls) < t.min_records:
         return None
-    if not all(n >= t.cut_loop_calls and not cut and not carried for n, cut, carried in calls):
+    if not all(n >= t.cut_loop_calls and not cut and not carried for n, cut, carried, _ in calls):
         return None
-    return int(median([n for n, _, _ in calls])), cell
+    return int(median([n for n, _, _, _ in calls])), cell
+
+
+def _cell_calls(record: StepRecord, name: str) -> tuple[int, int, int, int] | None:
+    """A recurrent cell's calls on a sampled step, one of PyTorch's (its layer's counts) or one written by hand
+    (`looped_calls`): (calls, given its own last output detached, ... with its gradient, given a parameter for its
+    state); None when it was not called so."""
+    layer = record.layers.get(name)
+    if layer is not None and layer.calls:
+        return layer.calls, layer.cut_calls, layer.carried_calls, layer.parameter_state_calls
+    looped = (record.looped_calls or {}).get(name)
+    if looped is not None:
+        return looped["calls"], looped["cut"], looped["carried"], looped["from_parameter"]
+    return None
 
 
 def _self_and_parents(module: str) -> list[str]:

@@ -82,7 +82,6 @@ from leakygrad.doctor.stats import ActivationStats, LayerStats, NonfiniteEvent, 
 
 ACTIVATION_OPS = ("relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu")  # (and ReLU-n: see below)
 GATE_FUNCTIONS = ("sigmoid", "hardsigmoid", "relu6", "relu_n")  # multiplying another tensor, these are gates
-REGRESSION_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss")  # (their nodes keep the prediction, `_saved_self`)
 LOGS = ("log", "log2", "log10")  # (of a probability that rounds to 0: -inf, and an infinite derivative)
 GATE_MEANS = ("sigmoid", "hardsigmoid")  # gates in (0, 1) whose mean output is read: all of them shut stalls a run
 SQUASHING = (*GATE_FUNCTIONS, "tanh")  # judged once every product of the graph is known (a tanh a sigmoid gates)
@@ -594,6 +593,14 @@ def _shares_memory_with_input(output: torch.Tensor, args) -> bool:
     return any(
         isinstance(arg, torch.Tensor) and _dense(arg) and arg.untyped_storage().data_ptr() == memory for arg in args
     )
+
+
+def _parameter_beneath(tensor: torch.Tensor):
+    """The leaf tensor `tensor` is, or is a reshaped view of (`h0.expand(N, -1)`: h0), else None."""
+    if tensor.grad_fn is None:
+        return tensor
+    below = graph_tools.beneath_reshapes(tensor.grad_fn)
+    return below.variable if op_name(below) == graph_tools.ACCUMULATE else None
 
 
 def _left_as_it_was(last: tuple | None, rescaled: bool = False) -> bool:
@@ -1109,7 +1116,6 @@ class StepState:
     cell_cut_calls: dict = field(default_factory=dict)  # cell module name -> calls fed its own last output, detached
     cell_carried_calls: dict = field(default_factory=dict)  # ... -> calls fed it with its gradient (_note_cell_state)
     cell_parameter_calls: dict = field(default_factory=dict)  # ... -> calls given a parameter for a state (learned h0)
-    parameter_memory: set | None = None  # where the watched parameters live (storage data pointers), found when asked
     cell_parts_cut: dict = field(default_factory=dict)  # ... -> (carried calls with parts detached, which parts)
     # any other module called with more than one argument -> [calls, calls fed its own last output detached, ... with
     # its gradient, its kind, its parts, calls given a parameter for a state]: a recurrent cell written by hand
@@ -1946,7 +1952,7 @@ class TorchProbe:
         output with its gradient (carried), that output detached (`h.detach()`: backprop through time cut here), or
         none of its own (a sequence starts: zeros, a state from elsewhere)."""
         fed = _fed_own_output(state, name, args)
-        if fed is None and self._state_is_a_parameter(state, args):  # (a learned initial state, h0)
+        if fed is None and self._state_is_a_parameter(args):  # (a learned initial state, h0)
             state.cell_parameter_calls[name] = state.cell_parameter_calls.get(name, 0) + 1
         if fed == "carried":
             state.cell_carried_calls[name] = state.cell_carried_calls.get(name, 0) + 1
@@ -1957,17 +1963,11 @@ class TorchProbe:
         elif fed == "cut":
             state.cell_cut_calls[name] = state.cell_cut_calls.get(name, 0) + 1
 
-    def _state_is_a_parameter(self, state: StepState, args) -> bool:
-        """Whether every tensor of a cell's state (its arguments after the input) lies in a watched parameter's
-        memory: a learned initial state, `self.h0.expand(N, -1)`."""
-        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point() and _dense(t)]
-        if not hidden:
-            return False
-        if state.parameter_memory is None:
-            state.parameter_memory = {
-                p.untyped_storage().data_ptr() for module in self.infos for p in module.parameters(recurse=False)
-            }
-        return all(t.untyped_storage().data_ptr() in state.parameter_memory for t in hidden)
+    def _state_is_a_parameter(self, args) -> bool:
+        """Whether every tensor of a cell's state (its arguments after the input) is a watched parameter, as it is or
+        through reshapes: a learned initial state, `self.h0.expand(N, -1)`."""
+        hidden = [t for t in _tensors(args[1:]) if t.is_floating_point()]
+        return bool(hidden) and all(self._param_label(_parameter_beneath(t)) is not None for t in hidden)
 
     def _note_own_state(self, state: StepState, module: nn.Module, name: str, args) -> None:
         """The same for a module of the script's own called with a state after its input: a recurrent cell written by
@@ -1981,7 +1981,7 @@ class TorchProbe:
         if calls[3] is None:
             return
         calls[0] += 1
-        if calls[5] == calls[0] - 1 and self._state_is_a_parameter(state, args):
+        if calls[5] == calls[0] - 1 and self._state_is_a_parameter(args):
             calls[5] += 1  # (every call so far given a parameter for its state: a learned h0, read at each step)
         fed = _fed_own_output(state, name, args) if state.output_memory.outputs else None
         if fed == "carried":
@@ -2950,7 +2950,7 @@ class TorchProbe:
         if state.batch_classes is not None:
             return state.batch_classes[0]
         for node in loss_nodes:
-            if op_name(node) in REGRESSION_LOSSES:
+            if op_name(node) in graph_tools.BROADCASTING_LOSSES:  # (mse, huber, smooth_l1: they keep the prediction)
                 prediction = graph_tools.saved_value(node, "_saved_self")
                 if isinstance(prediction, torch.Tensor) and prediction.dim() >= 1 and prediction.shape[0] >= 2:
                     state.regression_rows = prediction.shape[0]
