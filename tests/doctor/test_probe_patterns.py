@@ -15,6 +15,7 @@ import sys
 import warnings
 import weakref
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 import pytest
@@ -5229,3 +5230,91 @@ def test_a_causal_classifier_reading_its_first_position_is_told_that_only_positi
     assert (f.symptom, f.where, f.severity) == ("vanishing_gradient", "tok", "error")
     assert (f.evidence["positions"], f.evidence["positions_reached"]) == (8, 1)
     assert "`h[:, 0]`" in f.explanation and "h[:, -1]" in f.remedies[0]
+
+
+def _noised_training(noise_after_mean: bool, steps=240, every=4, batch=64, sigma=1.0, clip=1.0):
+    """DP-SGD's shape, written by hand: backward, then each `.grad` replaced by the per-example gradients clipped to
+    `clip`, summed, and Gaussian noise of std sigma * clip added; meant as (sum + noise) / B, or with the noise added
+    after the mean (`sum / B + noise`: B times too large)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(1024, 32), torch.randint(0, 4, (1024,))
+    x[torch.arange(1024), y] += 2.0  # (a learnable rule: the class's own feature is raised)
+    model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for _ in range(steps):
+            idx = torch.randint(0, 1024, (batch,))
+            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            per_example = torch.func.vmap(torch.func.grad(_one_example_loss(model)), in_dims=(None, 0, 0))
+            grads = per_example({n: p.detach() for n, p in model.named_parameters()}, x[idx], y[idx])
+            norms = torch.sqrt(sum(g.flatten(1).square().sum(1) for g in grads.values()))
+            scale = (clip / (norms + 1e-6)).clamp(max=1.0)
+            for p, g in zip(model.parameters(), grads.values()):
+                clipped_sum = (g * scale.view(-1, *[1] * (g.dim() - 1))).sum(0)
+                noise = torch.randn_like(p) * sigma * clip
+                p.grad = clipped_sum / batch + noise if noise_after_mean else (clipped_sum + noise) / batch
+            optimizer.step()
+    return dr
+
+
+def _one_example_loss(model):
+    def loss(parameters, xi, yi):
+        out = torch.func.functional_call(model, parameters, (xi[None],))
+        return nn.functional.cross_entropy(out, yi[None])
+
+    return loss
+
+
+@pytest.mark.parametrize("noise_after_mean", [True, False])
+def test_a_gradient_drowned_by_noise_put_in_by_hand_is_named_on_the_loss(noise_after_mean):
+    """Sweep 43's DP-SGD added its noise after dividing the clipped sum by the batch size: every step was 64 times
+    noisier than meant, the loss rose from 2.3 to 78 and the tanh layer saturated (test accuracy 0.11 against 0.94).
+    The doctor told the saturation and a diverging loss, both with "lower the learning rate". The applied gradient
+    is compared with backward's on the steps after the first that changed it: ~10 times its norm, at right angles to
+    it. Added before the division, as meant, it is neither."""
+    dr = _noised_training(noise_after_mean)
+    looks = [r.gradient_replaced for r in dr.history.records if r.gradient_replaced is not None]
+    assert len(looks) >= 20  # (measured on the sampled steps after the first one that changed the gradient)
+    named = [f for f in dr.findings if "gradient_replaced" in f.evidence]
+    if not noise_after_mean:
+        assert named == [] and not [f for f in dr.findings if f.severity == "error"]
+        assert median(look["norm_ratio"] for look in looks) < 5
+        return
+    [loss_finding] = named
+    assert loss_finding.symptom in ("diverging_loss", "stalled_loss") and loss_finding.severity == "error"
+    replaced = loss_finding.evidence["gradient_replaced"]
+    assert (
+        replaced["parameter"] == "sequential.0.weight" and replaced["norm_ratio"] >= 5 and abs(replaced["cosine"]) < 0.1
+    )
+    assert "(clipped_sum + noise) / B" in loss_finding.remedies[0]
+    for f in dr.findings:
+        if f.symptom == "saturated_activation":  # (a consequence, told after the cause)
+            assert f.severity == "warning" and f.evidence["after_replaced_gradient"] == replaced
+
+
+def test_the_applied_gradient_is_compared_with_backwards_on_the_same_entries():
+    """Normalised gradient descent by hand (`p.grad /= total norm`): the applied gradient is backward's, scaled.
+    Measured cosine 1, and the ratio 1 / the total norm computed here: the comparison reads the same entries."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(256, 16), torch.randn(256, 1)
+    scales = {}
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for step in range(12):
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            total = torch.sqrt(sum(p.grad.square().sum() for p in model.parameters()))
+            scales[step] = 1 / total.item()
+            for p in model.parameters():
+                p.grad /= total
+            optimizer.step()
+    looks = {r.step: r.gradient_replaced for r in dr.history.records if r.gradient_replaced is not None}
+    assert sorted(looks) == list(range(1, 12))  # (from the step after the first change on)
+    for step, look in looks.items():
+        assert look["parameter"] == "sequential.0.weight" and look["cosine"] == pytest.approx(1, abs=1e-5)
+        assert look["norm_ratio"] == pytest.approx(scales[step], rel=1e-4)
+    assert not [f for f in dr.findings if "gradient_replaced" in f.evidence]

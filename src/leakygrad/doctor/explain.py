@@ -1814,6 +1814,14 @@ def explain_saturated_activation(f: Finding):
         )
         layer_norm = "Put LayerNorm before the activation so its input stays near zero whatever the weights do."
         slower = "Lower the learning rate, or add weight decay: the weights around it grew too large, too fast."
+        if e.get("after_replaced_gradient"):
+            replaced = e["after_replaced_gradient"]
+            text += (
+                f" The gradient the optimiser applied was changed by hand, {fmt(replaced['norm_ratio'])} times "
+                "backward's and nearly orthogonal to it (the loss's finding): steps that are mostly noise walk the "
+                "weights outwards, and the inputs here with them."
+            )
+            return text, ["Fix what is added to the gradient first (the loss's finding).", slower, layer_norm]
         if e.get("regression_loss_ops"):
             ops = ", ".join(f"`{op}`" for op in e["regression_loss_ops"])
             text += (
@@ -3877,6 +3885,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_input_derivative_zero(e["input_derivative_zero"]))
     if e.get("gates_shut"):
         _add_cause(finding, *_gates_shut(e["gates_shut"], e.get("gates_shut_count", len(e["gates_shut"]))))
+    if e.get("gradient_replaced"):
+        _add_cause(finding, *_gradient_replaced(e["gradient_replaced"]))
     return finding
 
 
@@ -3884,6 +3894,19 @@ def _add_cause(finding: Finding, text: str, remedy: str) -> None:
     """A cause found beside a finding's own reading: its explanation and remedy come first."""
     finding.explanation = text + " " + finding.explanation
     finding.remedies = [remedy, *finding.remedies]
+
+
+def _gradient_replaced(replaced: dict) -> tuple[str, str]:
+    ratio, cosine = replaced["norm_ratio"], replaced["cosine"]
+    return (
+        f"The gradient the optimiser applied is not the one backward computed: it was changed by hand in between "
+        f"(`p.grad = ...` before `step()`), and at `{replaced['parameter']}` it is {fmt(ratio)} times backward's in "
+        f"norm and points almost at right angles to it (cosine {fmt(cosine)}). What was put in drowns the gradient: "
+        "each step is mostly that, a random walk, not descent. DP-SGD that adds its noise N(0, sigma^2 C^2) after "
+        "dividing the clipped sum by the batch size does this: the noise is then batch-size times too large.",
+        "Make what is added to the gradient small beside it: in DP-SGD add the noise to the clipped sum and then "
+        "divide both by the batch size (`(clipped_sum + noise) / B`); scale injected gradient noise down.",
+    )
 
 
 def _gates_shut(gates: dict, count: int) -> tuple[str, str]:

@@ -323,6 +323,13 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
                 "scaled_by": too_large.evidence["scaled_by"],
             }
             f.severity = "warning"  # (the consequence: the Function's finding is the error to fix)
+    # a gradient replaced by hand with something that drowns it (DP-SGD's noise batch-size times too large): the
+    # weights random-walk, and units that saturate in training are that walk's doing, told so (and after the loss's)
+    drowned = next((f for f in findings if f.evidence.get("gradient_replaced")), None)
+    for f in findings:
+        if drowned is not None and f.symptom == "saturated_activation" and "saturated_at_start" in f.evidence:
+            f.evidence["after_replaced_gradient"] = drowned.evidence["gradient_replaced"]
+            f.severity = "warning"  # (the consequence: the loss's finding names the cause to fix)
     # a parameter no optimiser steps that multiplies a branch (LayerScale's gamma, started at 0 and left out of the
     # parameter groups) holds it at 0: the exactly-zero gradients of the layers in that branch are its doing
     left_out = _left_out_multipliers(findings)
@@ -3657,6 +3664,28 @@ def _note_rate_raised(evidence: dict, history: History, onset: int, t: Threshold
         evidence["lr_raised"] = {"lr_given": _sci(given), "lr_at_onset": _sci(at_onset), "lr_last": _sci(last)}
 
 
+def _note_gradient_replaced(evidence: dict, history: History, t: Thresholds) -> None:
+    """A stalled or diverging loss whose optimiser applied, on most recent sampled steps that compared them (3 at
+    least), a gradient put in by hand in place of backward's that is `replaced_gradient_ratio` times larger and about
+    orthogonal to it (see Thresholds): noise, or whatever was added, drowns the gradient. Noted as `gradient_replaced`
+    ({"parameter", "norm_ratio", "cosine"}: medians)."""
+    looks = [r.gradient_replaced for r in history.recent() if r.gradient_replaced is not None]
+    looks = [look for look in looks if math.isfinite(look["norm_ratio"]) and math.isfinite(look["cosine"])]
+    if len(looks) < t.min_records:
+        return
+    drowned = [
+        look
+        for look in looks
+        if look["norm_ratio"] >= t.replaced_gradient_ratio and abs(look["cosine"]) <= t.replaced_gradient_cosine
+    ]
+    if 4 * len(drowned) >= 3 * len(looks):
+        evidence["gradient_replaced"] = {
+            "parameter": drowned[-1]["parameter"],
+            "norm_ratio": _sci(median([look["norm_ratio"] for look in drowned])),
+            "cosine": round(median([look["cosine"] for look in drowned]), 3),
+        }
+
+
 def _note_group_rates(evidence: dict, history: History, ratios: dict, t: Thresholds) -> None:
     """A stalled loss whose optimiser's parameter groups have learning rates 1000 times apart or more, on the last
     sampled step, and whose lowest-rate group's layers barely move (their median update/weight ratio below
@@ -3885,6 +3914,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         _note_summed_micro_batches(evidence, history, t)
         _note_summed_loss(evidence, history, t)
         _note_rate_raised(evidence, history, first, t)
+        _note_gradient_replaced(evidence, history, t)
         severity = "warning" if normal_updates and "weights_grew_by" not in evidence else "error"
         return [Finding("diverging_loss", "loss", first, severity, evidence)]
     blowup = _blowup(history, smoothed, t)
@@ -3892,6 +3922,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence.update(blowup)
         _note_summed_micro_batches(evidence, history, t)
         _note_summed_loss(evidence, history, t)
+        _note_gradient_replaced(evidence, history, t)
         if verdict != "far too high":  # (ratios measured after the jump are a broken network's: no verdict)
             evidence["learning_rate"] = None
         return [Finding("diverging_loss", "loss", blowup["blew_up_at_step"], "error", evidence)]
@@ -3947,6 +3978,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         _note_one_cycle_never_peaked(evidence, history, t)
         _note_input_derivative_zero(evidence, history, t)
         _note_gates_shut(evidence, history, t)
+        _note_gradient_replaced(evidence, history, t)
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)

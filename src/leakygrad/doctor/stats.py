@@ -237,6 +237,9 @@ class StepRecord:
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)
     root_scale: float | None = None
+    # the gradient the optimiser applied was not the one backward left (changed by hand in between), compared with it on
+    # some entries of one parameter's: {"parameter", "norm_ratio": applied / backward's, "cosine": of the two}
+    gradient_replaced: dict | None = None
     # the root's factor is a GradScaler's, never unscaled: the optimiser stepped itself (`optimizer.step()`), not
     # through `scaler.step(optimizer)`, and no `scaler.unscale_` came before it
     scaler_never_unscaled: bool = False

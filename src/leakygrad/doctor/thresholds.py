@@ -159,6 +159,14 @@ class Thresholds:
     """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
     (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay
     with the wrong sign does (`w *= 1 + lr * wd`), not a loss whose targets move (`weights_grew_by`)."""
+    replaced_gradient_ratio: float = 5.0
+    replaced_gradient_cosine: float = 0.1
+    """A stalled or diverging loss whose optimiser applied, on most recent sampled steps that looked, a gradient
+    changed by hand since backward left it (`p.grad = ...` between `backward()` and `step()`) that is at least
+    `replaced_gradient_ratio` times backward's in norm and within `replaced_gradient_cosine` of orthogonal to it: what
+    was put in dominates what backward computed (DP-SGD's noise added after the mean, B times too large: ratio ~10,
+    cosine 0.01; added before dividing by B, 2 to 3 and 0.07 to 0.19), and the steps are a random walk
+    (`gradient_replaced`)."""
     lr_schedule_cut: float = 1e-2
     """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
     given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda

@@ -53,6 +53,7 @@ from leakygrad.doctor.probes.torch_stats import (
     HALF_PRECISION,
     READ_FROM_INPUT,
     RELU_LIKE,
+    UPDATE_SAMPLE,
     ActivationTally,
     Deferred,
     Fetch,
@@ -1190,6 +1191,11 @@ class StepState:
     # index of "it differs at the optimiser step" (divided back, clipped: not what backward made)
     gradient_sample: torch.Tensor | None = None
     gradients_changed_at: int | None = None
+    # (once the gradients have been seen changed by hand before a step) the representative parameter and some entries of
+    # its gradient as the last backward left them; at the step, (its label, deferred indices of the norm ratio and the
+    # cosine of the gradient applied to that one): see _compare_with_backward_gradient
+    gradient_from_backward: tuple | None = None
+    gradient_replaced: tuple | None = None
     gradients_changed_before_step: bool = False  # ... or the gradient was cleared or replaced before the step
     grad_without_graph: bool = False  # torch.autograd.grad was called without create_graph=True during the step
     grad_of_inputs: bool = False  # ... or with it, with respect to tensors other than the parameters
@@ -1512,6 +1518,7 @@ class TorchProbe:
         self._grad_of_inputs = 0  # torch.autograd.grad calls under way whose gradients are not the training's
         self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
         self._gradient_before_backward: tuple | None = None  # ... as the backward under way found it
+        self._gradients_changed_by_hand = False  # a sampled step applied a gradient changed since backward left it
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
@@ -2260,6 +2267,36 @@ class TorchProbe:
         differs = torch.where(telling, (after != before).float(), torch.nan)
         state.gradients_changed_at = state.deferred.scalar(differs)
 
+    @staticmethod
+    def _keep_backward_gradient(state: StepState, param: torch.Tensor) -> None:
+        """Some entries of the parameter's gradient as this backward left it, copied: compared at the optimiser step
+        with the gradient it applies (_compare_with_backward_gradient)."""
+        if _dense(param.grad):
+            state.gradient_from_backward = (
+                param,
+                spread(param.grad.detach(), UPDATE_SAMPLE).to(torch.float32, copy=True),
+            )
+
+    def _compare_with_backward_gradient(self, state: StepState) -> None:
+        """At a sampled optimiser step whose gradient is not the one the last backward left (replaced, or changed in
+        place, by hand: DP-SGD's clipped and noised per-example gradients, noise injection, a decay added by hand): how
+        it compares with backward's, the ratio of their norms and their cosine, on the same entries of one parameter's.
+        Looked at from the step after the first such change on (nothing is kept at a backward before: most runs never
+        change their gradients)."""
+        self._gradients_changed_by_hand = True
+        if state.gradient_from_backward is None:
+            return
+        param, before = state.gradient_from_backward
+        now = param.grad
+        if param is not self._last_gradient[0] or now is None or now.shape != param.shape or not _dense(now):
+            return
+        after = spread(now.detach(), UPDATE_SAMPLE).float()
+        size_before, size_after = norm(before), norm(after)
+        cosine = torch.dot(before.reshape(-1), after.reshape(-1)) / (size_before * size_after)
+        ratio_at = state.deferred.scalar(size_after / size_before)
+        label = self._param_label(param)
+        state.gradient_replaced = (label[1] if label else "a parameter", ratio_at, state.deferred.scalar(cosine))
+
     def note_sample(self, distribution, drawn) -> None:
         """A distribution that could be differentiated through (`has_rsample`) was sampled with `sample()`, under
         no_grad, on a sampled step: when its parameters have a graph, where the draw lives (a module reading it gets
@@ -2432,6 +2469,8 @@ class TorchProbe:
                     # detached features, by its own optimiser), and is no pass of this step's
                     self._last_gradient = None
                 self._keep_gradient_sample(self.state)
+                if self._gradients_changed_by_hand and self._last_gradient is not None:
+                    self._keep_backward_gradient(self.state, self._last_gradient[0])
             if self._reset_marks is not None:
                 self._reset_marks.follow()
                 if self.mode == "backward":  # (no optimiser: the weights are updated by hand between backward passes)
@@ -3598,10 +3637,12 @@ class TorchProbe:
             self._stepped_since_backward = True
             if self.sampling and self.state is not None and self.state.gradient_sample is not None:
                 self._compare_gradient_sample(self.state)
-            if self.sampling and self.state is not None and self.state.backward_pairs:
+            if self.sampling and self.state is not None:
                 # (clipped in place since, the gradient is still that pass's own)
                 clipped = self.state.clipping is not None or self.state.value_clipping is not None
                 self.state.last_gradient_stepped = _left_as_it_was(self._last_gradient, rescaled=clipped)
+                if self._last_gradient is not None and not self.state.last_gradient_stepped:
+                    self._compare_with_backward_gradient(self.state)
             self._last_gradient = None  # (a step came: a reset before the next backward is the usual zero_grad())
             if self.sampling:  # (read at a sampled step: those stepped in its period, before or after it)
                 self._stepped_since_primary.add(optimizer)
@@ -4083,6 +4124,13 @@ class TorchProbe:
         if state.stepped_scaled and state.loss_scale_at is not None and not state.step_size_normalised:
             record.root_scale, record.scaler_never_unscaled = value(state.loss_scale_at), True  # (its factor, left in)
         record.root_scale_unknown = changed is not None and math.isnan(changed)
+        if state.gradient_replaced is not None:
+            parameter, ratio_at, cosine_at = state.gradient_replaced
+            record.gradient_replaced = {
+                "parameter": parameter,
+                "norm_ratio": value(ratio_at),
+                "cosine": value(cosine_at),
+            }
         record.dropout_into_loss = state.dropout_into_loss
         if state.backward_pairs:
             # (three passes or more of one loss: the same loss over several batches, not an attack's or a task's pass
