@@ -616,6 +616,61 @@ def test_a_log_of_a_softmax_is_named_beside_the_nan_it_makes(every, stable):
     assert finding.remedies[0].startswith("Replace `torch.log(F.softmax(z, dim))` with `F.log_softmax(z, dim)`")
 
 
+@pytest.mark.parametrize(("every", "margin"), [(1, 0.0), (16, 0.0), (16, 1e-6)])
+def test_an_angle_through_acos_of_a_cosine_clamped_to_one_is_named_beside_the_nan_it_makes(every, margin):
+    """Sweep 44's angular regression: `torch.acos(cos.clamp(-1.0, 1.0))`, the usual guard, keeps the forward finite,
+    but once a prediction's direction matches its target to float32's precision the cosine is exactly 1, where acos's
+    derivative is infinite: NaN from step 92. At the default the NaN came from a step not sampled, and the finding said
+    to rerun with --every 1. The clamp to the edge seen on the sampled steps is now named, its remedy first. Clamped
+    a little inside, it trains."""
+    torch.manual_seed(0)
+    mixing = torch.randn(6, 3)
+    x = torch.randn(4096, 6)
+    directions = nn.functional.normalize(x @ mixing + 0.3 * torch.tanh(x[:, :3]), dim=1)
+    model = nn.Sequential(nn.Linear(6, 128), nn.Tanh(), nn.Linear(128, 128), nn.Tanh(), nn.Linear(128, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for _ in range(60):  # (a cosine reaches exactly 1 at step 45, a step the default does not sample)
+            batch = torch.randint(0, 4096, (256,))
+            cosine = (nn.functional.normalize(model(x[batch]), dim=1) * directions[batch]).sum(1)
+            loss = torch.acos(cosine.clamp(-1.0 + margin, 1.0 - margin)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if margin:
+        assert nonfinite == [] and math.isfinite(loss.item())
+        return
+    [finding] = nonfinite
+    assert finding.first_step == 45
+    if every == 1:  # (found at the operation itself, with the remedy of the clamp inside)
+        assert finding.where == "acos" and finding.evidence["exact"]
+        assert any("A clamp to [-1, 1] is not enough" in remedy for remedy in finding.remedies)
+        return
+    assert finding.evidence["phase"] == "update" and not finding.evidence["exact"]
+    assert finding.evidence["clamped_to_the_edge"] == {"op": "acos", "bounds": [-1.0, 1.0], "at": "the loss"}
+    assert "take `acos` of a value clamped to [-1, 1] (in the loss)" in finding.explanation
+    assert finding.remedies[0].startswith("Clamp strictly inside (-1, 1): `torch.acos(c.clamp(-1 + 1e-6, 1 - 1e-6))`")
+
+
+def test_a_bound_that_rounds_to_one_in_float32_is_a_clamp_to_the_edge():
+    """`c.clamp(-1 + 1e-8, 1 - 1e-8)` looks like a margin, but 1 - 1e-8 is 1.0 in float32: the same clamp to the edge.
+    In float64 it is a margin, and not told."""
+    for dtype, told in ((torch.float32, True), (torch.float64, False)):
+        model = nn.Linear(3, 3).to(dtype)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        with doctor.watch(model, optimizer, every=1) as dr:
+            for _ in range(3):
+                x = torch.randn(16, 3, dtype=dtype)
+                cosine = nn.functional.cosine_similarity(model(x), x, dim=1)
+                loss = torch.asin(cosine.clamp(-1 + 1e-8, 1 - 1e-8)).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        seen = [r.clamped_to_the_edge for r in dr.history.records]
+        assert seen == ([{"op": "asin", "bounds": [-1 + 1e-8, 1 - 1e-8], "at": "the loss"}] * 3 if told else [None] * 3)
+
+
 class Standardise(nn.Module):
     """A hand-written "batch standardisation" input layer with no eps, as in sweep 42's script."""
 

@@ -2045,6 +2045,21 @@ def explain_nonfinite(f: Finding):
             f"with `{stable}` (or `F.cross_entropy` on the logits): it "
             "never forms the probability, so nothing rounds to 0.",
         )
+    if f.evidence.get("clamped_to_the_edge") and not f.evidence.get("exact"):
+        seen = f.evidence["clamped_to_the_edge"]
+        op, (low, high) = seen["op"], seen["bounds"]
+        where = "in the loss" if seen["at"] == "the loss" else f"after `{seen['at']}`"
+        text += (
+            f" The sampled steps take `{op}` of a value clamped to [{fmt(low)}, {fmt(high)}] ({where}): the clamp "
+            "keeps the forward finite, but a value at exactly +-1 (a cosine of a vector with its own direction, or "
+            "one rounded there; a bound of 1 - 1e-8 is 1 in float32) is still inside it, and there "
+            f"{op}'s derivative 1/sqrt(1 - x^2) is infinite: inf, and inf times 0, come back as NaN."
+        )
+        remedies.insert(
+            0,
+            f"Clamp strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))` (a margin float32 keeps), or "
+            "train on `1 - cos` instead of the angle; its derivative is finite everywhere.",
+        )
     if f.evidence.get("floor_at_zero"):
         floor = f.evidence["floor_at_zero"]
         text += (

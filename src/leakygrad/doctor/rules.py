@@ -3490,6 +3490,11 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         seen = next((r.log_of_probabilities for r in reversed(history.records) if r.log_of_probabilities), None)
         if seen is not None:
             evidence["log_of_probabilities"] = seen
+    if event.phase != "input" and not event.finite_gradients and event.op in (None, "acos", "asin"):
+        # (the NaN at acos, or not located, from a step not sampled: acos of a clamp to [-1, 1] seen on sampled steps)
+        seen = next((r.clamped_to_the_edge for r in reversed(history.records) if r.clamped_to_the_edge), None)
+        if seen is not None and (event.op is None or event.op == seen["op"]):
+            evidence["clamped_to_the_edge"] = seen
     first = event.step
     loss_first = history.loss.first_nonfinite_step
     since = event.finite_until

@@ -233,6 +233,7 @@ class StepRecord:
     # targets that are 1, "binary": all are 0 or 1}
     base_rate: dict | None = None
     log_of_probabilities: dict | None = None  # a log of a softmax's or sigmoid's output: {"log", "of", "at"}
+    clamped_to_the_edge: dict | None = None  # acos or asin of a clamp to [-1, 1]: {"op", "bounds", "at"}
     without_optimizer: bool = False  # no optimiser steps the model: each backward pass is a step of its own
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)

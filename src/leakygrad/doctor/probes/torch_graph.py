@@ -2105,6 +2105,24 @@ def floors_at_zero(node) -> bool:
         return False
 
 
+def clamp_range(node) -> tuple[float | None, float | None] | None:
+    """(lower, upper) bound of a clamp (`clamp`, `clamp_min`, `clamp_max`, `hardtanh`) given as numbers, None for a
+    side left open; None for any other operation, or bounds given as tensors."""
+    op = op_name(node)
+    try:
+        if op == "hardtanh":
+            low, high = node._saved_min_val, node._saved_max_val
+        elif op in ("clamp", "clamp_min", "clamp_max"):
+            low, high = getattr(node, "_saved_min", None), getattr(node, "_saved_max", None)
+        else:
+            return None
+    except RuntimeError:  # (freed)
+        return None
+    if not all(bound is None or isinstance(bound, (int, float)) for bound in (low, high)):
+        return None
+    return low, high
+
+
 SMALLEST_FLOOR = 1e-3  # a lower bound below this guards a log or a division (`p.clamp(min=1e-7).log()`): no floor
 
 

@@ -1131,6 +1131,7 @@ class StepState:
     gates: dict = field(default_factory=dict)  # "op@site" -> GateTally
     nan_prone: list = field(default_factory=list)  # (node, label) of each op hooked for the NaN check
     log_of_probabilities: dict | None = None  # a log of a softmax's (or sigmoid's) output: {"log", "of", "at"}
+    clamped_to_the_edge: dict | None = None  # acos/asin of a clamp to [-1, 1]: {"op", "bounds", "at"}
     nan_checks: list = field(default_factory=list)  # (deferred index, node, label) in backward order
     roots: list = field(default_factory=list)  # the graph's root nodes (to find where a NaN flowed, if one is born)
     cuts: set = field(default_factory=set)
@@ -2980,6 +2981,8 @@ class TorchProbe:
                 state.nan_prone.append((node, label))
                 if op in LOGS and state.log_of_probabilities is None:
                     self._look_for_log_of_probabilities(state, node, label)
+                if op in ("acos", "asin") and state.clamped_to_the_edge is None:
+                    self._look_for_clamp_to_the_edge(state, node, label)
                 node.register_hook(functools.partial(self._on_nan_prone_grad, state.ticket, len(state.nan_prone) - 1))
 
     @staticmethod
@@ -3006,6 +3009,22 @@ class TorchProbe:
         made_by = op_name(graph_tools.beneath_reshapes(inputs[0], also=picked)) if inputs else None
         if made_by in ("softmax", "sigmoid"):
             state.log_of_probabilities = {"log": op_name(node), "of": made_by, "at": label or "input"}
+
+    @staticmethod
+    def _look_for_clamp_to_the_edge(state: StepState, node, label: str | None) -> None:
+        """acos or asin of a value clamped to [-1, 1] (a cosine kept in their domain): the forward is finite, but at
+        exactly +-1, which a cosine between a vector and its own direction reaches, the derivative -+1 / sqrt(1 - x^2)
+        is infinite, and NaN comes back. A bound that rounds to +-1 in the input's dtype (1 - 1e-8 in float32) is
+        +-1."""
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        bounds = graph_tools.clamp_range(inputs[0]) if inputs else None
+        if bounds is None:
+            return
+        dtype = graph_tools.saved_value(node, "_saved_self")
+        dtype = dtype.dtype if isinstance(dtype, torch.Tensor) else torch.float32
+        at_the_edge = [b for b in bounds if b is not None and abs(torch.tensor(float(b), dtype=dtype).item()) == 1]
+        if at_the_edge:
+            state.clamped_to_the_edge = {"op": op_name(node), "bounds": list(bounds), "at": label or "input"}
 
     @staticmethod
     def _look_for_earlier_graph(state: StepState, nodes, earlier_step: int, earlier_names) -> None:
@@ -4315,6 +4334,7 @@ class TorchProbe:
         record.loss_of_input_gradient = state.grad_of_inputs
         record.gate_means = {site: value(at) for site, at in state.gate_means.items()} or None
         record.log_of_probabilities = state.log_of_probabilities
+        record.clamped_to_the_edge = state.clamped_to_the_edge
         if state.relu_lowest:  # (on the first few sampled steps: ReLU outputs changed outside autograd)
             record.relu_outputs_negative = {site: value(at) for site, at in state.relu_lowest.items() if value(at) < 0}
         if state.input_grad_sizes:  # (did one of the step's input gradients come out exactly 0 everywhere?)
