@@ -553,6 +553,35 @@ def test_adam_betas_swapped_are_named_at_the_optimiser(betas):
     assert "betas=(0.9, 0.999)" in f.remedies[0]
 
 
+@pytest.mark.parametrize("momentum", [1.0, 0.9])
+def test_a_momentum_of_one_is_named_at_the_optimiser(momentum):
+    """Sweep 44's CNN: `SGD(lr=0.03, momentum=1)`, momentum written as a switch. The velocity never decays, each step
+    applies the sum of every gradient so far, and the loss diverged (accuracy 0.10 against 0.92 at 0.9), told with
+    learning-rate remedies only, which did not cure it (0.88 at a tenth of the rate). Here the loss swings (1.4 -> 0.2
+    -> 6.0 -> 0.3) without a finding of its own: no run wants a momentum of 1, an error all the same. At 0.9, none."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(512, 8)
+    y = (x[:, :2] > 0).long() @ torch.tensor([1, 2])  # (four classes, from the signs of two features)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.03, momentum=momentum)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(200):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.where == "optimizer"]
+    if momentum < 1:
+        assert named == [] and [f for f in dr.findings if f.severity == "error"] == []
+        return
+    [f] = named
+    assert (f.symptom, f.first_step) == ("diverging_loss", 0)
+    assert f.evidence["momentum_not_decaying"] == {"momentum": 1.0, "dampening": 0.0}
+    assert f.severity == "error" and dr.findings == [f]
+    assert "momentum=0.9" in f.remedies[0] and "the sum of every gradient so far" in f.explanation
+
+
 class Tagger(nn.Module):
     """A tag per position: a Linear over each position's features (classes on the last axis), or a Conv1d over time
     (classes on dim 1, as cross_entropy wants them)."""

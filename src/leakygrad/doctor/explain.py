@@ -3311,6 +3311,30 @@ def _explain_swapped_betas(f: Finding):
     return text, remedies
 
 
+def _explain_momentum_not_decaying(f: Finding):
+    momentum, dampening = (
+        f.evidence["momentum_not_decaying"]["momentum"],
+        f.evidence["momentum_not_decaying"]["dampening"],
+    )
+    if dampening >= 1:
+        memory = "with dampening 1 no gradient ever enters it, and the weights keep the first step's direction"
+    else:
+        memory = (
+            "it is the sum of every gradient so far, never forgotten: the steps grow with the run, and keep "
+            "pushing the way the weights went long after the gradient turned"
+        )
+    text = (
+        f"The optimiser's momentum is {fmt(momentum)} (dampening {fmt(dampening)}). Its velocity is v = momentum * v + "
+        f"(1 - dampening) * g, and a momentum of 1 or more never lets v decay: {memory}. Momentum averages the "
+        "gradient over about 1 / (1 - momentum) steps, which needs a momentum below 1 (0.9 is the usual value)."
+    )
+    text += _folded_sentence(f.evidence)
+    remedies = [
+        "Give the momentum as a factor below 1, not as a switch: `SGD(params, lr, momentum=0.9)` (0.8 to 0.99).",
+    ]
+    return text, remedies
+
+
 def _explain_loss_without_floor(f: Finding):
     e = f.evidence
     text = (
@@ -3341,6 +3365,8 @@ def explain_diverging_loss(f: Finding):
         return _explain_negative_learning_rate(f)
     if e.get("adam_betas"):
         return _explain_swapped_betas(f)
+    if e.get("momentum_not_decaying"):
+        return _explain_momentum_not_decaying(f)
     if e.get("penalty_subtracted"):
         return _explain_subtracted_penalty(f)
     if e.get("log_probabilities_added"):

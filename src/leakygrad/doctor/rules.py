@@ -394,6 +394,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     curve_cause = next((f for f in findings if f.evidence.get("across") == "target scale"), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("dropout_on_prediction")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("adam_betas")), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("momentum_not_decaying")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("penalty_subtracted")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("log_probabilities_added")), None)
     consequences = [
@@ -1078,6 +1079,19 @@ def swapped_betas_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.swapped_betas is not None)
     evidence = {"adam_betas": marked[-1].swapped_betas}
     return [Finding("diverging_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def momentum_not_decaying_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser's momentum is 1 or more (`SGD(lr, momentum=1)`: momentum written as a switch): the
+    velocity v = momentum * v + (1 - dampening) * g never decays, so each step applies the sum of every gradient so far
+    (or, dampening 1, none of them), and never settles: an error whatever the loss did yet (a diverging loss, a gradient
+    growing across depth or steps, are folded into it). No run wants it."""
+    marked = _marked_on_most(history, "momentum_not_decaying", t)
+    if not marked:
+        return []
+    first_step = next(r.step for r in history.records if r.momentum_not_decaying is not None)
+    evidence = {"momentum_not_decaying": marked[-1].momentum_not_decaying}
+    return [Finding("diverging_loss", "optimizer", first_step, "error", evidence)]
 
 
 def decayed_rate_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -4017,6 +4031,7 @@ RULES = (
     maximized_loss_rule,
     negative_learning_rate_rule,
     swapped_betas_rule,
+    momentum_not_decaying_rule,
     decayed_rate_rule,
     classes_on_another_axis_rule,
     self_similarity_rule,

@@ -639,6 +639,18 @@ def _swapped_betas(optimizer) -> list[float] | None:
     return None
 
 
+def _momentum_not_decaying(optimizer) -> dict | None:
+    """{"momentum", "dampening"} of the first parameter group whose momentum is 1 or more (`SGD(momentum=1)`, momentum
+    read as an on/off flag), or None. The velocity v = momentum * v + (1 - dampening) * g then never forgets: with
+    dampening 0 it is the sum of every gradient so far, with dampening 1 no gradient ever enters it."""
+    for group in optimizer.param_groups:
+        momentum = group.get("momentum")
+        if isinstance(momentum, (int, float)) and not isinstance(momentum, bool) and momentum >= 1:
+            dampening = group.get("dampening", 0)
+            return {"momentum": float(momentum), "dampening": float(dampening) if dampening is not None else 0.0}
+    return None
+
+
 # optimisers that divide each step by a running size of the gradient: a loss multiplied by a constant moves them alike
 SIZE_NORMALISING_NAMES = "Adam AdamW Adamax NAdam RAdam RMSprop Adagrad Adadelta SparseAdam Adafactor Rprop Muon"
 SIZE_NORMALISING = tuple(getattr(torch.optim, n) for n in SIZE_NORMALISING_NAMES.split() if hasattr(torch.optim, n))
@@ -1269,6 +1281,7 @@ class StepState:
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
+    momentum_not_decaying: dict | None = None  # ... with a momentum of 1 or more: {"momentum", "dampening"}
     negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
     one_cycle_max_lr: float | None = None  # ... its first group's peak rate, when OneCycleLR set one (`max_lr`)
@@ -3682,6 +3695,7 @@ class TorchProbe:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
+                self.state.momentum_not_decaying = _momentum_not_decaying(optimizer)
                 self.state.negative_lr = _negative_rate(optimizer)
                 self.state.step_size_normalised = isinstance(optimizer, SIZE_NORMALISING) or any(
                     "betas" in group for group in optimizer.param_groups
@@ -4341,6 +4355,7 @@ class TorchProbe:
             record.input_gradient_zero = any(value(i) == 0 for i in state.input_grad_sizes)
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
+        record.momentum_not_decaying = state.momentum_not_decaying
         record.negative_lr = state.negative_lr
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
         record.line_search = state.line_search
