@@ -5318,3 +5318,46 @@ def test_the_applied_gradient_is_compared_with_backwards_on_the_same_entries():
         assert look["parameter"] == "sequential.0.weight" and look["cosine"] == pytest.approx(1, abs=1e-5)
         assert look["norm_ratio"] == pytest.approx(scales[step], rel=1e-4)
     assert not [f for f in dr.findings if "gradient_replaced" in f.evidence]
+
+
+@pytest.mark.parametrize("called", [False, True])
+def test_an_unfreezing_that_assigns_requires_grad_underscore_is_named_at_the_backbone(called):
+    """Sweep 44's fine-tuning: stage 2 unfroze the backbone with `p.requires_grad_ = True`, an attribute that hides
+    the method, and built Adam over every parameter: the backbone stayed frozen (stage-2 loss 0.92 against 0.026) and
+    nothing was said. Frozen parameters in an optimiser are common and fine; the attribute is the mistake's own mark.
+    Called as a method, it unfreezes, and nothing is said."""
+    torch.manual_seed(0)
+    x, y = torch.randn(512, 16), torch.randint(0, 4, (512,))
+    backbone = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+    model = nn.Sequential(backbone, nn.Linear(32, 4))
+    with doctor.watch(model, every=4) as dr:
+        for p in backbone.parameters():
+            p.requires_grad_(False)
+        for stage, params in enumerate((model[1].parameters(), None)):
+            if stage == 1:
+                for p in backbone.parameters():
+                    if called:
+                        p.requires_grad_(True)
+                    else:
+                        p.requires_grad_ = True
+                params = model.parameters()
+            optimizer = torch.optim.Adam(params, lr=1e-2)
+            for step in range(60):
+                batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+                loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    named = [f for f in dr.findings if "requires_grad_assigned" in f.evidence]
+    if called:
+        assert named == [] and all(p.requires_grad for p in backbone.parameters())
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("no_gradient", "sequential.0", "error") and f.first_step >= 60
+    assert f.evidence["requires_grad_assigned"] == [
+        "sequential.0.0.weight",
+        "sequential.0.0.bias",
+        "sequential.0.2.weight",
+        "sequential.0.2.bias",
+    ]
+    assert f.remedies[0].startswith("Call the method: `p.requires_grad_(True)`")

@@ -2624,10 +2624,29 @@ def _explain_gradient_to_a_copy(f: Finding):
     return text, remedies
 
 
+def _explain_requires_grad_assigned(f: Finding):
+    e = f.evidence
+    shown = ", ".join(f"`{name}`" for name in e["requires_grad_assigned"][:4])
+    more = f" and {e['parameter_count'] - 4} more" if e["parameter_count"] > 4 else ""
+    text = (
+        f"The optimiser steps {e['parameter_count']} frozen parameter(s) ({shown}{more}) that carry an attribute "
+        "`requires_grad_` of their own: the line that meant to unfreeze them, `p.requires_grad_ = True`, assigned a "
+        "value to the name of the method instead of calling it. `requires_grad` is still False, so backward computes "
+        "no gradient for them, step() skips them, and they keep the values they were frozen with."
+    )
+    remedies = [
+        "Call the method: `p.requires_grad_(True)` (or set the flag, `p.requires_grad = True`), and `del "
+        "p.requires_grad_` on parameters already given the attribute (in a notebook, or restart).",
+    ]
+    return text, remedies
+
+
 def explain_no_gradient(f: Finding):
     e = f.evidence
     if e.get("all_frozen"):
         return _explain_all_frozen(f)
+    if e.get("requires_grad_assigned"):
+        return _explain_requires_grad_assigned(f)
     if e.get("optimizer_steps_without_gradient"):
         return _explain_optimizer_without_gradient(f)
     if e.get("gradient_went_to"):

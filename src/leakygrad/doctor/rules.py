@@ -2855,6 +2855,21 @@ def frozen_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("no_gradient", "optimizer", first, "error", evidence)]
 
 
+def requires_grad_assigned_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Frozen parameters the optimiser steps, on most recent sampled steps, that hold an attribute `requires_grad_`:
+    the unfreezing `p.requires_grad_ = True` assigned an attribute where `p.requires_grad_(True)` was meant, so they
+    stay frozen, and step() skips them (sweep 44's fine-tuning: the backbone never trained in stage 2, loss 0.92
+    against 0.026). An error at the modules that hold them."""
+    marked = _marked_on_most(history, "requires_grad_assigned", t)
+    if not marked:
+        return []
+    parameters = marked[-1].requires_grad_assigned
+    modules = sorted({name.rpartition(".")[0] or name for name in parameters})
+    first = next(r.step for r in history.records if r.requires_grad_assigned)
+    evidence = {"requires_grad_assigned": parameters[:12], "parameter_count": len(parameters), "modules": modules}
+    return [Finding("no_gradient", _common_prefix(modules) or modules[0], first, "error", evidence)]
+
+
 def gradientless_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
     """A second optimiser (a GAN's generator's, beside the discriminator's that steps first) steps, on most recent
     sampled steps, parameters of which not one has a gradient: the loss differentiated before its step never
@@ -4095,6 +4110,7 @@ RULES = (
     blocked_rule,
     cut_before_loss_rule,
     frozen_optimizer_rule,
+    requires_grad_assigned_rule,
     no_gradient_rule,
     accumulating_rule,
     optimizer_made_anew_rule,

@@ -104,6 +104,7 @@ class StepRecord:
     stepped_outside_model: int = 0  # parameters the optimisers step that belong to no watched model
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
+    requires_grad_assigned: list | None = None  # ... frozen, `p.requires_grad_ = True` assigned on them: their labels
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
     # half-precision parameters (their dtype): per module, the share of the sampled entries a nonzero gradient pushed
     # that the optimiser step changed at all (an update below half the spacing of bfloat16 numbers rounds away)

@@ -1307,6 +1307,8 @@ class StepState:
     unit_spreads: dict = field(default_factory=dict)  # layer -> (units, deferred index of its unit spread)
     # (at the optimiser step) the parameters the watched optimisers step, and how many of them are frozen
     stepped_and_frozen: tuple[int, int] = (0, 0)
+    # ... frozen ones among them on which `requires_grad_` was assigned, not called (`p.requires_grad_ = True`): labels
+    requires_grad_assigned: list = field(default_factory=list)
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
@@ -3693,6 +3695,8 @@ class TorchProbe:
                 self._look_at_zero_suspects()
             if self.sampling and self.state is not None:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
+                if self.state.stepped_and_frozen[1]:
+                    self.state.requires_grad_assigned = self._requires_grad_assigned(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
                 self.state.momentum_not_decaying = _momentum_not_decaying(optimizer)
@@ -3789,6 +3793,17 @@ class TorchProbe:
         stepping = [optimizer, *self._stepped_since_primary]
         stepped = {id(p): p for other in stepping for p in _stepped_parameters(other)}
         return len(stepped), sum(not p.requires_grad for p in stepped.values())
+
+    def _requires_grad_assigned(self, optimizer) -> list[str]:
+        """The frozen parameters the optimiser steps that hold an attribute `requires_grad_` of their own: the
+        unfreezing line `p.requires_grad_ = True` assigns one, hiding the method it meant to call, and the parameter
+        stays frozen (named by their labels; `parameter` when the probe does not know one)."""
+        labels = []
+        for param in _stepped_parameters(optimizer):
+            if not param.requires_grad and "requires_grad_" in vars(param):
+                label = self._param_label(param)
+                labels.append(label[1] if label else "parameter")
+        return labels
 
     def _is_primary(self, optimizer) -> bool:
         """Whether this optimiser's steps are the training steps: the one given to `watch`, or else the first watched
@@ -4382,6 +4397,7 @@ class TorchProbe:
             record.clip_value_share = value(beyond_at) / entries
             record.clip_value_norms, record.clip_value_entries = (value(before_at), value(after_at)), entries
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
+        record.requires_grad_assigned = state.requires_grad_assigned or None
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.optimizers_stepping_the_same = state.optimizers_stepping_the_same
         record.softmax_over_one = state.softmax_over_one or None
