@@ -1154,6 +1154,39 @@ def test_a_warm_up_never_capped_is_named_as_what_raised_the_learning_rate(capped
     assert "kept raising it" in f.explanation and "it started from (`initial_lr`)" in f.explanation
 
 
+@pytest.mark.parametrize("capped", [False, True])
+def test_a_warm_up_by_hand_never_capped_is_named_as_what_raised_the_learning_rate(capped):
+    """Sweep 44's MLP: the loop warmed the rate up by hand, `g['lr'] *= 1.02` at every step with no cap, from 1e-3 to
+    83; the loss diverged and the ReLUs died. Told as "lower the learning rate (10x), add warm-up", which did not cure
+    it, with the dead units as errors of their own. With no scheduler the rate is now read against the first sampled
+    step's: the divergence names the warm-up, the dead units are told as its consequence. Capped, no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(512, 8)
+    y = (x[:, :2] > 0).long() @ torch.tensor([1, 2])
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(400):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            for group in optimizer.param_groups:
+                group["lr"] = min(group["lr"] * 1.03, 0.1) if capped else group["lr"] * 1.03
+    if capped:
+        assert [f for f in dr.findings if f.severity == "error" or "lr_raised" in f.evidence] == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    raised = f.evidence["lr_raised"]
+    assert raised["by_hand"] and raised["lr_given"] == 1e-3 and raised["lr_last"] > raised["lr_at_onset"]
+    assert raised["lr_at_onset"] >= 3e-3 and f.remedies[0].startswith("Cap the warm-up at its peak")
+    assert "raised the learning rate by hand" in f.explanation
+    dead = [g for g in dr.findings if g.symptom == "dead_relu"]  # (killed by the updates the raised rate made)
+    assert dead and all(g.severity == "warning" and g.evidence["after_rate_raised"] == raised for g in dead)
+    assert all(g.remedies[0] == "Cap the learning rate's rise first (the `diverging_loss` finding)." for g in dead)
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

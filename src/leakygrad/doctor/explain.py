@@ -1604,6 +1604,14 @@ def explain_dead_relu(f: Finding):
             "large push a ReLU's inputs below 0 for every example in a few steps."
         )
         remedies.insert(0, f"Fix `{culprit['custom_function']}`'s backward first (the `wrong_gradient` finding).")
+    raised = f.evidence.get("after_rate_raised")
+    if raised:
+        text += (
+            f" They died after the learning rate had been raised from {fmt(raised['lr_given'])} to "
+            f"{fmt(raised['lr_at_onset'])} and the loss diverged (the `diverging_loss` finding): updates that large "
+            "push a ReLU's inputs below 0 for every example in a few steps."
+        )
+        remedies.insert(0, "Cap the learning rate's rise first (the `diverging_loss` finding).")
     return text, remedies
 
 
@@ -3443,7 +3451,21 @@ def explain_diverging_loss(f: Finding):
             f'Average the loss (`reduction="mean"`, the default), or divide the learning rate by {n}: a rate '
             "tuned for a mean is far too high for a sum.",
         )
-    if e.get("lr_raised"):
+    if e.get("lr_raised") and e["lr_raised"].get("by_hand"):
+        raised = e["lr_raised"]
+        text += (
+            f" The training loop raised the learning rate by hand (`param_groups[...]['lr']` set in the loop; no "
+            f"scheduler) from {fmt(raised['lr_given'])} at the first sampled step to {fmt(raised['lr_at_onset'])} by "
+            f"then, and kept raising it to the end of the run ({fmt(raised['lr_last'])}): each step scales the "
+            "gradient by that rate, so the steps grew until they overshot. A warm-up that multiplies the rate at every "
+            "step and is never capped (`g['lr'] *= 1.02`) does this."
+        )
+        remedies.insert(
+            0,
+            "Cap the warm-up at its peak (`g['lr'] = min(g['lr'] * 1.02, peak_lr)`, or compute the rate from the step: "
+            "`peak_lr * min(1, (step + 1) / warmup_steps)`), or use a scheduler (`LambdaLR`, `LinearLR`).",
+        )
+    elif e.get("lr_raised"):
         raised = e["lr_raised"]
         text += (
             f" A learning-rate scheduler raised the rate from the {fmt(raised['lr_given'])} it started from "

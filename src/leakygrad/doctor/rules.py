@@ -323,6 +323,13 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
                 "scaled_by": too_large.evidence["scaled_by"],
             }
             f.severity = "warning"  # (the consequence: the Function's finding is the error to fix)
+    # a learning rate raised without a cap (a warm-up never capped, by a scheduler or by hand) until the loss diverged:
+    # units that die once it has, from updates that large, are its doing, told so (and after the loss's finding)
+    raised = next((f for f in findings if f.evidence.get("lr_raised") and f.symptom == "diverging_loss"), None)
+    for f in findings:
+        if raised is not None and f.symptom == "dead_relu" and f.first_step >= raised.first_step:
+            f.evidence["after_rate_raised"] = raised.evidence["lr_raised"]
+            f.severity = "warning"  # (the consequence: the loss's finding names the rate to cap)
     # a gradient replaced by hand with something that drowns it (DP-SGD's noise batch-size times too large): the
     # weights random-walk, and units that saturate in training are that walk's doing, told so (and after the loss's)
     drowned = next((f for f in findings if f.evidence.get("gradient_replaced")), None)
@@ -3687,8 +3694,13 @@ def _note_rate_raised(evidence: dict, history: History, onset: int, t: Threshold
     (`initial_lr`) or more by the divergence's onset, and kept raising to the end (never lower on a sampled step than on
     the one before): a warm-up factor never capped at 1 (`LambdaLR(opt, lambda s: (s + 1) / warmup)`), or a schedule's
     peak too high (OneCycleLR's `max_lr`, ExponentialLR's gamma above 1), the likely reason the rate is too high.
-    Noted as `lr_raised` ({"lr_given": initial_lr, "lr_at_onset", "lr_last"})."""
+    With no scheduler, the rate the training loop set by hand against the one at the first sampled step (`g["lr"] *=
+    1.02` at every step, a warm-up never capped), noted `by_hand`. Noted as `lr_raised` ({"lr_given": initial_lr,
+    "lr_at_onset", "lr_last"})."""
     scheduled = [(r.step, *r.lr_schedule) for r in history.records if r.lr_schedule is not None]
+    by_hand = not scheduled
+    if by_hand:  # (steps at the first rate have no record of it: those before any change)
+        scheduled = [(r.step, *r.lr_by_hand) for r in history.records if r.lr_by_hand is not None]
     if len(scheduled) < t.min_records or any(later[1] < earlier[1] for earlier, later in zip(scheduled, scheduled[1:])):
         return
     at_onset = next((lr for step, lr, _ in reversed(scheduled) if step <= onset), None)
@@ -3696,6 +3708,8 @@ def _note_rate_raised(evidence: dict, history: History, onset: int, t: Threshold
     if at_onset is not None and at_onset >= t.lr_raised * given:
         last = scheduled[-1][1]
         evidence["lr_raised"] = {"lr_given": _sci(given), "lr_at_onset": _sci(at_onset), "lr_last": _sci(last)}
+        if by_hand:
+            evidence["lr_raised"]["by_hand"] = True
 
 
 def _note_gradient_replaced(evidence: dict, history: History, t: Thresholds) -> None:

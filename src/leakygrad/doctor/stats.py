@@ -144,6 +144,9 @@ class StepRecord:
     momentum_not_decaying: dict | None = None  # ... its momentum and dampening, when the momentum is 1 or more
     negative_lr: float | None = None  # ... its lowest learning rate, when below 0
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr
+    lr_by_hand: tuple[float, float] | None = (
+        None  # ... or, no scheduler, (lr, its first sampled step's) when they differ
+    )
     one_cycle_max_lr: float | None = None  # ... its peak rate, when OneCycleLR set one (`max_lr`)
     line_search: bool = False  # ... it is LBFGS, given a closure: its line search chooses the step's size
     # an optimiser dividing its steps by sqrt(v) + eps, eps >= 1e-4: {"eps", "gradient_rms"} (a typical entry's size)

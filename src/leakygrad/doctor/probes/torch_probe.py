@@ -1284,6 +1284,9 @@ class StepState:
     momentum_not_decaying: dict | None = None  # ... with a momentum of 1 or more: {"momentum", "dampening"}
     negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
+    lr_by_hand: tuple | None = (
+        None  # ... or, with no scheduler, (lr, the lr at its first sampled step) once they differ
+    )
     one_cycle_max_lr: float | None = None  # ... its first group's peak rate, when OneCycleLR set one (`max_lr`)
     line_search: bool = False  # ... it is LBFGS, given a closure: its line search chooses the step's size
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
@@ -1531,6 +1534,7 @@ class TorchProbe:
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._plateau_rates_given: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its rate
+        self._first_rates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its first group's lr
         self._grad_of_inputs = 0  # torch.autograd.grad calls under way whose gradients are not the training's
         self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
         self._gradient_before_backward: tuple | None = None  # ... as the backward under way found it
@@ -2363,6 +2367,15 @@ class TorchProbe:
         if given is None or given <= 0 or not isinstance(lr, (int, float)) or not math.isfinite(lr):
             return None
         return float(lr), given
+
+    def _rate_set_by_hand(self, optimizer) -> tuple[float, float] | None:
+        """(lr, the lr at the first sampled step) of the optimiser's first parameter group, once they differ and no
+        scheduler keeps the rate given (`g["lr"] = ...` in the training loop: a warm-up or a decay written by hand)."""
+        lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not math.isfinite(lr):
+            return None
+        first = self._first_rates.setdefault(optimizer, float(lr))
+        return (float(lr), first) if first > 0 and lr != first else None
 
     def note_plateau_step(self, scheduler, metrics, lrs_before: list) -> None:
         """`ReduceLROnPlateau.step(metrics)` of a scheduler over a watched optimiser: the metric, and whether the
@@ -3705,6 +3718,8 @@ class TorchProbe:
                     "betas" in group for group in optimizer.param_groups
                 )
                 self.state.lr_schedule = _lr_schedule(optimizer) or self._plateau_schedule(optimizer)
+                if self.state.lr_schedule is None:
+                    self.state.lr_by_hand = self._rate_set_by_hand(optimizer)
                 self.state.one_cycle_max_lr = _one_cycle_max_lr(optimizer)
                 # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are scale times theirs)
                 self.state.stepped_scaled = self.state.loss_scaled and _steps_scaled_gradients(optimizer, kwargs)
@@ -4373,6 +4388,7 @@ class TorchProbe:
         record.momentum_not_decaying = state.momentum_not_decaying
         record.negative_lr = state.negative_lr
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
+        record.lr_by_hand = state.lr_by_hand
         record.line_search = state.line_search
         record.decayed_rate = state.decayed_rate
         record.coupled_decay = state.coupled_decay
