@@ -1,6 +1,7 @@
 """The PyTorch probe in code: `watch()`, what it measures, where it names things, and that it cleans up."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -669,6 +670,42 @@ def test_a_bound_that_rounds_to_one_in_float32_is_a_clamp_to_the_edge():
                 optimizer.step()
         seen = [r.clamped_to_the_edge for r in dr.history.records]
         assert seen == ([{"op": "asin", "bounds": [-1 + 1e-8, 1 - 1e-8], "at": "the loss"}] * 3 if told else [None] * 3)
+
+
+class BatchStandardise(nn.Module):
+    """A hand-written batch normalisation without its statistics' running averages, as in sweep 44's script."""
+
+    def forward(self, h):
+        return (h - h.mean(0)) / (h.std(0) + 1e-5)
+
+
+@pytest.mark.parametrize("last_batch", [1, 2])
+def test_a_standard_deviation_over_a_batch_of_one_is_told_so(last_batch):
+    """Sweep 44's regression: `h.std(0)` in a hand-written batch normalisation, and 353 examples in batches of 32,
+    the last of one example: std divides by N - 1 = 0, NaN from step 11. The finding named `std` with remedies for
+    values that grow. It now names the single value and Bessel's correction, with drop_last first. A last batch of
+    two trains."""
+    torch.manual_seed(0)
+    x = torch.randn(32 * 3 + last_batch, 10)
+    y = x[:, :1] - x[:, 1:2]
+    model = nn.Sequential(nn.Linear(10, 32), BatchStandardise(), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=1) as dr, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (torch's own: "degrees of freedom is <= 0")
+        for start in (0, 32, 64, 96) * 2:
+            loss = nn.functional.mse_loss(model(x[start : start + 32]), y[start : start + 32])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if last_batch == 2:
+        assert nonfinite == []
+        return
+    [finding] = nonfinite
+    assert (finding.where, finding.first_step, finding.evidence["phase"]) == ("std", 3, "forward")
+    assert finding.evidence["too_few_to_spread"] == {"values": 1, "correction": 1, "dims": [0]}
+    assert "values - correction = 0" in finding.explanation and "a batch of one example" in finding.explanation
+    assert finding.remedies[0].startswith("Never give it a batch of one: `DataLoader(..., drop_last=True)`")
 
 
 class Standardise(nn.Module):

@@ -2068,6 +2068,25 @@ def explain_nonfinite(f: Finding):
             f"Clamp strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))` (a margin float32 keeps), or "
             "train on `1 - cos` instead of the angle; its derivative is finite everywhere.",
         )
+    if f.evidence.get("too_few_to_spread"):
+        few = f.evidence["too_few_to_spread"]
+        axes = ", ".join(str(d) for d in few["dims"])
+        text += (
+            f" `{op}` was taken over {few['values']} value(s) (dim {axes}) with correction {fmt(few['correction'])} "
+            f"(Bessel's, the default): it divides the squared deviations by values - correction = "
+            f"{fmt(few['values'] - few['correction'])}, and 0 / 0 is NaN."
+        )
+        if few["dims"] == [0] and few["values"] == 1:
+            text += (
+                " Over the batch axis that is a batch of one example: most often the last, partial batch of an epoch "
+                "(a data set size that leaves one example over)."
+            )
+        remedies.insert(
+            0,
+            "Never give it a batch of one: `DataLoader(..., drop_last=True)`, or skip batches smaller than 2; or take "
+            "the biased estimate, `x.std(dim, correction=0)` (`unbiased=False`), which is 0, not NaN, for one value; "
+            "`nn.BatchNorm1d` raises a clear error on a batch of one instead.",
+        )
     if f.evidence.get("floor_at_zero"):
         floor = f.evidence["floor_at_zero"]
         text += (

@@ -335,6 +335,7 @@ class NonfiniteEvent:
     floor_at_zero: str | None = None  # (phase "forward") the op at a floor of 0 (a relu) whose output the NaN op read
     half_precision_root: str | None = None  # (phase "forward") a square root computed in this dtype (bfloat16, ...)
     rate_read_as_rate: bool = False  # (phase "forward") the log of poisson_nll_loss(input, y, log_input=False)
+    too_few_to_spread: dict | None = None  # (phase "forward") a std or var over too few values (see torch_graph)
     # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
     eps_rounds_to_zero: dict | None = None
     # (phase "update") the step's gradients were finite: the optimiser's own arithmetic made the NaN. {"optimizer":

@@ -2123,6 +2123,30 @@ def clamp_range(node) -> tuple[float | None, float | None] | None:
     return low, high
 
 
+SPREADS = ("std", "var", "std_mean", "var_mean")
+
+
+def too_few_to_spread(node) -> dict | None:
+    """{"values", "correction", "dims"} when a standard deviation or variance reduced `values` entries per result with
+    a `correction` (Bessel's, 1 by default) at least as large: it divides by values - correction <= 0, and the
+    result is NaN (`h.std(0)` over a batch of one example); else None."""
+    if op_name(node) not in SPREADS:
+        return None
+    try:
+        saved = getattr(node, "_saved_self", None)
+        dims, correction = getattr(node, "_saved_dim", None), getattr(node, "_saved_correction", None)
+    except RuntimeError:  # (freed)
+        return None
+    if not isinstance(saved, torch.Tensor):
+        return None
+    dims = tuple(range(saved.dim())) if dims is None or dims == () else tuple(d % max(saved.dim(), 1) for d in dims)
+    values = math.prod(saved.shape[d] for d in dims) if saved.dim() else 1
+    correction = 1 if correction is None else correction
+    if not isinstance(correction, (int, float)) or values - correction > 0:
+        return None
+    return {"values": values, "correction": correction, "dims": list(dims)}
+
+
 SMALLEST_FLOOR = 1e-3  # a lower bound below this guards a log or a division (`p.clamp(min=1e-7).log()`): no floor
 
 

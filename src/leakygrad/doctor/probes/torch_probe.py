@@ -4741,6 +4741,7 @@ class TorchProbe:
                 floor_at_zero=graph_tools.fed_by_a_floor_at_zero(culprit.node) if culprit.node is not None else None,
                 half_precision_root=graph_tools.half_precision_root(culprit.node) if culprit.node is not None else None,
                 rate_read_as_rate=culprit.node is not None and graph_tools.rate_read_as_rate(culprit.node, graph.nodes),
+                too_few_to_spread=graph_tools.too_few_to_spread(culprit.node) if culprit.node is not None else None,
             )
         )
 
