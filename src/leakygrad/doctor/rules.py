@@ -3696,13 +3696,16 @@ def _note_rate_raised(evidence: dict, history: History, onset: int, t: Threshold
     the one before): a warm-up factor never capped at 1 (`LambdaLR(opt, lambda s: (s + 1) / warmup)`), or a schedule's
     peak too high (OneCycleLR's `max_lr`, ExponentialLR's gamma above 1), the likely reason the rate is too high.
     With no scheduler, the rate the training loop set by hand against the one at the first sampled step (`g["lr"] *=
-    1.02` at every step, a warm-up never capped), noted `by_hand`. Noted as `lr_raised` ({"lr_given": initial_lr,
+    1.02` at every step, a warm-up never capped), noted `by_hand`, when it still rose after its first change (a rate set
+    once by hand is left to the learning-rate remedy). Noted as `lr_raised` ({"lr_given": initial_lr,
     "lr_at_onset", "lr_last"})."""
     scheduled = [(r.step, *r.lr_schedule) for r in history.records if r.lr_schedule is not None]
     by_hand = not scheduled
     if by_hand:  # (steps at the first rate have no record of it: those before any change)
         scheduled = [(r.step, *r.lr_by_hand) for r in history.records if r.lr_by_hand is not None]
     if len(scheduled) < t.min_records or any(later[1] < earlier[1] for earlier, later in zip(scheduled, scheduled[1:])):
+        return
+    if by_hand and not scheduled[-1][1] > scheduled[0][1]:  # (set once, `g["lr"] = 60.0` at step 60: not a warm-up)
         return
     at_onset = next((lr for step, lr, _ in reversed(scheduled) if step <= onset), None)
     given = scheduled[-1][2]
