@@ -1187,6 +1187,47 @@ def test_a_warm_up_by_hand_never_capped_is_named_as_what_raised_the_learning_rat
     assert all(g.remedies[0] == "Cap the learning rate's rise first (the `diverging_loss` finding)." for g in dead)
 
 
+@pytest.mark.parametrize("scheduled", ["idle", "training"])
+def test_a_schedule_built_over_an_optimiser_that_never_steps_is_named_on_the_divergence(scheduled):
+    """Sweep 44's transformer: Adam at lr=1.0 for the Noam schedule to scale, the LambdaLR built over a second
+    `make_optimizer(model)` that never steps. The rate stayed 1.0, the loss diverged and accuracy was 0.10; told as a
+    vanishing gradient at a LayerNorm and dead ReLUs, errors, with warm-up remedies. The scheduler is now named on the
+    loss's finding, the units and gradients measured after it told as its consequence. Built over the training
+    optimiser, no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(512, 8)
+    y = (x[:, :2] > 0).long() @ torch.tensor([1, 2])
+
+    def make_optimizer():
+        return torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98))
+
+    def noam(step, warmup=50):
+        step = max(step, 1)
+        return 64**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+    optimizer = make_optimizer()
+    scheduler = torch.optim.lr_scheduler.LambdaLR(make_optimizer() if scheduled == "idle" else optimizer, noam)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(300):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+    if scheduled == "training":
+        assert [f for f in dr.findings if f.severity == "error" or "schedule_not_applied" in f.evidence] == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    idle = f.evidence["schedule_not_applied"]
+    assert idle["scheduler"] == "LambdaLR" and idle["lr"] == 1.0 and idle["scheduled_lr"] < 0.05
+    assert f.severity == "error" and f.remedies[0].startswith("Build the scheduler over the optimiser that steps")
+    assert "never steps" in f.explanation
+    after = [g for g in dr.findings if g is not f]
+    assert all(g.severity == "warning" and g.evidence["after_schedule_not_applied"] == idle for g in after)
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

@@ -3988,6 +3988,18 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_gates_shut(e["gates_shut"], e.get("gates_shut_count", len(e["gates_shut"]))))
     if e.get("gradient_replaced"):
         _add_cause(finding, *_gradient_replaced(e["gradient_replaced"]))
+    if e.get("schedule_not_applied"):
+        _add_cause(finding, *_schedule_not_applied(e["schedule_not_applied"]))
+    if e.get("after_schedule_not_applied"):
+        idle = e["after_schedule_not_applied"]
+        _add_cause(
+            finding,
+            f"This came after the loss diverged under a rate of {fmt(idle['lr'])} that the `{idle['scheduler']}` "
+            "meant to scale never reached: it is built over another optimiser, which never steps (the "
+            "`diverging_loss` finding). Updates that large wreck the layers: the units and gradients measured since "
+            "are a broken network's.",
+            "Build the scheduler over the optimiser that steps first (the `diverging_loss` finding), then look again.",
+        )
     return finding
 
 
@@ -4007,6 +4019,18 @@ def _gradient_replaced(replaced: dict) -> tuple[str, str]:
         "dividing the clipped sum by the batch size does this: the noise is then batch-size times too large.",
         "Make what is added to the gradient small beside it: in DP-SGD add the noise to the clipped sum and then "
         "divide both by the batch size (`(clipped_sum + noise) / B`); scale injected gradient noise down.",
+    )
+
+
+def _schedule_not_applied(idle: dict) -> tuple[str, str]:
+    return (
+        f"The `{idle['scheduler']}` stepped {idle['scheduler_steps']} times is built over another optimiser of the "
+        f"same parameters, one that never steps (its rate is {fmt(idle['scheduled_lr'])} now); the optimiser that "
+        f"trains has no scheduler and stays at the {fmt(idle['lr'])} it was given, every step. An optimiser made "
+        "twice does this (`LambdaLR(make_optimizer(model), ...)` beside `optimizer = make_optimizer(model)`): a rate "
+        "given as 1.0 for a schedule to scale (the Noam warm-up) is then applied as it is.",
+        "Build the scheduler over the optimiser that steps: `scheduler = LambdaLR(optimizer, ...)`, with that same "
+        "`optimizer` in `optimizer.step()`.",
     )
 
 

@@ -330,6 +330,17 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if raised is not None and f.symptom == "dead_relu" and f.first_step >= raised.first_step:
             f.evidence["after_rate_raised"] = raised.evidence["lr_raised"]
             f.severity = "warning"  # (the consequence: the loss's finding names the rate to cap)
+    # a schedule built over an optimiser that never steps, the training one left at a rate meant to be scaled (the
+    # Noam warm-up's 1.0): dead units and a gradient vanishing across depth, measured after the loss diverged under
+    # it, are a wrecked network's, told as its consequence (and after the loss's finding)
+    idle = next((f for f in findings if f.evidence.get("schedule_not_applied") and f.symptom == "diverging_loss"), None)
+    for f in findings:
+        consequence = f.symptom == "dead_relu" or (
+            f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth"
+        )
+        if idle is not None and consequence and f.first_step >= idle.first_step:
+            f.evidence["after_schedule_not_applied"] = idle.evidence["schedule_not_applied"]
+            f.severity = "warning"
     # a gradient replaced by hand with something that drowns it (DP-SGD's noise batch-size times too large): the
     # weights random-walk, and units that saturate in training are that walk's doing, told so (and after the loss's)
     drowned = next((f for f in findings if f.evidence.get("gradient_replaced")), None)
@@ -3716,6 +3727,23 @@ def _note_rate_raised(evidence: dict, history: History, onset: int, t: Threshold
             evidence["lr_raised"]["by_hand"] = True
 
 
+def _note_schedule_not_applied(evidence: dict, history: History, t: Thresholds) -> None:
+    """A diverging or stalled loss whose training optimiser, on most recent sampled steps, had no scheduler while one
+    was stepped over another optimiser of the same parameters that never steps (`LambdaLR(make_optimizer(model), ...)`:
+    the schedule goes nowhere, the rate stays the one given). Noted as `schedule_not_applied` ({"scheduler", "lr",
+    "scheduled_lr", "scheduler_steps"}: the latest)."""
+    recent = history.recent()
+    looks = [r.schedule_not_applied for r in recent if r.schedule_not_applied is not None]
+    if len(looks) >= t.min_records and 2 * len(looks) > len(recent):
+        latest = looks[-1]
+        evidence["schedule_not_applied"] = {
+            "scheduler": latest["scheduler"],
+            "lr": _sci(latest["lr"]),
+            "scheduled_lr": _sci(latest["scheduled_lr"]),
+            "scheduler_steps": latest["scheduler_steps"],
+        }
+
+
 def _note_gradient_replaced(evidence: dict, history: History, t: Thresholds) -> None:
     """A stalled or diverging loss whose optimiser applied, on most recent sampled steps that compared them (3 at
     least), a gradient put in by hand in place of backward's that is `replaced_gradient_ratio` times larger and about
@@ -3967,6 +3995,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         _note_summed_loss(evidence, history, t)
         _note_rate_raised(evidence, history, first, t)
         _note_gradient_replaced(evidence, history, t)
+        _note_schedule_not_applied(evidence, history, t)
         severity = "warning" if normal_updates and "weights_grew_by" not in evidence else "error"
         return [Finding("diverging_loss", "loss", first, severity, evidence)]
     blowup = _blowup(history, smoothed, t)
@@ -3975,6 +4004,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         _note_summed_micro_batches(evidence, history, t)
         _note_summed_loss(evidence, history, t)
         _note_gradient_replaced(evidence, history, t)
+        _note_schedule_not_applied(evidence, history, t)
         if verdict != "far too high":  # (ratios measured after the jump are a broken network's: no verdict)
             evidence["learning_rate"] = None
         return [Finding("diverging_loss", "loss", blowup["blew_up_at_step"], "error", evidence)]
@@ -4031,6 +4061,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         _note_input_derivative_zero(evidence, history, t)
         _note_gates_shut(evidence, history, t)
         _note_gradient_replaced(evidence, history, t)
+        _note_schedule_not_applied(evidence, history, t)
         evidence["loss_flat"] = flat  # (False: stalled because no weight moves, the loss wandering with the batches)
         looked = history.recent()
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)

@@ -147,6 +147,8 @@ class StepRecord:
     lr_by_hand: tuple[float, float] | None = (
         None  # ... or, no scheduler, (lr, its first sampled step's) when they differ
     )
+    # ... or a scheduler stepped over another optimiser, one that never steps: {"scheduler", "lr", "scheduled_lr", ...}
+    schedule_not_applied: dict | None = None
     one_cycle_max_lr: float | None = None  # ... its peak rate, when OneCycleLR set one (`max_lr`)
     line_search: bool = False  # ... it is LBFGS, given a closure: its line search chooses the step's size
     # an optimiser dividing its steps by sqrt(v) + eps, eps >= 1e-4: {"eps", "gradient_rms"} (a typical entry's size)

@@ -320,6 +320,26 @@ def _plateau_step_noting(original):
     return step
 
 
+# LRScheduler._update_lr(), which its step() calls: the schedulers each probe has seen stepped, so that one whose
+# optimiser never steps (a scheduler built over a second optimiser, `LambdaLR(make_optimizer(model), ...)`) is told:
+# its schedule reaches no update. (Not step() itself: its warnings name the line that called it, the script's.)
+_original_scheduler_update = None
+SCHEDULER = torch.optim.lr_scheduler.LRScheduler
+
+
+def _scheduler_update_noting(original):
+    """LRScheduler._update_lr, wrapped: the same call, then each probe notes the scheduler."""
+
+    @functools.wraps(original)
+    def update(scheduler, *args, **kwargs):
+        result = original(scheduler, *args, **kwargs)
+        for probe in _probes_of_this_thread():
+            probe.note_scheduler_step(scheduler)
+        return result
+
+    return update
+
+
 # torch.autograd.grad: a gradient taken without create_graph=True is a constant to a later backward. A penalty made of
 # it (double backprop, a WGAN's gradient penalty, a physics-informed residual) adds to the loss and passes no gradient.
 _original_grad = None
@@ -435,10 +455,13 @@ def _run_forward_again(function, generators):
 
 def _activate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _original_grad
-    global _original_load_state_dict, _original_function_apply, _original_plateau_step
+    global _original_load_state_dict, _original_function_apply, _original_plateau_step, _original_scheduler_update
     if not _active_probes:
         _original_plateau_step = vars(PLATEAU)["step"]
         PLATEAU.step = _plateau_step_noting(_original_plateau_step)
+        _original_scheduler_update = vars(SCHEDULER).get("_update_lr")
+        if _original_scheduler_update is not None:
+            SCHEDULER._update_lr = _scheduler_update_noting(_original_scheduler_update)
         _original_function_apply = vars(torch.autograd.Function)["apply"]
         torch.autograd.Function.apply = classmethod(_patched_function_apply)
         _original_load_state_dict = nn.Module.load_state_dict
@@ -462,12 +485,15 @@ def _activate(probe: TorchProbe) -> None:
 
 def _deactivate(probe: TorchProbe) -> None:
     global _original_backward, _original_scale, _original_clip, _original_clip_value, _last_scaled, _original_grad
-    global _original_load_state_dict, _original_function_apply, _original_plateau_step
+    global _original_load_state_dict, _original_function_apply, _original_plateau_step, _original_scheduler_update
     if probe in _active_probes:
         _active_probes.remove(probe)
     if not _active_probes and _original_backward is not None:
         PLATEAU.step = _original_plateau_step
         _original_plateau_step = None
+        if _original_scheduler_update is not None:
+            SCHEDULER._update_lr = _original_scheduler_update
+        _original_scheduler_update = None
         torch.autograd.Function.apply = _original_function_apply
         _original_function_apply = None
         nn.Module.load_state_dict = _original_load_state_dict
@@ -1288,6 +1314,7 @@ class StepState:
         None  # ... or, with no scheduler, (lr, the lr at its first sampled step) once they differ
     )
     one_cycle_max_lr: float | None = None  # ... its first group's peak rate, when OneCycleLR set one (`max_lr`)
+    schedule_not_applied: dict | None = None  # ... with none, a scheduler stepped over an optimiser that never steps
     line_search: bool = False  # ... it is LBFGS, given a closure: its line search chooses the step's size
     decayed_rate: tuple | None = None  # ... its first group's (lr_decay, lr, rate in effect), when it decays its own
     large_eps: float | None = None  # ... its eps, when it divides steps by sqrt(v) + eps and eps >= LARGE_EPS
@@ -1534,6 +1561,7 @@ class TorchProbe:
         self._gated_names: set[str] = set()  # LSTM/GRU modules: their internal gates are not reported
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._plateau_rates_given: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its rate
+        self._schedulers_stepped: weakref.WeakSet = weakref.WeakSet()  # LRScheduler.step() seen called on them
         self._first_rates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its first group's lr
         self._grad_of_inputs = 0  # torch.autograd.grad calls under way whose gradients are not the training's
         self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
@@ -2376,6 +2404,39 @@ class TorchProbe:
             return None
         first = self._first_rates.setdefault(optimizer, float(lr))
         return (float(lr), first) if first > 0 and lr != first else None
+
+    def note_scheduler_step(self, scheduler) -> None:
+        """`LRScheduler.step()` was called (its first call is the scheduler's own, when it is built; one built before
+        the probe began is met at its first step in the loop)."""
+        try:
+            self._schedulers_stepped.add(scheduler)
+        except Exception as error:
+            self._fail("noting a learning-rate scheduler's step", error)
+
+    def _schedule_not_applied(self, optimizer) -> dict | None:
+        """A scheduler stepped in the loop (after the one call it makes when built) over an optimiser that has never
+        stepped and holds parameters the training `optimizer` steps: `LambdaLR(make_optimizer(model), ...)`, the
+        schedule set on a second optimiser while the first trains at the rate it was given. {"scheduler", "lr": the
+        training optimiser's, "scheduled_lr": the idle one's, "scheduler_steps"}, or None."""
+        for scheduler in list(self._schedulers_stepped):
+            idle = getattr(scheduler, "optimizer", None)
+            if idle is None or idle is optimizer or getattr(scheduler, "last_epoch", 0) < 2:
+                continue
+            if self._known_optimizer(idle) is not None or getattr(idle, "_opt_called", False):
+                continue  # (it has stepped)
+            trained = {id(p) for p in _stepped_parameters(optimizer)}
+            if not any(id(p) in trained for p in _stepped_parameters(idle)):
+                continue
+            lr, scheduled = optimizer.param_groups[0].get("lr"), idle.param_groups[0].get("lr")
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lr, scheduled)):
+                continue
+            return {
+                "scheduler": type(scheduler).__name__,
+                "lr": float(lr),
+                "scheduled_lr": float(scheduled),
+                "scheduler_steps": int(scheduler.last_epoch),
+            }
+        return None
 
     def note_plateau_step(self, scheduler, metrics, lrs_before: list) -> None:
         """`ReduceLROnPlateau.step(metrics)` of a scheduler over a watched optimiser: the metric, and whether the
@@ -3720,6 +3781,8 @@ class TorchProbe:
                 self.state.lr_schedule = _lr_schedule(optimizer) or self._plateau_schedule(optimizer)
                 if self.state.lr_schedule is None:
                     self.state.lr_by_hand = self._rate_set_by_hand(optimizer)
+                    if self._schedulers_stepped:
+                        self.state.schedule_not_applied = self._schedule_not_applied(optimizer)
                 self.state.one_cycle_max_lr = _one_cycle_max_lr(optimizer)
                 # (`optimizer.step()` where `scaler.step(optimizer)` was meant: the gradients are scale times theirs)
                 self.state.stepped_scaled = self.state.loss_scaled and _steps_scaled_gradients(optimizer, kwargs)
@@ -4389,6 +4452,7 @@ class TorchProbe:
         record.negative_lr = state.negative_lr
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
         record.lr_by_hand = state.lr_by_hand
+        record.schedule_not_applied = state.schedule_not_applied
         record.line_search = state.line_search
         record.decayed_rate = state.decayed_rate
         record.coupled_decay = state.coupled_decay
