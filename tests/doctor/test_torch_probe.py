@@ -870,6 +870,44 @@ def test_gradients_reset_between_the_micro_batches_of_one_step_are_named(zero_gr
     assert "once per optimiser step" in f.remedies[0]
 
 
+STEP_PER_EPOCH_SCRIPT = """
+import sys, torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+x = torch.randn(1280, 16)
+y = (x[:, :3] > 0).long() @ torch.tensor([1, 2, 4])
+model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 8))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+for epoch in range(25):
+    for i in range(0, 1280, 32):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x[i:i + 32]), y[i:i + 32]).backward()
+        if sys.argv[1] == "fixed":
+            optimizer.step()
+    if sys.argv[1] == "dedented":
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("step", ["dedented", "fixed"])
+def test_a_step_once_per_epoch_in_a_short_run_is_named_at_the_default_sampling(tmp_path, step):
+    """Sweep 44's digits MLP: `opt.step()` dedented out of the batch loop, 25 optimiser steps of 42 backward passes.
+    At every 16 two steps were sampled, the first before `leakygrad doctor` had found the model: one counted, under
+    the three `min_records`, and only the stall was told. Forty passes each after a reset are evidence enough now."""
+    from leakygrad.doctor.runner import run_script
+
+    script = tmp_path / "step_per_epoch.py"
+    script.write_text(STEP_PER_EPOCH_SCRIPT)
+    run = run_script(str(script), [step])
+    assert run.exit_code == 0
+    named = [f for f in run.doctor.findings if f.evidence.get("reset_between_backward_passes")]
+    if step == "fixed":
+        assert named == [] and [f for f in run.doctor.findings if f.severity == "error"] == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "optimizer", "error")
+    assert f.evidence["backward_passes_per_step"] == 40 and f.evidence["sampled_steps"] < 3
+
+
 @pytest.mark.parametrize(
     "loop",
     [

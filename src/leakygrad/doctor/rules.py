@@ -1462,7 +1462,9 @@ def reset_between_backwards_rule(history: History, t: Thresholds) -> list[Findin
     recent = history.recent()
     checked = [r for r in recent if r.reset_between_backwards is not None]
     marked = [r for r in checked if _reset_between_backward_passes(r)]
-    if len(marked) < t.min_records or 2 * len(marked) < len(checked) or 2 * len(checked) < len(recent):
+    # (each record counts its resets: a step of forty passes, each after a reset, is evidence enough)
+    enough = len(marked) >= t.min_records or sum(r.reset_between_backwards[0] for r in marked) >= t.resets_enough
+    if not enough or 2 * len(marked) < len(checked) or 2 * len(checked) < len(recent):
         return []
     evidence = {
         "reset_between_backward_passes": True,

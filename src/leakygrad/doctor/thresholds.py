@@ -159,6 +159,11 @@ class Thresholds:
     """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
     (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay
     with the wrong sign does (`w *= 1 + lr * wd`), not a loss whose targets move (`weights_grew_by`)."""
+    resets_enough: int = 16
+    """Backward passes found with the gradients reset before them, counted over the sampled steps, that are evidence
+    enough for `unapplied_gradient` on fewer sampled steps than `min_records`: a run whose `step()` sits outside the
+    loop over batches takes a few dozen optimiser steps, each after some forty passes, and at every 16 two are
+    sampled (under `leakygrad doctor`, the first before the model is found: one that counted)."""
     replaced_gradient_ratio: float = 5.0
     replaced_gradient_cosine: float = 0.1
     """A stalled or diverging loss whose optimiser applied, on most recent sampled steps that looked, a gradient
