@@ -654,6 +654,49 @@ def test_an_angle_through_acos_of_a_cosine_clamped_to_one_is_named_beside_the_na
     assert finding.remedies[0].startswith("Clamp strictly inside (-1, 1): `torch.acos(c.clamp(-1 + 1e-6, 1 - 1e-6))`")
 
 
+class DeepKernelGP(nn.Module):
+    """Exact GP regression on a learnt feature map (deep kernel learning), its marginal likelihood written out."""
+
+    def __init__(self, jitter: float):
+        super().__init__()
+        self.feat = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 2))
+        self.log_lengthscale = nn.Parameter(torch.zeros(()))
+        self.jitter = jitter
+
+    def forward(self, x, y):
+        f = self.feat(x)
+        K = torch.exp(-0.5 * torch.cdist(f, f) ** 2 / self.log_lengthscale.exp() ** 2)
+        K = K + self.jitter * torch.eye(len(x))
+        return 0.5 * (y @ torch.linalg.inv(K) @ y + torch.logdet(K)) / len(y)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 1e-2])
+def test_the_logdet_of_a_kernel_matrix_that_is_not_positive_definite_is_named(jitter):
+    """Sweep 44's deep-kernel GP: the noise term left off the kernel matrix's diagonal. Its smallest eigenvalues
+    round below 0, the determinant turns negative on some batches, and `torch.logdet` (slogdet, then NaN where the
+    sign is -1) returns NaN. Told as a NaN at `mm` "or just before it", among mm, squeeze, dot, where, add, mul,
+    div, with clipping remedies. Now named exactly as `logdet`, with the jitter and a Cholesky factor as the remedy."""
+    torch.manual_seed(0)
+    x = torch.linspace(-3, 3, 400).unsqueeze(1)
+    y = (torch.sin(3 * x) + 0.3 * x).squeeze(1) + 0.05 * torch.randn(400)
+    model = DeepKernelGP(jitter)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(40):
+            i = torch.randperm(400)[:128]
+            loss = model(x[i], y[i])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if jitter:
+        assert nonfinite == []
+        return
+    [f] = nonfinite
+    assert (f.where, f.evidence["phase"], f.evidence["exact"]) == ("logdet", "forward", True)
+    assert "not positive definite" in f.explanation and "torch.linalg.cholesky" in f.remedies[0]
+
+
 def test_a_bound_that_rounds_to_one_in_float32_is_a_clamp_to_the_edge():
     """`c.clamp(-1 + 1e-8, 1 - 1e-8)` looks like a margin, but 1 - 1e-8 is 1.0 in float32: the same clamp to the edge.
     In float64 it is a margin, and not told."""

@@ -1886,6 +1886,14 @@ def explain_nonfinite(f: Finding):
                 )
         elif op in ("div", "reciprocal"):
             text += " Dividing by zero gives inf (and 0/0 NaN)."
+        elif op == "logdet":
+            text += (
+                " torch.logdet(A) is NaN when A's determinant is negative: A is not positive definite. A kernel or "
+                "covariance matrix is positive semi-definite in exact arithmetic, but its smallest eigenvalues sit "
+                "near 0 (points close together, features that collapse), and in float32 rounding pushes some below "
+                "0; with no noise or jitter added to its diagonal, an odd number of them makes the determinant "
+                "negative. Its inverse is then huge, and so is the gradient through it."
+            )
         elif op in ("sqrt", "rsqrt", "pow"):
             text += " sqrt or a fractional power of a negative number is NaN."
             if e.get("half_precision_root"):
@@ -1998,6 +2006,13 @@ def explain_nonfinite(f: Finding):
     if op in ("sqrt", "pow", "rsqrt"):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
 
+    if op == "logdet":
+        remedies.append(
+            "Add the noise variance, or a jitter, to the diagonal: `K + (noise + 1e-6) * torch.eye(n)`; and factor it "
+            "once, `L = torch.linalg.cholesky(K)`: log det K = `2 * L.diagonal().log().sum()`, K^-1 y = "
+            "`torch.cholesky_solve(y[:, None], L)` (no explicit inverse). Cholesky fails loudly where K is not "
+            "positive definite."
+        )
     if op in ("div", "reciprocal"):
         remedies.append("Guard the denominator: `x / (y + 1e-12)` or `x / y.clamp_min(1e-12)`.")
     if op in ("acos", "asin", "atanh"):

@@ -2352,7 +2352,14 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     candidates = [n for n in candidates if not _recomputed_finite(n)] or candidates
     # one recomputed from finite inputs to NaN/Inf made it (log(1 - p) of a p rounded to 1, below a product that saved
     # only its other factor); else the first that could have
-    confirmed = next((n for n in candidates if _recomputed_nonfinite(n) or _divides_by_zero(n)), None)
+    confirmed = next(
+        (
+            n
+            for n in candidates
+            if _recomputed_nonfinite(n) or _divides_by_zero(n) or _logdet_of_negative_determinant(n)
+        ),
+        None,
+    )
     # else one that ran in half precision and saved an infinite result: float16 overflows past 65504 (exp past 11)
     overflowed = next((n for n in candidates if _half_precision_overflow(n)), None) if confirmed is None else None
     # ... or an exponential whose own saved result holds inf: exp overflows float32 past 88.7 (an unbounded log-scale)
@@ -2386,6 +2393,8 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
         value = "inf" if math.isinf(float(loss.detach())) else "nan"
     names = [op_name(n) for n in candidates]
     half = culprit is overflowed
+    if _logdet_of_negative_determinant(culprit):  # (torch.logdet is slogdet, then NaN where the sign is -1)
+        return ForwardCulprit("forward", "logdet", culprit, ["logdet"], True, "nan", [])
     return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [], half_precision=half)
 
 
@@ -2564,6 +2573,17 @@ def _divides_by_zero(node) -> bool:
     except (AttributeError, RuntimeError):  # (a division by a number saves none; or freed)
         return False
     return isinstance(divisor, torch.Tensor) and is_finite(divisor) and bool((divisor == 0).any())
+
+
+def _logdet_of_negative_determinant(node) -> bool:
+    """`torch.logdet(A)`, which PyTorch computes as `where(sign == -1, nan, logabsdet)` after `linalg_slogdet`, whose
+    saved condition holds a True: A's determinant was negative (A not positive definite), and the where put in NaN."""
+    if op_name(node) != "where" or not any(
+        child is not None and op_name(child) == "linalg_slogdet" for child, _ in node.next_functions
+    ):
+        return False
+    condition = saved_value(node, "_saved_condition")
+    return isinstance(condition, torch.Tensor) and condition.dtype == torch.bool and bool(condition.any())
 
 
 def _recomputed_nonfinite(node) -> bool:
