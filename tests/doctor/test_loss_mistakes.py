@@ -1228,6 +1228,48 @@ def test_a_schedule_built_over_an_optimiser_that_never_steps_is_named_on_the_div
     assert all(g.severity == "warning" and g.evidence["after_schedule_not_applied"] == idle for g in after)
 
 
+@pytest.mark.parametrize("init", ["every_epoch", "once", "per_fold"])
+def test_weights_initialised_again_in_the_training_loop_are_named_on_the_stall(init):
+    """Sweep 44's digits MLP: `model.apply(init_weights)` slipped inside the epoch loop, the weights re-initialised at
+    every epoch (test accuracy at chance), told only as a stalled loss, a warning with generic remedies (here, with
+    a loss that wanders, nothing at all). The initialisers of `torch.nn.init` are watched now: the updates thrown
+    away are an error at the model. Initialised once, no finding; initialised again per fold of a cross-validation,
+    each fold training far, none."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(512, 16)
+    y = (x[:, :2] > 0).long() @ torch.tensor([1, 2])
+
+    def init_weights(m):
+        if isinstance(m, nn.Linear):
+            nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+            nn.init.zeros_(m.bias)
+
+    model.apply(init_weights)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 if init == "every_epoch" else 0.05, momentum=0.9)
+    epochs = 30 if init == "every_epoch" else 60
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for epoch in range(epochs):
+            if init == "every_epoch" or (init == "per_fold" and epoch % 20 == 0 and epoch):
+                model.apply(init_weights)
+            for i in range(0, 512, 64):
+                loss = F.cross_entropy(model(x[i : i + 64]), y[i : i + 64])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    blamed = [f for f in dr.findings if "reinitialised" in f.evidence]
+    if init != "every_epoch":
+        assert blamed == [] and [f for f in dr.findings if f.severity == "error"] == []
+        return
+    [f] = blamed
+    again = f.evidence["reinitialised"]
+    assert (f.symptom, f.severity) == ("unapplied_gradient", "error")
+    assert again["modules"] == [f"{f.where}.0", f"{f.where}.2", f"{f.where}.4"] and again["times"] == epochs - 1
+    assert again["first_step"] == 8 and "thrown away" in f.explanation
+    assert f.remedies[0].startswith("Initialise once, before the training loop")
+    assert [g.symptom for g in dr.findings if g.where == "loss"] == []  # (a stall, had there been one, folded in)
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

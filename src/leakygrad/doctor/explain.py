@@ -3119,6 +3119,25 @@ def explain_unapplied_gradient(f: Finding):
     return text, remedies
 
 
+def _explain_reinitialised(f: Finding):
+    again = f.evidence["reinitialised"]
+    modules = ", ".join(f"`{m}`" for m in again["modules"][:4]) + (" and more" if len(again["modules"]) > 4 else "")
+    text = (
+        f"The weights of {modules} were initialised again (`torch.nn.init`, `reset_parameters()`) after training had "
+        f"begun, {again['times']} times from step {again['first_step']} to step {again['last_step']}. Each time, "
+        "every update the optimiser had applied is overwritten: the gradients were computed and applied, and then "
+        "thrown away, and the loss starts over from a random network. An initialisation called inside the training "
+        "loop does this (`model.apply(init_weights)` at the top of each epoch)."
+    )
+    if f.evidence.get("folded"):
+        text += " The loss's stall (or divergence) is its doing, folded into this finding."
+    remedies = [
+        "Initialise once, before the training loop: move `model.apply(init_weights)` (or `reset_parameters()`) out of "
+        "it."
+    ]
+    return text, remedies
+
+
 def _explain_unapplied_kind(f: Finding):
     e = f.evidence
     if e.get("updated_share") is not None:
@@ -3133,6 +3152,8 @@ def _explain_unapplied_kind(f: Finding):
         return _explain_not_a_parameter(f)
     if e.get("reset_between_backward_passes"):
         return _explain_reset_between_backwards(f)
+    if e.get("reinitialised"):
+        return _explain_reinitialised(f)
     if e.get("recreated_each_step"):
         return _explain_parameter_made_in_forward(f)
     if e.get("optimizers_made_anew"):

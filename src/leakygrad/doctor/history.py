@@ -213,6 +213,8 @@ class History:
         # from one call to the next, the rate cuts and the step of the first, the first and last metric, and the
         # training loss at the first call (a few numbers, however long the run)
         self.plateaus: dict[int, dict] = {}
+        # parameter -> {"module", "times", "first_step", "last_step"}: initialised again (torch.nn.init) in training
+        self.reinitialised: dict[str, dict] = {}
         # custom Functions named as gradient reversals: (step, cosine of what the backward returned with what it was
         # given, the module before it), on the sampled steps that looked
         self.reversal_checks: dict[str, list[tuple[int, float, str | None]]] = {}
@@ -330,6 +332,16 @@ class History:
     def remember_onset(self, symptom: str, where: str, step: int) -> None:
         key = (symptom, where)
         self.onsets[key] = min(step, self.onsets.get(key, step))
+
+    def note_reinitialised(self, parameter: str, module: str, step: int) -> None:
+        """A watched parameter (of `module`) filled by a `torch.nn.init` initialiser at `step`, after the training had
+        stepped it (counted once per step)."""
+        tally = self.reinitialised.setdefault(
+            parameter, {"module": module, "times": 0, "first_step": step, "last_step": None}
+        )
+        if tally["last_step"] != step:
+            tally["times"] += 1
+            tally["last_step"] = step
 
     def note_plateau_step(self, scheduler_id: int, step: int, mode: str, metric: float, cut: bool) -> None:
         tally = self.plateaus.get(scheduler_id)

@@ -413,6 +413,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("dropout_on_prediction")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("adam_betas")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("momentum_not_decaying")), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("reinitialised")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("penalty_subtracted")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("log_probabilities_added")), None)
     consequences = [
@@ -1097,6 +1098,38 @@ def swapped_betas_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.swapped_betas is not None)
     evidence = {"adam_betas": marked[-1].swapped_betas}
     return [Finding("diverging_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def reinitialised_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Half or more of the model's weighted layers initialised again by `torch.nn.init` (`reset_parameters()`,
+    `model.apply(init_weights)`) at two steps or more after the training had stepped them: each time, every update
+    applied so far is thrown away (the init call slipped inside the epoch loop). An error at the modules (their common
+    parent), the loss's stall or divergence folded into it. Not when the loss fell below half its first value at some
+    point: a model trained anew on purpose (the folds of a cross-validation) learns in between."""
+    again = {tally["module"]: tally for tally in history.reinitialised.values() if tally["times"] >= 2}
+    buckets = history.loss.buckets
+    if not again or not buckets or not min(b.mean for b in buckets) > buckets[0].first / 2:
+        return []
+    recent = history.recent()
+    weighted = {name for name, layer in recent[-1].layers.items() if layer.has_weights} if recent else set()
+    hit = sorted(weighted & set(again))
+    if not weighted or 2 * len(hit) < len(weighted):
+        return []
+    evidence = {
+        "reinitialised": {
+            "modules": hit,
+            "times": min(again[m]["times"] for m in hit),
+            "first_step": min(again[m]["first_step"] for m in hit),
+            "last_step": max(again[m]["last_step"] for m in hit),
+        }
+    }
+    common = []  # (the modules' common parent: `model` for model.0, model.2, model.4)
+    for names in zip(*(m.split(".") for m in hit)):
+        if len(set(names)) > 1:
+            break
+        common.append(names[0])
+    where = ".".join(common) or "model"
+    return [Finding("unapplied_gradient", where, evidence["reinitialised"]["first_step"], "error", evidence)]
 
 
 def momentum_not_decaying_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -4098,6 +4131,7 @@ RULES = (
     negative_learning_rate_rule,
     swapped_betas_rule,
     momentum_not_decaying_rule,
+    reinitialised_rule,
     decayed_rate_rule,
     classes_on_another_axis_rule,
     self_similarity_rule,

@@ -340,6 +340,28 @@ def _scheduler_update_noting(original):
     return update
 
 
+# torch.nn.init's in-place initialisers: a watched parameter initialised again once its optimiser has stepped it
+# (`model.apply(init_weights)` slipped inside the epoch loop) throws away what training had learnt so far.
+INIT_FUNCTIONS = (
+    "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
+    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
+)  # fmt: skip
+_original_inits: dict = {}
+
+
+def _init_noting(original):
+    """An initialiser of torch.nn.init, wrapped: the same call, then each probe notes the tensor initialised."""
+
+    @functools.wraps(original)
+    def initialise(tensor, *args, **kwargs):
+        result = original(tensor, *args, **kwargs)
+        for probe in _probes_of_this_thread():
+            probe.note_initialised(tensor)
+        return result
+
+    return initialise
+
+
 # torch.autograd.grad: a gradient taken without create_graph=True is a constant to a later backward. A penalty made of
 # it (double backprop, a WGAN's gradient penalty, a physics-informed residual) adds to the loss and passes no gradient.
 _original_grad = None
@@ -459,6 +481,10 @@ def _activate(probe: TorchProbe) -> None:
     if not _active_probes:
         _original_plateau_step = vars(PLATEAU)["step"]
         PLATEAU.step = _plateau_step_noting(_original_plateau_step)
+        for name in INIT_FUNCTIONS:
+            if hasattr(nn.init, name):
+                _original_inits[name] = getattr(nn.init, name)
+                setattr(nn.init, name, _init_noting(_original_inits[name]))
         _original_scheduler_update = vars(SCHEDULER).get("_update_lr")
         if _original_scheduler_update is not None:
             SCHEDULER._update_lr = _scheduler_update_noting(_original_scheduler_update)
@@ -494,6 +520,9 @@ def _deactivate(probe: TorchProbe) -> None:
         if _original_scheduler_update is not None:
             SCHEDULER._update_lr = _original_scheduler_update
         _original_scheduler_update = None
+        for name, original in _original_inits.items():
+            setattr(nn.init, name, original)
+        _original_inits.clear()
         torch.autograd.Function.apply = _original_function_apply
         _original_function_apply = None
         nn.Module.load_state_dict = _original_load_state_dict
@@ -2404,6 +2433,17 @@ class TorchProbe:
             return None
         first = self._first_rates.setdefault(optimizer, float(lr))
         return (float(lr), first) if first > 0 and lr != first else None
+
+    def note_initialised(self, tensor) -> None:
+        """A `torch.nn.init` initialiser filled `tensor`: a watched parameter, once the training optimiser has stepped,
+        is initialised again (its module's `reset_parameters()`, `model.apply(init)`)."""
+        try:
+            if self._primary_steps and isinstance(tensor, nn.Parameter):
+                label = self._param_label(tensor)
+                if label is not None:
+                    self.doctor.history.note_reinitialised(label[1], label[2], self.step)
+        except Exception as error:
+            self._fail("noting a parameter initialised again", error)
 
     def note_scheduler_step(self, scheduler) -> None:
         """`LRScheduler.step()` was called (its first call is the scheduler's own, when it is built; one built before
