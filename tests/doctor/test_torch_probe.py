@@ -654,6 +654,37 @@ def test_an_angle_through_acos_of_a_cosine_clamped_to_one_is_named_beside_the_na
     assert finding.remedies[0].startswith("Clamp strictly inside (-1, 1): `torch.acos(c.clamp(-1 + 1e-6, 1 - 1e-6))`")
 
 
+@pytest.mark.parametrize("tau_floor", [1e-4, 0.5])
+def test_a_gumbel_softmax_annealed_to_a_tiny_temperature_is_a_blocked_gradient_at_its_softmax(tau_floor):
+    """Sweep 44's discrete-code autoencoder: the Gumbel-softmax's temperature annealed to 1e-4, every row of the
+    softmax exactly one-hot, the encoder's gradient exactly 0 on most steps (reconstruction MSE 0.072 against 0.031
+    with the floor at 0.5). Nothing was said. The softmax's rows are read now: a blocked gradient at it, an error,
+    with the temperature it was divided by. At a floor of 0.5, none."""
+    torch.manual_seed(0)
+    x = (torch.rand(512, 32) > 0.5).float()
+    encoder = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4 * 8))
+    decoder = nn.Sequential(nn.Linear(4 * 8, 64), nn.ReLU(), nn.Linear(64, 32))
+    model = nn.ModuleDict({"encoder": encoder, "decoder": decoder})
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(240):
+            tau = max(tau_floor, math.exp(-0.05 * step))
+            batch = x[torch.randint(0, 512, (64,))]
+            z = nn.functional.gumbel_softmax(encoder(batch).view(-1, 4, 8), tau=tau).view(-1, 32)
+            loss = nn.functional.binary_cross_entropy_with_logits(decoder(z), batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    blocked = [f for f in dr.findings if "one_hot_rows" in f.evidence]
+    if tau_floor == 0.5:
+        assert blocked == []
+        return
+    [f] = blocked
+    assert (f.symptom, f.severity) == ("blocked_gradient", "error") and f.where.startswith("softmax after encoder")
+    assert f.evidence["one_hot_rows"] >= 0.9 and f.evidence["entries"] == 8 and f.evidence["divided_by"] == 1e-4
+    assert "diag(p) - p p^T" in f.explanation and "hard=True" in f.remedies[0]
+
+
 class DeepKernelGP(nn.Module):
     """Exact GP regression on a learnt feature map (deep kernel learning), its marginal likelihood written out."""
 

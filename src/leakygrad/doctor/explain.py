@@ -2430,10 +2430,33 @@ def _explain_difference_of_itself(f: Finding):
     return text, remedies
 
 
+def _explain_one_hot_rows(f: Finding):
+    e = f.evidence
+    divided = e.get("divided_by")
+    by = f" Its scores were divided by {fmt(divided)} first: a temperature that small." if divided else ""
+    text = (
+        f"{pct(e['one_hot_rows'])} of the rows of `{f.where}` (over {e['entries']} entries each) are exactly one-hot: "
+        "one entry 1, every other exactly 0 in floating point, which takes gaps between the scores past ~100. The "
+        "softmax's local derivative is diag(p) - p p^T, exactly 0 on such a row, so by the chain rule nothing before "
+        f"it gets any gradient from those rows: the layers that compute its scores stop learning.{by} A Gumbel-softmax "
+        "whose temperature is annealed towards 0 (`F.gumbel_softmax(logits, tau=1e-4)`) does this, as do logits that "
+        "grew without bound."
+    )
+    remedies = [
+        "Keep the temperature above a floor of about 0.5 (anneal `tau = max(0.5, tau0 * exp(-r * step))`); for "
+        "discrete codes in the forward, use the straight-through form at a moderate temperature: "
+        "`F.gumbel_softmax(logits, tau=1.0, hard=True)`.",
+        "Bound the scores (a LayerNorm before them, or weight decay) so that their gaps stay well under 100.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "outputs_alike" in e:
         return _explain_outputs_alike(f)
+    if "one_hot_rows" in e:
+        return _explain_one_hot_rows(f)
     if "drawn_from" in e:
         return _explain_draw_without_path(f)
     if "self_similarity_of" in e:

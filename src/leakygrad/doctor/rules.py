@@ -1604,6 +1604,37 @@ def softmax_over_one_rule(history: History, t: Thresholds) -> list[Finding]:
     return findings
 
 
+def one_hot_softmax_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A softmax inside the model (not an attention's, not the loss's) whose rows are exactly one-hot, one entry 1 and
+    the others exactly 0 (score gaps past ~100, as a temperature of 1e-4 makes them), on `one_hot_rows_warning` of
+    them or more (median over the recent sampled steps that looked, at least `min_records`, most of them): its
+    Jacobian diag(p) - p p^T is exactly 0 on those rows, and nothing that computes its input gets a gradient from
+    them (a Gumbel-softmax annealed to tau = 1e-4: the encoder's gradient exactly 0). A `blocked_gradient` at the
+    softmax; an error from `one_hot_rows_error`."""
+    recent = history.recent()
+    looked = [r for r in recent if r.one_hot_rows]
+    if len(looked) < t.min_records or 2 * len(looked) < len(recent):
+        return []
+    findings = []
+    for site in sorted({site for r in looked for site in r.one_hot_rows}):
+        shares = [r.one_hot_rows[site]["share"] for r in looked if site in r.one_hot_rows]
+        shares = [share for share in shares if math.isfinite(share)]
+        if len(shares) < t.min_records or 2 * len(shares) < len(looked) or median(shares) < t.one_hot_rows_warning:
+            continue
+        latest = next(r.one_hot_rows[site] for r in reversed(looked) if site in r.one_hot_rows)
+        first = next(
+            r.step
+            for r in history.records
+            if r.one_hot_rows and r.one_hot_rows.get(site, {}).get("share", 0) >= t.one_hot_rows_warning
+        )
+        evidence = {"one_hot_rows": _sci(median(shares)), "entries": latest["entries"]}
+        if latest["divided_by"] is not None:
+            evidence["divided_by"] = _sci(latest["divided_by"])
+        severity = "error" if median(shares) >= t.one_hot_rows_error else "warning"
+        findings.append(Finding("blocked_gradient", site, first, severity, evidence))
+    return findings
+
+
 # --- a straight-through estimator that turns the gradient around ----------------------------------------------------
 def turned_straight_through_rule(history: History, t: Thresholds) -> list[Finding]:
     """A straight-through estimator written `round(z) - z + z.detach()` (the detach on the wrong term), on most
@@ -4131,6 +4162,7 @@ RULES = (
     negative_learning_rate_rule,
     swapped_betas_rule,
     momentum_not_decaying_rule,
+    one_hot_softmax_rule,
     reinitialised_rule,
     decayed_rate_rule,
     classes_on_another_axis_rule,

@@ -184,6 +184,9 @@ class StepRecord:
     # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean), "head_width" (d,
     # a fused kernel's, whose weights are recomputed; None for a softmax node's)}
     attention: dict | None = None
+    # other softmaxes (not on the loss, not attention's; small): site -> {"share" (of rows exactly one-hot: no gradient
+    # passes them), "entries" (per row), "divided_by" (a constant its input was divided by: a temperature, or None)}
+    one_hot_rows: dict | None = None
     # self-attentions' masks (first sampled steps): site -> {"next_position" (share of the queries that may read the
     # position after their own), "furthest_ahead", "positions" (the keys' count), "next_tokens" (the share of the
     # loss's targets that are the next tokens of the sequence it reads; None: no such targets found)}

@@ -159,6 +159,11 @@ class Thresholds:
     """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
     (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay
     with the wrong sign does (`w *= 1 + lr * wd`), not a loss whose targets move (`weights_grew_by`)."""
+    one_hot_rows_warning: float = 0.5
+    one_hot_rows_error: float = 0.9
+    """A softmax inside the model (not an attention's) whose rows are exactly one-hot on this share of them (median
+    over the recent sampled steps): no gradient passes those rows (a Gumbel-softmax annealed to tau = 1e-4: 0.92 of
+    the rows and the encoder's gradient exactly 0 on 78% of steps; at tau = 0.5, none)."""
     resets_enough: int = 16
     """Backward passes found with the gradients reset before them, counted over the sampled steps, that are evidence
     enough for `unapplied_gradient` on fewer sampled steps than `min_records`: a run whose `step()` sits outside the

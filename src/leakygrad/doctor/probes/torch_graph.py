@@ -2398,6 +2398,18 @@ def locate_forward_nonfinite(loss: torch.Tensor) -> ForwardCulprit:
     return ForwardCulprit("forward", op_name(culprit), culprit, names, exact, value, [], half_precision=half)
 
 
+def divided_by_constant(node) -> float | None:
+    """The number a node's input was divided by, when it was divided by a constant right before (`(logits + g) / tau`
+    under a softmax: the temperature), else None."""
+    below = next((child for child, _ in node.next_functions if child is not None), None)
+    if below is None or op_name(below) != "div":
+        return None
+    divisor = saved_value(below, "_saved_other")
+    if isinstance(divisor, torch.Tensor) and divisor.numel() == 1 and divisor.grad_fn is None:
+        return float(divisor)
+    return None
+
+
 def saved_dim(node) -> int:
     """A node's saved `dim` (softmax's, say) as a Python index."""
     return signed(node._saved_dim)
@@ -2425,6 +2437,16 @@ def softmax_over_one_entry(node) -> dict | None:
     others = [size for axis, size in enumerate(result.shape) if axis not in (0, axis_of)]
     batch_axis_only = axis_of != 0 and all(size == 1 for size in others)
     return {"dim": dim, "shape": list(result.shape), "batch_axis_only": batch_axis_only}
+
+
+def read_on_the_loss_side(node, loss_nodes) -> bool:
+    """Whether an operation of the loss reads `node`'s output, reshapes aside (`nll_loss(log(p))` of a model that ends
+    in a softmax: its output, the prediction)."""
+    return any(
+        child is not None and beneath_reshapes(child) is node
+        for reader in loss_nodes
+        for child, _ in reader.next_functions
+    )
 
 
 def read_by_a_loss(node, loss_nodes) -> bool:

@@ -92,6 +92,9 @@ GATING_OPS = {
 }  # fmt: skip
 # what the graph walk looks at (a max or min with a constant, `torch.maximum(kl, torch.tensor(3.0))`, is a clamp too)
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BOUNDING_OPS, *graph_tools.BACKWARD_NAN_PRONE}
+ONE_HOT_LOOK_SIZE = (
+    1 << 16
+)  # a softmax's output read for exactly one-hot rows up to this many entries (not attention's)
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
@@ -1371,6 +1374,7 @@ class StepState:
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
+    one_hot_rows: dict = field(default_factory=dict)  # site -> (deferred share of rows exactly one-hot, entries, 1/T)
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
     target_trained: dict | None = None  # a KL's target from a model an optimiser steps: {"target_modules", ...}
@@ -2954,6 +2958,8 @@ class TorchProbe:
                     trivial = None  # (an (N, 1) the loss does not read as it is: a one-component mixture's weight)
                 if trivial is not None:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
+            if op == "softmax" and node not in loss_nodes and not graph_tools.read_on_the_loss_side(node, loss_nodes):
+                self._look_at_one_hot_rows(state, node, names)  # (not the probabilities a loss reads: a prediction)
             if op == "softmax" and attention_look and node not in loss_nodes:
                 self._look_at_attention(state, node, names)
             elif attention_look and graph_tools.is_attention_kernel(op):
@@ -3215,6 +3221,23 @@ class TorchProbe:
             for n in scoring
             for child, _ in n.next_functions
         )
+
+    def _look_at_one_hot_rows(self, state: StepState, node, names) -> None:
+        """A softmax that is not an attention's (their rows are measured by `_look_at_attention`), of at most
+        `ONE_HOT_LOOK_SIZE` entries: the share of its rows that are exactly one-hot, one entry 1 and every other exactly
+        0. There its Jacobian diag(p) - p p^T is exactly 0, and no gradient reaches its input: a Gumbel-softmax whose
+        temperature was annealed to 1e-4, logits divided by a tiny number (noted with the divisor, when constant)."""
+        p = graph_tools.saved_value(node, "_saved_result")
+        if not isinstance(p, torch.Tensor) or p.dim() < 1 or not 0 < p.numel() <= ONE_HOT_LOOK_SIZE:
+            return
+        dim = graph_tools.saved_dim(node) % p.dim()
+        if p.shape[dim] < 2 or graph_tools.attention_scores(node) is not None:
+            return
+        site = f"softmax after {graph_tools.nearest_upstream(node, names) or 'input'}"
+        if site not in state.one_hot_rows:
+            one_hot = ((p.detach() == 0).sum(dim) == p.shape[dim] - 1).float().mean()
+            temperature = graph_tools.divided_by_constant(node)
+            state.one_hot_rows[site] = (state.deferred.scalar(one_hot), p.shape[dim], temperature)
 
     def _look_at_attention(self, state: StepState, node, names) -> None:
         """An attention's softmax, on the first sampled steps: how much of its derivative is left. The softmax's
@@ -4353,6 +4376,11 @@ class TorchProbe:
         if state.ctc_input is not None:
             logsumexp_at, high_at, classes = state.ctc_input
             record.ctc_input = {"logsumexp": value(logsumexp_at), "high": value(high_at), "classes": classes}
+        if state.one_hot_rows:
+            record.one_hot_rows = {
+                site: {"share": value(share_at), "entries": entries, "divided_by": temperature}
+                for site, (share_at, entries, temperature) in state.one_hot_rows.items()
+            }
         if state.attention:
             record.attention = {
                 site: {
