@@ -2346,6 +2346,45 @@ def test_a_learnable_tensor_no_optimiser_can_see_is_named(kind):
         assert f.evidence["recreated_each_step"] and "in `__init__`" in f.remedies[0]
 
 
+class HeadBuiltInForward(nn.Module):
+    """A classifier whose output layer is built inside `forward()` (sweep 45's CNN), or once in `__init__`."""
+
+    def __init__(self, in_forward: bool):
+        super().__init__()
+        self.in_forward = in_forward
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU())
+        self.out = None if in_forward else nn.Linear(32, 3)
+
+    def forward(self, x):
+        h = self.body(x)
+        return nn.Linear(32, 3)(h) if self.in_forward else self.out(h)
+
+
+@pytest.mark.parametrize("in_forward", [True, False])
+def test_a_layer_built_inside_forward_is_named_as_a_gradient_thrown_away(in_forward):
+    """Sweep 45: `return nn.Linear(64, 10)(x)` in a CNN's forward, a new random layer at every call that no optimiser
+    holds (accuracy 0.08 against 0.97), told as a stall and a dead-ReLU warning. Its parameters, held by no watched
+    module and new on every look, are an unapplied gradient named after the module before it. Built once in
+    `__init__`, no finding."""
+    torch.manual_seed(0)
+    model = HeadBuiltInForward(in_forward)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    with doctor.watch(model, optimizer, every=4, name="net") as dr:
+        for _ in range(120):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    if not in_forward:
+        assert dr.findings == [] and dr.history.loose_leaves == {}
+        return
+    [f] = [f for f in dr.findings if f.evidence.get("made_in_forward")]
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "layer made in forward after body.1", "error")
+    assert "built inside a `forward()`" in f.explanation and "in `__init__`" in f.remedies[0]
+
+
 class ComplexLinear(nn.Module):
     def __init__(self, inputs, outputs):
         super().__init__()

@@ -3073,6 +3073,8 @@ def _explain_not_a_parameter(f: Finding):
 
 
 def _explain_parameter_made_in_forward(f: Finding):
+    if f.evidence.get("made_in_forward"):
+        return _explain_layer_made_in_forward(f)
     owner, _, attribute = f.where.rpartition(".")
     text = (
         f"`{f.where}` is a new `nn.Parameter` at every step: it is made in `{owner}.forward()` (assigning an "
@@ -3083,6 +3085,21 @@ def _explain_parameter_made_in_forward(f: Finding):
     remedies = [
         f"Create it once in `__init__` (`self.{attribute} = nn.Parameter(...)`), before the optimiser is made, and "
         "only read it in `forward()`.",
+    ]
+    return text, remedies
+
+
+def _explain_layer_made_in_forward(f: Finding):
+    text = (
+        f"The {f.where.replace('layer made in forward', 'layer')} is built inside a `forward()` "
+        "(`return nn.Linear(64, 10)(x)`): a new module with new random weights at every call, held by no module of "
+        f"the model (seen on {f.evidence['looks']} sampled steps, a new one each time). `model.parameters()` never "
+        "lists it, so no optimiser steps it; its gradient is computed and thrown away, and the layers before it "
+        "learn against a random projection that changes at every step."
+    )
+    remedies = [
+        "Create the layer once in `__init__` (`self.out = nn.Linear(64, 10)`), before the optimiser is made, and "
+        "only call it in `forward()` (`return self.out(x)`).",
     ]
     return text, remedies
 

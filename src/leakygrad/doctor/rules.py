@@ -489,11 +489,11 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
     # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, a
     # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0, or rows
-    # that mix the examples, or one class for every row of a contrastive loss
+    # that mix the examples, or one class for every row of a contrastive loss, or a layer built anew in forward()
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
     stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs", "positions_reached"))
-    stall_causes.update(("state_from_parameter_every_call", "base_rate_entropy"))
+    stall_causes.update(("state_from_parameter_every_call", "base_rate_entropy", "made_in_forward"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -1469,7 +1469,8 @@ def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
     """A tensor held by a module that gets a gradient on every look but is no parameter the optimisers know: a plain
     tensor made with `requires_grad=True`, never changed since (no optimiser steps it: `parameters()` leaves it
     out); or an `nn.Parameter` registered in `forward()`, a new object at every look (made after the optimiser, and
-    made again from its initial value at every call). Its gradient is computed and thrown away."""
+    made again from its initial value at every call), or held by a layer built in `forward()` and so by no watched
+    module. Its gradient is computed and thrown away."""
     findings = []
     for path, tally in sorted(history.loose_leaves.items()):
         if tally["looks"] < t.min_records:
@@ -1478,6 +1479,8 @@ def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence = {"not_a_parameter": True, "looks": tally["looks"]}
         elif tally["kind"] == "parameter" and tally["renewed"] == tally["looks"] - 1:
             evidence = {"recreated_each_step": True, "looks": tally["looks"]}
+        elif tally["kind"] == "made" and tally["renewed"] == tally["looks"] - 1:  # (a layer built in forward())
+            evidence = {"recreated_each_step": True, "looks": tally["looks"], "made_in_forward": True}
         else:
             continue
         findings.append(Finding("unapplied_gradient", path, tally["first_step"], "error", evidence))

@@ -92,9 +92,8 @@ GATING_OPS = {
 }  # fmt: skip
 # what the graph walk looks at (a max or min with a constant, `torch.maximum(kl, torch.tensor(3.0))`, is a clamp too)
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BOUNDING_OPS, *graph_tools.BACKWARD_NAN_PRONE}
-ONE_HOT_LOOK_SIZE = (
-    1 << 16
-)  # a softmax's output read for exactly one-hot rows up to this many entries (not attention's)
+ONE_HOT_LOOK_SIZE = 1 << 16  # a softmax's output read for exactly one-hot rows up to this many entries
+LAYER_READS = set(graph_tools.LAYER_PRODUCTS)  # the ops that read a layer's weight or bias (addmm: a Linear's bias)
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
@@ -2919,7 +2918,7 @@ class TorchProbe:
                 state.targets_out_of_reach = (found, state.deferred.scalar(share))
         if self._leaf_looks < LOOSE_LEAF_LOOKS:
             self._leaf_looks += 1
-            self._look_at_loose_leaves(state, nodes)
+            self._look_at_loose_leaves(state, nodes, names)
         self._look_at_loss_weights(state, nodes)
         inside = self._recurrent_regions(state, nodes) if state.recurrent else {}
         gated = self._gated_names
@@ -3477,16 +3476,23 @@ class TorchProbe:
         scalar = state.deferred.scalar
         state.batch_classes = (target.numel(), classes, scalar(distinct.float()), scalar(target.mode().values.float()))
 
-    def _look_at_loose_leaves(self, state: StepState, nodes: list) -> None:
+    def _look_at_loose_leaves(self, state: StepState, nodes: list, names: dict) -> None:
         """Tensors that get a gradient but are no watched parameter, held by a watched module: a plain tensor made
         with `requires_grad=True` (`self.scale = torch.tensor(1.0, requires_grad=True)`: `parameters()` leaves it out,
-        no optimiser steps it), or an `nn.Parameter` registered in `forward()` (a new one at every call). Inputs made
-        to require grad (an adversarial example, a physics-informed network's coordinates) belong to no module."""
+        no optimiser steps it), or an `nn.Parameter` registered in `forward()` (a new one at every call); or an
+        `nn.Parameter` no watched module holds, read by a layer's operation: a layer built inside `forward()`
+        (`nn.Linear(64, 10)(x)`), named after the watched module before it. Inputs made to require grad (an
+        adversarial example, a physics-informed network's coordinates) are plain tensors of no module."""
         for node in nodes:
             for child, _ in node.next_functions:
                 if type(child) is not graph_tools.PARAMETER_LEAF or id(child.variable) in self.param_labels:
                     continue
                 found = self._attribute_holding(child.variable)
+                if found is None and isinstance(child.variable, nn.Parameter) and op_name(node) in LAYER_READS:
+                    found = (
+                        f"layer made in forward after {graph_tools.nearest_upstream(node, names) or 'input'}",
+                        "made",
+                    )
                 if found is None or found[0] in state.loose_leaves:
                     continue
                 path, kind = found
