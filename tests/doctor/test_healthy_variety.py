@@ -937,3 +937,37 @@ def test_a_real_blow_up_in_a_run_of_two_optimisers_is_still_an_error():
     diverging = [f for f in dr.findings if f.symptom == "diverging_loss"]
     assert [f.severity for f in diverging] == ["error"] and "learning rate" in diverging[0].remedies[0]
     assert diverging[0].evidence.get("updates_normal_size") is not True  # (not told as targets moving with the model)
+
+
+class GeMPooling(nn.Module):
+    """Generalised-mean pooling as it is usually written: the features kept off 0 by an epsilon, then a learnt power."""
+
+    def __init__(self, p=3.0, eps=1e-6):
+        super().__init__()
+        self.p, self.eps = nn.Parameter(torch.tensor(p)), eps
+
+    def forward(self, x):
+        return x.clamp(min=self.eps).pow(self.p).mean(dim=(2, 3)).pow(1.0 / self.p)
+
+
+def test_gem_pooling_after_relu_features_is_no_blocked_gradient():
+    """Sweep 45: a digits CNN with GeM pooling after ReLU features (accuracy 0.989) had a `blocked_gradient` warning,
+    "58% of the gradient entering `clamp` leaves it as exactly zero": `clamp(min=1e-6)` blocks the entries the ReLU
+    before it set to 0, whose gradient is already nothing (p eps^(p-1), 1e-11). A floor at an epsilon inside the
+    model is judged as a ReLU now: an error only when it blocks nearly everything."""
+    x, y = digits(standardise=False)
+    images = x.view(-1, 1, 8, 8)
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+        GeMPooling(), nn.Linear(64, 10),
+    )  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    with leakygrad.doctor.watch(model, optimizer) as dr:
+        for _, (inputs, targets) in zip(range(200), batches(images, y, 64, seed=0)):
+            loss = F.cross_entropy(model(inputs), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert loss.item() < 0.3 and dr.findings == []

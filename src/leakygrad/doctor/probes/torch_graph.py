@@ -2105,6 +2105,20 @@ def floors_at_zero(node) -> bool:
         return False
 
 
+def floors_at_an_epsilon(node) -> bool:
+    """Whether a clamp has a lower bound only, above 0 and below SMALLEST_FLOOR (`x.clamp(min=1e-6).pow(p)`, GeM
+    pooling's guard): a ReLU that keeps its outputs off 0 for a root or a log, blocking what a ReLU blocks."""
+    try:
+        if op_name(node) not in ("clamp", "clamp_min") or getattr(node, "_saved_max", None) is not None:
+            return False
+        low = getattr(node, "_saved_min", None)
+    except RuntimeError:  # a bound given as a tensor, already freed
+        return False
+    if isinstance(low, torch.Tensor) and low.numel() == 1 and low.is_cpu:
+        low = low.item()
+    return isinstance(low, (int, float)) and 0 < low < SMALLEST_FLOOR
+
+
 def clamp_range(node) -> tuple[float | None, float | None] | None:
     """(lower, upper) bound of a clamp (`clamp`, `clamp_min`, `clamp_max`, `hardtanh`) given as numbers, None for a
     side left open; None for any other operation, or bounds given as tensors."""

@@ -3098,7 +3098,8 @@ class TorchProbe:
                 reads = _layer_output_read(node, names) if site == "loss" else None
                 if reads is not None and reads not in self.root_names:  # (the watched model's output: its prediction)
                     reads = reads if getattr(self.info_by_name.get(reads), "has_weights", False) else None
-                floor = graph_tools.floors_at_zero(node)
+                floor = graph_tools.floors_at_zero(node)  # (a ReLU; inside the model, one kept off 0 by an epsilon too)
+                floor = floor or (site != "loss" and graph_tools.floors_at_an_epsilon(node))
                 tally = state.gates.setdefault(key, GateTally(gate, site, floor, reads))
                 tally.lower_bound = graph_tools.floor_above_zero(node) if site == "loss" else None
                 if floor and site == "loss" and tally.hinge_at is None:  # (a margin loss's hinge: its own value)
