@@ -4845,6 +4845,8 @@ def test_a_nan_made_by_the_optimisers_own_arithmetic_from_finite_gradients_is_to
     assert "step of the step before" not in f.explanation and "backward pass of the step before" not in f.explanation
     assert ("divisions and roots" if make == "custom" else "an `eps` of 0") in f.remedies[0]
     assert not any("detect_anomaly" in r or "clip the gradient norm" in r for r in f.remedies)
+    # (sweep 45's Adam by hand, its step count advanced after the bias correction: 1 - beta^0 = 0 at step 0)
+    assert [i for i, r in enumerate(f.remedies) if "1 - beta^t is exactly 0" in r] == ([1] if make == "custom" else [])
 
 
 @pytest.mark.parametrize("feed", ["detached every step", "carried", "chunks detached"])

@@ -685,6 +685,29 @@ def test_a_gumbel_softmax_annealed_to_a_tiny_temperature_is_a_blocked_gradient_a
     assert "diag(p) - p p^T" in f.explanation and "hard=True" in f.remedies[0]
 
 
+def test_a_fractional_power_of_a_negative_base_is_told_to_keep_the_base_positive():
+    """Sweep 45: generalised-mean pooling written without its guard, `x.pow(p).mean().pow(1 / p)`, after a BatchNorm
+    with no ReLU: the mean of cubes is negative for some channels and its cube root NaN, from step 0 (accuracy 0.08
+    against 0.99). Named at `pow`, but the remedy was an epsilon inside the root, which does not make a negative base
+    positive (tried: NaN again). The first of pow's remedies keeps the base positive now."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8))
+    head = nn.Linear(8, 3)
+    optimizer = torch.optim.Adam([*model.parameters(), *head.parameters()], lr=1e-3)
+    x, y = torch.randn(32, 1, 8, 8), torch.randint(0, 3, (32,))
+    with doctor.watch(nn.ModuleList([model, head])) as dr:
+        for _ in range(4):
+            pooled = model(x).pow(3.0).mean(dim=(2, 3)).pow(1.0 / 3.0)
+            loss = nn.functional.cross_entropy(head(pooled), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.first_step) == ("pow", 0)
+    keep_positive = [r for r in f.remedies if "x.clamp(min=1e-6).pow(p)" in r]
+    assert keep_positive and not any("inside the root" in r for r in f.remedies)
+
+
 class DeepKernelGP(nn.Module):
     """Exact GP regression on a learnt feature map (deep kernel learning), its marginal likelihood written out."""
 

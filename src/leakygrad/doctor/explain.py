@@ -2003,7 +2003,12 @@ def explain_nonfinite(f: Finding):
             "`(x * x).mean(...) - mu * mu`; or the normalisation in float32 (`x.float()`); or PyTorch's own "
             "`nn.GroupNorm`, `nn.InstanceNorm1d`, `nn.LayerNorm`, whose kernels do not cancel so."
         )
-    if op in ("sqrt", "pow", "rsqrt"):
+    if op == "pow":  # (a fractional power of a base that can be negative: an epsilon added does not make it positive)
+        remedies.append(
+            "Keep the base of a fractional power positive: `x.clamp(min=1e-6).pow(p)` (generalised-mean pooling's own "
+            "guard), or a ReLU before it; an epsilon added to a base that can be negative does not help."
+        )
+    if op in ("sqrt", "rsqrt"):
         remedies.append("Add a small epsilon inside the root: `torch.sqrt(x + 1e-12)`.")
 
     if op == "logdet":
@@ -2197,6 +2202,13 @@ def explain_nonfinite(f: Finding):
             else f"Check the optimiser's settings: an `eps` of 0, or a learning rate or momentum that is not finite, "
             f"makes `{made['optimizer']}` divide 0 by 0 where a gradient entry is 0.",
         )
+        if made.get("custom") and f.first_step == 0:  # (its very first step: a count not yet advanced)
+            remedies.insert(
+                1,
+                f"This was its first step: if `{made['optimizer']}` corrects a bias as Adam does, 1 - beta^t is "
+                "exactly 0 while its step count t is still 0, and m / (1 - beta1^t) divides by it. Advance the count "
+                "before the correction (`t += 1`, then `m_hat = m / (1 - beta1 ** t)`).",
+            )
     if phase != "input":  # (the data's NaN is named where it entered: no growth before it, no line to find)
         if f.evidence.get("after_negative_learning_rate") is None and not made:
             remedies.append(
