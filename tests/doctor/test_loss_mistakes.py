@@ -1270,6 +1270,28 @@ def test_weights_initialised_again_in_the_training_loop_are_named_on_the_stall(i
     assert [g.symptom for g in dr.findings if g.where == "loss"] == []  # (a stall, had there been one, folded in)
 
 
+def test_units_killed_while_gradients_accumulate_are_told_as_its_consequence():
+    """Sweep 45: gradient accumulation with `zero_grad()` once per epoch and the losses not divided; the summed steps
+    grew and killed 78% and 100% of two ReLU layers' units, told as two `dead_relu` errors whose first remedy was
+    "lower the learning rate", beside the `accumulating_gradient` error. Units dead from its onset are its
+    consequence now: warnings whose first remedy is to reset the gradients."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(512, 8)
+    y = (x[:, :2] > 0).long() @ torch.tensor([1, 2])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(300):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            F.cross_entropy(model(x[batch]), y[batch]).backward()  # (no zero_grad at all)
+            optimizer.step()
+    [summing] = [f for f in dr.findings if f.symptom == "accumulating_gradient"]
+    dead = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert summing.severity == "error" and dead
+    assert all(f.severity == "warning" and f.evidence["after_accumulating_gradient"] == summing.where for f in dead)
+    assert all(f.remedies[0].startswith("Reset the gradients at every step first") for f in dead)
+
+
 @pytest.mark.parametrize("lr_decay", [0.9, 50.0, 0.0, 1e-4])
 def test_an_adagrad_that_decays_its_rate_to_nothing_is_named_at_the_optimiser(lr_decay):
     """`Adagrad(params, 0.05, 0.9)`: an SGD line (lr, momentum) whose class was renamed passes the momentum as

@@ -4078,6 +4078,14 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_gradient_replaced(e["gradient_replaced"]))
     if e.get("schedule_not_applied"):
         _add_cause(finding, *_schedule_not_applied(e["schedule_not_applied"]))
+    if e.get("after_accumulating_gradient"):
+        _add_cause(
+            finding,
+            "These units died while the gradients were never reset (the `accumulating_gradient` finding): each step "
+            "applied the sum of every gradient so far, a step that grows without end, and steps that large push a "
+            "ReLU's inputs below 0 for every example.",
+            "Reset the gradients at every step first (the `accumulating_gradient` finding), then look again.",
+        )
     if e.get("after_schedule_not_applied"):
         idle = e["after_schedule_not_applied"]
         _add_cause(

@@ -341,6 +341,13 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if idle is not None and consequence and f.first_step >= idle.first_step:
             f.evidence["after_schedule_not_applied"] = idle.evidence["schedule_not_applied"]
             f.severity = "warning"
+    # gradients never reset: each step applies the sum of every gradient so far, steps that grow until they push the
+    # ReLUs' inputs below 0 for every example: units that die once it has begun are its doing, told so
+    summing = next((f for f in findings if f.symptom == "accumulating_gradient"), None)
+    for f in findings:
+        if summing is not None and f.symptom == "dead_relu" and f.first_step >= summing.first_step:
+            f.evidence["after_accumulating_gradient"] = summing.where
+            f.severity = "warning"  # (the consequence: the accumulation's finding is the error to fix)
     # a gradient replaced by hand with something that drowns it (DP-SGD's noise batch-size times too large): the
     # weights random-walk, and units that saturate in training are that walk's doing, told so (and after the loss's)
     drowned = next((f for f in findings if f.evidence.get("gradient_replaced")), None)
