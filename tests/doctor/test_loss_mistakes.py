@@ -747,6 +747,10 @@ def test_a_batch_given_to_a_layer_that_takes_the_sequence_first_is_named(layer, 
     [f] = named
     assert (f.symptom, f.where) == ("stalled_loss", "seq") and f.evidence["input_shape"] == [64, 12, 16]
     assert f.evidence["batch"] == 64 and "batch_first=True" in f.remedies[0]
+    # (sweep 45: an LSTM's was told "Attention then mixes the examples")
+    assert f.evidence["recurrent"] is (layer == "lstm")
+    assert ("The recurrence then runs across the examples" in f.explanation) is (layer == "lstm")
+    assert ("Attention then mixes the examples" in f.explanation) is (layer == "attention")
 
 
 class AttentionPooling(nn.Module):

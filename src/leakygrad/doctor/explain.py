@@ -3723,9 +3723,14 @@ def _explain_batch_as_sequence(f: Finding):
         f"`{f.where}` takes its input as (sequence, batch, features) (`batch_first=False`, PyTorch's default) and was "
         f"given {tuple(shape)}, whose first axis holds {batch} entries, as many as the targets (the examples), and "
         f"whose second holds {shape[1]}: it takes the batch's examples for the {batch} steps of {shape[1]} sequences. "
-        "Attention then mixes the examples with one another (a recurrence runs across them), so each prediction "
-        "depends on the other examples of the batch, and the gradient of each example's loss flows into the others' "
-        "inputs: the model learns relations between unrelated examples instead of within each sequence."
+        + (
+            "The recurrence then runs across the examples, each step's state carried from one example to the next, "
+            if e.get("recurrent")
+            else "Attention then mixes the examples with one another, "
+        )
+        + "so each prediction depends on the other examples of the batch, and the gradient of each example's loss "
+        "flows into the others' inputs: the model learns relations between unrelated examples instead of within "
+        "each sequence."
     )
     text += _folded_sentence(e)
     remedies = [

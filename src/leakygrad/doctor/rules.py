@@ -1244,6 +1244,7 @@ def batch_as_sequence_rule(history: History, t: Thresholds) -> list[Finding]:
     if found is None:
         return []
     evidence = {"batch_as_sequence": True, "input_shape": found["input_shape"], "batch": found["batch"]}
+    evidence["recurrent"] = found.get("recurrent", False)
     return [Finding("stalled_loss", found["layer"], 0, "warning", evidence)]
 
 

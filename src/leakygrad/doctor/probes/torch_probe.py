@@ -2005,7 +2005,8 @@ class TorchProbe:
                         if producer is not None and producer != info.name:
                             state.cuts.add((producer, info.name))
             if info.seq_first and args and isinstance(args[0], torch.Tensor) and args[0].dim() == 3:
-                state.seq_first_inputs.setdefault(info.name, list(args[0].shape))  # (its batch on axis 1?)
+                # (its batch on axis 1? and whether it is a recurrent layer or an attention)
+                state.seq_first_inputs.setdefault(info.name, (list(args[0].shape), isinstance(module, nn.RNNBase)))
             if state.drawn.outputs:  # a draw made without a path back to its distribution's parameters, read here
                 for arg in _tensors(args):
                     if not arg.requires_grad and arg.is_floating_point() and _dense(arg):
@@ -4454,8 +4455,8 @@ class TorchProbe:
         if state.seq_first_inputs and state.batch_classes is not None:  # (how many examples: the targets' count)
             batch = state.batch_classes[0]
             record.batch_as_sequence = [
-                {"layer": name, "input_shape": shape, "batch": batch}
-                for name, shape in state.seq_first_inputs.items()
+                {"layer": name, "input_shape": shape, "batch": batch, "recurrent": recurrent}
+                for name, (shape, recurrent) in state.seq_first_inputs.items()
                 if shape[0] == batch and shape[1] not in (1, batch)
             ]
         if state.batch_classes is not None or state.regression_rows is not None:  # (the examples were counted)
