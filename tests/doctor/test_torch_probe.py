@@ -708,6 +708,46 @@ def test_a_fractional_power_of_a_negative_base_is_told_to_keep_the_base_positive
     assert keep_positive and not any("inside the root" in r for r in f.remedies)
 
 
+class GaussianEncoder(nn.Module):
+    """A VAE's encoder with a head for the mean and one for log sigma."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 32), nn.ReLU())
+        self.mu, self.log_sigma = nn.Linear(32, 4), nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.mu(h), self.log_sigma(h)
+
+
+@pytest.mark.parametrize("given", ["log_sigma as sigma", "sigma"])
+def test_a_log_of_a_layers_raw_output_is_told_to_use_it_as_a_log_scale(given):
+    """Sweep 45's VAE: `gaussian_kl(mu, log_sigma)` where `gaussian_kl(mu, sigma)` takes sigma, so its
+    `torch.log(sigma)` is the log of a linear head's raw output, negative for about half of it: NaN from step 0.
+    Named at `log`, with `log(x.clamp_min(1e-12))` for a remedy, which hid the NaN and left the KL wrong (-ELBO 44.6
+    against 25.8). The log reads the layer's output as it made it: the first remedy is to use it as a log-scale."""
+    torch.manual_seed(0)
+    encoder = GaussianEncoder()
+    optimizer = torch.optim.Adam(encoder.parameters(), lr=1e-3)
+    x = torch.randn(64, 16)
+    with doctor.watch(encoder, optimizer) as dr:
+        for _ in range(4):
+            mu, log_sigma = encoder(x)
+            sigma = log_sigma if given == "log_sigma as sigma" else log_sigma.exp()
+            loss = (-torch.log(sigma) + 0.5 * (sigma**2 + mu**2) - 0.5).sum(1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if given == "sigma":
+        assert nonfinite == []
+        return
+    [f] = nonfinite
+    assert (f.where, f.first_step) == ("log", 0) and f.evidence["raw_layer_output"].endswith("log_sigma")
+    assert "`sigma = out.exp()`" in f.remedies[0] and "output as that layer made it" in f.explanation
+
+
 class DeepKernelGP(nn.Module):
     """Exact GP regression on a learnt feature map (deep kernel learning), its marginal likelihood written out."""
 

@@ -2088,6 +2088,18 @@ def explain_nonfinite(f: Finding):
             f"Clamp strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))` (a margin float32 keeps), or "
             "train on `1 - cos` instead of the angle; its derivative is finite everywhere.",
         )
+    if f.evidence.get("raw_layer_output"):
+        layer = f.evidence["raw_layer_output"]
+        text += (
+            f" `{op}` read `{layer}`'s output as that layer made it: a linear layer's output is any real number, "
+            "negative for about half its entries at the start, and nothing kept it positive."
+        )
+        remedies.insert(
+            0,
+            f"If `{layer}`'s output `out` is meant as a log-scale (log sigma, a log-variance), use it as one: "
+            "`sigma = out.exp()`, and `out` itself where its log is wanted; if it is meant as a positive quantity, "
+            "make it one before the log or root: `F.softplus(out) + 1e-6`. A clamp only hides the NaN.",
+        )
     if f.evidence.get("too_few_to_spread"):
         few = f.evidence["too_few_to_spread"]
         axes = ", ".join(str(d) for d in few["dims"])

@@ -3606,6 +3606,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "half_precision_root": event.half_precision_root,
         "rate_read_as_rate": event.rate_read_as_rate,
         "too_few_to_spread": event.too_few_to_spread,
+        "raw_layer_output": event.raw_layer_output,
         "read_by": event.read_by,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),

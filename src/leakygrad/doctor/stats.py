@@ -341,6 +341,7 @@ class NonfiniteEvent:
     half_precision_root: str | None = None  # (phase "forward") a square root computed in this dtype (bfloat16, ...)
     rate_read_as_rate: bool = False  # (phase "forward") the log of poisson_nll_loss(input, y, log_input=False)
     too_few_to_spread: dict | None = None  # (phase "forward") a std or var over too few values (see torch_graph)
+    raw_layer_output: str | None = None  # (phase "forward") the weighted layer whose output a log or root read as it is
     # (phase "update") the training optimiser's eps, which rounds to 0 in the parameters' dtype: {"eps", "dtype"}
     eps_rounds_to_zero: dict | None = None
     # (phase "update") the step's gradients were finite: the optimiser's own arithmetic made the NaN. {"optimizer":

@@ -4882,8 +4882,22 @@ class TorchProbe:
                 half_precision_root=graph_tools.half_precision_root(culprit.node) if culprit.node is not None else None,
                 rate_read_as_rate=culprit.node is not None and graph_tools.rate_read_as_rate(culprit.node, graph.nodes),
                 too_few_to_spread=graph_tools.too_few_to_spread(culprit.node) if culprit.node is not None else None,
+                raw_layer_output=self._raw_layer_output(culprit, labels),
             )
         )
+
+    def _raw_layer_output(self, culprit, labels: dict) -> str | None:
+        """The weighted layer (a Linear, a convolution) whose output a log or a root that made the NaN read as that
+        layer made it, through reshapes at most (`torch.log(self.log_sigma(h))`): any real number, negative for
+        about half its entries."""
+        if culprit.node is None or culprit.op not in (*LOGS, "sqrt", "rsqrt", "pow"):
+            return None
+        child = culprit.node.next_functions[0][0] if culprit.node.next_functions else None
+        if child is None:
+            return None
+        name = labels.get(graph_tools.beneath_reshapes(child))
+        info = self.info_by_name.get(name)
+        return name if info is not None and info.leaf and info.has_weights else None
 
     def _report_nonfinite_parameters(
         self, entries, step: int, detail: str, finite_until: int | None = None, finite_grad_norm: float | None = None
