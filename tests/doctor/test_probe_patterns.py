@@ -3698,9 +3698,9 @@ def test_relus_killed_by_adam_at_an_sgd_rate_are_put_on_the_rate_though_half_wer
     assert not [f for f in signal_classifier_findings(lr=1e-3) if f.symptom == "dead_relu"]  # (Adam's usual rate)
 
 
-def irnn_findings(gain):
+def irnn_findings(gain, clip=None):
     """Sweep 33's IRNN (a ReLU recurrence started at W_hh = gain times the identity) asked to remember the mean of its
-    first five inputs over 30 steps, the loss read at the last."""
+    first five inputs over 30 steps, the loss read at the last (its gradient norm clipped to `clip`, if given)."""
     torch.manual_seed(0)
     rnn, head = nn.RNN(1, 64, nonlinearity="relu", batch_first=True), nn.Linear(64, 1)
     with torch.no_grad():
@@ -3716,6 +3716,8 @@ def irnn_findings(gain):
             loss = nn.functional.mse_loss(head(out[:, -1]), x[:, :5, 0].mean(1, keepdim=True))
             optimizer.zero_grad()
             loss.backward()
+            if clip is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
     return dr.findings
 
@@ -3727,6 +3729,18 @@ def test_an_irnn_whose_identity_carries_the_relu_gain_explodes_across_time():
     found = [(f.symptom, f.where, f.severity) for f in irnn_findings(2**0.5)]
     assert ("exploding_gradient", "rnn (time steps 0-2 of 30)", "warning") in found
     assert not irnn_findings(1.0)
+
+
+def test_an_explosion_across_time_under_clipping_already_is_told_to_scale_the_recurrence():
+    """Sweep 45: an RNN whose W_hh was initialised orthogonal with gain 3, its gradient norm clipped to 1 already,
+    exploding across time (1e4): the first remedy was to clip the gradient norm to 1.0, the second to initialise W_hh
+    orthogonally; both were in the script. With clipping seen, the remedy is the recurrence's scale."""
+    [f] = [f for f in irnn_findings(2**0.5, clip=1.0) if f.symptom == "exploding_gradient"]
+    assert f.evidence["clipped_at"] == 1.0 and "clipped already" in f.explanation
+    assert f.remedies[0].startswith("Scale W_hh so its spectral radius is below 1")
+    assert not any("clip_grad_norm_" in r for r in f.remedies)
+    [unclipped] = [f for f in irnn_findings(2**0.5) if f.symptom == "exploding_gradient"]
+    assert "clipped_at" not in unclipped.evidence and "clip_grad_norm_" in unclipped.remedies[0]
 
 
 def hand_written_norm_findings(autocast):

@@ -1548,6 +1548,16 @@ def _explain_time(f: Finding, vanishing: bool):
             "Initialise W_hh orthogonally (`nn.init.orthogonal_`) or scale it so its spectral radius is below 1.",
             "Use `nn.LSTM` / `nn.GRU`, lower the learning rate, or shorten the sequences (truncated BPTT).",
         ]
+        if e.get("clipped_at") is not None:  # (clipping bounds the step, not the factor across time)
+            text += (
+                f" The gradient norm is clipped already (to {fmt(e['clipped_at'])}): that bounds each update's size, "
+                "but not the growth across time, and the earliest steps still dominate the clipped direction."
+            )
+            remedies = [
+                "Scale W_hh so its spectral radius is below 1: `nn.init.orthogonal_(W_hh)` with a gain of 1 at most "
+                "(a gain above 1 starts every singular value above 1), or an identity scaled below 1 (IRNN).",
+                remedies[2],
+            ]
     return text, remedies
 
 

@@ -650,6 +650,9 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             "kind": layer.kind,
             "loss_stalled": loss_stalled,
         }
+        clipped = [r.clip_max_norm for r in recent if r.clip_max_norm is not None]
+        if exploding and not vanishing and 2 * len(clipped) >= len(recent) and clipped:  # (already clipped)
+            evidence["clipped_at"] = _sci(median(clipped))
         padded = _late_steps_padded(layer, edge)
         if vanishing and padded is not None and padded > t.late_padding_share:
             # the late steps are padding: a readout at the last step reaches the real ones through the padding
