@@ -617,6 +617,28 @@ def test_a_log_of_a_softmax_is_named_beside_the_nan_it_makes(every, stable):
     assert finding.remedies[0].startswith("Replace `torch.log(F.softmax(z, dim))` with `F.log_softmax(z, dim)`")
 
 
+def test_a_hand_written_binary_cross_entropy_is_told_that_one_minus_p_rounds_to_zero():
+    """Sweep 45's breast-cancer MLP: `where(y == 1, -log(p), -log(1 - p))` with p = sigmoid(z). Its NaN came from
+    log(1 - p), p rounding to exactly 1 at a logit of 17.8; the text said a probability rounds to 0 once its logit
+    trails by about 100, and `binary_cross_entropy_with_logits` was not offered. Both are told now."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8) * 30  # (unscaled features: logits of several tens from the first steps)
+    y = (x[:, 0] > 0).float()
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(30):
+            p = torch.sigmoid(model(x)[:, 0])
+            loss = torch.where(y == 1, -torch.log(p), -torch.log(1 - p)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert f.evidence["log_of_probabilities"]["of"] == "sigmoid"
+    assert "rounds to exactly 1 once its logit passes about 17" in f.explanation
+    assert "F.binary_cross_entropy_with_logits(z, y)" in f.remedies[0]
+
+
 @pytest.mark.parametrize(("every", "margin"), [(1, 0.0), (16, 0.0), (16, 1e-6)])
 def test_an_angle_through_acos_of_a_cosine_clamped_to_one_is_named_beside_the_nan_it_makes(every, margin):
     """Sweep 44's angular regression: `torch.acos(cos.clamp(-1.0, 1.0))`, the usual guard, keeps the forward finite,

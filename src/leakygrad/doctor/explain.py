@@ -2077,11 +2077,22 @@ def explain_nonfinite(f: Finding):
             f"rounds to exactly 0 once its logit trails by about 100 (sharp or scaled logits get there), and then "
             f"{seen['log']}(p) = -inf, its derivative 1/p = inf, and inf times a zero gradient is NaN."
         )
+        if seen["of"] == "sigmoid":  # (and 1 - p, the other class's probability, far sooner)
+            text += (
+                " A sigmoid's output rounds to exactly 1 once its logit passes about 17, so 1 - p, the other class's "
+                "probability, is 0 far sooner: log(1 - p) is -inf there."
+            )
         remedies.insert(
             0,
             f"Replace `torch.{seen['log']}({'F.softmax(z, dim)' if seen['of'] == 'softmax' else 'torch.sigmoid(z)'})` "
             f"with `{stable}` (or `F.cross_entropy` on the logits): it "
-            "never forms the probability, so nothing rounds to 0.",
+            "never forms the probability, so nothing rounds to 0."
+            + (
+                " For a binary cross-entropy written by hand, `F.binary_cross_entropy_with_logits(z, y)`; log(1 - p) "
+                "is `F.logsigmoid(-z)`."
+                if seen["of"] == "sigmoid"
+                else ""
+            ),
         )
     if f.evidence.get("clamped_to_the_edge") and not f.evidence.get("exact"):
         seen = f.evidence["clamped_to_the_edge"]
