@@ -248,6 +248,7 @@ class StepRecord:
     # the constant the backward's root multiplies its loss by (not a GradScaler's, nor under an optimiser whose steps
     # are divided by the gradient's size: Adam's do not grow with it)
     root_scale: float | None = None
+    loss_term_weights: list | None = None  # the constant weighting each term of the loss's sum (a KL warm-up's beta)
     # the gradient the optimiser applied was not the one backward left (changed by hand in between), compared with it on
     # some entries of one parameter's: {"parameter", "norm_ratio": applied / backward's, "cosine": of the two}
     gradient_replaced: dict | None = None

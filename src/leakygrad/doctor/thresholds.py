@@ -159,6 +159,9 @@ class Thresholds:
     """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
     (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay
     with the wrong sign does (`w *= 1 + lr * wd`), not a loss whose targets move (`weights_grew_by`)."""
+    term_weight_change: float = 2.0
+    """A constant weighting a term of the loss's sum that changed more than this many times over the run (from 0 at
+    the start of a KL warm-up): the objective is scheduled, and the total's stall is not judged."""
     one_hot_rows_warning: float = 0.5
     one_hot_rows_error: float = 0.9
     """A softmax inside the model (not an attention's) whose rows are exactly one-hot on this share of them (median

@@ -1279,6 +1279,27 @@ def loss_terms(root) -> list:
     return terms
 
 
+def loss_term_weights(root) -> list[float]:
+    """The constant each term of the backward's root is weighted by, in the order `loss_terms` meets them: `ce + beta *
+    kl / n` gives [1.0, beta / n]. A weight that changes from step to step is a schedule (KL annealing's warm-up), and
+    the weighted total is then no measure of progress. [] when the root is no sum."""
+    weights, stack, looked = [], [(root, 1.0, False)], 0
+    while stack and looked < 16:
+        (node, weight, inside_a_sum), looked = stack.pop(), looked + 1
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        factor = _constant_factor(node) if op in ("mul", "div") and len(inputs) == 1 else None
+        if op in ("add", "sub"):
+            stack.extend((child, weight, True) for child in inputs)
+        elif op == "neg" and len(inputs) == 1:
+            stack.append((inputs[0], -weight, inside_a_sum))
+        elif factor is not None and (op == "mul" or factor != 0):
+            stack.append((inputs[0], weight * factor if op == "mul" else weight / factor, inside_a_sum))
+        elif inside_a_sum:
+            weights.append(weight)
+    return weights
+
+
 def subtracted_weight_penalty(root) -> tuple[str, list] | None:
     """(form, parameters) of a penalty on the weights that the backward root subtracts instead of adding: `ce - lam *
     sum(w ** 2)` gives ("squares", [w]). The root is followed through its sums, negations and constant factors; a
@@ -1832,6 +1853,20 @@ def gate_chain(node) -> list:
             break
         node = inputs[0]
     return chain
+
+
+def gate_tree(node, limit: int = 16) -> list:
+    """`gate_chain`, also followed into each term of a sum of computed tensors: ACT's halting weights, `w = p * still
+    + new_halted * remainders`, then `acc + w * s`, where p, a sigmoid, weighs each step's state (through a product
+    with a 0/1 mask that needs no gradient, `still`, and the sum). At most `limit` nodes."""
+    found, queue = [], [node]
+    while queue and len(found) < limit:
+        chain = gate_chain(queue.pop(0))
+        found.extend(step for step in chain if step not in found)
+        last = chain[-1]
+        if op_name(last) in ("add", "sub"):
+            queue.extend(child for child, _ in last.next_functions if child is not None and child not in found)
+    return found[:limit]
 
 
 def times_a_tensor(mul_node) -> bool:

@@ -1229,6 +1229,7 @@ class StepState:
     backward_pairs: int = 0
     reset_between_backwards: int = 0
     root_scale: float | None = None
+    loss_term_weights: list | None = None  # the constant weighting each term of the root's sum (see torch_graph)
     # ... whether the weights moved between those passes (SAM's ascent step), and whether the step applied the last
     # pass's gradient just as that pass left it (not replaced or changed: the others' are then thrown away)
     weights_moved_between_backwards: bool = False
@@ -2811,6 +2812,7 @@ class TorchProbe:
         if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
+            state.loss_term_weights = graph_tools.loss_term_weights(root_nodes[0]) or None
             state.root_scale = graph_tools.root_scale(root_nodes[0])
             state.summed_loss = graph_tools.summed_loss(root_nodes[0])
         if state.constant_loss_term is None and state.grad_without_graph:
@@ -2995,7 +2997,7 @@ class TorchProbe:
                     factors = [child for child, _ in node.next_functions if child is not None]
                     if len(factors) == 2:
                         below = [graph_tools.beneath_scaling(factor) for factor in factors]
-                        multiplied.update(step for factor in factors for step in graph_tools.gate_chain(factor))
+                        multiplied.update(step for factor in factors for step in graph_tools.gate_tree(factor))
                         for one, other in (below, below[::-1]):  # tanh(f) * sigmoid(g): WaveNet's gated unit
                             if op_name(other) == "sigmoid":
                                 gated_by_sigmoid.add(one)
@@ -4316,6 +4318,7 @@ class TorchProbe:
         # (a GradScaler's factor is its own business, not the user's constant; Adam's steps do not grow with it; and
         # gradients divided back in place before the step are the loss's own again)
         changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)
+        record.loss_term_weights = state.loss_term_weights
         if not (state.loss_scaled or state.step_size_normalised or changed):  # (0.0 or None: kept as backward made it)
             record.root_scale = state.root_scale
         if state.stepped_scaled and state.loss_scale_at is not None and not state.step_size_normalised:
