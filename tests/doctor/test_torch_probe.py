@@ -730,6 +730,36 @@ def test_a_fractional_power_of_a_negative_base_is_told_to_keep_the_base_positive
     assert keep_positive and not any("inside the root" in r for r in f.remedies)
 
 
+@pytest.mark.parametrize("scaled", [False, True])
+def test_a_nan_within_the_first_steps_from_unscaled_features_is_told_to_standardise_them(scaled):
+    """Sweep 45: an MLP on polynomial features x, x^2, ..., x^8 of x in [0, 5], unscaled (the last column's root
+    mean square 1e5), went to inf at `mse_loss` at step 1, told with "clip the gradient norm and lower the learning
+    rate". The first Linear's input columns are measured on the first sampled steps now: an early NaN names them,
+    with standardising as the first remedy. Standardised, it trains."""
+    torch.manual_seed(0)
+    x = torch.rand(256, 1) * 5
+    features = torch.cat([x**k for k in range(1, 9)], 1)
+    if scaled:
+        features = (features - features.mean(0)) / features.std(0)
+    y = torch.sin(1.5 * x) + 0.3 * x
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(20):
+            loss = nn.functional.mse_loss(model(features), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if scaled:
+        assert nonfinite == []
+        return
+    [f] = nonfinite
+    raw = f.evidence["inputs_unscaled"]
+    assert f.first_step <= 3 and raw["largest_column_rms"] > 1e4 and raw["smallest_column_rms"] < 10
+    assert f.remedies[0].startswith("Standardise the inputs per feature") and "not standardised" in f.explanation
+
+
 class GaussianEncoder(nn.Module):
     """A VAE's encoder with a head for the mean and one for log sigma."""
 

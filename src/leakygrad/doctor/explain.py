@@ -2109,6 +2109,18 @@ def explain_nonfinite(f: Finding):
             f"Clamp strictly inside (-1, 1): `torch.{op}(c.clamp(-1 + 1e-6, 1 - 1e-6))` (a margin float32 keeps), or "
             "train on `1 - cos` instead of the angle; its derivative is finite everywhere.",
         )
+    if f.evidence.get("inputs_unscaled"):
+        raw = f.evidence["inputs_unscaled"]
+        text += (
+            f" The features `{raw['layer']}` was given are not standardised: their columns' root mean squares run from "
+            f"{fmt(raw['smallest_column_rms'])} to {fmt(raw['largest_column_rms'])}. A weight's gradient is its input "
+            "times the error, so the first gradients are that large, and an update of that size overshoots to inf."
+        )
+        remedies.insert(
+            0,
+            "Standardise the inputs per feature, with the training set's statistics: `x = (x - mean) / std` "
+            "(`sklearn.preprocessing.StandardScaler`); for polynomial features, scale x before raising it to powers.",
+        )
     if f.evidence.get("raw_layer_output"):
         layer = f.evidence["raw_layer_output"]
         text += (

@@ -3634,7 +3634,24 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence["loss_before"] = _loss_before(history, loss_first)
     evidence.update(_amplified_from_the_start(history, first, t))
     _note_summed_loss(evidence, history, t)
+    _note_unscaled_inputs(evidence, history, first, t)
     return [Finding("nonfinite", event.where, first, "error", evidence)]
+
+
+def _note_unscaled_inputs(evidence: dict, history: History, first_nonfinite: int, t: Thresholds) -> None:
+    """A NaN or inf within the first `early_nonfinite` steps of a run whose first weighted layer was given features
+    with a column of root mean square `unscaled_input` or more (x^8 of values near 4, raw prices): the first
+    gradients, proportional to the inputs, are that large, and one update overshoots to inf. Noted as
+    `inputs_unscaled` ({"layer", "largest_column_rms", "smallest_column_rms"})."""
+    if first_nonfinite > t.early_nonfinite:
+        return
+    seen = next((r.input_scale for r in history.records if r.input_scale and r.step <= first_nonfinite), None)
+    if seen is not None and math.isfinite(seen["largest"]) and seen["largest"] >= t.unscaled_input:
+        evidence["inputs_unscaled"] = {
+            "layer": seen["layer"],
+            "largest_column_rms": _sci(seen["largest"]),
+            "smallest_column_rms": _sci(seen["smallest"]),
+        }
 
 
 def _amplified_from_the_start(history: History, first_nonfinite: int, t: Thresholds) -> dict:

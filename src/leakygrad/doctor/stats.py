@@ -158,6 +158,8 @@ class StepRecord:
     decayed_rate: tuple[float, float, float] | None = None  # ... its (lr_decay, lr, rate in effect): Adagrad's lr_decay
     # the first weighted layer's output: {"layer", "spread" (its spread across the batch over its size)}
     input_spread: dict | None = None
+    # the first weighted Linear's input features (first sampled steps): {"layer", "largest", "smallest"} column rms
+    input_scale: dict | None = None
     # on the first sampled steps, every weighted layer's outputs compared across the batch: {layer: spread}, in the
     # order the layers ran
     layer_spreads: dict | None = None

@@ -159,6 +159,11 @@ class Thresholds:
     """A diverging loss under updates of a normal size whose layers' weight norms grew by more than this factor
     (median over layers) since the first sampled step: each update kept pointing along the weights, as a weight decay
     with the wrong sign does (`w *= 1 + lr * wd`), not a loss whose targets move (`weights_grew_by`)."""
+    unscaled_input: float = 1e3
+    early_nonfinite: int = 3
+    """A NaN or inf by step `early_nonfinite` in a run whose first Linear was given a feature column of root mean
+    square `unscaled_input` or more (raw pixels of 0-255 stay under it): the inputs were not standardised, and the
+    first updates, proportional to them, overshoot (sweep 45: polynomial features up to x^8, RMS 1e5, inf at step 1)."""
     term_weight_change: float = 2.0
     """A constant weighting a term of the loss's sum that changed more than this many times over the run (from 0 at
     the start of a KL warm-up): the objective is scheduled, and the total's stall is not judged."""

@@ -1179,6 +1179,7 @@ class StepState:
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
     # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
     input_spread: tuple | None = None
+    input_scale: tuple | None = None  # the first weighted Linear's input: (name, deferred largest, smallest column rms)
     layer_spreads: dict = field(default_factory=dict)  # on the first sampled steps: each weighted layer's, the same
     seq_first_inputs: dict = field(default_factory=dict)  # the input shape of each layer taking (sequence, batch, ...)
     cell_calls: dict = field(default_factory=dict)  # cell module name -> [deferred index or None] per call
@@ -2166,6 +2167,7 @@ class TorchProbe:
             # (A leaf output, the module's own parameter say, is not hooked: the hook would stay on it for good.)
             if info.has_weights and state.input_spread is None and self._input_spread_looks < INPUT_SPREAD_LOOKS:
                 self._look_at_input_spread(state, info, y)
+                self._look_at_input_scale(state, info, args)
             if info.has_weights and self._output_spread_looks < OUTPUT_SPREAD_LOOKS and name not in state.layer_spreads:
                 if state.input_spread and state.input_spread[0] == name:  # (the first weighted layer's: measured above)
                     state.layer_spreads[name] = state.input_spread[1]
@@ -2233,6 +2235,19 @@ class TorchProbe:
             state.input_spread = (info.name, state.deferred.scalar(spread_across_batch(y)))
         else:
             state.input_spread = ()
+
+    def _look_at_input_scale(self, state: StepState, info: ModuleInfo, args) -> None:
+        """With the spread above, the size of the first weighted layer's input features when it is a Linear given a
+        (batch, features) matrix: the root mean square of each feature's column, its largest and smallest. Raw
+        features of very different scales (x^8 of values near 4: 6.5e4) make the first updates huge."""
+        x = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if not info.kind.startswith("Linear") or x is None or x.dim() != 2 or x.shape[0] < 2:
+            return
+        if not x.is_floating_point() or not _dense(x):
+            return
+        columns = x.detach().float().pow(2).mean(0).sqrt()
+        scalar = state.deferred.scalar
+        state.input_scale = (info.name, scalar(columns.max()), scalar(columns.min()))
 
     def _note_output_nodes(self, state: StepState, info: ModuleInfo, output) -> None:
         """The autograd nodes that made a layer's outputs: they name the layer in the graph."""
@@ -4455,6 +4470,9 @@ class TorchProbe:
         if state.input_spread:
             layer, spread_at = state.input_spread
             record.input_spread = {"layer": layer, "spread": value(spread_at)}
+        if state.input_scale:
+            layer, largest_at, smallest_at = state.input_scale
+            record.input_scale = {"layer": layer, "largest": value(largest_at), "smallest": value(smallest_at)}
         if state.seq_first_inputs and state.batch_classes is not None:  # (how many examples: the targets' count)
             batch = state.batch_classes[0]
             record.batch_as_sequence = [
