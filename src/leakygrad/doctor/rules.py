@@ -3609,7 +3609,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         "half_precision_root": event.half_precision_root,
         "rate_read_as_rate": event.rate_read_as_rate,
         "too_few_to_spread": event.too_few_to_spread,
-        "raw_layer_output": event.raw_layer_output,
+        "raw_layer_output": None if event.rate_read_as_rate else event.raw_layer_output,  # (poisson's own, told so)
         "read_by": event.read_by,
         "nonfinite_loss_steps": history.loss.nonfinite_steps,
         "loss_before": _loss_before(history, event.step),
