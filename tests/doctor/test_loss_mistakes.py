@@ -21,6 +21,7 @@ penalty: backward works, every parameter gets the penalty's gradient and nothing
 """
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -1212,7 +1213,8 @@ def test_a_schedule_built_over_an_optimiser_that_never_steps_is_named_on_the_div
 
     optimizer = make_optimizer()
     scheduler = torch.optim.lr_scheduler.LambdaLR(make_optimizer() if scheduled == "idle" else optimizer, noam)
-    with doctor.watch(model, optimizer, every=4) as dr:
+    with doctor.watch(model, optimizer, every=4) as dr, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         for step in range(300):
             batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
             loss = F.cross_entropy(model(x[batch]), y[batch])
@@ -1222,7 +1224,11 @@ def test_a_schedule_built_over_an_optimiser_that_never_steps_is_named_on_the_div
             scheduler.step()
     if scheduled == "training":
         assert [f for f in dr.findings if f.severity == "error" or "schedule_not_applied" in f.evidence] == []
+        assert caught == []
         return
+    # (PyTorch's own warning about the idle optimiser still names this line, not a wrapper of the doctor's)
+    [warned] = [w for w in caught if "before `optimizer.step()`" in str(w.message)]
+    assert warned.filename == __file__
     [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
     idle = f.evidence["schedule_not_applied"]
     assert idle["scheduler"] == "LambdaLR" and idle["lr"] == 1.0 and idle["scheduled_lr"] < 0.05
