@@ -1133,12 +1133,7 @@ def reinitialised_rule(history: History, t: Thresholds) -> list[Finding]:
             "last_step": max(again[m]["last_step"] for m in hit),
         }
     }
-    common = []  # (the modules' common parent: `model` for model.0, model.2, model.4)
-    for names in zip(*(m.split(".") for m in hit)):
-        if len(set(names)) > 1:
-            break
-        common.append(names[0])
-    where = ".".join(common) or "model"
+    where = _common_prefix(hit) or "model"  # (the modules' common parent: `model` for model.0, model.2, model.4)
     return [Finding("unapplied_gradient", where, evidence["reinitialised"]["first_step"], "error", evidence)]
 
 
