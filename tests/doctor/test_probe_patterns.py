@@ -2385,6 +2385,40 @@ def test_a_layer_built_inside_forward_is_named_as_a_gradient_thrown_away(in_forw
     assert "built inside a `forward()`" in f.explanation and "in `__init__`" in f.remedies[0]
 
 
+class EmbedThenClassify(nn.Module):
+    """Returns (logits, embedding), as many models that expose their features do."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+        self.classifier = nn.Linear(3, 3)
+
+    def forward(self, x):
+        embedding = self.embed(x)
+        return self.classifier(embedding), embedding
+
+
+def test_outputs_unpacked_the_wrong_way_round_are_among_the_first_remedy():
+    """Sweep 45: `emb, logits = model(x)` for a model returning (logits, emb): the classifier's output reaches no loss
+    (accuracy 0.065 against 0.978), told as a no_gradient error whose first remedy ended "remove the module". The
+    first remedy names the outputs unpacked in the wrong order, and a state never passed on, before removing it."""
+    torch.manual_seed(0)
+    model = EmbedThenClassify()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(128, 8)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    with doctor.watch(model, optimizer, every=4, name="net") as dr:
+        for _ in range(40):
+            embedding, logits = model(x)  # (the wrong way round)
+            loss = nn.functional.cross_entropy(logits, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert f.where == "classifier" and f.severity == "error"
+    assert "unpacked in the wrong order" in f.remedies[0] and "never passed on" in f.remedies[0]
+
+
 class ComplexLinear(nn.Module):
     def __init__(self, inputs, outputs):
         super().__init__()

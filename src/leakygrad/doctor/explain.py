@@ -3011,8 +3011,10 @@ def explain_no_gradient(f: Finding):
     if not cuts:  # (no detach seen: as likely, an output nothing reads, such as the last block's unused residual)
         remedies.insert(
             0,
-            f"Check that `{f.where}`'s output is used on the way to the loss; if it is not (a branch the last block "
-            "computes and nothing reads), remove the module.",
+            f"Check that `{f.where}`'s output is used on the way to the loss: a tuple of outputs unpacked in the "
+            "wrong order (`emb, logits = model(x)` for a model that returns `(logits, emb)`), or a state computed and "
+            "never passed on (an encoder's final state that the decoder is not given), leaves it out. If nothing "
+            "should read it (a branch the last block computes), remove the module.",
         )
     if not cuts and not e.get("forward_ran"):  # (it ran, with gradients on: read through an index, perhaps)
         remedies.insert(
