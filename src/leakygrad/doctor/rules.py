@@ -1024,7 +1024,9 @@ def wrong_class_rewarded_rule(history: History, t: Thresholds) -> list[Finding]:
     """A classification loss of its own, made from the log-probability of the target class (a focal loss written by
     hand), that fell while that log-probability fell too, below chance (log 1/C): the objective is lowest where the
     model is wrong. `pt ** gamma * -log(pt)`, where `(1 - pt) ** gamma` was meant, is 0 at pt = 0 as well as at 1,
-    and the model learns to put its probability elsewhere. An error, on most recent sampled steps."""
+    and the model learns to put its probability elsewhere. An error, on most recent sampled steps, when most examples
+    (median over the last third) give their target less than chance: not a mean dragged down by a few labels the model
+    rejects with confidence (a loss robust to label noise)."""
     if not _marked_on_most(history, "target_log_probability", t):
         return []
     looked = [r for r in history.records if r.target_log_probability is not None]
@@ -1036,6 +1038,12 @@ def wrong_class_rewarded_rule(history: History, t: Thresholds) -> list[Finding]:
     chance = math.log(1 / looked[-1].target_log_probability["classes"])
     thirds = _loss_thirds(history.current_loss())
     if thirds is None or not thirds[1] < thirds[0] or not (last < first and last < chance):
+        return []
+    # (most examples above chance: a few confidently rejected labels drag the mean, as a loss robust to label noise
+    # does by design: symmetric cross-entropy on 40% noisy labels, 63% of the examples above chance)
+    above = [r.target_log_probability.get("above_chance") for r in looked[-third:]]
+    above = [share for share in above if share is not None and math.isfinite(share)]
+    if above and median(above) >= 0.5:
         return []
     evidence = {
         "target_log_probability_first_third": _sci(first),

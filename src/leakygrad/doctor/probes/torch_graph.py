@@ -1748,8 +1748,9 @@ def _examples_picked_after(node, users) -> bool:
     return False
 
 
-def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
-    """(the mean log-probability the examples give their target class, the number of classes) where the loss picks it
+def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int, torch.Tensor] | None:
+    """(the mean log-probability the examples give their target class, the number of classes, the share of the
+    examples that give it more than chance, 1/C) where the loss picks it
     out of a `log_softmax` with integer targets, by `gather` (`logp.gather(1, y)`: a focal loss written by hand) or by
     `nll_loss` (cross_entropy with reduction="none", turned into another loss); else None. Read from what the nodes
     saved: no value of the run is recomputed. Where the loss picks from one `log_softmax` with several targets (mixup:
@@ -1791,7 +1792,9 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int] | None:
     picked, valid = picks[first][0]
     for other, other_valid in picks[first][1:]:
         picked, valid = torch.maximum(picked, other), torch.maximum(valid, other_valid)
-    return picked.masked_fill(valid == 0, 0).sum() / valid.sum(), classes
+    counted = valid.sum()
+    above = ((picked > math.log(1 / classes)).float() * valid).sum() / counted  # (a few rejected labels drag the mean)
+    return picked.masked_fill(valid == 0, 0).sum() / counted, classes, above
 
 
 RESHAPES = {

@@ -1336,7 +1336,8 @@ class StepState:
     # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
     subtracted_penalty: dict | None = None
     log_probability_added: str | None = None  # log-probabilities alone the root adds (log_probability_added)
-    target_log_probability: tuple | None = None  # a loss of its own's (deferred mean log p(target), classes)
+    target_log_probability: tuple | None = None  # a loss of its own's (deferred mean log p(target), classes, share
+    # of the examples above chance)
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
@@ -2893,7 +2894,8 @@ class TorchProbe:
             # Not cross_entropy itself, which is minus that log-probability)
             found = graph_tools.target_log_probability(loss_nodes)
             if found is not None:
-                state.target_log_probability = (state.deferred.scalar(found[0]), found[1])
+                mean, classes, above = found
+                state.target_log_probability = (state.deferred.scalar(mean), classes, state.deferred.scalar(above))
         if loss_nodes and state.token_ids is not None and state.loss_mask is None:
             self._look_at_loss_mask(state, loss_nodes)
         if loss_nodes and state.zero_pos_weight is None:
@@ -4531,8 +4533,12 @@ class TorchProbe:
         record.subtracted_penalty = None if state.maximizes else state.subtracted_penalty
         record.log_probability_added = None if state.maximizes else state.log_probability_added
         if state.target_log_probability is not None:
-            mean_at, classes = state.target_log_probability
-            record.target_log_probability = {"mean": value(mean_at), "classes": classes}
+            mean_at, classes, above_at = state.target_log_probability
+            record.target_log_probability = {
+                "mean": value(mean_at),
+                "classes": classes,
+                "above_chance": value(above_at),
+            }
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
         record.loss_of_input_gradient = state.grad_of_inputs
