@@ -940,6 +940,33 @@ class NormalisedTower(nn.Module):
         return F.normalize(self.linear(x), dim=1)
 
 
+@pytest.mark.parametrize("temperature", [100.0, 0.1])
+def test_simclr_scores_divided_by_a_temperature_of_100_are_a_loss_with_a_floor(temperature):
+    """Sweep 46's SimCLR: the two views' unit embeddings stacked (`torch.cat([z1, z2])`), their similarities divided
+    by a temperature of 100 and the self-pairs masked out with `masked_fill(eye, -inf)`: every score within +-0.01,
+    the loss pinned at log(2N - 1) (k-NN 0.635 against 0.816 at 0.1), told as a stall with "check the inputs and
+    labels". The stack and the mask are looked through now; the text names the temperature as too large."""
+    torch.manual_seed(0)
+    model = NormalisedTower()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 16)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            z = torch.cat([model(x + 0.1 * torch.randn_like(x)), model(x + 0.1 * torch.randn_like(x))])
+            scores = (z @ z.t() / temperature).masked_fill(torch.eye(128, dtype=torch.bool), float("-inf"))
+            loss = F.cross_entropy(scores, torch.cat([torch.arange(64, 128), torch.arange(0, 64)]))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    confined = [f for f in dr.findings if f.where == "cross_entropy"]
+    if temperature < 1:
+        assert confined == []
+        return
+    [f] = confined
+    assert (f.symptom, f.severity) == ("stalled_loss", "error") and f.evidence["logits_within"] == pytest.approx(0.01)
+    assert "divided by a temperature of 100" in f.explanation and "small temperature" in f.remedies[0]
+
+
 @pytest.mark.parametrize("spelling", ["cosines", "einsum", "cosine_similarity"])
 def test_cosines_of_vectors_normalised_inside_the_model_times_a_small_constant_are_a_loss_with_a_floor(spelling):
     """The same confined scores when the towers normalise their own outputs: the loss side holds only the product

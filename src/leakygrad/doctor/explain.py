@@ -3736,9 +3736,14 @@ def _explain_confined_logits(f: Finding):
         "nearly flat. A temperature divides the similarities (CLIP's 0.07 spreads the scores over +-14.3); "
         "multiplied, it squeezes them."
     )
+    if c < 1:  # (divided by a temperature above 1: the scores squeezed, not spread)
+        text += (
+            f" Here the similarities were divided by a temperature of {fmt(1 / c)}: a temperature is a small number, "
+            "0.05 to 0.5, so that dividing spreads the scores."
+        )
     text += _folded_sentence(e)
     remedies = [
-        "Divide by the temperature: `logits = z1 @ z2.T / tau` (tau 0.05-0.1), or learn the scale as CLIP does: "
+        "Divide by a small temperature: `logits = z1 @ z2.T / tau` (tau 0.05-0.1), or learn the scale as CLIP does: "
         "`logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))`, `logits = logit_scale.exp() * z1 @ z2.T`.",
         "For a cosine classifier, scale the cosines by s = 10-30 (NormFace, ArcFace).",
     ]

@@ -1574,6 +1574,9 @@ def confined_logits(loss_nodes) -> dict | None:
         product, factor = beneath_reshapes(scores), 1.0
         for _ in range(4):  # (`z1 @ z2.T * tau`, `z1 @ z2.T / tau`: constant factors only, read on the host)
             inputs = [child for child, _ in product.next_functions if child is not None]
+            if op_name(product) == "masked_fill" and len(inputs) == 1:  # (the diagonal left out: SimCLR's self-pairs)
+                product = beneath_reshapes(inputs[0])
+                continue
             scaling = op_name(product) in ("mul", "div") and len(inputs) == 1
             if scaling and not _factor_on_the_host(product):
                 break  # (a temperature held on a GPU: not read, which would wait for the device)
@@ -1707,8 +1710,11 @@ def _factor_on_the_host(node) -> bool:
 
 def _unit_rows(node) -> bool:
     """A tensor divided by its own L2 norm over its last axis (`F.normalize(z, dim=-1)`, `z / z.norm(dim=1,
-    keepdim=True)` for a matrix): rows of length 1, whose dot products lie within [-1, 1]."""
+    keepdim=True)` for a matrix): rows of length 1, whose dot products lie within [-1, 1]. Rows of several such
+    tensors stacked (`torch.cat([z1, z2])` of two views, SimCLR's) are too."""
     inputs = [child for child, _ in node.next_functions]
+    if op_name(node) == "cat" and getattr(node, "_saved_dim", None) is not None and signed(node._saved_dim) == 0:
+        return bool(inputs) and all(child is not None and _unit_rows(beneath_reshapes(child)) for child in inputs)
     if op_name(node) != "div" or len(inputs) != 2 or inputs[0] is None or inputs[1] is None:
         return False
     norm = beneath_reshapes(inputs[1])
