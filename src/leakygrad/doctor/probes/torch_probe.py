@@ -329,17 +329,18 @@ _original_scheduler_update = None
 SCHEDULER = torch.optim.lr_scheduler.LRScheduler
 
 
-def _scheduler_update_noting(original):
-    """LRScheduler._update_lr, wrapped: the same call, then each probe notes the scheduler."""
+def _first_argument_noted(original, note):
+    """`original`, wrapped: the same call, then each probe of this thread notes its first argument (`note(probe,
+    argument)`): a scheduler whose rate was updated, a tensor an initialiser filled."""
 
     @functools.wraps(original)
-    def update(scheduler, *args, **kwargs):
-        result = original(scheduler, *args, **kwargs)
+    def noting(first, *args, **kwargs):
+        result = original(first, *args, **kwargs)
         for probe in _probes_of_this_thread():
-            probe.note_scheduler_step(scheduler)
+            note(probe, first)
         return result
 
-    return update
+    return noting
 
 
 # torch.nn.init's in-place initialisers: a watched parameter initialised again once its optimiser has stepped it
@@ -349,19 +350,6 @@ INIT_FUNCTIONS = (
     "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
 )  # fmt: skip
 _original_inits: dict = {}
-
-
-def _init_noting(original):
-    """An initialiser of torch.nn.init, wrapped: the same call, then each probe notes the tensor initialised."""
-
-    @functools.wraps(original)
-    def initialise(tensor, *args, **kwargs):
-        result = original(tensor, *args, **kwargs)
-        for probe in _probes_of_this_thread():
-            probe.note_initialised(tensor)
-        return result
-
-    return initialise
 
 
 # torch.autograd.grad: a gradient taken without create_graph=True is a constant to a later backward. A penalty made of
@@ -486,10 +474,10 @@ def _activate(probe: TorchProbe) -> None:
         for name in INIT_FUNCTIONS:
             if hasattr(nn.init, name):
                 _original_inits[name] = getattr(nn.init, name)
-                setattr(nn.init, name, _init_noting(_original_inits[name]))
+                setattr(nn.init, name, _first_argument_noted(_original_inits[name], TorchProbe.note_initialised))
         _original_scheduler_update = vars(SCHEDULER).get("_update_lr")
         if _original_scheduler_update is not None:
-            SCHEDULER._update_lr = _scheduler_update_noting(_original_scheduler_update)
+            SCHEDULER._update_lr = _first_argument_noted(_original_scheduler_update, TorchProbe.note_scheduler_step)
         _original_function_apply = vars(torch.autograd.Function)["apply"]
         torch.autograd.Function.apply = classmethod(_patched_function_apply)
         _original_load_state_dict = nn.Module.load_state_dict
