@@ -646,6 +646,48 @@ def test_a_compiled_model_trains_as_it_would_and_its_parameters_are_measured(tmp
     assert report["steps"] == 12 and "notes" not in report
 
 
+METHOD_TRAINED_SCRIPT = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+class Regression(nn.Module):  # a mean and a learned noise scale, trained through a method of its own
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+        self.log_sigma = nn.Parameter(torch.zeros(1))
+    def forward(self, x):
+        return self.net(x)
+    def nll(self, x, y):
+        sigma = self.log_sigma{cut}.exp()
+        return (0.5 * ((y - self.net(x).squeeze(-1)) / sigma) ** 2 + self.log_sigma{cut}).mean()
+x = torch.randn(128, 4)
+y = x @ torch.randn(4)
+m = Regression()
+opt = torch.optim.Adam(m.parameters(), 1e-2)
+for step in range(48):
+    loss = m.nll(x, y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+@pytest.mark.parametrize("cut", ["", ".detach()"], ids=["learned", "detached"])
+def test_a_model_trained_through_a_method_of_its_own_has_its_own_parameters_watched(tmp_path, cut):
+    # `m.nll(x, y)` never calls m's forward: only `m.net` was found, and `m.log_sigma`, which the optimiser steps,
+    # was watched by no one (sweep 46): detached, it never learned and nothing was said.
+    from leakygrad.doctor.runner import run_script
+
+    script = tmp_path / "method.py"
+    script.write_text(METHOD_TRAINED_SCRIPT.format(cut=cut))
+    run = run_script(script, every=4)
+    assert run.doctor.history.models == ["m"]
+    findings = [(f.symptom, f.where, f.severity, f.evidence.get("parameters")) for f in run.doctor.findings]
+    if cut:  # not "unused": its parts ran, so a method of its own read it
+        assert findings == [("no_gradient", "m", "error", ["log_sigma"])]
+        assert "forward_ran" not in run.doctor.findings[0].evidence
+    else:
+        assert findings == []
+
+
 PER_SAMPLE_SCRIPT = """
 import torch
 from torch import nn

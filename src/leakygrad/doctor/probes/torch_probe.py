@@ -1802,8 +1802,9 @@ class TorchProbe:
         return self._add_discovered(module, _global_name(module) or type(module).__name__.lower())
 
     def _discover_owner(self, params: list) -> None:
-        """The script's model of an optimiser whose parameters no watched model has: one whose calls the hooks
-        never saw (`model.compile()` runs its forward as compiled code). Looked for among the script's globals."""
+        """The script's model of an optimiser's parameters that no watched model has: one whose calls the hooks
+        never saw (`model.compile()` runs its forward as compiled code; a model trained through a method of its
+        own, `model.nll(x, y)`, whose parts alone are called). Looked for among the script's globals."""
         main = sys.modules.get("__main__")
         wanted = {id(p) for p in params}
         candidates = [
@@ -3806,8 +3807,8 @@ class TorchProbe:
             params = _stepped_parameters(optimizer)
             self._name_parts_added_since(params)
             known = self._steps_watched(params)
-            if self.discover and not any(self._param_label(p) for p in params):
-                self._discover_owner(params)
+            if self.discover:  # (its model, or the part of it whose own parameters no called module holds)
+                self._discover_owner([p for p in params if not self._param_label(p)])
             self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
@@ -4608,12 +4609,23 @@ class TorchProbe:
 
     def _not_called(self, state: StepState) -> list[str]:
         """The modules with parameters of their own whose forward did not run on this step (an expert no token was
-        routed to, a branch not taken): a parameter without a gradient there was not cut off, it was not used."""
+        routed to, a branch not taken): a parameter without a gradient there was not cut off, it was not used. One
+        whose parts ran is not among them: its own parameters may be read by a method of its own (`model.nll(x, y)`)."""
         if self._callable_cache is None or self._callable_cache[0] != len(self.info_by_name):
-            names = [info.name for info in self.info_by_name.values() if info.has_weights and info.runs]
+            parts = {
+                info.name: [self.infos[sub].name for sub in module.modules() if sub is not module and sub in self.infos]
+                for module, info in list(self.infos.items())
+                if info.has_weights and info.runs and not info.leaf
+            }
+            infos = self.info_by_name.values()
+            names = [(info.name, parts.get(info.name, ())) for info in infos if info.has_weights and info.runs]
             self._callable_cache = (len(self.info_by_name), names)
         order, without_grad = state.order, state.ran_without_grad
-        return [name for name in self._callable_cache[1] if name not in order and name not in without_grad]
+        return [
+            name
+            for name, inner in self._callable_cache[1]
+            if name not in order and name not in without_grad and not any(part in order for part in inner)
+        ]
 
     def _add_parameter_stats(
         self, record: StepRecord, state: StepState, grads: list, updates: list, backward_calls: int
