@@ -1026,7 +1026,7 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
     """The share of a classification loss's targets that are the next tokens of the sequence an embedding upstream of
     `start` reads (`y = x[:, 1:]`, a language model's), or None when no such pair is found: the targets of the first
     `nll_loss` (cross_entropy's) with integer targets, against the indices of each embedding of a (batch, positions)
-    grid met within `budget` nodes upstream of `start` (a self-attention's queries: a seq2seq encoder's reach the
+    grid met within `budget` nodes upstream of `start` (a self-attention's keys: a seq2seq encoder's reach the
     source's embedding only); the largest share over them (a positional embedding's are no grid)."""
     target, ignored = None, None
     for node in loss_nodes:

@@ -3331,7 +3331,9 @@ class TorchProbe:
             return
         share, furthest = graph_tools.keys_ahead(allowed, length, device)
         scalar = state.deferred.scalar
-        next_tokens = graph_tools.next_token_targets(loss_nodes, query)
+        # (from the keys, what a query may read ahead: a decoder started from its encoder's state reaches the source
+        # through its queries too, and its targets are the next tokens of its own input, not of the source it reads)
+        next_tokens = graph_tools.next_token_targets(loss_nodes, key)
         next_tokens_at = None if next_tokens is None else scalar(next_tokens)
         state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at, None)
 
