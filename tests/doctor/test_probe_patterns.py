@@ -3926,6 +3926,38 @@ def test_a_bidirectional_lstm_read_at_its_last_step_is_told_its_reverse_half_saw
     assert not [f for f in bidirectional_findings(read_last_step=False) if f.symptom == "no_gradient"]
 
 
+def final_state_findings(both_directions):
+    """Sweep 47's BiLSTM classifier whose label is set by the last two tokens, reading `h_n[-1]` alone (the reverse
+    direction's final state) or both directions' (`h_n[-2]` and `h_n[-1]`)."""
+    torch.manual_seed(0)
+    embed, lstm = nn.Embedding(6, 8), nn.LSTM(8, 16, batch_first=True, bidirectional=True)
+    head = nn.Linear(32 if both_directions else 16, 6)
+    model = nn.ModuleDict({"embed": embed, "lstm": lstm, "head": head})
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(48):
+            x = torch.randint(0, 6, (32, 20))
+            _, (h_n, _) = lstm(embed(x))
+            features = torch.cat([h_n[-2], h_n[-1]], dim=1) if both_directions else h_n[-1]
+            loss = nn.functional.cross_entropy(head(features), (x[:, -1] + x[:, -2]) % 6)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr.findings
+
+
+def test_a_bidirectional_lstm_read_through_h_n_minus_1_alone_is_told_it_reads_the_reverse_direction_only():
+    """The forward direction's weights and biases all get exactly 0: that was told as a factor held at 0 (a ReZero
+    scale registered as a buffer), with its remedy first."""
+    [found] = [f for f in final_state_findings(both_directions=False) if f.symptom == "no_gradient"]
+    assert found.where == "lstm" and found.evidence["reverse_direction_only"] is True
+    assert sorted(found.evidence["parameters"]) == [
+        f"lstm.{kind}_l0" for kind in ("bias_hh", "bias_ih", "weight_hh", "weight_ih")
+    ]
+    assert "h_n[-2], h_n[-1]" in found.remedies[0] and "reverse direction" in found.explanation
+    assert not [f for f in final_state_findings(both_directions=True) if f.symptom == "no_gradient"]
+
+
 def deep_batchnorm_findings(train_mode):
     """Sweep 34: a deep BatchNorm MLP on the digits, whose accuracy is measured before training by a helper that calls
     model.eval(); without `model.train()` after it, every step trains in eval mode."""

@@ -2828,6 +2828,20 @@ def explain_no_gradient(f: Finding):
             "hidden state `h_n[-1]` (for sequences of varied length, the last real step of each, or pack them)."
         ]
         return text, remedies
+    if e.get("reverse_direction_only"):
+        text = reached_but_zero + (
+            f"every forward-direction parameter of the bidirectional `{f.where}` gets exactly 0, while its `_reverse` "
+            "twins learn: only the reverse direction's state reaches the loss. `h_n[-1]` of a bidirectional layer is "
+            "the reverse direction's final state, taken after it read the sequence from its end back to its start; "
+            "the forward direction's is `h_n[-2]`. So the model reads the sequence backwards only, and what sits at "
+            "its end has passed through every step of the reverse recurrence before the head sees it."
+        )
+        remedies = [
+            "Read both directions' final states: `torch.cat([h_n[-2], h_n[-1]], dim=1)` (the head then takes "
+            "`2 * hidden_size` inputs), or pool `out` over time (mean or max); if one direction is meant, drop "
+            "`bidirectional=True`.",
+        ]
+        return text, remedies
     if e.get("reverse_read_at_last_step"):
         text = reached_but_zero + (
             f"only the reverse direction's hidden-to-hidden weights of the bidirectional `{f.where}` get exactly 0. "

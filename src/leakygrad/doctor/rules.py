@@ -3086,6 +3086,10 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["cancels_exactly"] = True
         if always_zero and all(_only_first_time_step_reached(history, layer) for layer in layers):
             evidence["only_time_step_reached"] = 0  # a recurrent layer read at its first step: nothing to carry over
+        elif always_zero and all(
+            _FORWARD_DIRECTION.fullmatch(p) and f"{p}_reverse" in history.param_module for p in params
+        ):
+            evidence["reverse_direction_only"] = True  # a bidirectional layer's `h_n[-1]` read alone: the reverse's
         elif always_zero and all(_REVERSE_RECURRENCE.fullmatch(p) for p in params):
             # a bidirectional layer read at its last step only: there the reverse direction has made its first step,
             # from the zero initial state, and its hidden-to-hidden weights carry nothing
@@ -3179,6 +3183,7 @@ def _dead_ends_at_stack_ends(findings: list[Finding], history: History) -> list[
 
 
 _REVERSE_RECURRENCE = re.compile(r".*\.weight_hh_l\d+_reverse")  # a bidirectional RNN's reverse hidden-to-hidden
+_FORWARD_DIRECTION = re.compile(r".*\.(weight|bias)_(ih|hh)_l\d+")  # an RNN's parameter of its forward direction
 
 
 def _biases_cancelling(params: list[str], layers: set, history: History) -> bool:
