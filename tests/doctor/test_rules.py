@@ -1154,6 +1154,18 @@ def test_a_jump_at_one_end_is_not_an_explosion_over_time():
         assert f.symptom == "exploding_gradient"
 
 
+def test_a_staircase_of_each_steps_own_loss_gradient_is_not_an_explosion_over_time():
+    """Sweep 47's healthy GRU language model under truncated BPTT: each step's own loss gradient jumps up at a few
+    steps and the gradient falls back across time between them, early/late ~1e3 with the middle between the ends. A
+    recurrent Jacobian above 1 grows it at nearly every step instead."""
+    level = [3e-3] * 10 + [1e-4] * 10 + [3e-6] * 12  # three plateaus, each falling back across time within it
+    staircase = [x * 1.25 ** (k % 10) for k, x in enumerate(level)]
+    assert time_rule(history_of([recurrent(s, staircase) for s in range(5)]), T) == []
+    noisy_growth = [1.4**k * (1.3 if k % 5 == 0 else 1.0) for k in range(31, -1, -1)]  # (a few steps fall back)
+    [f] = time_rule(history_of([recurrent(s, noisy_growth) for s in range(5)]), T)
+    assert f.symptom == "exploding_gradient"
+
+
 def test_a_gradient_that_underflows_early_is_measured_where_it_is_not_zero():
     norms = [0.0] * 20 + [0.5**k for k in range(39, -1, -1)]
     [f] = [f for f in diagnose(history_of([recurrent(s, norms) for s in range(5)], losses=[0.69] * 60), T)

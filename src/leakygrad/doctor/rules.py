@@ -850,14 +850,17 @@ def _builds_up_in_most(recent, name: str, t: Thresholds) -> bool:
 def _builds_up_over_time(norms: list[float], t: Thresholds) -> bool:
     """Whether the gradient grows from the late end to the early end along the sequence (see
     `Thresholds.time_buildup_share`): log(early / middle) and log(middle / late) each carry that share of
-    log(early / late)."""
+    log(early / late), and it grows from a step to the one before it at most steps (`time_growth_steps_share`)."""
     edge = max(1, int(len(norms) * t.time_edge_share))
     start = max(0, len(norms) // 2 - edge // 2)
     early, middle, late = (sum(part) / len(part) for part in (norms[:edge], norms[start : start + edge], norms[-edge:]))
     if not (early > middle > late > 0):
         return False
     whole = math.log(early / late)
-    return min(math.log(early / middle), math.log(middle / late)) >= t.time_buildup_share * whole
+    if min(math.log(early / middle), math.log(middle / late)) < t.time_buildup_share * whole:
+        return False
+    pairs = [(before, after) for before, after in zip(norms, norms[1:]) if before > 0 and after > 0]
+    return sum(before > after for before, after in pairs) > t.time_growth_steps_share * len(pairs)
 
 
 def _factor_per_time_step(norms: list[float], ratio: float, edge: int) -> tuple[float, int | None]:

@@ -56,6 +56,11 @@ class Thresholds:
     magnitude) from each. A jump at one end is no explosion: a healthy GRU whose task depends on its first input
     measured early/late 1.4e3, nearly all of it at step 0; padding at the end of sequences of varied length
     measured 1.1e3, nearly all of it in the padded steps."""
+    time_growth_steps_share: float = 0.6
+    """... and the gradient growing from a step to the one before it at more than this share of the steps, as a
+    recurrent Jacobian above 1 makes it: a healthy 2-layer GRU language model under truncated BPTT measured early/late
+    950 from a staircase (each step's own loss gradient jumping at a few steps, falling back across time between
+    them), its gradient growing backwards at 0.42-0.55 of the steps; a vanilla RNN that explodes, at 0.82-0.92."""
 
     # --- exploding step over step ------------------------------------------------------------------------
     growth_warning: float = 1e2
@@ -423,7 +428,8 @@ class Thresholds:
                     raise ValueError(f"Thresholds: {setting.name} must be a whole number of at least 1, got {value!r}")
             elif isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not value >= 0:
                 raise ValueError(f"Thresholds: {setting.name} must be a number >= 0, got {value!r}")  # (NaN too)
-        for share in ("persistence", "recent_share", "time_edge_share", "time_buildup_share", "saturation_derivative"):
+        shares = ("persistence", "recent_share", "time_edge_share", "time_buildup_share", "time_growth_steps_share")
+        for share in (*shares, "saturation_derivative"):
             if getattr(self, share) > 1:
                 raise ValueError(f"Thresholds: {share} is a share, at most 1, got {getattr(self, share)}")
 
