@@ -2559,6 +2559,50 @@ def test_an_exponential_that_overflowed_is_named_as_the_maker_of_the_inf():
     assert "88.7" in f.explanation and f.remedies[0].startswith("Bound what goes into exp")
 
 
+def test_a_log_cosh_loss_written_by_hand_on_large_errors_is_named_at_cosh_with_its_stable_form():
+    """log(cosh(error)) on targets in the hundreds: cosh overflows float32 past |x| ~ 89 at the first step. It was
+    named with "clip the gradient norm and lower the learning rate" first (sweep 47), which no learning rate helps."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x = torch.randn(64, 4)
+    y = 250.0 + 20.0 * x[:, :1]
+    with doctor.watch(net, optimizer, every=1, name="regressor") as dr:
+        for _ in range(3):
+            loss = torch.log(torch.cosh(net(x) - y)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.first_step, f.evidence["exact"], f.evidence["value"]) == ("cosh", 0, True, "inf")
+    assert "89" in f.explanation and "F.softplus(-2 * d)" in f.remedies[0]
+
+
+def test_the_logit_of_an_average_of_probabilities_rounded_to_one_is_named_at_logit():
+    """Two sigmoid heads averaged, then `torch.logit` for BCE with logits: once both saturate the average is exactly 1
+    in float32 and its logit inf. It was "one of logit, squeeze", unconfirmed, with a learning-rate remedy first
+    (sweep 47)."""
+    torch.manual_seed(0)
+    heads = nn.ModuleList([nn.Linear(4, 1), nn.Linear(4, 1)])
+    with torch.no_grad():
+        for head in heads:
+            head.weight.fill_(0.5)
+    optimizer = torch.optim.SGD(heads.parameters(), lr=0.1)
+    x = torch.randn(32, 4)
+    x[0] = 40.0  # (one example far out: both heads' sigmoids round to 1 there)
+    y = torch.ones(32)
+    with doctor.watch(heads, optimizer, every=1, name="ensemble") as dr:
+        for _ in range(2):
+            p = (torch.sigmoid(heads[0](x)) + torch.sigmoid(heads[1](x))).squeeze(1) / 2
+            loss = F.binary_cross_entropy_with_logits(torch.logit(p), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "nonfinite"]
+    assert (f.where, f.evidence["exact"]) == ("logit", True)
+    assert "rounded to exactly 1" in f.explanation and "binary_cross_entropy_with_logits" in f.remedies[0]
+
+
 @pytest.mark.parametrize("targets", ["1 and 0", "1 and -1", "a masked loss and a guard"])
 def test_cosine_embedding_loss_given_zero_for_different_pairs_is_a_blocked_gradient_at_where(targets):
     """`CosineEmbeddingLoss` expects 1 (pull together) and -1 (push apart); given the usual 1 and 0, every different

@@ -1917,6 +1917,18 @@ def explain_nonfinite(f: Finding):
                 " exp overflows float32 above about 88.7: its input grew without bound (a flow's log-scale, a "
                 "log-variance head, logits exponentiated by hand)."
             )
+        elif op in ("cosh", "sinh") and not f.evidence.get("half_precision_overflow"):
+            text += (
+                f" {op}(x) = (e^x {'+' if op == 'cosh' else '-'} e^-x) / 2 overflows float32 once |x| passes about "
+                "89: a log-cosh loss written by hand, `log(cosh(error))`, on errors that size (targets in the "
+                "hundreds, not scaled) is inf, though the log of it would be only |error| - 0.69."
+            )
+        elif op == "logit":
+            text += (
+                " logit(p) = log(p / (1 - p)) is inf at p = 1 and -inf at p = 0: a probability that rounded to exactly "
+                "1 in float32 (a sigmoid of more than about 17, or an average of such probabilities) leaves its "
+                "logit infinite, and the loss after it NaN."
+            )
         elif masked:
             text += (
                 " A row whose entries are all -inf (every position masked, as for a padded sequence with no real "
@@ -2229,6 +2241,19 @@ def explain_nonfinite(f: Finding):
         text += " The script clips the gradient's norm, but where it does so the clipping has no effect: see the "
         text += "`clip_grad_norm_` finding."
         remedies.insert(0, "Make the clipping act first (see the `clip_grad_norm_` finding).")
+    if phase == "forward" and op == "cosh" and e.get("exact") and not e.get("half_precision_overflow"):
+        remedies.insert(  # (first: the overflow comes with the data, at any learning rate)
+            0,
+            "Write log(cosh(d)) in a form that cannot overflow: `d + F.softplus(-2 * d) - math.log(2)` (the same "
+            "function, exactly); and scale the targets (standardise them) so that the errors start near 1.",
+        )
+    if phase == "forward" and op == "logit" and e.get("exact"):
+        remedies.insert(
+            0,
+            "Stay in logits instead of taking the logit of a probability: average or combine the logits (or the "
+            "log-probabilities, with `torch.logsumexp`) and give them to `binary_cross_entropy_with_logits`; where "
+            "a probability must be turned back, bound it: `torch.logit(p, eps=1e-6)`.",
+        )
     if phase == "forward" and op == "exp" and e.get("exact") and not e.get("half_precision_overflow"):
         remedies.insert(  # (first: a bound holds whatever the learning rate)
             0,

@@ -31,18 +31,19 @@ FORWARD_NAN_PRONE = {
     "acos", "asin", "atanh", "acosh", "xlogy", "lgamma", "digamma", "erfinv", "tan", "mm", "addmm", "bmm",
     "matmul", "convolution", "cudnn_convolution", "mkldnn_convolution", "sum", "prod", "cumprod", "mul", "cosh",
     "sinh", "softmax", "log_softmax",  # (a row entirely -inf, every position masked: 0/0)
+    "logit",  # (log(p / (1 - p)): inf at a probability rounded to 1)
 }  # fmt: skip
 # Backward operations whose local derivative is infinite somewhere (1/x, 1/(2 sqrt x), ...): 0 x inf = NaN.
 BACKWARD_NAN_PRONE = {
     "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "div", "reciprocal", "pow", "acos", "asin", "atanh",
     "acosh", "xlogy", "norm", "linalg_vector_norm", "std", "var", "atan2", "lgamma", "digamma", "erfinv", "cdist",
-    "prod", "cumprod", "tan",
+    "prod", "cumprod", "tan", "logit",
 }  # fmt: skip
 # Unary forward operations we can recompute from the input their node saved, to confirm a NaN was born there.
 RECOMPUTABLE = {
     "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt,
     "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "exp": torch.exp, "acos": torch.acos,
-    "asin": torch.asin, "atanh": torch.atanh, "expm1": torch.expm1,
+    "asin": torch.asin, "atanh": torch.atanh, "expm1": torch.expm1, "cosh": torch.cosh, "sinh": torch.sinh,
 }  # fmt: skip
 
 
@@ -2570,6 +2571,8 @@ def _recompute(node):
     function = torch.mul if name == "mul" else RECOMPUTABLE.get(name)
     if name == "pow" and isinstance(getattr(node, "_saved_exponent", None), (int, float)):
         function = functools.partial(torch.pow, exponent=node._saved_exponent)  # x ** c, c a number
+    if name == "logit":
+        function = functools.partial(torch.logit, eps=getattr(node, "_saved_eps", None))  # (clamped to [eps, 1 - eps])
     if function is None:
         return None
     try:
