@@ -832,6 +832,33 @@ def test_a_prediction_the_same_for_every_example_is_a_blocked_gradient_at_the_ou
     assert "masked_fill(~mask" in f.remedies[0] and "cannot depend on the example" in f.explanation
 
 
+def test_outputs_rounded_to_one_bfloat16_value_are_not_taken_for_a_graph_that_discards_the_examples():
+    """A regression head started at the targets' mean (300 K) under bfloat16 autocast: near 300 bfloat16's spacing is
+    2, so the head's first outputs, 300 +- 0.5, all round to 300. Told as a blocked gradient (an error: "a mask the
+    wrong way round, a mean over the batch axis") at every step (sweep 47); the examples' outputs differ by less than
+    the format resolves, which says nothing of the graph."""
+    torch.manual_seed(0)
+    body = nn.Sequential(nn.Linear(16, 64), nn.GELU())
+    model = nn.Sequential(body, nn.Linear(64, 1))
+    with torch.no_grad():
+        model[1].bias.fill_(300.0)
+        model[1].weight.mul_(0.1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    x = torch.randn(128, 16)
+    y = 300.0 + 4.0 * x[:, :1]
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(4):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                prediction = model(x)
+            loss = F.mse_loss(prediction.float(), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert [f for f in dr.findings if "outputs_alike" in f.evidence] == []
+    spreads = [r.layer_spreads for r in dr.history.records if r.layer_spreads]
+    assert spreads and all(math.isnan(s["sequential.1"]) and s["sequential.0.0"] > 0.1 for s in spreads)
+
+
 class TinyVAE(nn.Module):
     def __init__(self):
         super().__init__()

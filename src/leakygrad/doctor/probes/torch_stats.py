@@ -467,10 +467,14 @@ def spread_across_batch(y: torch.Tensor) -> torch.Tensor:
     y = y.reshape(y.shape[0], -1)
     if y.shape[1] > SPREAD_OUTPUTS:
         y = y[:, :: y.shape[1] // SPREAD_OUTPUTS]
-    y = y.float()
+    dtype, y = y.dtype, y.float()
     # (the standard deviation written out: PyTorch's std over dim 0 of a few rows is several times slower on the CPU)
     deviation = ((y - y.mean(dim=0)).square().sum(dim=0) / max(y.shape[0] - 1, 1)).sqrt()
-    return deviation.mean() / y.square().mean().sqrt()
+    spread = deviation.mean() / y.square().mean().sqrt()
+    if dtype in (torch.float16, torch.bfloat16):  # (autocast: outputs that differ by less than the format's spacing
+        # round to one value, which says nothing of the graph: not measured)
+        spread = torch.where(spread < torch.finfo(dtype).eps, torch.nan, spread)
+    return spread
 
 
 def padding_by_time_step(x: torch.Tensor, time_axis: int) -> torch.Tensor:
