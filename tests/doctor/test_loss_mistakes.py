@@ -1469,6 +1469,39 @@ def test_a_step_decay_stepped_per_batch_is_a_rate_scheduled_to_nothing(schedule)
     assert f.evidence["lr_cut_from_step"] <= 40 and "per batch or per epoch" in f.remedies[-1]
 
 
+@pytest.mark.parametrize("warmup", ["compounded", "from the base rate"])
+def test_a_warm_up_written_by_hand_that_compounds_to_nothing_is_named(warmup):
+    """`g["lr"] *= (step + 1) / warmup` at every step: the factors multiply, and the rate falls to 1e-9 in 20 steps
+    instead of rising to the one given (sweep 47: accuracy 0.06 against 0.97). It was a stall with "the learning rate is
+    far too low: scale it by about 6.5e7", which would make its first steps diverge. Written from the base rate, no
+    finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    x = torch.randn(256, 8)
+    y = x[:, :3].argmax(dim=1)
+    base_lr, steps = 0.05, 20
+    optimizer = torch.optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(160):
+            for group in optimizer.param_groups:
+                if warmup == "compounded" and step < steps:
+                    group["lr"] *= (step + 1) / steps
+                elif warmup == "from the base rate":
+                    group["lr"] = base_lr * min(1.0, (step + 1) / steps)
+            loss = F.cross_entropy(model(x[step % 4 :: 4]), y[step % 4 :: 4])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if warmup == "from the base rate":
+        assert [f for f in dr.findings if f.symptom == "stalled_loss"] == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    assert f.evidence["learning_rate"] == "scheduled to nothing" and f.evidence["lr_by_hand"] is True
+    assert "lr_exactly_zero" not in f.evidence and f.evidence["lr_in_effect"] < 1e-6
+    assert "compounds" in f.explanation and "base_lr * min(1, (step + 1) / warmup)" in f.remedies[0]
+
+
 @pytest.mark.parametrize("divided", [False, True])
 def test_a_divergence_under_accumulated_losses_not_divided_names_the_sum(divided):
     """Gradients accumulated over 16 micro-batches with the learning rate tuned for their mean, but each loss not

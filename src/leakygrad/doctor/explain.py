@@ -3467,6 +3467,22 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
             "only the spikes; or drop the clipping."
         )
         return text, remedies
+    if verdict == "scheduled to nothing" and e.get("lr_by_hand"):
+        lr, given = e["lr_in_effect"], e["lr_given"]
+        below = f"{fmt(given / lr)} times" if lr else "far"
+        text += (
+            f" No scheduler is attached, but the training loop sets the rate by hand, and holds it at {fmt(lr)} "
+            f"(median), {below} below the {fmt(given)} of the first sampled step, from step "
+            f"{e.get('lr_cut_from_step', 0)} on: the rate written by hand, not the rate given, holds the training "
+            "back. A factor applied to the rate at every step compounds: `g['lr'] *= (step + 1) / warmup` multiplies "
+            "the factors of all the steps so far, and falls towards 0 instead of rising to the rate given."
+        )
+        remedies.append(
+            "Set the rate from the base rate at each step, not from the rate in effect: `g['lr'] = base_lr * "
+            "min(1, (step + 1) / warmup)`; or let a scheduler do it (`LambdaLR(optimizer, lambda step: min(1, "
+            "(step + 1) / warmup))`). Print `optimizer.param_groups[0]['lr']` at a few steps."
+        )
+        return text, remedies
     if verdict == "scheduled to nothing":
         lr, given = e["lr_in_effect"], e["lr_given"]
         below = f"{fmt(given / lr)} times" if lr else "far"

@@ -3975,9 +3975,13 @@ def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float
     most `lr_schedule_cut` of the one the optimiser was given at every sampled step kept from some step on, and those
     steps are at least 3/4 of those that recorded a schedule (most recorded one): a `StepLR(step_size=10)` meant per
     epoch but stepped per batch cuts the rate from the second sampled step. A schedule decayed to near 0 at its end
-    (cosine annealing) is cut over its last few sampled steps only. Else None."""
+    (cosine annealing) is cut over its last few sampled steps only. With no scheduler, the same of a rate the training
+    loop sets by hand, against the one at the first sampled step (`g["lr"] *= (step + 1) / warmup` at every step:
+    a warm-up that compounds down to nothing). Else None."""
     records = history.records
     scheduled = [(r.step, *r.lr_schedule) for r in records if r.lr_schedule is not None]
+    if not scheduled:
+        scheduled = [(r.step, *r.lr_by_hand) for r in records if r.lr_by_hand is not None]
     if len(scheduled) < t.min_records or 2 * len(scheduled) < len(records):
         return None
     uncut = [i for i, (_, lr, given) in enumerate(scheduled) if lr > t.lr_schedule_cut * given]
@@ -4175,10 +4179,13 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
             evidence["lr_in_effect"], evidence["lr_given"], evidence["lr_cut_from_step"] = scheduled
+            if not any(r.lr_schedule is not None for r in history.records):
+                evidence["lr_by_hand"] = True  # (no scheduler: the training loop set the rate)
             plateau = max(history.plateaus.values(), key=lambda tally: tally["cuts"], default=None)
             if plateau is not None and plateau["cuts"]:  # (a ReduceLROnPlateau made the cuts)
                 evidence["plateau_calls"], evidence["plateau_cuts"] = plateau["calls"], plateau["cuts"]
-            if all(r.lr_schedule[0] == 0 for r in history.records if r.lr_schedule is not None):
+            rates = [r.lr_schedule[0] for r in history.records if r.lr_schedule is not None]
+            if rates and all(lr == 0 for lr in rates):
                 evidence["lr_exactly_zero"] = True  # (at every sampled step: nothing trains at all, an error)
         alike = _inputs_alike(history, t)
         if alike is not None:
