@@ -3958,6 +3958,41 @@ def test_a_bidirectional_lstm_read_through_h_n_minus_1_alone_is_told_it_reads_th
     assert not [f for f in final_state_findings(both_directions=True) if f.symptom == "no_gradient"]
 
 
+def first_token_findings(forget_bias):
+    """An LSTM asked for the first of 50 tokens, its forget gate's bias set to `forget_bias` (the rest 0)."""
+    torch.manual_seed(0)
+    embed, lstm, head = nn.Embedding(4, 8), nn.LSTM(8, 16, batch_first=True), nn.Linear(16, 4)
+    with torch.no_grad():
+        lstm.bias_ih_l0.zero_()
+        lstm.bias_hh_l0.zero_()
+        lstm.bias_ih_l0[16:32] = forget_bias  # (gates in the order i, f, g, o)
+    model = nn.ModuleDict({"embed": embed, "lstm": lstm, "head": head})
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            x = torch.randint(0, 4, (32, 50))
+            out, _ = lstm(embed(x))
+            loss = nn.functional.cross_entropy(head(out[:, -1]), x[:, 0])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+
+
+def test_an_lstm_whose_forget_gate_starts_shut_is_told_so_with_its_bias_first():
+    """Sweep 47: a chrono initialisation with its sign flipped (forget bias -3.4): the vanishing across time was found,
+    with attention as the first remedy and the forget-gate bias second, unquoted. With the gate half open (bias 0,
+    PyTorch's mean) the vanishing is told as before; with it open (bias 1), the gradient reaches the first token."""
+    [shut] = first_token_findings(-4.0)
+    assert shut.evidence["forget_bias"] == pytest.approx(-4.0, abs=0.05)
+    assert (
+        shut.remedies[0].startswith("Set the forget-gate bias positive (it is -4") and "nearly shut" in shut.explanation
+    )
+    [half_open] = first_token_findings(0.0)
+    assert "forget_bias" not in half_open.evidence and "nearly shut" not in half_open.explanation
+    assert first_token_findings(1.0) == []
+
+
 def deep_batchnorm_findings(train_mode):
     """Sweep 34: a deep BatchNorm MLP on the digits, whose accuracy is measured before training by a helper that calls
     model.eval(); without `model.train()` after it, every step trains in eval mode."""

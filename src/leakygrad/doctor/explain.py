@@ -8,6 +8,8 @@ One function per symptom, evidence in, (explanation, remedies) out.
 
 from __future__ import annotations
 
+import math
+
 from leakygrad.doctor.findings import Finding
 
 DERIVATIVE_BOUNDS = {
@@ -1526,6 +1528,20 @@ def _explain_time(f: Finding, vanishing: bool):
                 "depends on the early inputs."
             )
         remedies = _vanishing_time_remedies(e.get("kind") or "")
+        if e.get("forget_bias") is not None:
+            bias = e["forget_bias"]
+            text += (
+                f" Its forget gate is nearly shut: its bias averages {fmt(bias)}, so the gate keeps about "
+                f"sigmoid({fmt(bias)}) = {fmt(1 / (1 + math.exp(-bias)))} of the cell state per step, and the cell "
+                "state, the path along which the gradient crosses a step multiplied by that gate alone, forgets at "
+                "once. A chrono initialisation with its sign lost (`-log(u)` where `log(u)` was meant) does this."
+            )
+            remedies = [
+                f"Set the forget-gate bias positive (it is {fmt(bias)} now): 1 to 2, or chrono initialisation, "
+                "b_f = log(U(1, T - 1)) for sequences of length T (the input gate's bias its negative); the slice is "
+                "`bias_ih_l0[H:2 * H]` (gates in the order i, f, g, o).",
+                *(r for r in remedies if "forget-gate bias" not in r),
+            ]
         if e.get("late_steps_padding") is not None:
             text += (
                 f" The late time steps are padding: the input there is all zeros for {pct(e['late_steps_padding'])} of "

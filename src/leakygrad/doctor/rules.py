@@ -653,6 +653,9 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         clipped = [r.clip_max_norm for r in recent if r.clip_max_norm is not None]
         if exploding and not vanishing and 2 * len(clipped) >= len(recent) and clipped:  # (already clipped)
             evidence["clipped_at"] = _sci(median(clipped))
+        closed = layer.forget_bias is not None and 1 / (1 + math.exp(-layer.forget_bias)) < t.forget_gate_kept
+        if vanishing and closed:
+            evidence["forget_bias"] = _sci(layer.forget_bias)  # the forget gate starts (nearly) shut
         padded = _late_steps_padded(layer, edge)
         if vanishing and padded is not None and padded > t.late_padding_share:
             # the late steps are padding: a readout at the last step reaches the real ones through the padding

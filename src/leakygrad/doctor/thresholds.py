@@ -56,6 +56,11 @@ class Thresholds:
     magnitude) from each. A jump at one end is no explosion: a healthy GRU whose task depends on its first input
     measured early/late 1.4e3, nearly all of it at step 0; padding at the end of sequences of varied length
     measured 1.1e3, nearly all of it in the padded steps."""
+    forget_gate_kept: float = 0.27
+    """An LSTM whose gradient vanishes across time, with its forget gate keeping less than this share of the cell state
+    per step at its mean bias (sigmoid(b_f) < 0.27: b_f below -1), is told that the gate starts closed, with a positive
+    bias as the first remedy (sweep 47: a chrono initialisation with its sign flipped, mean bias -3.4, keeps 0.03).
+    PyTorch's own initialisation gives a mean bias near 0, a gate half open."""
     time_growth_steps_share: float = 0.6
     """... and the gradient growing from a step to the one before it at more than this share of the steps, as a
     recurrent Jacobian above 1 makes it: a healthy 2-layer GRU language model under truncated BPTT measured early/late
@@ -429,6 +434,7 @@ class Thresholds:
             elif isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not value >= 0:
                 raise ValueError(f"Thresholds: {setting.name} must be a number >= 0, got {value!r}")  # (NaN too)
         shares = ("persistence", "recent_share", "time_edge_share", "time_buildup_share", "time_growth_steps_share")
+        shares += ("forget_gate_kept",)
         for share in (*shares, "saturation_derivative"):
             if getattr(self, share) > 1:
                 raise ValueError(f"Thresholds: {share} is a share, at most 1, got {getattr(self, share)}")

@@ -1165,6 +1165,7 @@ class StepState:
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
+    forget_bias: dict = field(default_factory=dict)  # an nn.LSTM's name -> deferred mean forget-gate bias (layer 0)
     # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
     input_spread: tuple | None = None
     input_scale: tuple | None = None  # the first weighted Linear's input: (name, deferred largest, smallest column rms)
@@ -2084,6 +2085,10 @@ class TorchProbe:
             return None  # an unusual input: no per-time-step view
         if not data.is_floating_point():
             return None
+        if isinstance(module, nn.LSTM) and module.bias:  # (what the forget gate starts from: its first layer's bias)
+            forget = slice(module.hidden_size, 2 * module.hidden_size)  # (gates in order i, f, g, o)
+            bias = (module.bias_ih_l0.detach()[forget] + module.bias_hh_l0.detach()[forget]).mean()
+            self.state.forget_bias[info.name] = self.state.deferred.scalar(bias)
         hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, norms_by_step)
         if data.grad_fn is not None:  # (the hook lives on the data's node, and goes with this step's graph)
             data.register_hook(hook)
@@ -4718,6 +4723,8 @@ class TorchProbe:
             layer.time_grad_norms = (vectors[state.time_norms[name]] / scale).tolist()
             if name in state.time_padding:
                 layer.time_padding = vectors[state.time_padding[name]].tolist()
+            if name in state.forget_bias:
+                layer.forget_bias = value(state.forget_bias[name])
         elif name in state.cell_calls:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):
