@@ -3993,6 +3993,45 @@ def test_an_lstm_whose_forget_gate_starts_shut_is_told_so_with_its_bias_first():
     assert first_token_findings(1.0) == []
 
 
+def frozen_by_hand_findings(freeze, optimizer_class, **options):
+    """A pretrained-like backbone and a new head, the backbone "frozen" after each backward by `freeze`."""
+    torch.manual_seed(0)
+    backbone, head = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU()), nn.Linear(16, 3)
+    model = nn.Sequential(backbone, head)
+    optimizer = optimizer_class(model.parameters(), lr=1e-3, **options)
+    x = torch.randn(256, 8)
+    y = x[:, :3].argmax(dim=1)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(48):
+            loss = nn.functional.cross_entropy(model(x[step % 8 :: 8]), y[step % 8 :: 8])
+            optimizer.zero_grad()
+            loss.backward()
+            for p in backbone.parameters():
+                if freeze == "zeroed":
+                    p.grad.zero_()
+                else:
+                    p.grad = None
+            optimizer.step()
+    return [f for f in dr.findings if f.symptom == "no_gradient"]
+
+
+def test_a_backbone_frozen_by_zeroing_its_gradients_under_adams_weight_decay_is_told_it_drifts():
+    """Sweep 47: `p.grad.zero_()` after backward to freeze a backbone, under Adam(weight_decay=1e-4): Adam turns the
+    gradient wd * p into a full step, and the "frozen" weights drifted 0.91 of their norm (accuracy 0.21 against 0.69).
+    It was told as two identical computations cancelling (PPO's ratio). Zeroed under plain SGD the weights stay put: a
+    warning. Set to None, the optimiser skips them: a freeze by hand, a warning (it was an error whose first remedy
+    was a tuple of outputs unpacked in the wrong order)."""
+    [drifting] = frozen_by_hand_findings("zeroed", torch.optim.Adam, weight_decay=1e-4)
+    assert (drifting.where, drifting.severity) == ("sequential.0", "error")
+    assert drifting.evidence["zeroed_after_backward"] is True and drifting.evidence["moved_per_step"] > 1e-4
+    assert "not frozen" in drifting.explanation and "requires_grad_(False)" in drifting.remedies[0]
+    [still] = frozen_by_hand_findings("zeroed", torch.optim.SGD)
+    assert still.severity == "warning" and "moved_per_step" not in still.evidence
+    [skipped] = frozen_by_hand_findings("set to None", torch.optim.Adam, weight_decay=1e-4)
+    assert (skipped.severity, skipped.evidence["cleared_after_backward"]["layer"]) == ("warning", "sequential.0.0")
+    assert "requires_grad_(False)" in skipped.remedies[0]
+
+
 def deep_batchnorm_findings(train_mode):
     """Sweep 34: a deep BatchNorm MLP on the digits, whose accuracy is measured before training by a helper that calls
     model.eval(); without `model.train()` after it, every step trains in eval mode."""

@@ -2804,6 +2804,34 @@ def _explain_requires_grad_assigned(f: Finding):
     return text, remedies
 
 
+def _explain_zeroed_after_backward(f: Finding):
+    e = f.evidence
+    text = (
+        f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, whose gradient was exactly "
+        f"zero at the step in all {e['sampled_steps_checked']} sampled steps: the backward pass computed one, and "
+        "the script zeroed it before `optimizer.step()` (`p.grad.zero_()` or `p.grad *= 0`), to freeze them."
+    )
+    moved = e.get("moved_per_step")
+    if moved:
+        text += (
+            f" They are not frozen: the optimiser still moves them, by {fmt(moved)} of their size per step. A zero "
+            "gradient is still a gradient to it: weight decay adds wd * p to it (Adam's coupled `weight_decay`, "
+            "which Adam then scales up to a full step of about the learning rate, as if it were the signal), and "
+            "momentum keeps applying the updates it has built up. The weights drift (towards 0, under decay), "
+            "and what they had learnt goes with them."
+        )
+    else:
+        text += " The optimiser does not move them (no weight decay or momentum to carry): a freeze, as meant."
+    remedies = [
+        f"Freeze `{f.where}` before the forward pass instead: call `requires_grad_(False)` on it and leave its "
+        "parameters out of the optimiser (`torch.optim.Adam(head.parameters(), ...)`); or set `p.grad = None` "
+        "rather than zeroing it, which the optimiser skips, weight decay and momentum included.",
+        "If weight decay is meant for the rest, use `torch.optim.AdamW`, whose decay is not scaled by Adam's "
+        "normalisation.",
+    ]
+    return text, remedies
+
+
 def explain_no_gradient(f: Finding):
     e = f.evidence
     if e.get("all_frozen"):
@@ -2814,6 +2842,8 @@ def explain_no_gradient(f: Finding):
         return _explain_optimizer_without_gradient(f)
     if e.get("gradient_went_to"):
         return _explain_gradient_to_a_copy(f)
+    if e.get("zeroed_after_backward"):
+        return _explain_zeroed_after_backward(f)
     cuts = e.get("graph_cuts") or []
     reached_but_zero = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
@@ -2998,6 +3028,24 @@ def explain_no_gradient(f: Finding):
         return text, remedies
     if e.get("forward_ran") == "without grad" and not cuts:
         return _explain_run_without_grad(f)
+    cleared = e.get("cleared_after_backward")
+    if cleared and not cuts:
+        text = (
+            f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none had a gradient at "
+            f"the optimiser step in {e['sampled_steps_checked']} sampled steps, although the backward pass reached "
+            f"them (the gradient arriving at `{cleared['layer']}`'s output had norm {cleared['norm']}) and the other "
+            "parameters kept theirs: these alone were cleared between `loss.backward()` and `optimizer.step()` "
+            "(`p.grad = None`). The optimiser skips a parameter whose gradient is None, weight decay and momentum "
+            "included, so they stay where they are: a freeze done by hand, if that was meant."
+        )
+        remedies = [
+            f"If `{f.where}` is meant to stay frozen, freeze it before the forward pass: call `requires_grad_(False)` "
+            "on it (the backward pass then does not compute its gradients at all), and leave its parameters out of "
+            "the optimiser.",
+            "If not, find what clears them after backward() (a loop setting `.grad = None`, a gradient hook, a "
+            "callback) and move it before backward() or after step().",
+        ]
+        return text, remedies
     at_output = e.get("gradient_at_output")
     if (at_output or e.get("gradient_after_backward")) and not cuts:
         reached = (

@@ -151,6 +151,10 @@ class History:
         self.param_checks: dict[str, int] = {}  # parameter -> sampled steps on which it was checked
         self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
         self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
+        self.param_compared_after_backward: dict[
+            str, int
+        ] = {}  # ... on which its gradient was compared with backward's
+        self.param_zeroed_after_backward: dict[str, int] = {}  # ... and was zero at the step, written after backward
         # parameter -> ... whose loss was made of a gradient with respect to the inputs (loss_of_input_gradient)
         self.checked_under_input_gradient: dict[str, int] = {}
         self.param_module: dict[str, str] = {}
@@ -462,6 +466,12 @@ class History:
             )
             if record.loss_of_input_gradient:
                 self.checked_under_input_gradient[name] = self.checked_under_input_gradient.get(name, 0) + 1
+        if record.grads_written_after_backward is not None:  # (zeroed by hand: `p.grad.zero_()` after backward())
+            for name in record.param_has_grad:
+                self.param_compared_after_backward[name] = self.param_compared_after_backward.get(name, 0) + 1
+            for name in record.grads_written_after_backward:
+                if record.param_zero_grad.get(name):
+                    self.param_zeroed_after_backward[name] = self.param_zeroed_after_backward.get(name, 0) + 1
         if record.param_has_grad:  # (counted on the steps its parameters were checked, as their checks are)
             checked = {self.param_module.get(name, name.rpartition(".")[0]) for name in record.param_has_grad}
             for counts, names in (
@@ -482,6 +492,7 @@ class History:
                 del self.not_applied_run[name]  # (applied, or without a gradient, at this check: the run ends)
             self.stepped_outside_model = record.stepped_outside_model
         record.param_has_grad = record.param_zero_grad = record.grads_not_applied = {}
+        record.grads_written_after_backward = None
         record.modules_not_called, record.modules_without_grad, record.modules_in_reentrant_checkpoint = [], [], []
 
     # --- reading ------------------------------------------------------------------------------------------------

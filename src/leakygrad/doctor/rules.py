@@ -3076,12 +3076,29 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
             elif _held_after_backward(history):  # (the backward of the step before: step() came before backward())
                 evidence["gradient_after_backward"] = True
-        if always_zero and not cuts and not blocking and _biases_cancelling(params, layers, history):
+        elif not always_zero and not cuts:
+            # None at the step, though backward brought a gradient to their layers' outputs while other parameters
+            # kept theirs: these alone were cleared in between (`p.grad = None` for a backbone: a freeze by hand)
+            reached_layer = _gradient_at_output(history, layers)
+            if reached_layer is not None:
+                evidence["cleared_after_backward"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
+        # Exactly zero at the step because the script zeroed them after backward (`p.grad.zero_()` to freeze a
+        # backbone): the optimiser still steps them, and weight decay or momentum moves them, gradient or not
+        compared = [history.param_compared_after_backward.get(p, 0) for p in params]
+        zeroed = always_zero and min(compared) >= t.min_records
+        zeroed = zeroed and all(history.param_zeroed_after_backward.get(p, 0) == n for p, n in zip(params, compared))
+        if zeroed:
+            evidence["zeroed_after_backward"] = True
+            moved = [x for layer in sorted(layers) for x in _layer_values(history.recent(), layer, "update_ratio")]
+            if moved and median(moved) > 0:
+                evidence["moved_per_step"] = _sci(median(moved))  # (relative to the weights: they drift)
+        elif always_zero and not cuts and not blocking and _biases_cancelling(params, layers, history):
             continue  # (harmless by design: a constant the loss subtracts from itself, D(fake) - D(real))
         if always_zero and _output_gradient_always_zero(history, layers):
             evidence["output_gradient"] = "exactly zero"  # nothing reaches their outputs: something after them
         elif (
             always_zero
+            and not zeroed
             and not cuts
             and not blocking
             and _weights_and_biases(params)
@@ -3131,13 +3148,18 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
         if constant:
             evidence["drops_out_of_input_gradient"] = True
         first_step = history.records[0].step if history.records else 0
-        severity = "warning" if (always_zero or never_ran or constant) and not cuts and not blocking else "error"
+        cleared = "cleared_after_backward" in evidence  # (the optimiser skips a gradient of None: a freeze, perhaps)
+        severity = (
+            "warning" if (always_zero or never_ran or constant or cleared) and not cuts and not blocking else "error"
+        )
         if reset is not None or evidence.get("cancels_exactly"):  # (not by design: nothing of the layers learns)
             severity = "error"
         if always_zero and not all(p.rpartition(".")[2].startswith("bias") for p in params):
             evidence["weights_without_effect"] = True  # (not biases alone: no cancelling constant, by design)
             if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
                 severity = "error"  # (weights that never learn, and a loss that stopped: the cause, likely)
+        if zeroed:  # (frozen by hand, as meant, unless the optimiser moves them all the same)
+            severity = "error" if "moved_per_step" in evidence else "warning"
         if module == "(model)":
             module = _whole_model_name(params, history.param_module, history)
         findings.append(Finding("no_gradient", module, first_step, severity, evidence))

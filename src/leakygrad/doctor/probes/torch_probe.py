@@ -1363,6 +1363,10 @@ class StepState:
     # ... frozen ones among them on which `requires_grad_` was assigned, not called (`p.requires_grad_ = True`): labels
     requires_grad_assigned: list = field(default_factory=list)
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
+    # (sampled) right after the last backward: the plan, and each of its parameters' gradient as (id, version) or None;
+    # at the step, the names of those whose gradient was written since (zeroed by hand, clipped, unscaled)
+    grad_versions: tuple | None = None
+    written_after_backward: list | None = None
     nonzero_between: dict = field(default_factory=dict)  # suspect -> deferred index: nonzero since the last sample?
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     one_hot_rows: dict = field(default_factory=dict)  # site -> (deferred share of rows exactly one-hot, entries, 1/T)
@@ -2608,6 +2612,9 @@ class TorchProbe:
                 if self._plan is not None and not self.state.grads_after_backward:
                     self.state.grads_after_backward = any(p.grad is not None for p in self._plan.params)
             if self.sampling and self.state is not None:
+                if self._plan is not None:
+                    versions = [None if p.grad is None else (id(p.grad), p.grad._version) for p in self._plan.params]
+                    self.state.grad_versions = (self._plan, versions)
                 self._last_gradient = self._representative_gradient()
                 if _left_as_it_was(self._gradient_before_backward):
                     # the gradient untouched: this backward reached none of the parameters (a probe trained on
@@ -4115,6 +4122,12 @@ class TorchProbe:
         if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
             return
         grads = [p.grad for p in params]
+        if snapshot and state.grad_versions is not None and state.grad_versions[0] is plan:
+            state.written_after_backward = [
+                name
+                for (name, _, _), grad, seen in zip(plan.entries, grads, state.grad_versions[1])
+                if seen is not None and grad is not None and (id(grad), grad._version) != seen
+            ]
         # a .grad requires grad only after backward(create_graph=True): detached, its norm records no graph
         with_grad = [g.detach() if g.requires_grad else g for g in grads if g is not None]
         if True in [g.is_sparse for g in with_grad]:  # nn.Embedding(sparse=True): the norm of its (summed) values
@@ -4644,6 +4657,7 @@ class TorchProbe:
         if backward_calls or any(g is not None for g in grads):
             record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
             record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
+            record.grads_written_after_backward = state.written_after_backward
         record.param_module = {name: label for name, label, _ in params}
         # (gradient hooks left on a parameter: one registered in forward() piles up, one more every step)
         record.param_hooks = {name: len(p._backward_hooks) for name, _, p in params if p._backward_hooks} or None
