@@ -4032,6 +4032,72 @@ def test_a_backbone_frozen_by_zeroing_its_gradients_under_adams_weight_decay_is_
     assert "requires_grad_(False)" in skipped.remedies[0]
 
 
+class ZeroGammaBlock(nn.Module):
+    """A residual block with its last BatchNorm's scale at 0 (zero-init residual), its `+ x` kept or forgotten."""
+
+    def __init__(self, channels, residual):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels)
+        self.conv2, self.bn2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels)
+        nn.init.zeros_(self.bn2.weight)
+        self.residual = residual
+
+    def forward(self, x):
+        out = self.bn2(self.conv2(nn.functional.relu(self.bn1(self.conv1(x)))))
+        return nn.functional.relu(out + x if self.residual else out)
+
+
+def zero_gamma_findings(residual):
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), ZeroGammaBlock(8, residual), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(8, 4),
+    )  # fmt: skip
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x = torch.randn(64, 1, 8, 8)
+    y = (x.mean(dim=(1, 2, 3)) > 0).long() + 2 * (x[:, 0, 0, 0] > 0).long()
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return [f for f in dr.findings if f.symptom == "dead_relu"]
+
+
+def test_a_zero_init_residual_block_that_forgot_its_skip_is_told_to_add_it_back():
+    """Sweep 47: every block's last BatchNorm gamma at 0 and no `+ x`: each block outputs relu(beta) = 0, found as dead
+    units with "initialise bn2's weights randomly" first. With the skip, the block is the identity at first: no dead
+    units."""
+    [dead] = zero_gamma_findings(residual=False)
+    assert dead.evidence["feeds_from"] == "sequential.2.bn2" and dead.evidence["feeds_from_kind"] == "BatchNorm2d"
+    assert "F.relu(out + x)" in dead.remedies[0] and "zero-init-residual" in dead.explanation
+    assert zero_gamma_findings(residual=True) == []
+
+
+def test_a_batchnorm_that_saw_one_image_before_global_pooling_is_told_its_batch():
+    """Sweep 47: a BatchNorm2d trained on one image per step, then global average pooling over the same positions its
+    statistics were taken over: its output is beta whatever the input (accuracy 0.11 against 0.99). Found at the right
+    layer, with "a normalisation over a single feature" as the only remedy."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4),
+    )  # fmt: skip
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, 1, 8, 8)
+    y = (x.mean(dim=(1, 2, 3)) > 0).long() + 2 * (x[:, 0, 0, 0] > 0).long()
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for step in range(32):
+            loss = nn.functional.cross_entropy(model(x[step : step + 1]), y[step : step + 1])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "vanishing_gradient"]
+    assert f.evidence["through_one_layer"] == "sequential.3" and f.evidence["through_one_layer_kind"] == "BatchNorm2d"
+    assert "batch of one" in f.remedies[0] and "GroupNorm" in f.remedies[0]
+
+
 def deep_batchnorm_findings(train_mode):
     """Sweep 34: a deep BatchNorm MLP on the digits, whose accuracy is measured before training by a helper that calls
     model.eval(); without `model.train()` after it, every step trains in eval mode."""

@@ -1376,6 +1376,14 @@ def _explain_one_layer(f: Finding, vanishing: bool):
         "BatchNorm on a one-unit output) returns its bias whatever its input, so its derivative is 0; a layer with "
         "weights near zero, or a bottleneck of one unit, passes almost nothing back.",
     ]
+    if e.get("through_one_layer_kind", "").startswith("BatchNorm") and vanishing:
+        remedies.insert(
+            0,
+            f"`{layer}` takes its statistics over the batch (and an image's positions): with a batch of one or two, "
+            "or when what follows averages over exactly those values (global average pooling after a BatchNorm2d "
+            "that saw one image), its output is its bias whatever the input, and its derivative 0. Train on batches "
+            "of several examples, or use GroupNorm or LayerNorm, which normalise each example on its own.",
+        )
     if "Norm" in e.get("through_one_layer_kind", "") and layer == e["output_layer"]:
         remedies.insert(0, f"Remove the normalisation `{layer}` from the output: the output layer needs none.")
     if not vanishing:
@@ -1676,7 +1684,20 @@ def _explain_dead_units(f: Finding):
         "Initialise with `nn.init.kaiming_normal_` and a zero or small positive bias; "
         f"put BatchNorm before the {function} so its input stays centred.",
     ]
-    if e.get("feeds_from_weights_zero"):
+    if e.get("feeds_from_weights_zero") and e.get("feeds_from_kind"):
+        text += (
+            f" `{e['feeds_from']}` is a {e['feeds_from_kind']} whose scale (gamma) is exactly zero, so its output is "
+            "its bias alone, the same for every input, and at 0 or below the units never fire. A gamma of 0 in a "
+            "block's last normalisation is the zero-init-residual trick: the block starts as the identity because it "
+            "adds its input back (`relu(out + x)`). Without that `+ x`, the block outputs relu(beta) = 0 for "
+            "everything, and nothing behind it gets a gradient."
+        )
+        remedies = [
+            f"If `{e['feeds_from']}` ends a residual block, add the block's input back before its last activation: "
+            f"`return F.relu(out + x)`; if not, initialise its scale at 1 (`nn.init.ones_(...weight)`, PyTorch's "
+            "default).",
+        ] + remedies[1:]
+    elif e.get("feeds_from_weights_zero"):
         text += (
             f" `{e['feeds_from']}`'s weights are all exactly zero: every unit gets the same input, its bias, and with "
             "it at 0 or below none ever fires, so no gradient reaches those weights to change them. The "

@@ -2637,6 +2637,8 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
         feeder = recent[-1].layers.get(last.feeds_from) if last.feeds_from else None
         if feeder is not None and feeder.has_weights and feeder.weight_norm == 0:
             evidence["feeds_from_weights_zero"] = True  # initialised to zero: no unit ever fired
+            if "Norm" in feeder.kind:  # (a normalisation's scale, gamma, at 0: the zero-init-residual trick)
+                evidence["feeds_from_kind"] = feeder.kind
         # (the onset remembered before old records were thinned: the run's first record may be gone by now)
         earliest = min(first, history.onsets.get(("dead_relu", site), first)) if first is not None else None
         start = history.healthy_records()[0].step
