@@ -2619,6 +2619,34 @@ def test_an_exponential_that_overflowed_is_named_as_the_maker_of_the_inf():
     assert "88.7" in f.explanation and f.remedies[0].startswith("Bound what goes into exp")
 
 
+@pytest.mark.parametrize("sigmoid", ["by hand", "torch.sigmoid"])
+def test_a_sigmoid_written_by_hand_whose_exp_overflowed_is_named_at_exp_in_the_backward_pass(sigmoid):
+    """`1 / (1 + torch.exp(-z))` on unscaled pixels: e^-z overflows to inf where z is far below 0, and the output
+    there is a finite 0, but exp's backward multiplies the 0 arriving by e^-z = inf: NaN (sweep 47: accuracy 0.48
+    against 0.98). It was placed at the layer after it, with no operation named and "clip the gradient norm and lower
+    the learning rate" first. `torch.sigmoid` on the same inputs: nothing."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, 32), nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3)
+    x = torch.randint(0, 256, (64, 64)).float()  # (pixels in 0-255, not scaled)
+    y = torch.randint(0, 4, (64,))
+    with doctor.watch(net, optimizer, every=1, name="net") as dr:
+        for _ in range(3):
+            z = net[0](x)
+            h = 1 / (1 + torch.exp(-z)) if sigmoid == "by hand" else torch.sigmoid(z)
+            loss = F.cross_entropy(net[1](h), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    found = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if sigmoid == "torch.sigmoid":
+        assert found == []
+        return
+    [f] = found
+    assert (f.where, f.evidence["phase"], f.evidence["exact"], f.first_step) == ("exp", "backward", True, 0)
+    assert "88.7" in f.explanation and f.remedies[0].count("torch.sigmoid(z)") == 1
+
+
 def test_a_log_cosh_loss_written_by_hand_on_large_errors_is_named_at_cosh_with_its_stable_form():
     """log(cosh(error)) on targets in the hundreds: cosh overflows float32 past |x| ~ 89 at the first step. It was
     named with "clip the gradient norm and lower the learning rate" first (sweep 47), which no learning rate helps."""

@@ -2278,6 +2278,13 @@ def explain_nonfinite(f: Finding):
         text += " The script clips the gradient's norm, but where it does so the clipping has no effect: see the "
         text += "`clip_grad_norm_` finding."
         remedies.insert(0, "Make the clipping act first (see the `clip_grad_norm_` finding).")
+    if phase == "backward" and op == "exp" and e.get("exact"):
+        remedies.insert(  # (no learning rate helps: the overflow comes with the inputs)
+            0,
+            "Use the library's form of what exp was written into, which never overflows, forward or backward: "
+            "`torch.sigmoid(z)` for 1 / (1 + exp(-z)), `torch.softmax` / `torch.log_softmax` for exp(z) / sum exp(z), "
+            "`F.softplus(z)` for log(1 + exp(z)), `F.binary_cross_entropy_with_logits` for a sigmoid inside a loss.",
+        )
     if phase == "forward" and op == "cosh" and e.get("exact") and not e.get("half_precision_overflow"):
         remedies.insert(  # (first: the overflow comes with the data, at any learning rate)
             0,
@@ -2330,6 +2337,12 @@ def explain_nonfinite(f: Finding):
 
 
 INFINITE_DERIVATIVES = {
+    "exp": (
+        "d/dx e^x = e^x is infinite where e^x overflowed (x above 88.7), though what came after made a finite number "
+        "of it again (1 / (1 + e^-z) = 0 for z far below 0: a sigmoid written by hand), where the gradient arriving "
+        "is 0"
+    ),
+    "logit": "d/dp logit(p) = 1/(p (1 - p)) is infinite at p = 0 and p = 1",
     "log": "d/dx log(x) = 1/x is infinite at x = 0",
     "log2": "d/dx log2(x) = 1/(x ln 2) is infinite at x = 0",
     "log10": "d/dx log10(x) = 1/(x ln 10) is infinite at x = 0",

@@ -37,7 +37,7 @@ FORWARD_NAN_PRONE = {
 BACKWARD_NAN_PRONE = {
     "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "div", "reciprocal", "pow", "acos", "asin", "atanh",
     "acosh", "xlogy", "norm", "linalg_vector_norm", "std", "var", "atan2", "lgamma", "digamma", "erfinv", "cdist",
-    "prod", "cumprod", "tan", "logit",
+    "prod", "cumprod", "tan", "logit", "exp",  # (exp: grad * e^x, 0 * inf where e^x overflowed)
 }  # fmt: skip
 # Unary forward operations we can recompute from the input their node saved, to confirm a NaN was born there.
 RECOMPUTABLE = {
