@@ -151,9 +151,7 @@ class History:
         self.param_checks: dict[str, int] = {}  # parameter -> sampled steps on which it was checked
         self.param_with_grad: dict[str, int] = {}  # parameter -> sampled steps on which it had a gradient
         self.param_zero_grad: dict[str, int] = {}  # parameter -> ... on which its gradient was exactly zero (not None)
-        self.param_compared_after_backward: dict[
-            str, int
-        ] = {}  # ... on which its gradient was compared with backward's
+        self.param_compared_after_backward: dict[str, int] = {}  # ... its gradient compared with backward's
         self.param_zeroed_after_backward: dict[str, int] = {}  # ... and was zero at the step, written after backward
         # parameter -> ... whose loss was made of a gradient with respect to the inputs (loss_of_input_gradient)
         self.checked_under_input_gradient: dict[str, int] = {}

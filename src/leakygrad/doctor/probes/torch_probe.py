@@ -2089,7 +2089,7 @@ class TorchProbe:
             return None  # an unusual input: no per-time-step view
         if not data.is_floating_point():
             return None
-        if isinstance(module, nn.LSTM) and module.bias:  # (what the forget gate starts from: its first layer's bias)
+        if isinstance(module, nn.LSTM) and module.bias:  # (how far its forget gate is open: its first layer's bias)
             forget = slice(module.hidden_size, 2 * module.hidden_size)  # (gates in order i, f, g, o)
             bias = (module.bias_ih_l0.detach()[forget] + module.bias_hh_l0.detach()[forget]).mean()
             self.state.forget_bias[info.name] = self.state.deferred.scalar(bias)
