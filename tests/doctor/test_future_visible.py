@@ -179,19 +179,29 @@ class Seq2Seq(nn.Module):
         return self.head(self.transformer(self.embed(source), self.embed(target_in), tgt_mask=causal))
 
 
-def test_a_sequence_to_sequence_transformer_with_its_decoder_masked_is_left_alone():
-    torch.manual_seed(0)
-    model = Seq2Seq()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+def train_seq2seq(model, optimizer, steps, batch_of):
+    """Teacher forcing under the doctor at every step: `batch_of(step)` gives (source, target); the decoder reads
+    [0] + target[:-1]."""
     with doctor.watch(model, optimizer, every=1) as dr:
-        for step in range(16):
-            source = tokens(seed=step)[:, :T]
-            target = source.flip(1)  # (reverse the sequence: the decoder reads [0] + target[:-1])
+        for step in range(steps):
+            source, target = batch_of(step)
             target_in = torch.cat([torch.zeros_like(target[:, :1]), target[:, :-1]], dim=1)
             loss = F.cross_entropy(model(source, target_in).reshape(-1, VOCAB), target.reshape(-1))
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+    return dr
+
+
+def reversed_sequences(step):
+    source = tokens(seed=step)[:, :T]
+    return source, source.flip(1)
+
+
+def test_a_sequence_to_sequence_transformer_with_its_decoder_masked_is_left_alone():
+    torch.manual_seed(0)
+    model = Seq2Seq()
+    dr = train_seq2seq(model, torch.optim.AdamW(model.parameters(), lr=3e-3), 16, reversed_sequences)
     assert dr.notes == [] and future_findings(dr) == []
     # (the encoder's self-attention was read, no mask: its queries read the source, whose next tokens are no targets;
     # the decoder's causal mask reaches its kernel as is_causal, and the cross-attention is no self-attention)
@@ -222,18 +232,13 @@ def test_an_attention_over_the_source_from_a_decoder_started_from_its_state_is_l
     # Sweep 47: its queries and keys both reach the encoder, so it is looked at as a self-attention without a causal
     # mask; the targets, the next tokens of the decoder's own input, were counted from the queries' side and taken for
     # tokens the keys let it read: an error on a healthy model (sort 8 digits: greedy accuracy 0.998).
+    def sorted_digits(step):
+        source = tokens(batch=64, seed=step)[:, :8]
+        return source, source.sort(dim=1).values
+
     torch.manual_seed(0)
     model = LuongSeq2Seq()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    with doctor.watch(model, optimizer, every=1) as dr:
-        for step in range(8):
-            source = tokens(batch=64, seed=step)[:, :8]
-            target = source.sort(dim=1).values
-            target_in = torch.cat([torch.zeros_like(target[:, :1]), target[:, :-1]], dim=1)
-            loss = F.cross_entropy(model(source, target_in).reshape(-1, VOCAB), target.reshape(-1))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr = train_seq2seq(model, torch.optim.Adam(model.parameters(), lr=3e-3), 8, sorted_digits)
     assert dr.notes == [] and future_findings(dr) == []
     looks = [look for _, looks in dr.history.lookahead for look in looks.values()]
     assert looks and all(look["next_position"] == 1.0 and look["next_tokens"] < 0.5 for look in looks)

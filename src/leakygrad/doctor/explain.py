@@ -8,8 +8,6 @@ One function per symptom, evidence in, (explanation, remedies) out.
 
 from __future__ import annotations
 
-import math
-
 from leakygrad.doctor.findings import Finding
 
 DERIVATIVE_BOUNDS = {
@@ -1540,7 +1538,7 @@ def _explain_time(f: Finding, vanishing: bool):
             bias = e["forget_bias"]
             text += (
                 f" Its forget gate is nearly shut: its bias averages {fmt(bias)}, so the gate keeps about "
-                f"sigmoid({fmt(bias)}) = {fmt(1 / (1 + math.exp(-bias)))} of the cell state per step, and the cell "
+                f"sigmoid({fmt(bias)}) = {fmt(e['forget_gate_keeps'])} of the cell state per step, and the cell "
                 "state, the path along which the gradient crosses a step multiplied by that gate alone, forgets at "
                 "once. A chrono initialisation with its sign lost (`-log(u)` where `log(u)` was meant) does this."
             )

@@ -653,9 +653,10 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         clipped = [r.clip_max_norm for r in recent if r.clip_max_norm is not None]
         if exploding and not vanishing and 2 * len(clipped) >= len(recent) and clipped:  # (already clipped)
             evidence["clipped_at"] = _sci(median(clipped))
-        closed = layer.forget_bias is not None and 1 / (1 + math.exp(-layer.forget_bias)) < t.forget_gate_kept
-        if vanishing and closed:
-            evidence["forget_bias"] = _sci(layer.forget_bias)  # the forget gate starts (nearly) shut
+        kept = None if layer.forget_bias is None else 1 / (1 + math.exp(-layer.forget_bias))  # sigmoid(b_f)
+        if vanishing and kept is not None and kept < t.forget_gate_kept:
+            evidence["forget_bias"] = _sci(layer.forget_bias)  # the forget gate (nearly) shut
+            evidence["forget_gate_keeps"] = _sci(kept)  # ... the share of the cell state it keeps per step
         padded = _late_steps_padded(layer, edge)
         if vanishing and padded is not None and padded > t.late_padding_share:
             # the late steps are padding: a readout at the last step reaches the real ones through the padding
@@ -3997,8 +3998,9 @@ def _note_input_derivative_zero(evidence: dict, history: History, t: Thresholds)
         evidence["input_derivative_zero"] = {"activations": sorted(functions)[:6], "sampled_steps": len(looked)}
 
 
-def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float, int] | None:
-    """(median learning rate in effect, the rate given, the first sampled step cut) when a scheduler kept the rate at
+def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float, int, bool] | None:
+    """(median learning rate in effect, the rate given, the first sampled step cut, whether the rate was set by hand)
+    when a scheduler kept the rate at
     most `lr_schedule_cut` of the one the optimiser was given at every sampled step kept from some step on, and those
     steps are at least 3/4 of those that recorded a schedule (most recorded one): a `StepLR(step_size=10)` meant per
     epoch but stepped per batch cuts the rate from the second sampled step. A schedule decayed to near 0 at its end
@@ -4007,7 +4009,8 @@ def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float
     a warm-up that compounds down to nothing). Else None."""
     records = history.records
     scheduled = [(r.step, *r.lr_schedule) for r in records if r.lr_schedule is not None]
-    if not scheduled:
+    by_hand = not scheduled
+    if by_hand:
         scheduled = [(r.step, *r.lr_by_hand) for r in records if r.lr_by_hand is not None]
     if len(scheduled) < t.min_records or 2 * len(scheduled) < len(records):
         return None
@@ -4015,7 +4018,7 @@ def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float
     cut = scheduled[uncut[-1] + 1 :] if uncut else scheduled
     if len(cut) < t.min_records or 4 * len(cut) < 3 * len(scheduled):
         return None
-    return _sci(median([lr for _, lr, _ in cut])), _sci(median([given for _, _, given in cut])), cut[0][0]
+    return _sci(median([lr for _, lr, _ in cut])), _sci(median([given for _, _, given in cut])), cut[0][0], by_hand
 
 
 def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
@@ -4205,8 +4208,8 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
             # (and small they must be: `Adam(lr=1.0)` under a LambdaLR that returns the rate, as in the Annotated
             # Transformer's Noam schedule, is held at 1e-3 by design, and its updates are of a normal size)
             evidence["learning_rate"] = "scheduled to nothing"
-            evidence["lr_in_effect"], evidence["lr_given"], evidence["lr_cut_from_step"] = scheduled
-            if not any(r.lr_schedule is not None for r in history.records):
+            evidence["lr_in_effect"], evidence["lr_given"], evidence["lr_cut_from_step"], by_hand = scheduled
+            if by_hand:
                 evidence["lr_by_hand"] = True  # (no scheduler: the training loop set the rate)
             plateau = max(history.plateaus.values(), key=lambda tally: tally["cuts"], default=None)
             if plateau is not None and plateau["cuts"]:  # (a ReduceLROnPlateau made the cuts)
