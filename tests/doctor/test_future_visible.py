@@ -127,6 +127,22 @@ def test_no_causal_mask_at_all_is_told_as_such():
     assert "has no causal mask" in found.explanation
 
 
+def test_a_float_mask_of_zeros_and_ones_is_told_as_a_mask_that_shuts_nothing():
+    # Sweep 47: `torch.triu(torch.ones(T, T), 1)`, a causal mask's shape in floats, is added to the scores (the future
+    # gets +1, not -inf) and shuts nothing: found, but told as "no causal mask", with no word of the mask it was given.
+    torch.manual_seed(0)
+    (found, *_) = future_findings(train(EncoderLM(torch.triu(torch.ones(T, T), 1)), next_tokens))
+    assert found.evidence["no_mask"] is True and found.evidence["float_mask"] == [0.0, 1.0]
+    assert "is given a float mask (its entries from 0 to 1)" in found.explanation
+    assert "float('-inf')" in found.remedies[0] and "dtype=torch.bool" in found.remedies[0]
+
+
+def test_a_float_mask_holding_minus_infinity_is_left_alone():
+    torch.manual_seed(0)
+    shut = torch.triu(torch.full((T, T), float("-inf")), 1)
+    assert future_findings(train(EncoderLM(shut), next_tokens)) == []
+
+
 def test_the_right_mask_in_nn_transformer_encoder_is_left_alone():
     torch.manual_seed(0)
     assert future_findings(train(EncoderLM(shut_after(1)), next_tokens)) == []  # (PyTorch passes it as is_causal)

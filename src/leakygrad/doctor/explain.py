@@ -752,7 +752,15 @@ def _explain_future_visible(f: Finding):
     e = f.evidence
     if "convolution" in e:
         return _explain_convolution_ahead(f)
-    if e["no_mask"]:
+    shuts_nothing = e["no_mask"] and "float_mask" in e  # (a float mask given, with no -inf in it)
+    if shuts_nothing:
+        low, high = e["float_mask"]
+        mask = (
+            f"is given a float mask (its entries from {low:g} to {high:g}), which is added to the scores: it shifts "
+            "them and shuts no key, as only -inf (or a large negative number) does. Each of its "
+            f"{e['positions']} positions attends to every other, the later ones too"
+        )
+    elif e["no_mask"]:
         mask = f"has no causal mask: each of its {e['positions']} positions attends to every other, the later ones too"
     else:
         mask = (
@@ -767,7 +775,13 @@ def _explain_future_visible(f: Finding):
         "attention, not predicting it: the training loss falls fast and far, and generation, where the next token "
         "is not there to read, fails."
     )
-    remedies = [
+    make_it_shut = (
+        "Make the mask shut what it marks: a boolean one, `torch.triu(torch.ones(T, T, dtype=torch.bool), "
+        "diagonal=1)` (True = shut), or a float one holding -inf there, "
+        "`torch.triu(torch.full((T, T), float('-inf')), diagonal=1)`."
+    )
+    remedies = [make_it_shut] if shuts_nothing else []
+    remedies += [
         "Shut every key after the query's own position: `mask = torch.triu(torch.ones(T, T, dtype=torch.bool), "
         "diagonal=1)` with `masked_fill(mask, float('-inf'))` (True = shut), or `is_causal=True` in "
         "`F.scaled_dot_product_attention`, or `nn.Transformer.generate_square_subsequent_mask(T)` for "

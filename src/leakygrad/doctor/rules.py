@@ -2352,6 +2352,7 @@ def future_visible_rule(history: History, t: Thresholds) -> list[Finding]:
             "targets_next_tokens": _sci(median(next_tokens)),
             "sampled_steps": len(looks),
             **({"convolution": last["convolution"]} if "convolution" in last else {}),
+            **({"float_mask": [_sci(v) for v in last["float_mask"]]} if "float_mask" in last else {}),
         }
         findings.append(Finding("wrong_gradient", site, looks[0][0], "error", evidence))
     return findings

@@ -936,6 +936,17 @@ KERNEL_SLICES = 8  # ... of its first (example, head) slices
 KERNEL_MASKS = ("_saved_attn_mask", "_saved_attn_bias")  # (the CPU kernel's; the CUDA efficient and cuDNN kernels')
 
 
+def float_mask_range(node) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(its least, its largest entry) of the float mask a fused attention's node kept, as 0-d tensors where the mask
+    lives; None for a boolean mask, or none. A float mask is added to the scores: only -inf, or a large negative
+    number, shuts a key; a 0/1 mask (`torch.triu(torch.ones(T, T), 1)`, the shape of a causal mask) shuts none."""
+    told, mask = _kernel_mask(node)
+    if not told or not isinstance(mask, torch.Tensor) or not mask.is_floating_point() or mask.numel() == 0:
+        return None
+    mask = mask.detach()
+    return mask.amin(), mask.amax()
+
+
 def _kernel_mask(node) -> tuple[bool, torch.Tensor | None]:
     """(whether the fused attention's node tells its mask, that mask or None for none). A kernel whose node keeps no
     mask attribute (CUDA's flash kernel, which takes none) does not tell: its mask, if any, is unknown."""

@@ -1293,7 +1293,8 @@ class StepState:
     attention_gradient: dict = field(default_factory=dict)
     # self-attentions whose masks were read: site -> (index of the share of queries that may read the next position,
     # of the furthest ahead one may, the number of positions, index of the share of the loss's targets that are the
-    # next tokens of the sequence it reads or None)
+    # next tokens of the sequence it reads or None, extras: a convolution's {"convolution": its settings}, a fused
+    # attention's {"float_mask": indices of its float mask's least and largest entries})
     lookahead: dict = field(default_factory=dict)
     attention_examined: bool = False
     # the tokens the first nn.Embedding with a padding_idx read: (their indices, padding_idx); and, a per-token loss
@@ -3329,6 +3330,7 @@ class TorchProbe:
                 return  # (a softmax over the keys, one row per query, as many queries as keys)
             (allowed, query, key), length, device = found, p.shape[-1], p.device
             site = f"softmax after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+            float_mask = None  # (masked_fill's mask is boolean)
         else:
             found = graph_tools.attention_kernel_keys(node)
             if found is None:
@@ -3336,6 +3338,7 @@ class TorchProbe:
             allowed, query, key, length = found
             device = graph_tools.saved_value(node, "_saved_query").device
             site = f"attention after {graph_tools.nearest_upstream(node, names, limit=24) or 'input'}"
+            float_mask = graph_tools.float_mask_range(node)
         if not state.attention_examined:  # (a look, judged or not: a cross-attention is not looked at forever)
             state.attention_examined = True
             self._lookahead_looks += 1
@@ -3347,7 +3350,8 @@ class TorchProbe:
         # through its queries too, and its targets are the next tokens of its own input, not of the source it reads)
         next_tokens = graph_tools.next_token_targets(loss_nodes, key)
         next_tokens_at = None if next_tokens is None else scalar(next_tokens)
-        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at, None)
+        extra = {} if float_mask is None else {"float_mask": tuple(map(scalar, float_mask))}
+        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at, extra)
 
     def _look_for_a_trained_target(self, state: StepState, loss_nodes, names) -> None:
         """A KL divergence whose target distribution carries a graph into a model of its own that an optimiser steps:
@@ -3390,7 +3394,7 @@ class TorchProbe:
         scalar = state.deferred.scalar
         next_steps_at = None if next_steps is None else scalar(next_steps)
         share, furthest = (ahead > 0).float(), ahead.float()  # (every position reads ahead, or none)
-        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_steps_at, convolution)
+        state.lookahead[site] = (scalar(share), scalar(furthest), length, next_steps_at, {"convolution": convolution})
 
     def _on_attention_grad(self, ticket: Ticket, site: str, dim: int, grad_inputs, grad_outputs):
         """The share of the gradient g arriving at an attention's softmax that is the same for every entry along the
@@ -4439,9 +4443,10 @@ class TorchProbe:
                     "furthest_ahead": int(value(furthest_at)),
                     "positions": length,
                     "next_tokens": value(next_tokens_at),
-                    **({"convolution": convolution} if convolution else {}),
+                    **({"convolution": extra["convolution"]} if "convolution" in extra else {}),
+                    **({"float_mask": [value(at) for at in extra["float_mask"]]} if "float_mask" in extra else {}),
                 }
-                for site, (share_at, furthest_at, length, next_tokens_at, convolution) in state.lookahead.items()
+                for site, (share_at, furthest_at, length, next_tokens_at, extra) in state.lookahead.items()
             }
         if state.padding_ids:
             self._padding_looks += 1
