@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -270,6 +271,47 @@ def test_a_model_traced_under_the_doctor_passes_the_traces_own_check(tmp_path):
     run = run_script(str(script))
     assert run.exit_code == 0 and run.doctor.steps == 20
     assert run.doctor.notes == []
+
+
+def test_a_network_run_with_generated_weights_through_functional_call_prints_no_warning(tmp_path):
+    """Sweep 48: a hypernetwork's output run as another network's weights, `torch.func.functional_call(target,
+    generated, x)`. The target was first met inside that call, where its parameters are the generated tensors, and
+    named them as its parameters: reading their `.grad` made PyTorch print a UserWarning on the script's stderr (a
+    non-leaf's .grad is never filled). Only leaves are named as parameters."""
+    script = tmp_path / "hyper.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import warnings
+            warnings.simplefilter("always")  # (each warning printed, however often it comes)
+            import torch
+            from torch import nn
+            from torch.func import functional_call
+            torch.manual_seed(0)
+            target = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
+            shapes = {n: p.shape for n, p in target.named_parameters()}
+            hyper = nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, sum(s.numel() for s in shapes.values())))
+            optimizer = torch.optim.Adam(hyper.parameters(), lr=1e-3)
+            for step in range(20):
+                task = torch.rand(2)
+                flat, generated, i = hyper(task), {}, 0
+                for name, shape in shapes.items():
+                    generated[name] = flat[i : i + shape.numel()].view(shape)
+                    i += shape.numel()
+                x = torch.rand(32, 1)
+                loss = ((functional_call(target, generated, (x,)) - task[0] * torch.sin(x)) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            print("trained")
+            """
+        )
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = run_script(str(script), every=1)
+    assert run.exit_code == 0 and run.doctor.steps == 20 and run.doctor.notes == []
+    assert [str(w.message) for w in caught if "not a leaf" in str(w.message)] == []
 
 
 def test_threads_training_models_at_once_are_not_mixed_and_the_first_is_followed(tmp_path):

@@ -1718,7 +1718,7 @@ class TorchProbe:
                         self.infos[sub] = self.info_by_name[path] = _module_info(path, sub)
                         added_modules.add(path)
                 for path, param in item.named_parameters(prefix=f"{container}.{key}"):
-                    if id(param) not in self.param_labels:
+                    if id(param) not in self.param_labels and param.is_leaf:
                         self.param_labels[id(param)] = (weakref.ref(param), path, path.rpartition(".")[0])
                         added_params.add(id(param))
         self.doctor.history.watched.append(name)
@@ -1738,7 +1738,9 @@ class TorchProbe:
             if self.infos[sub].gated:
                 self._gated_names.add(label)
         for path, param in module.named_parameters():
-            if id(param) not in self.param_labels:
+            # (not a tensor computed by the script: `torch.func.functional_call(module, generated, x)` swaps its own
+            # in for the duration of the call, a hypernetwork's output, and a model first met then shows those)
+            if id(param) not in self.param_labels and param.is_leaf:
                 owner = _weight_owner(module, path.rpartition(".")[0])
                 label = f"{prefix}{owner}" if owner else name
                 self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
