@@ -1151,6 +1151,8 @@ def _explain_inverted_loss_mask(f: Finding):
 
 
 def _explain_penalty_without_graph(f: Finding):
+    if f.evidence.get("create_graph"):
+        return _explain_penalty_detached(f)
     text = (
         "`torch.autograd.grad` is called without `create_graph=True`, and the loss adds a term that reaches no "
         f"parameter (on {f.evidence['sampled_steps']} sampled steps): the gradient it returns is a plain tensor, with "
@@ -1162,6 +1164,22 @@ def _explain_penalty_without_graph(f: Finding):
     remedies = [
         "Pass `create_graph=True` to `torch.autograd.grad` when its result goes into the loss: "
         "`g, = torch.autograd.grad(out, x, create_graph=True)`, so that backward differentiates through it.",
+    ]
+    return text, remedies
+
+
+def _explain_penalty_detached(f: Finding):
+    text = (
+        "`torch.autograd.grad` is called with `create_graph=True`, so the gradient it returns keeps its graph back to "
+        f"the weights; yet the loss adds a term that reaches no parameter (on {f.evidence['sampled_steps']} sampled "
+        "steps). A term made of that gradient lost its graph on the way (`g.detach()`, `g.data`, `g.item()`, a NumPy "
+        "round trip, or computed under `torch.no_grad()`): it is a constant to the parameters, adds to the loss's "
+        "value and passes them no gradient. The model is trained as if the term (a gradient penalty, double "
+        "backprop, a physics-informed residual) were not there."
+    )
+    remedies = [
+        "Build the term from the gradient itself, with its graph: `penalty = g.pow(2).sum(1).mean()`, not "
+        "`g.detach()...`, so that backward differentiates through it.",
     ]
     return text, remedies
 

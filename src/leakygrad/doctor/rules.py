@@ -2215,13 +2215,15 @@ def penalty_without_graph_rule(history: History, t: Thresholds) -> list[Finding]
     adds a term that has no graph or reaches no parameter, on most recent sampled steps (and `min_records`): the
     gradient it returned is a constant to the weights, and so is the term made of it (double backprop, a WGAN's
     gradient penalty, a physics-informed residual). It adds to the loss's value;
-    backprop passes nothing through it (`retain_graph=True` only silences the error a second backward would raise)."""
+    backprop passes nothing through it (`retain_graph=True` only silences the error a second backward would raise).
+    Likewise with `create_graph=True`, when the term made of the gradient lost its graph on the way (`g.detach()`)."""
     recent = history.recent()
-    hit = [r for r in recent if r.penalty_without_graph]
+    hit = [r for r in recent if r.penalty_without_graph or r.penalty_detached]
     if len(hit) < t.min_records or 2 * len(hit) < len(recent):
         return []
-    first = next(r.step for r in history.records if r.penalty_without_graph)
-    evidence = {"create_graph": False, "constant_loss_term": True, "sampled_steps": len(hit), "site": "loss"}
+    first = next(r.step for r in history.records if r.penalty_without_graph or r.penalty_detached)
+    create_graph = not any(r.penalty_without_graph for r in hit)
+    evidence = {"create_graph": create_graph, "constant_loss_term": True, "sampled_steps": len(hit), "site": "loss"}
     return [Finding("blocked_gradient", "autograd.grad", first, "error", evidence)]
 
 

@@ -235,6 +235,9 @@ class StepRecord:
     # estimated (num_batches_tracked 0) on a training step: they normalise by mean 0 and variance 1, not at all
     # torch.autograd.grad called without create_graph=True in a step whose loss adds a term that has no graph
     penalty_without_graph: bool = False
+    # ... or with create_graph=True, in a step whose loss adds such a term all the same (one made of that gradient lost
+    # its graph on the way: `g.detach()`, `g.data`, `g.item()`)
+    penalty_detached: bool = False
     # torch.autograd.grad(..., create_graph=True) taken with respect to tensors other than the parameters (the inputs):
     # a loss made of a gradient, a Hamiltonian network's dH/dz
     loss_of_input_gradient: bool = False

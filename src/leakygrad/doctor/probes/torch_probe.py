@@ -2835,7 +2835,7 @@ class TorchProbe:
             state.loss_term_weights = graph_tools.loss_term_weights(root_nodes[0]) or None
             state.root_scale = graph_tools.root_scale(root_nodes[0])
             state.summed_loss = graph_tools.summed_loss(root_nodes[0])
-        if state.constant_loss_term is None and state.grad_without_graph:
+        if state.constant_loss_term is None and (state.grad_without_graph or state.grad_of_inputs):
             # (a term with no graph, or one that reaches no parameter: a residual of inputs alone, a constant to them)
             terms = graph_tools.loss_terms(root_nodes[0])
             state.constant_loss_term = any(t is None or not self._reaches_a_watched_parameter(t) for t in terms)
@@ -4557,6 +4557,9 @@ class TorchProbe:
             }
         record.without_optimizer = self.mode == "backward"
         record.penalty_without_graph = state.grad_without_graph and bool(state.constant_loss_term)
+        record.penalty_detached = (
+            state.grad_of_inputs and not state.grad_without_graph and bool(state.constant_loss_term)
+        )
         record.loss_of_input_gradient = state.grad_of_inputs
         record.gate_means = {site: value(at) for site, at in state.gate_means.items()} or None
         record.log_of_probabilities = state.log_of_probabilities
