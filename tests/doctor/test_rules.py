@@ -446,7 +446,7 @@ def test_no_gradient_groups_parameters_into_the_widest_silent_module():
 
 
 def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its_name():
-    def record(step):
+    def record(step, held_after_backward=True):
         layers = {name: LayerStats(name, "Linear", i, has_weights=True, out_grad_norm=0.02) for i, name in
                   enumerate(["model.0", "model.2"])}  # fmt: skip
         return StepRecord(
@@ -454,6 +454,7 @@ def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its
             layers=layers,
             param_has_grad={"0.weight": False, "2.weight": False},
             param_module={"0.weight": "model.0", "2.weight": "model.2"},
+            grads_after_backward=held_after_backward,
         )
 
     [f] = no_gradient_rule(history_of([record(0), record(16)], watched=["model", "SGD"], models=["model"]), T)
@@ -463,6 +464,24 @@ def test_gradients_cleared_after_backward_are_named_as_such_and_the_model_by_its
     assert unnamed.where == "(model)"  # parameters not all under one watched model's name
     [explained] = diagnose(history_of([record(0), record(16)]), T)
     assert "`optimizer.zero_grad()`" in explained.explanation and "cuts the graph" not in explained.explanation
+    assert "ran_on_other_tensors" not in explained.evidence
+
+
+def test_a_layer_reached_whose_parameters_never_held_a_gradient_ran_on_other_tensors():
+    """Sweep 48: MAML's fast weights cut from the meta-parameters, `(p - lr * g).detach().requires_grad_()`, run
+    through `functional_call`: the gradient reaches the layer's output, and goes to the copies. Told as gradients
+    "cleared before the step" by a zero_grad() in the wrong place; but none was there even right after backward."""
+
+    def record(step):
+        layers = {"model.0": LayerStats("model.0", "Linear", 0, has_weights=True, out_grad_norm=0.5)}
+        return StepRecord(
+            step=step, layers=layers, param_has_grad={"0.weight": False}, param_module={"0.weight": "model.0"}
+        )
+
+    [f] = diagnose(history_of([record(0), record(16)], watched=["model", "Adam"], models=["model"]), T)
+    assert f.symptom == "no_gradient" and f.evidence["ran_on_other_tensors"] is True
+    assert "not even right after `loss.backward()`" in f.explanation and "zero_grad" not in f.explanation
+    assert "no `.detach()`" in f.remedies[0]
 
 
 def test_a_module_run_without_grad_is_named_as_such_and_a_reentrant_checkpoint_with_its_fix():

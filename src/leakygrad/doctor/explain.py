@@ -1168,6 +1168,28 @@ def _explain_penalty_without_graph(f: Finding):
     return text, remedies
 
 
+def _explain_ran_on_other_tensors(f: Finding):
+    e = f.evidence
+    at_output = e["gradient_at_output"]
+    text = (
+        f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none had a gradient in "
+        f"{e['sampled_steps_checked']} sampled steps, not even right after `loss.backward()`, although the backward "
+        f"pass reached the layer: the gradient arriving at `{at_output['layer']}`'s output had norm "
+        f"{at_output['norm']}. So the layer computed with other tensors in its parameters' place, and backprop "
+        "delivered the gradient to those: copies cut from the parameters (`(p - lr * g).detach().requires_grad_()`, "
+        "MAML's fast weights detached from the meta-parameters), passed to `torch.func.functional_call`, or weights "
+        "swapped in with `p.data = ...`. The parameters the optimiser holds are not on that path, so they never learn."
+    )
+    remedies = [
+        "Compute the tensors the layer runs with from its parameters, keeping the graph: no `.detach()` on them "
+        "(MAML: `fast = {n: p - lr * g for ...}` with `create_graph=True`, or `g.detach()` alone for first-order "
+        "MAML), then `functional_call(model, fast, x)`.",
+        "If the weights are generated (a hypernetwork), pass them to the layer through `torch.func.functional_call` "
+        "rather than `p.data = ...`, and give the optimiser the generator's parameters.",
+    ]
+    return text, remedies
+
+
 def _explain_penalty_detached(f: Finding):
     text = (
         "`torch.autograd.grad` is called with `create_graph=True`, so the gradient it returns keeps its graph back to "
@@ -3111,6 +3133,8 @@ def explain_no_gradient(f: Finding):
         ]
         return text, remedies
     at_output = e.get("gradient_at_output")
+    if at_output and e.get("ran_on_other_tensors") and not cuts:
+        return _explain_ran_on_other_tensors(f)
     if (at_output or e.get("gradient_after_backward")) and not cuts:
         reached = (
             f"the gradient arriving at `{at_output['layer']}`'s output had norm {at_output['norm']}"

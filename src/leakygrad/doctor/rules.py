@@ -3080,6 +3080,10 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             reached_layer = _gradient_at_output(history, layers)
             if reached_layer is not None:
                 evidence["gradient_at_output"] = {"layer": reached_layer[0], "norm": _sci(reached_layer[1])}
+                if not any(r.grads_after_backward for r in history.recent()):
+                    # (and none held one even right after backward: nothing cleared them; the layer ran on other
+                    # tensors in their place, copies detached from them, which the gradient went to)
+                    evidence["ran_on_other_tensors"] = True
             elif _held_after_backward(history):  # (the backward of the step before: step() came before backward())
                 evidence["gradient_after_backward"] = True
         elif not always_zero and not cuts:
