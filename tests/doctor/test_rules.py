@@ -760,6 +760,24 @@ def test_diverging_loss_blames_a_learning_rate_far_too_high():
     assert "far too high" in diagnose(history_of([with_ratio(0, 0.3)] * 3, losses=losses))[0].explanation
 
 
+def test_one_batchs_spike_at_the_end_of_a_converged_run_is_no_diverging_loss():
+    """Sweep 48: a run resumed from a checkpoint (its loss followed from the resumed model, already low) whose epochs
+    end with a batch of 3 examples under BatchNorm, each such batch's loss 30 times the others': the last twentieth of
+    the curve held one of them, and its mean read as a rise past 3 times the lowest, an error on a healthy run. The
+    end is the median of the last three stretches: a spike in one is no rise, a loss that keeps rising is."""
+    converged = [0.07 - 0.0005 * k for k in range(120)]
+    spiked = converged[:-1] + [2.0]  # (the last step's batch)
+    assert loss_rule(history_of([with_ratio(s, 1e-3) for s in range(0, 120, 10)], losses=spiked), T) == []
+    # Nor two spikes in the run when its first step's batch was a lucky one (0.015, the first stretch's mean 0.07):
+    # they passed 10 times that one batch's loss, read as a blow-up never recovered from.
+    noisy = [0.03 + 0.01 * math.sin(k) for k in range(120)]
+    lucky = [0.015] + noisy[1:60] + [1.0] + noisy[61:90] + [1.0] + noisy[91:]
+    assert loss_rule(history_of([with_ratio(s, 1e-3) for s in range(0, 120, 10)], losses=lucky), T) == []
+    rising = converged[:100] + [0.02 * 1.2**k for k in range(20)]
+    [f] = loss_rule(history_of([with_ratio(s, 0.3) for s in range(0, 120, 10)], losses=rising), T)
+    assert f.symptom == "diverging_loss"
+
+
 def test_a_loss_that_rose_from_its_first_step_is_not_said_to_have_fallen():
     """Sweep 43's DP-SGD with its noise 64 times too large: the loss rose from step 0 (2.32, 4.56, 7.25, ...), and the
     finding said "the loss fell to 12.7 (around step 14) ... above where it started (12.7)": the first stretch's mean,

@@ -3769,7 +3769,7 @@ def explain_diverging_loss(f: Finding):
         return _explain_ctc_raw_scores(f)
     if e.get("loss_highest") is not None:  # it blew up and never recovered
         text = (
-            f"The loss jumped from {fmt(e['loss_initial'])} at the first step to a mean of {fmt(e['loss_highest'])} "
+            f"The loss jumped from {fmt(e['loss_initial'])} at the start to a mean of {fmt(e['loss_highest'])} "
             f"(from step {e['blew_up_at_step']}), and came back only to {fmt(e['loss_end'])}, no better than where it "
             "started: an update far too large threw the weights off, and the run never got over it (units that died "
             "in the jump stay dead). The mark of a learning rate far too high for this model."

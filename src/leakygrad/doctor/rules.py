@@ -4040,8 +4040,11 @@ def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     initial = loss.buckets[0].first  # (the first step's loss)
     if history.competing_loss_steps > history.steps / 2 and len(loss.buckets) > 1:
         initial = max(initial, loss.buckets[1].high)
+    if smoothed[0][1] <= t.loss_blowup_factor * initial:  # (no jump in the first stretch: its mean, when larger,
+        initial = max(initial, smoothed[0][1])  # is the start: one batch's loss is noise, 0.015 against 0.073 once
     highest = max(value for _, value in smoothed)
-    if initial <= 0 or highest <= t.loss_blowup_factor * initial or smoothed[-1][1] < initial * (1 - t.stalled_change):
+    end = median([value for _, value in smoothed[-3:]])  # (as the loss rule reads the end: one spike is no level)
+    if initial <= 0 or highest <= t.loss_blowup_factor * initial or end < initial * (1 - t.stalled_change):
         return None
     jump = next(b for b in loss.buckets if b.high > t.loss_blowup_factor * initial)
     # sudden: from under twice the first loss to past the factor within a few steps (a loss that climbs by stages, a
@@ -4093,7 +4096,9 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     smoothed = loss.smoothed()
     if len(loss) < t.loss_min_steps or len(smoothed) < 3:
         return []
-    start, end = smoothed[0][1], smoothed[-1][1]
+    # The end: the median of the last three stretches, so that one batch's spike in the last (a final batch of 3
+    # examples under BatchNorm, its loss 30 times the others') is no rise; a loss that diverges stays up.
+    start, end = smoothed[0][1], median([value for _, value in smoothed[-3:]])
     low_step, lowest = min(smoothed, key=lambda sv: sv[1])
     ratios = update_ratios(history)
     overall = median(list(ratios.values()))

@@ -236,9 +236,9 @@ class Thresholds:
     above this share of its weights' norm at a sampled step: below it, a step at a learning rate up to 1 changes a
     float32 weight by about its rounding error, so weights that stay put are the gradient's doing."""
     loss_blowup_factor: float = 10.0
-    """Loss (smoothed) at some point above this times the first step's, and at the end no lower than the first step's
-    (less `stalled_change`): it blew up and never recovered, diverging too (an update too large that the run did not
-    get over: units killed in the jump stay dead)."""
+    """Loss (smoothed) at some point above this times the first step's (or the first stretch's mean, when larger and no
+    jump is in it), and at the end no lower than that (less `stalled_change`): it blew up and never recovered,
+    diverging too (an update too large that the run did not get over: units killed in the jump stay dead)."""
     stalled_change: float = 0.02
     """Mean loss over the last third of the run within this share of the mean over the first third: stalled.
     (Thirds, not single points: a minibatch loss is noisy; the mean of a third varies by well under 1%.)"""
