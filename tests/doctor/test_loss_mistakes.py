@@ -3786,3 +3786,57 @@ def test_maml_fast_weights_detached_from_the_meta_parameters_are_told_as_a_layer
     [f] = named
     assert f.severity == "error" and f.evidence.get("ran_on_other_tensors") is True
     assert "zero_grad" not in f.explanation and "functional_call" in f.remedies[0]
+
+
+class _Classifier(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.features = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU())
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        return self.fc(self.features(x))
+
+
+@pytest.mark.parametrize("optimizer_made", ["before the head is replaced", "after"])
+def test_a_head_replaced_after_the_optimiser_was_made_is_an_unapplied_gradient_at_the_head(optimizer_made):
+    """Sweep 48: a backbone pretrained on digits 0-4, frozen, then `opt = SGD(model.parameters())` and only then
+    `model.fc = nn.Linear(32, 5)` for digits 5-9: the optimiser steps the old head, which gets no gradient, and the
+    new one is never stepped (accuracy 0.18 against 0.69). The model, met before the replacement, never named the new
+    head, and only the loss's rise with the new task was told (lower the learning rate). A module met inside the
+    model's forward that was never named is named now, and the old head's parameters belong to no watched model."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = _Classifier(5)
+    with doctor.watch(model, every=4) as dr:
+        pretraining = torch.optim.Adam(model.parameters(), lr=1e-3)
+        first = y < 5
+        for step in range(40):
+            batch = slice(32 * (step % 10), 32 * (step % 10 + 1))
+            loss = F.cross_entropy(model(x[first][batch]), y[first][batch])
+            pretraining.zero_grad()
+            loss.backward()
+            pretraining.step()
+        del pretraining
+        model.features.requires_grad_(False)
+        if optimizer_made == "after":
+            model.fc = nn.Linear(32, 5)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        if optimizer_made != "after":
+            model.fc = nn.Linear(32, 5)
+        second = y >= 5
+        for step in range(80):
+            batch = slice(32 * (step % 10), 32 * (step % 10 + 1))
+            loss = F.cross_entropy(model(x[second][batch]), y[second][batch] - 5)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
+    if optimizer_made == "after":
+        assert named == []
+        return
+    [f] = named
+    assert (f.where, f.severity, f.evidence["stepped_outside_model"]) == ("fc", "error", 2)
+    assert f.first_step >= 40 and "was replaced by a new module after the optimiser was made" in f.explanation
+    assert f.remedies[0].startswith("Make the optimiser after replacing the module")

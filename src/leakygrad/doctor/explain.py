@@ -3571,6 +3571,8 @@ def _explain_unapplied_since(f: Finding):
     """Not applied from part-way through: before, the parameters had no gradient (frozen), since, one that no
     optimiser steps."""
     e = f.evidence
+    if e.get("stepped_outside_model"):
+        return _explain_replaced_after_optimizer(f)
     text = (
         f"From step {e['since_step']} on, the {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at "
         f"every sampled optimiser step ({e['sampled_steps_since']} of them), but no optimiser steps them: the "
@@ -3585,6 +3587,26 @@ def _explain_unapplied_since(f: Finding):
         "with a lower learning rate than the head's).",
         "Or make the optimiser over all of the model's parameters from the start: step() skips a parameter without "
         "a gradient (a frozen one), and steps it once it is unfrozen.",
+    ]
+    return text, remedies
+
+
+def _explain_replaced_after_optimizer(f: Finding):
+    """A module put in place of another part-way, after the optimiser was made over the old one's parameters."""
+    e = f.evidence
+    text = (
+        f"From step {e['since_step']} on, the {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at "
+        f"every sampled optimiser step ({e['sampled_steps_since']} of them), but no optimiser steps them, while it "
+        f"steps {e['stepped_outside_model']} parameter(s) that belong to no watched model: `{f.where}` was replaced "
+        "by a new module after the optimiser was made (a new head for fine-tuning, `model.fc = nn.Linear(...)`), and "
+        "the optimiser still holds the old one's parameters, which get no gradient. The backward pass computes the "
+        "new module's gradient, and it is thrown away: it keeps its initial values."
+    )
+    remedies = [
+        "Make the optimiser after replacing the module: `model.fc = nn.Linear(...)`, then "
+        "`optimizer = torch.optim.SGD(model.parameters(), ...)`.",
+        f"Or add the new module's parameters to it: `optimizer.add_param_group({{'params': module.parameters()}})`, "
+        f"where `module` is `{f.where}`.",
     ]
     return text, remedies
 

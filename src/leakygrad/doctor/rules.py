@@ -3512,6 +3512,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         # (part of the model never stepped, while the loss stopped: likely why; a layer held in a plain list, hidden
         # from parameters(), is a mistake whatever the loss does)
         severity = "error" if whole or "unregistered" in evidence else "warning"
+        if "since_step" in evidence and history.stepped_outside_model:  # (replaced part-way: the new one never trains)
+            severity = "error"
         if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
             severity = "error"
         findings.append(Finding("unapplied_gradient", module, first_step, severity, evidence))

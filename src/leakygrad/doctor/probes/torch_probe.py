@@ -119,6 +119,7 @@ CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
 LOOKAHEAD_LOOKS = 4  # first sampled steps on which self-attentions' masks are read (can a position read the next?)
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
+LATE_PART_LOOKS = 8  # modules met inside a forward, never named, looked for among the watched models' parts (a run)
 RELU_OUTPUT_LOOKS = 4  # first sampled steps on which ReLUs' saved outputs are checked for negatives (`.data +=`)
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
@@ -1533,6 +1534,7 @@ class TorchProbe:
         # root name -> (its module, the prefix of its parts' names)
         self._roots: dict[str, tuple[weakref.ref, str]] = {}
         self._parts_looked_for: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its size then
+        self._late_parts_looked: weakref.WeakSet = weakref.WeakSet()  # (`_name_a_late_part`)
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
@@ -1746,6 +1748,33 @@ class TorchProbe:
                 self.param_labels[id(param)] = (weakref.ref(param), f"{prefix}{path}", label)
                 added_params.add(id(param))
         return added_modules, added_params
+
+    def _name_a_late_part(self, module: nn.Module) -> ModuleInfo | None:
+        """A module called inside a forward that was never named: a part put into a watched model after it was first
+        seen (a new head, `model.fc = nn.Linear(...)`, perhaps after the optimiser was made over the old one's
+        parameters), named under that model as its own parts are; or no part of one (None). Each module is looked
+        for once, and LATE_PART_LOOKS in a run (a model that makes a module in each forward would add names at
+        every step)."""
+        if module in self._late_parts_looked:
+            return None
+        self._late_parts_looked.add(module)
+        for name, (ref, prefix) in list(self._roots.items()):
+            root = ref()
+            if root is not None and any(part is module for part in root.modules()):
+                self._name_parts(root, name, prefix)
+                self._plan = self._callable_cache = None
+                info = self.infos.get(module)
+                if info is not None:  # (the parameters of the module it replaced belong to no watched model now)
+                    self._forget_parameters_replaced(info.name, {id(p) for p in module.parameters()})
+                return info
+        return None
+
+    def _forget_parameters_replaced(self, label: str, kept: set[int]) -> None:
+        """Drop the names of parameters once held under module `label` that it holds no more: those of the module a
+        new one replaced (an optimiser made before the replacement still steps them, outside any watched model)."""
+        for key, (_, _, owner) in list(self.param_labels.items()):
+            if (owner == label or owner.startswith(label + ".")) and key not in kept:
+                del self.param_labels[key]
 
     def _name_parts_added_since(self, params) -> None:
         """Parameters of a new optimiser that no watched model had when it was named, held by one now: modules put
@@ -1979,6 +2008,8 @@ class TorchProbe:
             info = self.infos.get(module)
             if info is None and self.discover and depth == 0 and grad_enabled:
                 info = self._discover(module)
+            elif info is None and depth > 0 and grad_enabled and len(self._late_parts_looked) < LATE_PART_LOOKS:
+                info = self._name_a_late_part(module)
             state = self.state
             if info is None or state is None:
                 return None
