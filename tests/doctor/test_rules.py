@@ -651,6 +651,26 @@ def test_nonfinite_event_and_a_bare_nonfinite_loss():
     assert (bare.where, bare.first_step) == ("loss", 2)
 
 
+@pytest.mark.parametrize("through_where", [True, False])
+def test_a_nan_through_wheres_untaken_branch_puts_the_double_where_before_log_softmax(through_where):
+    """Sweep 48: an attention entropy `where(p > 0, p * log(p), 0)` over a masked softmax: the NaN comes through the
+    untaken branch, where p is exactly 0 by the mask, and `log_softmax` (the first remedy) is -inf there all the same;
+    the double-where (second) fixes it. Without torch.where, log_softmax stays first."""
+    evidence = {"phase": "backward", "value": "nan", "op": "log", "module": "the loss", "exact": True}
+    evidence.update(through_where=through_where, log_of_probabilities={"log": "log", "of": "softmax", "at": "the loss"})
+    f = explain(Finding("nonfinite", "log", 0, "error", evidence))
+    first, second = f.remedies[:2]
+    double_where, log_softmax = (
+        ("double-where" in first, "F.log_softmax(z, dim)" in second)
+        if through_where
+        else (
+            "double-where" in second,
+            "F.log_softmax(z, dim)" in first,
+        )
+    )
+    assert double_where and log_softmax
+
+
 def test_records_after_the_first_nan_are_not_judged():
     records = [chain(s, [1.0, 1.0, 1.0]) for s in range(0, 50, 10)]
     records += [chain(s, [math.nan, 1e-9, 1.0]) for s in range(50, 200, 10)]
