@@ -3958,14 +3958,15 @@ def test_a_bidirectional_lstm_read_through_h_n_minus_1_alone_is_told_it_reads_th
     assert not [f for f in final_state_findings(both_directions=True) if f.symptom == "no_gradient"]
 
 
-def first_token_findings(forget_bias):
-    """An LSTM asked for the first of 50 tokens, its forget gate's bias set to `forget_bias` (the rest 0)."""
+def first_token_findings(forget_bias, layer=nn.LSTM):
+    """An LSTM asked for the first of 50 tokens, its forget gate's bias set to `forget_bias` (the rest 0); or a GRU,
+    its update gate's."""
     torch.manual_seed(0)
-    embed, lstm, head = nn.Embedding(4, 8), nn.LSTM(8, 16, batch_first=True), nn.Linear(16, 4)
+    embed, lstm, head = nn.Embedding(4, 8), layer(8, 16, batch_first=True), nn.Linear(16, 4)
     with torch.no_grad():
         lstm.bias_ih_l0.zero_()
         lstm.bias_hh_l0.zero_()
-        lstm.bias_ih_l0[16:32] = forget_bias  # (gates in the order i, f, g, o)
+        lstm.bias_ih_l0[16:32] = forget_bias  # (gates in the order i, f, g, o; a GRU's r, z, n)
     model = nn.ModuleDict({"embed": embed, "lstm": lstm, "head": head})
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     with doctor.watch(model, optimizer, every=2) as dr:
@@ -3991,6 +3992,16 @@ def test_an_lstm_whose_forget_gate_starts_shut_is_told_so_with_its_bias_first():
     [half_open] = first_token_findings(0.0)
     assert "forget_bias" not in half_open.evidence and "nearly shut" not in half_open.explanation
     assert first_token_findings(1.0) == []
+
+
+def test_a_gru_whose_update_gate_starts_shut_is_told_so_with_its_bias_first():
+    """Sweep 48: a GRU's update-gate biases set to -2 (z = 0.02: the state replaced at every step): the vanishing
+    across time was found, blamed on W_hh and the activation's derivative, with attention as the first remedy."""
+    [shut] = first_token_findings(-4.0, nn.GRU)
+    assert shut.evidence["update_bias"] == pytest.approx(-4.0, abs=0.05) and "forget_bias" not in shut.evidence
+    assert shut.remedies[0].startswith("Set the update-gate bias positive (it is -")
+    assert "Its update gate is nearly shut" in shut.explanation
+    assert all("update_bias" not in f.evidence for f in first_token_findings(0.0, nn.GRU))
 
 
 def frozen_by_hand_findings(freeze, optimizer_class, **options):

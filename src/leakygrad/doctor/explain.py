@@ -1602,6 +1602,19 @@ def _explain_time(f: Finding, vanishing: bool):
                 "`bias_ih_l0[H:2 * H]` (gates in the order i, f, g, o).",
                 *(r for r in remedies if "forget-gate bias" not in r),
             ]
+        if e.get("update_bias") is not None:
+            bias = e["update_bias"]
+            text += (
+                f" Its update gate is nearly shut: its bias averages {fmt(bias)}, so in h' = (1 - z) n + z h the gate "
+                f"keeps about z = sigmoid({fmt(bias)}) = {fmt(e['update_gate_keeps'])} of the state per step and "
+                "replaces the rest: the state, and the gradient crossing a step through it, forgets at once."
+            )
+            remedies = [
+                f"Set the update-gate bias positive (it is {fmt(bias)} now): 1 to 2, or chrono initialisation, "
+                "b_z = log(U(1, T - 1)) for sequences of length T; the slice is `bias_ih_l0[H:2 * H]` (gates in the "
+                "order r, z, n), or leave PyTorch's initialisation (a gate half open).",
+                *remedies,
+            ]
         if e.get("late_steps_padding") is not None:
             text += (
                 f" The late time steps are padding: the input there is all zeros for {pct(e['late_steps_padding'])} of "

@@ -655,8 +655,9 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["clipped_at"] = _sci(median(clipped))
         kept = None if layer.forget_bias is None else 1 / (1 + math.exp(-layer.forget_bias))  # sigmoid(b_f)
         if vanishing and kept is not None and kept < t.forget_gate_kept:
-            evidence["forget_bias"] = _sci(layer.forget_bias)  # the forget gate (nearly) shut
-            evidence["forget_gate_keeps"] = _sci(kept)  # ... the share of the cell state it keeps per step
+            gate = "update" if layer.kind.startswith("GRU") else "forget"  # (the gate that keeps the state)
+            evidence[f"{gate}_bias"] = _sci(layer.forget_bias)  # the gate (nearly) shut
+            evidence[f"{gate}_gate_keeps"] = _sci(kept)  # ... the share of the state it keeps per step
         padded = _late_steps_padded(layer, edge)
         if vanishing and padded is not None and padded > t.late_padding_share:
             # the late steps are padding: a readout at the last step reaches the real ones through the padding

@@ -1166,7 +1166,8 @@ class StepState:
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
-    forget_bias: dict = field(default_factory=dict)  # an nn.LSTM's name -> deferred mean forget-gate bias (layer 0)
+    forget_bias: dict = field(default_factory=dict)  # an nn.LSTM's (nn.GRU's) name -> deferred mean forget-gate
+    # (update-gate) bias, layer 0
     # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
     input_spread: tuple | None = None
     input_scale: tuple | None = None  # the first weighted Linear's input: (name, deferred largest, smallest column rms)
@@ -2123,9 +2124,11 @@ class TorchProbe:
             return None  # an unusual input: no per-time-step view
         if not data.is_floating_point():
             return None
-        if isinstance(module, nn.LSTM) and module.bias:  # (how far its forget gate is open: its first layer's bias)
-            forget = slice(module.hidden_size, 2 * module.hidden_size)  # (gates in order i, f, g, o)
-            bias = (module.bias_ih_l0.detach()[forget] + module.bias_hh_l0.detach()[forget]).mean()
+        if isinstance(module, (nn.LSTM, nn.GRU)) and module.bias:
+            # (how far the gate that keeps the state is open, from its first layer's bias: an LSTM's forget gate, gates
+            # in order i, f, g, o; a GRU's update gate z, in h' = (1 - z) n + z h, gates in order r, z, n)
+            keep = slice(module.hidden_size, 2 * module.hidden_size)
+            bias = (module.bias_ih_l0.detach()[keep] + module.bias_hh_l0.detach()[keep]).mean()
             self.state.forget_bias[info.name] = self.state.deferred.scalar(bias)
         hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, norms_by_step)
         if data.grad_fn is not None:  # (the hook lives on the data's node, and goes with this step's graph)
