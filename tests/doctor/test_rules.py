@@ -945,6 +945,17 @@ def test_stalled_loss_with_and_without_a_learning_rate_verdict():
     assert loss_rule(history_of([with_ratio(0, 1e-3)], losses=learning), T) == []
 
 
+def test_a_stall_with_no_update_measured_first_remedies_the_optimisers_parameters():
+    """Sweep 48: a deep ensemble run through `stack_module_state` and `vmap`, its optimiser made over the members' own
+    parameters, which the forward never reads: no update of the model's weights was measured, and the stall's only
+    remedy was to check the inputs and the labels. The first is now to make the optimiser over the tensors the
+    forward computes with."""
+    flat = [2.30 + 0.01 * math.sin(k) for k in range(100)]
+    [f] = diagnose(history_of([StepRecord(step=s) for s in range(0, 100, 10)], losses=flat))
+    assert f.symptom == "stalled_loss" and "the optimiser steps none of them" in f.explanation
+    assert "params.values()" in f.remedies[0] and "stack_module_state" in f.remedies[0]
+
+
 def test_a_loss_that_fell_early_and_then_sat_at_its_floor_is_told_as_converged_or_stuck():
     """Logistic regression on labels 20% flipped: the loss falls from 0.76 to 0.57 within the first steps and sits at
     the noise floor for the rest. 'Training is not making progress' misread a run that had converged."""

@@ -4257,6 +4257,12 @@ def explain_stalled_loss(f: Finding):
                 " No update of the model's weights was measured: the optimiser steps none of them (was it made over "
                 "another model's parameters, or a copy?)." + _see_other_findings(e)
             )
+            remedies.insert(
+                0,
+                "Make the optimiser over the tensors the forward computes with: `model.parameters()` of the model "
+                "that runs, made after it is final; with `torch.func.stack_module_state` (an ensemble run through "
+                "`vmap`), the stacked `params.values()`, not the members' own parameters.",
+            )
         elif largest is not None and median_ratio < 1e-4 and largest >= 10 * median_ratio:
             text += (
                 f" Most layers barely move, while the layer that moves most changes by {fmt(largest)} of its size per "
