@@ -3840,3 +3840,30 @@ def test_a_head_replaced_after_the_optimiser_was_made_is_an_unapplied_gradient_a
     assert (f.where, f.severity, f.evidence["stepped_outside_model"]) == ("fc", "error", 2)
     assert f.first_step >= 40 and "was replaced by a new module after the optimiser was made" in f.explanation
     assert f.remedies[0].startswith("Make the optimiser after replacing the module")
+
+
+@pytest.mark.parametrize("logits", ["clamped", "as they are"])
+def test_a_classifiers_logits_clamped_are_a_blocked_gradient_however_far_the_loss_fell(logits):
+    """Sweep 48: a digits classifier returning `logits.clamp(-2, 2)`: at the end 98% of the logits sit at a bound and
+    pass no gradient, and the loss sits at the floor the bounds set (test NLL 0.22 against 0.04). Nothing was said:
+    a clamped prediction whose loss fell by 90% was taken for an image kept in [0, 1]. A loss of logits is not."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for step in range(160):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            out = model(x[batch])
+            loss = F.cross_entropy(out.clamp(-2.0, 2.0) if logits == "clamped" else out, y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.symptom == "blocked_gradient"]
+    if logits == "as they are":
+        assert named == []
+        return
+    [f] = named
+    assert f.where == "clamp" and f.evidence["logits_clamped"] is True and f.severity == "error"
+    assert f.remedies[0].startswith("Remove the clamp on the logits")

@@ -2734,6 +2734,17 @@ def explain_blocked_gradient(f: Finding):
         remedies.append(
             "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
         )
+    elif op in CLAMP_LIKE and e.get("logits_clamped") and e.get("output_of"):
+        text += (
+            f" It clamps the output of `{e['output_of']}`, the classifier's logits, which the loss turns into "
+            "probabilities: within a range, no class can be made more likely than the bounds allow, so the loss sits "
+            "at a floor above 0, and every logit pushed to a bound, right or wrong, passes no gradient. The model "
+            "stops learning from the examples it is sure of, and cannot correct those it is wrongly sure of."
+        )
+        remedies.append(
+            "Remove the clamp on the logits: the loss takes them unbounded (`F.cross_entropy(logits, y)`). If they "
+            "grow too large, use label smoothing (`label_smoothing=0.1`) or weight decay, which bound them smoothly."
+        )
     elif op in CLAMP_LIKE and (site.startswith("loss") or e.get("on_model_output")) and e.get("output_of"):
         text += (
             f" It clamps the output of `{e['output_of']}`, the model's prediction itself: every example whose "

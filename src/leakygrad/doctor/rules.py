@@ -2781,6 +2781,7 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
 
 # a squared or absolute error on the loss side (written out: a power), what a regression's loss is made of
 REGRESSION_LOSS_OPS = ("mse_loss", "huber_loss", "smooth_l1_loss", "l1_loss", "pow")
+LOGIT_LOSS_OPS = ("log_softmax", "nll_loss", "binary_cross_entropy_with_logits")  # (losses of logits: classifiers')
 
 
 def _saturation_at_start(history: History, site: str) -> float | None:
@@ -2828,10 +2829,13 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             severity = severity and "warning"  # a margin loss: examples past the margin give nothing, by design
         elif clamped_output:
             # the prediction clamped to a range in training: no example outside it comes back, unless the loss fell
-            # far all the same (an image kept in [0, 1]: the pixels outside are those already near their targets)
+            # far all the same (an image kept in [0, 1]: the pixels outside are those already near their targets).
+            # Not a classifier's logits: clamped, they cap its confidence and the loss sits at the floor the bounds
+            # set, however far it fell (sweep 48: logits.clamp(-2, 2), 98% at the bounds, test NLL 0.22 against 0.04)
             severity = _grade(fraction, t.clamped_output_warning, t.clamped_output_error, below=False)
             learnt = _loss_learnt(history)
-            if learnt is not None and learnt <= t.margin_learning:
+            logits = bool(recent) and not set(recent[-1].loss_ops or ()).isdisjoint(LOGIT_LOSS_OPS)
+            if learnt is not None and learnt <= t.margin_learning and not logits:
                 severity = None
         elif last.floor_at_zero and severity == "warning" and not last.site.startswith("the model's output"):
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
@@ -2854,6 +2858,8 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["output_of"] = last.site.rpartition(" ")[2]
         if last.reads:
             evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
+        if clamped_output and not set(recent[-1].loss_ops or ()).isdisjoint(LOGIT_LOSS_OPS):
+            evidence["logits_clamped"] = True  # (read by a loss of logits: a classifier's scores)
         if last.lower_bound is not None and not last.reads:
             evidence["lower_bound"] = _sci(last.lower_bound)  # a floor on a loss term: free bits, free nats
         findings.append(
