@@ -314,6 +314,53 @@ def test_a_network_run_with_generated_weights_through_functional_call_prints_no_
     assert [str(w.message) for w in caught if "not a leaf" in str(w.message)] == []
 
 
+@pytest.mark.parametrize("optimizer", ["kept from before", "made over the restored model"])
+def test_a_model_restored_from_a_checkpoint_under_the_old_optimiser_is_told_as_made_anew(tmp_path, optimizer):
+    """Sweep 48: training resumed from a checkpoint into a model built anew, while the optimiser made over the model
+    before it is kept (its state restored): the new model never trains. Found as an `unapplied_gradient` warning at
+    it, told as a module unfrozen part-way (`add_param_group` first, which would throw the restored momentum away)."""
+    script = tmp_path / "resume.py"
+    keep = "pass" if optimizer == "kept from before" else "opt = torch.optim.SGD(model.parameters(), lr=0.05)"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import torch
+            from torch import nn
+            torch.manual_seed(0)
+            x, y = torch.randn(256, 16), torch.randint(0, 4, (256,))
+            def build():
+                return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+            def train(model, opt, steps):
+                for step in range(steps):
+                    batch = slice(32 * (step % 8), 32 * (step % 8 + 1))
+                    loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            model = build()
+            opt = torch.optim.SGD(model.parameters(), lr=0.05)
+            train(model, opt, 20)
+            checkpoint = {{"model": model.state_dict(), "opt": opt.state_dict()}}
+            model = build()
+            model.load_state_dict(checkpoint["model"])
+            {keep}
+            opt.load_state_dict(checkpoint["opt"])
+            train(model, opt, 60)
+            """
+        )
+    )
+    run = run_script(str(script), every=4)
+    assert run.exit_code == 0 and run.doctor.notes == []
+    named = [f for f in run.doctor.findings if f.symptom == "unapplied_gradient"]
+    if optimizer != "kept from before":
+        assert named == []
+        return
+    [f] = named
+    assert (f.where, f.severity, f.evidence.get("model_made_anew")) == ("model_2", "error", True)
+    assert "a model made part-way through the run" in f.explanation
+    assert f.remedies[0].startswith("Make the optimiser over the new model")
+
+
 def test_threads_training_models_at_once_are_not_mixed_and_the_first_is_followed(tmp_path):
     """Threads each training a model at the same time: the probe mixed their steps into one and read gradients another
     thread's autograd was writing, or freed objects of its graph, which crashed the process (a segfault in 3 of 9 runs

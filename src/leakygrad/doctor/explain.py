@@ -3599,6 +3599,8 @@ def _explain_unapplied_since(f: Finding):
     e = f.evidence
     if e.get("stepped_outside_model"):
         return _explain_replaced_after_optimizer(f)
+    if e.get("model_made_anew"):
+        return _explain_model_made_anew_after_optimizer(f)
     text = (
         f"From step {e['since_step']} on, the {e['parameter_count']} parameter(s) of `{f.where}` had a gradient at "
         f"every sampled optimiser step ({e['sampled_steps_since']} of them), but no optimiser steps them: the "
@@ -3613,6 +3615,24 @@ def _explain_unapplied_since(f: Finding):
         "with a lower learning rate than the head's).",
         "Or make the optimiser over all of the model's parameters from the start: step() skips a parameter without "
         "a gradient (a frozen one), and steps it once it is unfrozen.",
+    ]
+    return text, remedies
+
+
+def _explain_model_made_anew_after_optimizer(f: Finding):
+    """A second model met part-way, none of whose parameters is stepped while an earlier model's are."""
+    e = f.evidence
+    text = (
+        f"From step {e['since_step']} on, every parameter of `{f.where}` ({e['parameter_count']} of them) had a "
+        f"gradient at each sampled optimiser step ({e['sampled_steps_since']} of them), but no optimiser steps them: "
+        f"`{f.where}` is a model made part-way through the run (rebuilt to resume from a checkpoint, or made anew), "
+        "and the optimiser is still the one made over the model before it, whose parameters it keeps stepping. The "
+        f"backward pass computes `{f.where}`'s gradient, and it is thrown away: it does not train."
+    )
+    remedies = [
+        f"Make the optimiser over the new model, `optimizer = torch.optim.SGD({f.where}.parameters(), ...)`, then "
+        "restore its state (`optimizer.load_state_dict(checkpoint['optimizer'])`): build the model, the optimiser "
+        "over it, then load both.",
     ]
     return text, remedies
 

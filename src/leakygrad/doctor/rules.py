@@ -3521,6 +3521,12 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         severity = "error" if whole or "unregistered" in evidence else "warning"
         if "since_step" in evidence and history.stepped_outside_model:  # (replaced part-way: the new one never trains)
             severity = "error"
+        if "since_step" in evidence and not whole and module in history.models and len(history.models) > 1:
+            # every parameter of a model met part-way, another watched model's stepped instead: a model made anew (a
+            # restart from a checkpoint) while the optimiser kept the old one's parameters
+            own = [name for name in param_module if name.startswith(module + ".")]
+            if own and set(own) <= set(params):
+                evidence["model_made_anew"], severity = True, "error"
         if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
             severity = "error"
         findings.append(Finding("unapplied_gradient", module, first_step, severity, evidence))
