@@ -666,6 +666,30 @@ def test_a_nan_through_wheres_untaken_branch_puts_the_double_where_before_log_so
         assert "F.log_softmax(z, dim)" in first and not any("double-where" in r for r in f.remedies)
 
 
+@pytest.mark.parametrize("first_update", [0.9, 1e-3])
+def test_a_vanishing_that_came_after_updates_far_too_large_names_the_learning_rate_first(first_update):
+    """Sweep 48: a tiny transformer under Adam at lr 0.1: the first step moved layers by 0.9 of their size, the weights
+    grew, and from step 17 a LayerNorm's input spread of 1192 passed the gradient back at 3e-4: told as a layer to
+    look at ("LayerNorm(1)?"), the depth not the cause, with the dead ReLUs beside it "not the learning rate"."""
+
+    def record(step, norms, update_ratio=None):
+        r = chain(step, norms)
+        r.layers["l2"].update_ratio = update_ratio
+        return r
+
+    healthy, vanished = [1.0, 1.0, 1.0, 1.0], [1e-6, 1e-5, 1e-3, 1.0]
+    records = [record(0, healthy, first_update)] + [record(s, vanished, 1e-4) for s in range(16, 160, 16)]
+    [f] = depth_rule(history_of(records), T)
+    assert f.symptom == "vanishing_gradient" and f.first_step == 16
+    if first_update < T.update_ratio_high:
+        assert "updates_far_too_large_before" not in f.evidence
+        return
+    assert f.evidence["updates_far_too_large_before"] == {"step": 0, "update_ratio": 0.9}
+    explained = explain(f)
+    assert explained.explanation.startswith("It was not there at the start: it came after updates far too large")
+    assert explained.remedies[0].startswith("Lower the learning rate")
+
+
 def test_records_after_the_first_nan_are_not_judged():
     records = [chain(s, [1.0, 1.0, 1.0]) for s in range(0, 50, 10)]
     records += [chain(s, [math.nan, 1e-9, 1.0]) for s in range(50, 200, 10)]

@@ -4408,6 +4408,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_group_rates(e["lr_by_group"]))
     if e.get("one_cycle_never_peaked"):
         _add_cause(finding, *_one_cycle_never_peaked(e["one_cycle_never_peaked"]))
+    if e.get("updates_far_too_large_before"):
+        _add_cause(finding, *_updates_far_too_large_before(e["updates_far_too_large_before"]))
     if e.get("input_derivative_zero"):
         _add_cause(finding, *_input_derivative_zero(e["input_derivative_zero"]))
     if e.get("gates_shut"):
@@ -4435,6 +4437,18 @@ def explain(finding: Finding) -> Finding:
             "Build the scheduler over the optimiser that steps first (the `diverging_loss` finding), then look again.",
         )
     return finding
+
+
+def _updates_far_too_large_before(seen: dict) -> tuple[str, str]:
+    return (
+        f"It was not there at the start: it came after updates far too large (at step {seen['step']} a layer's weights "
+        f"changed by {fmt(seen['update_ratio'])} of their size in one step; around 1e-3 is healthy). Steps that large "
+        "grow the weights, and the activations with them; a normalisation layer's backward divides by its input's "
+        "spread, and a ReLU pushed off its inputs' range passes nothing: the gradient shrinks because the learning "
+        "rate is far too high, whatever the depth.",
+        "Lower the learning rate (10x is a good first try) and add a warm-up (a transformer under Adam: 1e-4 to 1e-3, "
+        "warmed up over the first few hundred steps); clip the gradient norm.",
+    )
 
 
 def _add_cause(finding: Finding, text: str, remedy: str) -> None:

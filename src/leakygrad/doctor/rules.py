@@ -160,8 +160,28 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence["through_one_layer"] = through
         evidence["through_one_layer_kind"] = next(layer.kind for layer in chain if layer.name == through)
     first = onset(history.healthy_records(), holds, t.persistence)
+    if vanishing and first is not None:
+        evidence.update(_updates_far_too_large_before(history, first, t))
     where = zeroed[0] if zeroed else through or names[0]
     return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
+
+
+def _updates_far_too_large_before(history: History, first: int, t: Thresholds) -> dict:
+    """A gradient that vanishes across depth from step `first`, not at the start, after sampled steps whose updates
+    moved some layer by more than `update_ratio_high` of its weights: updates far too large grew the weights (and a
+    normalisation's input with them, whose backward divides by its spread), which is what shrinks the gradient, not
+    the depth (sweep 48: a tiny transformer under Adam at lr 0.1, layers moved by 0.89 of their size in one step,
+    then a LayerNorm's input at a spread of 1192 passed back 3e-4). {"step", "update_ratio"} of the largest, or {}."""
+    largest = None
+    for record in history.healthy_records():
+        if record.step >= first:
+            break
+        ratios = [layer.update_ratio for layer in record.layers.values() if layer.update_ratio is not None]
+        if ratios and (largest is None or max(ratios) > largest[1]):
+            largest = (record.step, max(ratios))
+    if largest is None or not largest[1] > t.update_ratio_high:
+        return {}
+    return {"updates_far_too_large_before": {"step": largest[0], "update_ratio": _sci(largest[1])}}
 
 
 def _output_in_target_units(history: History, t: Thresholds) -> bool:
@@ -524,7 +544,8 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     chain = set(vanishing.evidence.get("grad_norm_by_layer") or {}) if vanishing is not None else set()
     for f in kept:
         if f.symptom == "dead_relu" and f.evidence.get("feeds_from") in chain and vanishing.severity == "error":
-            f.evidence["behind_vanishing_gradient"] = vanishing.where
+            if not vanishing.evidence.get("updates_far_too_large_before"):  # (then the learning rate's doing)
+                f.evidence["behind_vanishing_gradient"] = vanishing.where
     # Weights shrunk towards 0 (a weight decay far too large) make every layer's backward gain tiny: that is the
     # cause of a gradient vanishing across depth, not the depth
     shrank = next((f.evidence["weights_shrank_by"] for f in kept if "weights_shrank_by" in f.evidence), None)
