@@ -421,6 +421,28 @@ def test_hidden_units_saturated_in_a_run_that_learns_are_a_warning_at_most(fract
     assert "The loss still fell to" in explain(f).explanation
 
 
+@pytest.mark.parametrize("targets_rms", [0.45, 30.0])
+def test_a_saturation_grown_under_raw_inputs_and_small_targets_names_the_inputs_not_the_targets(targets_rms):
+    """Sweep 48: an autoencoder given raw 0-16 pixel counts (a feature of RMS 12.8), its targets in [0, 1]: its tanh
+    bottleneck saturated in training, and the remedy was to normalise the regression targets, already in [0, 1]."""
+
+    def record(step, fraction):
+        r = squash(step, fraction)
+        r.loss_ops = ["mse_loss"]
+        if step == 0:
+            r.input_scale = {"layer": "net.0", "largest": 12.8, "smallest": 0.0}
+            r.target_scale = {"loss": "mse_loss", "target_rms": targets_rms, "prediction_rms": 0.1}
+        return r
+
+    records = [record(0, 0.05)] + [record(s, 0.7) for s in range(6, 60, 6)]
+    [f] = saturation_rule(history_of(records), T)
+    assert f.evidence["inputs_unscaled"] == {"layer": "net.0", "largest_column_rms": 12.8}
+    assert ("regression_loss_ops" in f.evidence) is (targets_rms > T.small_targets)
+    explained = explain(f)
+    assert explained.remedies[0].startswith("Standardise the inputs")
+    assert any("Normalise the regression targets" in r for r in explained.remedies) is (targets_rms > T.small_targets)
+
+
 # --- ops, parameters, resets, NaN ------------------------------------------------------------------------------------
 def test_blocked_gradient_is_named_by_the_op():
     records = [StepRecord(step=s, ops={"clamp@loss": OpStats("clamp", "loss", 0.95, 64)}) for s in range(5)]

@@ -4410,6 +4410,8 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_one_cycle_never_peaked(e["one_cycle_never_peaked"]))
     if e.get("updates_far_too_large_before"):
         _add_cause(finding, *_updates_far_too_large_before(e["updates_far_too_large_before"]))
+    if e.get("inputs_unscaled") and finding.symptom == "saturated_activation":
+        _add_cause(finding, *_inputs_unscaled(e["inputs_unscaled"]))
     if e.get("input_derivative_zero"):
         _add_cause(finding, *_input_derivative_zero(e["input_derivative_zero"]))
     if e.get("gates_shut"):
@@ -4437,6 +4439,16 @@ def explain(finding: Finding) -> Finding:
             "Build the scheduler over the optimiser that steps first (the `diverging_loss` finding), then look again.",
         )
     return finding
+
+
+def _inputs_unscaled(seen: dict) -> tuple[str, str]:
+    return (
+        f"The inputs are not standardised: `{seen['layer']}`, the first layer, reads a feature whose root mean "
+        f"square is {fmt(seen['largest_column_rms'])} (around 1 is usual). Large inputs make large pre-activations, "
+        "and the layers after them, trained on that scale, keep their activations in the flat tails.",
+        "Standardise the inputs: `x = (x - mean) / std` per feature, with the training set's mean and std (pixels: "
+        "divide by their maximum, 255 or 16).",
+    )
 
 
 def _updates_far_too_large_before(seen: dict) -> tuple[str, str]:

@@ -166,12 +166,25 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
 
 
+def _inputs_unstandardised(history: History, t: Thresholds) -> dict | None:
+    """{"layer", "largest_column_rms"} when the first weighted Linear read a feature column whose root mean square is
+    above `inputs_unstandardised` (on the first sampled steps, where it is looked at), else None."""
+    seen = next((r.input_scale for r in history.records if r.input_scale), None)
+    if seen is None or not math.isfinite(seen["largest"]) or not seen["largest"] > t.inputs_unstandardised:
+        return None
+    return {"layer": seen["layer"], "largest_column_rms": _sci(seen["largest"])}
+
+
 def _updates_far_too_large_before(history: History, first: int, t: Thresholds) -> dict:
     """A gradient that vanishes across depth from step `first`, not at the start, after sampled steps whose updates
     moved some layer by more than `update_ratio_high` of its weights: updates far too large grew the weights (and a
     normalisation's input with them, whose backward divides by its spread), which is what shrinks the gradient, not
     the depth (sweep 48: a tiny transformer under Adam at lr 0.1, layers moved by 0.89 of their size in one step,
-    then a LayerNorm's input at a spread of 1192 passed back 3e-4). {"step", "update_ratio"} of the largest, or {}."""
+    then a LayerNorm's input at a spread of 1192 passed back 3e-4). {"step", "update_ratio"} of the largest, or {}.
+    Not when the weights shrank over the run: then a weight decay pulled them down, the cause told with them."""
+    shrank = _weights_shrank_by(history)
+    if shrank is not None and shrank > 1:
+        return {}
     largest = None
     for record in history.healthy_records():
         if record.step >= first:
@@ -2786,8 +2799,14 @@ def saturation_rule(history: History, t: Thresholds) -> list[Finding]:
         if at_start is not None and at_start < t.saturated_warning / 2:
             evidence["saturated_at_start"] = _sci(at_start)  # (it grew in training: not the initialisation's doing)
             regressions = sorted(set(recent[-1].loss_ops) & set(REGRESSION_LOSS_OPS)) if recent else []
-            if regressions:  # (a head regressing large targets from it, the likely cause)
+            targets = history.target_scale
+            small = targets is not None and targets["target_rms"] <= t.small_targets  # (NaN: not known to be small)
+            if regressions and not small:  # (a head regressing large targets from it, the likely cause)
                 evidence["regression_loss_ops"] = regressions
+        if not output:
+            inputs = _inputs_unstandardised(history, t)
+            if inputs is not None:
+                evidence["inputs_unscaled"] = inputs
         if output:
             evidence["output_activation"] = True  # (reported under a loss with no log that barely improves, or rounded)
             evidence["loss_ops"] = recent[-1].loss_ops

@@ -400,6 +400,15 @@ class Thresholds:
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and
     not shuffled (evidence `batches_of_one_class`)."""
+    small_targets: float = 1.0
+    """A saturation that grew in training under a regression loss is blamed on large targets (a head growing the
+    weights to reach them) unless the targets' root mean square, on the first sampled steps, is at most this: targets
+    in [0, 1] are no cause (sweep 48: an autoencoder of raw 0-16 pixel counts into 0-1 targets was told to normalise
+    its targets)."""
+    inputs_unstandardised: float = 4.0
+    """A saturated activation in a run whose first weighted Linear read a feature column of root mean square above
+    this (raw 0-16 pixel counts: up to 11) is told with standardising the inputs first: large inputs make large
+    pre-activations, and the layers after them learn to keep them so."""
     raw_target_rms: float = 1e3
     """A regression's targets whose root mean square is above this, on the first sampled steps ..."""
     raw_target_ratio: float = 100.0
