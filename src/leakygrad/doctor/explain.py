@@ -2197,9 +2197,10 @@ def explain_nonfinite(f: Finding):
                 "probability, is 0 far sooner: log(1 - p) is -inf there."
             )
         remedies.insert(
-            # (after the double-where, when the NaN came through torch.where's untaken branch: there the probability is
-            # exactly 0 by the mask, and log_softmax of a -inf logit is -inf all the same; sweep 48)
-            1 if f.evidence.get("through_where") else 0,
+            # (after the double-where, when the NaN came through torch.where's untaken branch of a softmax's log: there
+            # the probability is 0 by a mask, and log_softmax of a -inf logit is -inf all the same (sweep 48). A
+            # sigmoid's is 0 or 1 by rounding, which the logits' form avoids: `where(y == 1, -log(p), -log(1 - p))`)
+            1 if f.evidence.get("through_where") and seen["of"] == "softmax" else 0,
             f"Replace `torch.{seen['log']}({'F.softmax(z, dim)' if seen['of'] == 'softmax' else 'torch.sigmoid(z)'})` "
             f"with `{stable}` (or `F.cross_entropy` on the logits): it "
             "never forms the probability, so nothing rounds to 0."
