@@ -2427,6 +2427,41 @@ def test_a_layer_built_inside_forward_is_named_as_a_gradient_thrown_away(in_forw
     assert "built inside a `forward()`" in f.explanation and "in `__init__`" in f.remedies[0]
 
 
+class HeadRegisteredInForward(nn.Module):
+    """A head sized lazily, `self.head = nn.Linear(...)` in forward: a new registered module at every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.ReLU())
+        self.head = None
+
+    def forward(self, x):
+        h = self.body(x)
+        self.head = nn.Linear(h.shape[1], 3)
+        return self.head(h)
+
+
+def test_a_head_registered_anew_in_each_forward_is_a_layer_made_in_forward_not_a_replaced_head():
+    """Sweep 48: a head registered as `self.head` inside forward, the optimiser made after a dry run. A module met
+    inside a watched model's forward that was never named is named as a part put in late, but one made anew at every
+    call is never met on two steps: it stays a layer made in forward, whose remedy (build it in `__init__`) fixes it,
+    not a head replaced after the optimiser."""
+    torch.manual_seed(0)
+    model = HeadRegisteredInForward()
+    x = torch.randn(256, 8)
+    model(x[:2])  # (the dry run that makes the head the optimiser will hold)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    with doctor.watch(model, optimizer, every=4, name="net") as dr:
+        for _ in range(120):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
+    assert f.evidence.get("made_in_forward") and f.where == "layer made in forward after body.1"
+
+
 class EmbedThenClassify(nn.Module):
     """Returns (logits, embedding), as many models that expose their features do."""
 

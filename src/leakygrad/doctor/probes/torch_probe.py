@@ -119,7 +119,7 @@ CLASS_COUNT_LOOKS = 16
 ATTENTION_LOOKS = 4  # first sampled steps on which attention's softmaxes are measured (near uniform at the start?)
 LOOKAHEAD_LOOKS = 4  # first sampled steps on which self-attentions' masks are read (can a position read the next?)
 OUTPUT_SIDE_LOOKS = 4  # first sampled steps on which the graph tells whether any module reads a sigmoid's output
-LATE_PART_LOOKS = 8  # modules met inside a forward, never named, looked for among the watched models' parts (a run)
+LATE_PART_LOOKS = 8  # modules met inside forwards of two steps, never named, looked for among the watched models' parts
 RELU_OUTPUT_LOOKS = 4  # first sampled steps on which ReLUs' saved outputs are checked for negatives (`.data +=`)
 LOSS_MASK_LOOKS = 4  # ... on which a per-token loss's mask is compared with the padding of the tokens an embedding read
 PADDING_LOOKS = 4  # ... on which the gradient at an embedding's output is read at its padding_idx and at other ids
@@ -1535,7 +1535,8 @@ class TorchProbe:
         # root name -> (its module, the prefix of its parts' names)
         self._roots: dict[str, tuple[weakref.ref, str]] = {}
         self._parts_looked_for: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its size then
-        self._late_parts_looked: weakref.WeakSet = weakref.WeakSet()  # (`_name_a_late_part`)
+        self._late_parts_looked: weakref.WeakSet = weakref.WeakSet()  # (`_name_a_late_part`) ...
+        self._late_parts_met: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ... module -> step first met
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
@@ -1753,10 +1754,11 @@ class TorchProbe:
     def _name_a_late_part(self, module: nn.Module) -> ModuleInfo | None:
         """A module called inside a forward that was never named: a part put into a watched model after it was first
         seen (a new head, `model.fc = nn.Linear(...)`, perhaps after the optimiser was made over the old one's
-        parameters), named under that model as its own parts are; or no part of one (None). Each module is looked
-        for once, and LATE_PART_LOOKS in a run (a model that makes a module in each forward would add names at
-        every step)."""
-        if module in self._late_parts_looked:
+        parameters), named under that model as its own parts are; or no part of one (None). Looked for when met on a
+        second step: a module made anew in each forward (`self.head = nn.Linear(...)` inside `forward()`) is never
+        met twice, and is told as a layer made in forward; each module once, and LATE_PART_LOOKS in a run."""
+        first_met = self._late_parts_met.setdefault(module, self.step)
+        if first_met == self.step or module in self._late_parts_looked:
             return None
         self._late_parts_looked.add(module)
         for name, (ref, prefix) in list(self._roots.items()):
