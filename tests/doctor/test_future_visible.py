@@ -137,6 +137,21 @@ def test_a_float_mask_of_zeros_and_ones_is_told_as_a_mask_that_shuts_nothing():
     assert "float('-inf')" in found.remedies[0] and "dtype=torch.bool" in found.remedies[0]
 
 
+def test_a_float_mask_that_shuts_padded_keys_only_is_told_as_no_causal_mask():
+    """A float mask whose least entry is -inf shuts some keys (a padding mask's, given as floats): not a mask that shuts
+    nothing, whatever the share of queries that may read ahead (a review's case: "entries from -inf to 0... shuts no
+    key" contradicted itself)."""
+    from leakygrad.doctor import Thresholds
+    from leakygrad.doctor.history import History
+    from leakygrad.doctor.rules import future_visible_rule
+
+    history = History(Thresholds())
+    look = {"next_position": 1.0, "furthest_ahead": T - 1, "positions": T, "next_tokens": 1.0}
+    history.lookahead = [(s, {"attention after embed": {**look, "float_mask": [-math.inf, 0.0]}}) for s in (0, 16)]
+    [f] = future_visible_rule(history, Thresholds())
+    assert f.evidence["no_mask"] is True and "float_mask" not in f.evidence
+
+
 def test_a_float_mask_holding_minus_infinity_is_left_alone():
     torch.manual_seed(0)
     shut = torch.triu(torch.full((T, T), float("-inf")), 1)

@@ -2156,7 +2156,7 @@ def test_a_stall_after_nans_reached_the_weights_does_not_blame_the_optimiser():
 
 
 @pytest.mark.parametrize("taken", ["without create_graph", "with create_graph", "with create_graph, then detached"])
-def test_a_gradient_penalty_taken_without_create_graph_is_a_blocked_gradient_at_autograd_grad(taken):
+def test_a_gradient_penalty_without_a_graph_is_a_blocked_gradient_at_autograd_grad(taken):
     """Input-gradient regularisation, `ce + lam * ||d ce / d x||^2`, with `torch.autograd.grad(..., retain_graph=True)`
     and no `create_graph=True`: the penalty is a constant, and the model trains as if it were not there. In a sweep's
     script nothing was said. With create_graph=True there is no finding; but with it and the gradient detached before
@@ -3867,3 +3867,27 @@ def test_a_classifiers_logits_clamped_are_a_blocked_gradient_however_far_the_los
     [f] = named
     assert f.where == "clamp" and f.evidence["logits_clamped"] is True and f.severity == "error"
     assert f.remedies[0].startswith("Remove the clamp on the logits")
+
+
+def test_a_physics_informed_loss_with_learnt_weights_outside_the_model_is_no_detached_penalty():
+    """A PINN whose residual is weighted by a learnt uncertainty, `exp(-s) * residual + s`, with `s` a bare parameter
+    the optimiser holds and no model owns: the term `+ s` reaches no watched model, but it has a graph (to `s`). With
+    `create_graph=True` only a term with no graph at all is a penalty that lost its graph (a review's worry)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+    s = nn.Parameter(torch.zeros(()))
+    optimizer = torch.optim.Adam([*net.parameters(), s], lr=1e-3)
+    ends = torch.tensor([[0.0], [1.0]])
+    with doctor.watch(net, optimizer, every=4) as dr:
+        for _ in range(48):
+            x = torch.rand(64, 1, requires_grad=True)
+            u = net(x)
+            (du,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=True)
+            (d2u,) = torch.autograd.grad(du, x, torch.ones_like(du), create_graph=True)
+            residual = ((d2u + math.pi**2 * torch.sin(math.pi * x)) ** 2).mean()
+            loss = torch.exp(-s) * residual + s + (net(ends) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and not [f for f in dr.findings if f.where == "autograd.grad"]
+    assert not any(r.penalty_detached for r in dr.history.records)

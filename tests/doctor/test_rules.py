@@ -834,6 +834,10 @@ def test_one_batchs_spike_at_the_end_of_a_converged_run_is_no_diverging_loss():
     noisy = [0.03 + 0.01 * math.sin(k) for k in range(120)]
     lucky = [0.015] + noisy[1:60] + [1.0] + noisy[61:90] + [1.0] + noisy[91:]
     assert loss_rule(history_of([with_ratio(s, 1e-3) for s in range(0, 120, 10)], losses=lucky), T) == []
+    # But a jump inside the first stretch is a blow-up still: 2.3 to 80 at step 12 of 400, never back below 2.3
+    early = [2.3] * 12 + [80.0] * 8 + [2.4 + 0.01 * math.sin(k) for k in range(380)]
+    [f] = loss_rule(history_of([with_ratio(s, 1e-7) for s in range(0, 400, 16)], losses=early), T)
+    assert f.symptom == "diverging_loss" and f.evidence["blew_up_at_step"] == 12 and f.evidence["loss_initial"] == 2.3
     rising = converged[:100] + [0.02 * 1.2**k for k in range(20)]
     [f] = loss_rule(history_of([with_ratio(s, 0.3) for s in range(0, 120, 10)], losses=rising), T)
     assert f.symptom == "diverging_loss"

@@ -2196,11 +2196,13 @@ def explain_nonfinite(f: Finding):
                 " A sigmoid's output rounds to exactly 1 once its logit passes about 17, so 1 - p, the other class's "
                 "probability, is 0 far sooner: log(1 - p) is -inf there."
             )
+        # After the double-where, when the NaN came through torch.where's untaken branch of a softmax's log: there the
+        # probability is 0 by a mask, and log_softmax of a -inf logit is -inf all the same (sweep 48). A sigmoid's is 0
+        # or 1 by rounding, which the logits' form avoids: `where(y == 1, -log(p), -log(1 - p))`
+        masked = f.evidence.get("through_where") and seen["of"] == "softmax"
+        double_where = next((i for i, r in enumerate(remedies) if "double-where" in r), None) if masked else None
         remedies.insert(
-            # (after the double-where, when the NaN came through torch.where's untaken branch of a softmax's log: there
-            # the probability is 0 by a mask, and log_softmax of a -inf logit is -inf all the same (sweep 48). A
-            # sigmoid's is 0 or 1 by rounding, which the logits' form avoids: `where(y == 1, -log(p), -log(1 - p))`)
-            1 if f.evidence.get("through_where") and seen["of"] == "softmax" else 0,
+            0 if double_where is None else double_where + 1,
             f"Replace `torch.{seen['log']}({'F.softmax(z, dim)' if seen['of'] == 'softmax' else 'torch.sigmoid(z)'})` "
             f"with `{stable}` (or `F.cross_entropy` on the logits): it "
             "never forms the probability, so nothing rounds to 0."
@@ -3598,7 +3600,7 @@ def _explain_unapplied_since(f: Finding):
     """Not applied from part-way through: before, the parameters had no gradient (frozen), since, one that no
     optimiser steps."""
     e = f.evidence
-    if e.get("stepped_outside_model"):
+    if e.get("replaced_after_optimizer"):
         return _explain_replaced_after_optimizer(f)
     if e.get("model_made_anew"):
         return _explain_model_made_anew_after_optimizer(f)
@@ -4410,7 +4412,7 @@ def explain(finding: Finding) -> Finding:
     if e.get("one_cycle_never_peaked"):
         _add_cause(finding, *_one_cycle_never_peaked(e["one_cycle_never_peaked"]))
     if e.get("updates_far_too_large_before"):
-        _add_cause(finding, *_updates_far_too_large_before(e["updates_far_too_large_before"]))
+        _add_cause(finding, *_rate_grew_the_weights(e["updates_far_too_large_before"]))
     if e.get("inputs_unscaled") and finding.symptom == "saturated_activation":
         _add_cause(finding, *_inputs_unscaled(e["inputs_unscaled"]))
     if e.get("input_derivative_zero"):
@@ -4452,7 +4454,7 @@ def _inputs_unscaled(seen: dict) -> tuple[str, str]:
     )
 
 
-def _updates_far_too_large_before(seen: dict) -> tuple[str, str]:
+def _rate_grew_the_weights(seen: dict) -> tuple[str, str]:
     return (
         f"It was not there at the start: it came after updates far too large (at step {seen['step']} a layer's weights "
         f"changed by {fmt(seen['update_ratio'])} of their size in one step; around 1e-3 is healthy). Steps that large "

@@ -185,6 +185,8 @@ class History:
         self.models: list[str] = []  # ... of the models alone
         # modules kept in a plain list/tuple/dict attribute, unregistered: container -> (owner, its type, modules held)
         self.unregistered: dict[str, tuple[str, str, int]] = {}
+        self.model_met_at: dict[str, int] = {}  # each watched model's name -> the step it was first met
+        self.replaced_modules: set[str] = set()  # modules put in place of others part-way (old parameters dropped)
         # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output for every input),
         # "first_step" (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm"
         # (that test's), "grad_output_one" (on every test grad_output was the number 1: the Function is the root)}

@@ -176,10 +176,10 @@ def _inputs_unstandardised(history: History, t: Thresholds) -> dict | None:
 
 
 def _updates_far_too_large_before(history: History, first: int, t: Thresholds) -> dict:
-    """A gradient that vanishes across depth from step `first`, not at the start, after sampled steps whose updates
-    moved some layer by more than `update_ratio_high` of its weights: updates far too large grew the weights (and a
-    normalisation's input with them, whose backward divides by its spread), which is what shrinks the gradient, not
-    the depth (sweep 48: a tiny transformer under Adam at lr 0.1, layers moved by 0.89 of their size in one step,
+    """A gradient that vanishes across depth from step `first`, not at the start, after a sampled step whose update
+    moved the median layer by more than `update_far_too_large` of its weights: updates far too large grew the weights
+    (and a normalisation's input with them, whose backward divides by its spread), which is what shrinks the gradient,
+    not the depth (sweep 48: a tiny transformer under Adam at lr 0.1, layers moved by 0.89 of their size in one step,
     then a LayerNorm's input at a spread of 1192 passed back 3e-4). {"step", "update_ratio"} of the largest, or {}.
     Not when the weights shrank over the run: then a weight decay pulled them down, the cause told with them."""
     shrank = _weights_shrank_by(history)
@@ -189,10 +189,14 @@ def _updates_far_too_large_before(history: History, first: int, t: Thresholds) -
     for record in history.healthy_records():
         if record.step >= first:
             break
-        ratios = [layer.update_ratio for layer in record.layers.values() if layer.update_ratio is not None]
-        if ratios and (largest is None or max(ratios) > largest[1]):
-            largest = (record.step, max(ratios))
-    if largest is None or not largest[1] > t.update_ratio_high:
+        ratios = [
+            x.update_ratio
+            for x in record.layers.values()
+            if x.update_ratio is not None and math.isfinite(x.update_ratio)
+        ]
+        if ratios and (largest is None or median(ratios) > largest[1]):
+            largest = (record.step, median(ratios))  # (the median layer: Adam's first step moves a small layer by lr)
+    if largest is None or not largest[1] > t.update_far_too_large:
         return {}
     return {"updates_far_too_large_before": {"step": largest[0], "update_ratio": _sci(largest[1])}}
 
@@ -689,9 +693,11 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["clipped_at"] = _sci(median(clipped))
         kept = None if layer.forget_bias is None else 1 / (1 + math.exp(-layer.forget_bias))  # sigmoid(b_f)
         if vanishing and kept is not None and kept < t.forget_gate_kept:
-            gate = "update" if layer.kind.startswith("GRU") else "forget"  # (the gate that keeps the state)
-            evidence[f"{gate}_bias"] = _sci(layer.forget_bias)  # the gate (nearly) shut
-            evidence[f"{gate}_gate_keeps"] = _sci(kept)  # ... the share of the state it keeps per step
+            # the gate that keeps the state (nearly) shut, and the share of the state it keeps per step
+            if layer.kind.startswith("GRU"):
+                evidence["update_bias"], evidence["update_gate_keeps"] = _sci(layer.forget_bias), _sci(kept)
+            else:
+                evidence["forget_bias"], evidence["forget_gate_keeps"] = _sci(layer.forget_bias), _sci(kept)
         padded = _late_steps_padded(layer, edge)
         if vanishing and padded is not None and padded > t.late_padding_share:
             # the late steps are padding: a readout at the last step reaches the real ones through the padding
@@ -2389,10 +2395,24 @@ def future_visible_rule(history: History, t: Thresholds) -> list[Finding]:
             "targets_next_tokens": _sci(median(next_tokens)),
             "sampled_steps": len(looks),
             **({"convolution": last["convolution"]} if "convolution" in last else {}),
-            **({"float_mask": [_sci(v) for v in last["float_mask"]]} if "float_mask" in last else {}),
+            # (a float mask that shuts nothing: no entry -inf or far below 0; a padding mask's -inf rows shut keys)
+            **({"float_mask": [_sci(v) for v in last["float_mask"]]} if _shuts_nothing(last.get("float_mask")) else {}),
         }
         findings.append(Finding("wrong_gradient", site, looks[0][0], "error", evidence))
     return findings
+
+
+def _logits_clamped(history: History) -> bool:
+    """Whether a clamped prediction is a classifier's logits: one model watched, trained by a loss of logits alone (no
+    regression term beside it, whose box or image the clamp might keep in range; no second model, a GAN's, whose
+    images the first one's loss reads)."""
+    ops = set(history.recent()[-1].loss_ops or ()) if history.recent() else set()
+    return len(history.models) == 1 and not ops.isdisjoint(LOGIT_LOSS_OPS) and ops.isdisjoint(REGRESSION_LOSS_OPS)
+
+
+def _shuts_nothing(float_mask: list | None) -> bool:
+    """Whether a float attention mask's least and largest entries leave every key open: none below -1e4."""
+    return float_mask is not None and math.isfinite(float_mask[0]) and float_mask[0] > -1e4
 
 
 def _batches_of_one_class(history: History, t: Thresholds) -> dict | None:
@@ -2874,8 +2894,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             # set, however far it fell (sweep 48: logits.clamp(-2, 2), 98% at the bounds, test NLL 0.22 against 0.04)
             severity = _grade(fraction, t.clamped_output_warning, t.clamped_output_error, below=False)
             learnt = _loss_learnt(history)
-            logits = bool(recent) and not set(recent[-1].loss_ops or ()).isdisjoint(LOGIT_LOSS_OPS)
-            if learnt is not None and learnt <= t.margin_learning and not logits:
+            if learnt is not None and learnt <= t.margin_learning and not _logits_clamped(history):
                 severity = None
         elif last.floor_at_zero and severity == "warning" and not last.site.startswith("the model's output"):
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
@@ -2898,8 +2917,8 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["output_of"] = last.site.rpartition(" ")[2]
         if last.reads:
             evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
-        if clamped_output and not set(recent[-1].loss_ops or ()).isdisjoint(LOGIT_LOSS_OPS):
-            evidence["logits_clamped"] = True  # (read by a loss of logits: a classifier's scores)
+        if clamped_output and _logits_clamped(history):
+            evidence["logits_clamped"] = True
         if last.lower_bound is not None and not last.reads:
             evidence["lower_bound"] = _sci(last.lower_bound)  # a floor on a loss term: free bits, free nats
         findings.append(
@@ -3559,9 +3578,12 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         # (part of the model never stepped, while the loss stopped: likely why; a layer held in a plain list, hidden
         # from parameters(), is a mistake whatever the loss does)
         severity = "error" if whole or "unregistered" in evidence else "warning"
-        if "since_step" in evidence and history.stepped_outside_model:  # (replaced part-way: the new one never trains)
-            severity = "error"
-        if "since_step" in evidence and not whole and module in history.models and len(history.models) > 1:
+        if "since_step" in evidence and module in history.replaced_modules:  # (replaced part-way: it never trains)
+            evidence["replaced_after_optimizer"], severity = True, "error"
+        met_part_way = (
+            history.model_met_at.get(module, 0) > 0
+        )  # (not a teacher met first, trained by its own optimiser)
+        if "since_step" in evidence and not whole and module in history.models and met_part_way:
             # every parameter of a model met part-way, another watched model's stepped instead: a model made anew (a
             # restart from a checkpoint) while the optimiser kept the old one's parameters
             own = [name for name in param_module if name.startswith(module + ".")]
@@ -4095,8 +4117,11 @@ def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     initial = loss.buckets[0].first  # (the first step's loss)
     if history.competing_loss_steps > history.steps / 2 and len(loss.buckets) > 1:
         initial = max(initial, loss.buckets[1].high)
-    if smoothed[0][1] <= t.loss_blowup_factor * initial:  # (no jump in the first stretch: its mean, when larger,
-        initial = max(initial, smoothed[0][1])  # is the start: one batch's loss is noise, 0.015 against 0.073 once
+    # With no jump inside the first stretch, its mean, when larger, is the start: one batch's loss is noise (a
+    # converged run resumed from a checkpoint: 0.015 against the stretch's 0.073)
+    first_stretch = [b for b in loss.buckets if b.last_step <= smoothed[0][0]]
+    if max(b.high for b in first_stretch) <= t.loss_blowup_factor * initial:
+        initial = max(initial, smoothed[0][1])
     highest = max(value for _, value in smoothed)
     end = median([value for _, value in smoothed[-3:]])  # (as the loss rule reads the end: one spike is no level)
     if initial <= 0 or highest <= t.loss_blowup_factor * initial or end < initial * (1 - t.stalled_change):

@@ -400,6 +400,10 @@ class Thresholds:
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and
     not shuffled (evidence `batches_of_one_class`)."""
+    update_far_too_large: float = 0.3
+    """A sampled step whose update moved the median layer by more than this share of its weights (Adam's first step
+    at lr 1e-3 moves a 512-wide layer by about 0.04; sweep 48's transformer at lr 0.1, by 0.89), before a gradient
+    vanishing across depth set in: the learning rate did it."""
     small_targets: float = 1.0
     """A saturation that grew in training under a regression loss is blamed on large targets (a head growing the
     weights to reach them) unless the targets' root mean square, on the first sampled steps, is at most this: targets

@@ -1537,6 +1537,7 @@ class TorchProbe:
         self._parts_looked_for: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its size then
         self._late_parts_looked: weakref.WeakSet = weakref.WeakSet()  # (`_name_a_late_part`) ...
         self._late_parts_met: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ... module -> step first met
+        self._late_part_looks = 0  # ... and how many were looked for among the models' parts
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
         self._warning_filter = None  # the one warnings filter attach() adds
@@ -1727,6 +1728,7 @@ class TorchProbe:
                         added_params.add(id(param))
         self.doctor.history.watched.append(name)
         self.doctor.history.models.append(name)
+        self.doctor.history.model_met_at[name] = self.step
         return added_modules, added_params
 
     def _name_parts(self, module: nn.Module, name: str, prefix: str) -> tuple[set[str], set[int]]:
@@ -1761,6 +1763,7 @@ class TorchProbe:
         if first_met == self.step or module in self._late_parts_looked:
             return None
         self._late_parts_looked.add(module)
+        self._late_part_looks += 1
         for name, (ref, prefix) in list(self._roots.items()):
             root = ref()
             if root is not None and any(part is module for part in root.modules()):
@@ -1775,9 +1778,12 @@ class TorchProbe:
     def _forget_parameters_replaced(self, label: str, kept: set[int]) -> None:
         """Drop the names of parameters once held under module `label` that it holds no more: those of the module a
         new one replaced (an optimiser made before the replacement still steps them, outside any watched model)."""
-        for key, (_, _, owner) in list(self.param_labels.items()):
-            if (owner == label or owner.startswith(label + ".")) and key not in kept:
+        for key, (ref, _, owner) in list(self.param_labels.items()):
+            if ref() is None:
+                del self.param_labels[key]  # (dead: a reused id must not pass for it)
+            elif (owner == label or owner.startswith(label + ".")) and key not in kept:
                 del self.param_labels[key]
+                self.doctor.history.replaced_modules.add(label)
 
     def _name_parts_added_since(self, params) -> None:
         """Parameters of a new optimiser that no watched model had when it was named, held by one now: modules put
@@ -2011,7 +2017,7 @@ class TorchProbe:
             info = self.infos.get(module)
             if info is None and self.discover and depth == 0 and grad_enabled:
                 info = self._discover(module)
-            elif info is None and depth > 0 and grad_enabled and len(self._late_parts_looked) < LATE_PART_LOOKS:
+            elif info is None and depth > 0 and grad_enabled and self._late_part_looks < LATE_PART_LOOKS:
                 info = self._name_a_late_part(module)
             state = self.state
             if info is None or state is None:
@@ -2872,9 +2878,14 @@ class TorchProbe:
             state.root_scale = graph_tools.root_scale(root_nodes[0])
             state.summed_loss = graph_tools.summed_loss(root_nodes[0])
         if state.constant_loss_term is None and (state.grad_without_graph or state.grad_of_inputs):
-            # (a term with no graph, or one that reaches no parameter: a residual of inputs alone, a constant to them)
+            # (a term with no graph, or one that reaches no parameter: a residual of inputs alone, a constant to them.
+            # With create_graph=True, a term with no graph at all only, `g.detach()`: one that reaches parameters of no
+            # watched model, learnt loss weights or an unwatched critic's penalty, is no constant)
             terms = graph_tools.loss_terms(root_nodes[0])
-            state.constant_loss_term = any(t is None or not self._reaches_a_watched_parameter(t) for t in terms)
+            if state.grad_without_graph:
+                state.constant_loss_term = any(t is None or not self._reaches_a_watched_parameter(t) for t in terms)
+            else:
+                state.constant_loss_term = None in terms
         if state.kl_div_of_probabilities is None:
             state.kl_div_of_probabilities = graph_tools.kl_div_of_probabilities(root_nodes[0])
         if state.negated_loss is None and state.loss_with_domain is None:
