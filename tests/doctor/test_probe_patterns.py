@@ -4030,8 +4030,9 @@ def test_an_lstm_whose_forget_gate_starts_shut_is_told_so_with_its_bias_first():
 
 
 def test_a_gru_whose_update_gate_starts_shut_is_told_so_with_its_bias_first():
-    """Sweep 48: a GRU's update-gate biases set to -2 (z = 0.02: the state replaced at every step; here -4 in b_ih, the same sum): the vanishing
-    across time was found, blamed on W_hh and the activation's derivative, with attention as the first remedy."""
+    """Sweep 48: a GRU's update-gate biases set to -2 (z = 0.02: the state replaced at every step; here -4 in b_ih,
+    the same sum): the vanishing across time was found, blamed on W_hh and the activation's derivative, with attention
+    as the first remedy."""
     [shut] = first_token_findings(-4.0, nn.GRU)
     assert shut.evidence["update_bias"] == pytest.approx(-4.0, abs=0.05) and "forget_bias" not in shut.evidence
     assert shut.remedies[0].startswith("Set the update-gate bias positive (it is -")
