@@ -2402,14 +2402,8 @@ class HeadBuiltInForward(nn.Module):
         return nn.Linear(32, 3)(h) if self.in_forward else self.out(h)
 
 
-@pytest.mark.parametrize("in_forward", [True, False])
-def test_a_layer_built_inside_forward_is_named_as_a_gradient_thrown_away(in_forward):
-    """Sweep 45: `return nn.Linear(64, 10)(x)` in a CNN's forward, a new random layer at every call that no optimiser
-    holds (accuracy 0.08 against 0.97), told as a stall and a dead-ReLU warning. Its parameters, held by no watched
-    module and new on every look, are an unapplied gradient named after the module before it. Built once in
-    `__init__`, no finding."""
-    torch.manual_seed(0)
-    model = HeadBuiltInForward(in_forward)
+def _train_three_classes(model):
+    """Adam under the doctor (every 4, named "net") on 256 points of 8 features, 3 classes from two of them."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     x = torch.randn(256, 8)
     y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
@@ -2419,6 +2413,17 @@ def test_a_layer_built_inside_forward_is_named_as_a_gradient_thrown_away(in_forw
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+    return dr
+
+
+@pytest.mark.parametrize("in_forward", [True, False])
+def test_a_layer_built_inside_forward_is_named_as_a_gradient_thrown_away(in_forward):
+    """Sweep 45: `return nn.Linear(64, 10)(x)` in a CNN's forward, a new random layer at every call that no optimiser
+    holds (accuracy 0.08 against 0.97), told as a stall and a dead-ReLU warning. Its parameters, held by no watched
+    module and new on every look, are an unapplied gradient named after the module before it. Built once in
+    `__init__`, no finding."""
+    torch.manual_seed(0)
+    dr = _train_three_classes(HeadBuiltInForward(in_forward))
     if not in_forward:
         assert dr.findings == [] and dr.history.loose_leaves == {}
         return
@@ -2448,16 +2453,8 @@ def test_a_head_registered_anew_in_each_forward_is_a_layer_made_in_forward_not_a
     not a head replaced after the optimiser."""
     torch.manual_seed(0)
     model = HeadRegisteredInForward()
-    x = torch.randn(256, 8)
-    model(x[:2])  # (the dry run that makes the head the optimiser will hold)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
-    with doctor.watch(model, optimizer, every=4, name="net") as dr:
-        for _ in range(120):
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    model(torch.randn(2, 8))  # (the dry run that makes the head the optimiser will hold)
+    dr = _train_three_classes(model)
     [f] = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
     assert f.evidence.get("made_in_forward") and f.where == "layer made in forward after body.1"
 
