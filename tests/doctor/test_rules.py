@@ -1503,3 +1503,16 @@ def test_relus_killed_by_a_custom_backward_many_times_too_large_are_told_as_its_
     assert dead.evidence["after_wrong_gradient"] == {"custom_function": "SoftmaxCE", "scaled_by": 128.0}
     explain(dead)
     assert "128 times the true one" in dead.explanation and dead.remedies[0].startswith("Fix `SoftmaxCE`'s backward")
+
+
+def test_a_head_never_run_is_told_to_check_how_it_is_chosen_and_an_expert_to_balance_the_routing():
+    """Sweep 48: a multi-task loop that drew its task with `torch.randint(0, n - 1, ...)` never ran the last head; the
+    first remedy was a mixture of experts' load-balancing loss. An expert keeps that first."""
+
+    def never_ran(where):
+        evidence = {"parameters": [f"{where}.weight"], "parameter_count": 1, "sampled_steps_checked": 56}
+        evidence.update(gradient="none", graph_cuts=[], forward_ran="never")
+        return explain(Finding("no_gradient", where, 0, "warning", evidence))
+
+    assert never_ran("heads.ink").remedies[0].startswith("If it is meant to run (a task's head, a branch)")
+    assert never_ran("moe.experts.3").remedies[0].startswith("If it is an expert of a mixture")

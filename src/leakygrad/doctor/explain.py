@@ -3132,9 +3132,19 @@ def explain_no_gradient(f: Finding):
             "module is not used, so backprop has nothing to send it. By design for a branch that is rarely taken; "
             "a sign of collapse for a mixture-of-experts expert that no token is routed to."
         )
-        remedies = [
+        expert = (
             "If it is an expert of a mixture, balance the routing: a load-balancing loss (or a larger weight on it), "
-            "noise in the router's logits, or a capacity limit per expert.",
+            "noise in the router's logits, or a capacity limit per expert."
+        )
+        # (a task's head or a branch never once chosen: the choice is the likely fault; sweep 48's multi-task loop drew
+        # its task with `torch.randint(0, n - 1, ...)`, whose upper bound is exclusive: the last head never ran)
+        chosen = (
+            "If it is meant to run (a task's head, a branch), check the code that chooses it: it was not chosen once. "
+            "`torch.randint(0, n - 1, ...)` never draws n - 1 (its upper bound is exclusive, unlike "
+            "`random.randint`'s); a condition that is never true skips it for good."
+        )
+        remedies = [expert, chosen] if "expert" in f.where.lower() else [chosen, expert]
+        remedies += [
             "If it is unused on purpose (an old head, a branch for another task), leave its parameters out of the "
             "optimiser, or freeze it with `module.requires_grad_(False)`.",
             "If its parameters are used directly rather than by calling it (F.linear(x, m.weight)), something "
