@@ -169,10 +169,16 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
 def _inputs_unstandardised(history: History, t: Thresholds) -> dict | None:
     """{"layer", "largest_column_rms"} when the first weighted Linear read a feature column whose root mean square is
     above `inputs_unstandardised` (on the first sampled steps, where it is looked at), else None."""
-    seen = next((r.input_scale for r in history.records if r.input_scale), None)
+    seen = _first_input_scale(history)
     if seen is None or not math.isfinite(seen["largest"]) or not seen["largest"] > t.inputs_unstandardised:
         return None
     return {"layer": seen["layer"], "largest_column_rms": _sci(seen["largest"])}
+
+
+def _first_input_scale(history: History, until: float = math.inf) -> dict | None:
+    """The first record's `input_scale` (the first weighted Linear's input columns: "layer", "largest", "smallest"
+    root mean square), taken by step `until`, or None."""
+    return next((r.input_scale for r in history.records if r.input_scale and r.step <= until), None)
 
 
 def _updates_far_too_large_before(history: History, first: int, t: Thresholds) -> dict:
@@ -691,13 +697,13 @@ def time_rule(history: History, t: Thresholds) -> list[Finding]:
         clipped = [r.clip_max_norm for r in recent if r.clip_max_norm is not None]
         if exploding and not vanishing and 2 * len(clipped) >= len(recent) and clipped:  # (already clipped)
             evidence["clipped_at"] = _sci(median(clipped))
-        kept = None if layer.forget_bias is None else 1 / (1 + math.exp(-layer.forget_bias))  # sigmoid(b_f)
-        if vanishing and kept is not None and kept < t.forget_gate_kept:
-            # the gate that keeps the state (nearly) shut, and the share of the state it keeps per step
+        bias = layer.keep_gate_bias
+        kept = None if bias is None else 1 / (1 + math.exp(-bias))  # sigmoid(b): the share of the state kept per step
+        if vanishing and kept is not None and kept < t.forget_gate_kept:  # (the gate that keeps it (nearly) shut)
             if layer.kind.startswith("GRU"):
-                evidence["update_bias"], evidence["update_gate_keeps"] = _sci(layer.forget_bias), _sci(kept)
+                evidence["update_bias"], evidence["update_gate_keeps"] = _sci(bias), _sci(kept)
             else:
-                evidence["forget_bias"], evidence["forget_gate_keeps"] = _sci(layer.forget_bias), _sci(kept)
+                evidence["forget_bias"], evidence["forget_gate_keeps"] = _sci(bias), _sci(kept)
         padded = _late_steps_padded(layer, edge)
         if vanishing and padded is not None and padded > t.late_padding_share:
             # the late steps are padding: a readout at the last step reaches the real ones through the padding
@@ -2406,7 +2412,8 @@ def _logits_clamped(history: History) -> bool:
     """Whether a clamped prediction is a classifier's logits: one model watched, trained by a loss of logits alone (no
     regression term beside it, whose box or image the clamp might keep in range; no second model, a GAN's, whose
     images the first one's loss reads)."""
-    ops = set(history.recent()[-1].loss_ops or ()) if history.recent() else set()
+    recent = history.recent()
+    ops = set(recent[-1].loss_ops or ()) if recent else set()
     return len(history.models) == 1 and not ops.isdisjoint(LOGIT_LOSS_OPS) and ops.isdisjoint(REGRESSION_LOSS_OPS)
 
 
@@ -2881,6 +2888,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         # (the prediction itself clamped to a range: made so by the model, or read so by the loss)
         clamped_output = last.site.startswith("the model's output") and last.op != "relu"
         clamped_output = clamped_output or (last.site == "loss" and last.reads is not None and not last.floor_at_zero)
+        logits_clamped = clamped_output and _logits_clamped(history)
         if zero_labels is not None and zero_labels >= t.zero_labels:
             severity = "error"  # a hinge over 0/1 labels: y = 0 makes max(0, m - 0 f) = m, a constant, for those
         elif last.floor_at_zero and last.site == "loss" and last.op != "hardtanh":
@@ -2894,7 +2902,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
             # set, however far it fell (sweep 48: logits.clamp(-2, 2), 98% at the bounds, test NLL 0.22 against 0.04)
             severity = _grade(fraction, t.clamped_output_warning, t.clamped_output_error, below=False)
             learnt = _loss_learnt(history)
-            if learnt is not None and learnt <= t.margin_learning and not _logits_clamped(history):
+            if learnt is not None and learnt <= t.margin_learning and not logits_clamped:
                 severity = None
         elif last.floor_at_zero and severity == "warning" and not last.site.startswith("the model's output"):
             severity = None  # a ReLU written as a clamp: half its outputs at zero is the usual sparsity
@@ -2917,7 +2925,7 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["output_of"] = last.site.rpartition(" ")[2]
         if last.reads:
             evidence["output_of"] = last.reads  # it clamps a layer's output, the prediction, not an error
-        if clamped_output and _logits_clamped(history):
+        if logits_clamped:
             evidence["logits_clamped"] = True
         if last.lower_bound is not None and not last.reads:
             evidence["lower_bound"] = _sci(last.lower_bound)  # a floor on a loss term: free bits, free nats
@@ -3580,9 +3588,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         severity = "error" if whole or "unregistered" in evidence else "warning"
         if "since_step" in evidence and module in history.replaced_modules:  # (replaced part-way: it never trains)
             evidence["replaced_after_optimizer"], severity = True, "error"
-        met_part_way = (
-            history.model_met_at.get(module, 0) > 0
-        )  # (not a teacher met first, trained by its own optimiser)
+        # (a model first met after step 0: not a teacher met first, trained by its own optimiser, then run beside)
+        met_part_way = history.model_met_at.get(module, 0) > 0
         if "since_step" in evidence and not whole and module in history.models and met_part_way:
             # every parameter of a model met part-way, another watched model's stepped instead: a model made anew (a
             # restart from a checkpoint) while the optimiser kept the old one's parameters
@@ -3768,7 +3775,7 @@ def _note_unscaled_inputs(evidence: dict, history: History, first_nonfinite: int
     `inputs_unscaled` ({"layer", "largest_column_rms", "smallest_column_rms"})."""
     if first_nonfinite > t.early_nonfinite:
         return
-    seen = next((r.input_scale for r in history.records if r.input_scale and r.step <= first_nonfinite), None)
+    seen = _first_input_scale(history, until=first_nonfinite)
     if seen is not None and math.isfinite(seen["largest"]) and seen["largest"] >= t.unscaled_input:
         evidence["inputs_unscaled"] = {
             "layer": seen["layer"],
@@ -4105,6 +4112,13 @@ def _scheduled_to_nothing(history: History, t: Thresholds) -> tuple[float, float
     return _sci(median([lr for _, lr, _ in cut])), _sci(median([given for _, _, given in cut])), cut[0][0], by_hand
 
 
+def _curve_end(smoothed: list) -> float:
+    """Where the smoothed loss ended: the median of its last three stretches, so that one batch's spike in the last (a
+    final batch of 3 examples under BatchNorm, its loss 30 times the others') is no rise; a loss that diverges stays
+    up."""
+    return median([value for _, value in smoothed[-3:]])
+
+
 def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     """A loss that jumped far above its first step's and came back no lower: evidence, or None. (The smoothed start
     already holds the jump when it came in the first steps: the first step's own loss is the reference.) Not when
@@ -4123,7 +4137,7 @@ def _blowup(history: History, smoothed: list, t: Thresholds) -> dict | None:
     if max(b.high for b in first_stretch) <= t.loss_blowup_factor * initial:
         initial = max(initial, smoothed[0][1])
     highest = max(value for _, value in smoothed)
-    end = median([value for _, value in smoothed[-3:]])  # (as the loss rule reads the end: one spike is no level)
+    end = _curve_end(smoothed)
     if initial <= 0 or highest <= t.loss_blowup_factor * initial or end < initial * (1 - t.stalled_change):
         return None
     jump = next(b for b in loss.buckets if b.high > t.loss_blowup_factor * initial)
@@ -4176,9 +4190,7 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     smoothed = loss.smoothed()
     if len(loss) < t.loss_min_steps or len(smoothed) < 3:
         return []
-    # The end: the median of the last three stretches, so that one batch's spike in the last (a final batch of 3
-    # examples under BatchNorm, its loss 30 times the others') is no rise; a loss that diverges stays up.
-    start, end = smoothed[0][1], median([value for _, value in smoothed[-3:]])
+    start, end = smoothed[0][1], _curve_end(smoothed)
     low_step, lowest = min(smoothed, key=lambda sv: sv[1])
     ratios = update_ratios(history)
     overall = median(list(ratios.values()))

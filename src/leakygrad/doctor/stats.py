@@ -31,8 +31,9 @@ class LayerStats:
     bidirectional: bool = False  # recurrent, in both directions: time_grad_norms sums the two (not judged)
     time_grad_norms: list[float] | None = None  # recurrent: ||d loss / d input at time t||, t = 0 .. T-1
     time_padding: list[float] | None = None  # ... and the share of sequences whose input at time t is all zeros
-    forget_bias: float | None = None  # an LSTM: the mean bias of its forget gate (b_ih + b_hh, first layer); a GRU: of
-    # its update gate z, the share of the state kept in h' = (1 - z) n + z h
+    # the mean bias (b_ih + b_hh, first layer) of the gate that keeps the state: an LSTM's forget gate, a GRU's update
+    # gate z (the share of the state kept in h' = (1 - z) n + z h)
+    keep_gate_bias: float | None = None
     calls: int = 0  # a cell (nn.RNNCell, GRUCell, LSTMCell): its calls on this step
     cut_calls: int = 0  # ... given its own last output detached (backprop through time cut before them)
     carried_calls: int = 0  # ... given its own last output with its gradient (backprop through time goes on)

@@ -1166,8 +1166,8 @@ class StepState:
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
-    forget_bias: dict = field(default_factory=dict)  # an nn.LSTM's (nn.GRU's) name -> deferred mean forget-gate
-    # (update-gate) bias, layer 0
+    # an nn.LSTM's or nn.GRU's name -> deferred mean bias of the gate that keeps its state (forget, update), layer 0
+    keep_gate_bias: dict = field(default_factory=dict)
     # the first weighted layer called: (its name, deferred index of its outputs' spread across the batch), or ()
     input_spread: tuple | None = None
     input_scale: tuple | None = None  # the first weighted Linear's input: (name, deferred largest, smallest column rms)
@@ -1535,8 +1535,8 @@ class TorchProbe:
         # root name -> (its module, the prefix of its parts' names)
         self._roots: dict[str, tuple[weakref.ref, str]] = {}
         self._parts_looked_for: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its size then
-        self._late_parts_looked: weakref.WeakSet = weakref.WeakSet()  # (`_name_a_late_part`) ...
-        self._late_parts_met: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ... module -> step first met
+        # (`_name_a_late_part`) module -> the step it was first met, None once looked for among the models' parts ...
+        self._late_parts_met: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._late_part_looks = 0  # ... and how many were looked for among the models' parts
         self._thread: threading.Thread | None = None  # the thread whose training is followed (`claim_thread`)
         self._thread_level = 0  # ... how far it went in a training step: RAN_FORWARD, RAN_BACKWARD, STEPPED
@@ -1760,9 +1760,9 @@ class TorchProbe:
         second step: a module made anew in each forward (`self.head = nn.Linear(...)` inside `forward()`) is never
         met twice, and is told as a layer made in forward; each module once, and LATE_PART_LOOKS in a run."""
         first_met = self._late_parts_met.setdefault(module, self.step)
-        if first_met == self.step or module in self._late_parts_looked:
+        if first_met is None or first_met == self.step:
             return None
-        self._late_parts_looked.add(module)
+        self._late_parts_met[module] = None
         self._late_part_looks += 1
         for name, (ref, prefix) in list(self._roots.items()):
             root = ref()
@@ -2137,7 +2137,7 @@ class TorchProbe:
             # in order i, f, g, o; a GRU's update gate z, in h' = (1 - z) n + z h, gates in order r, z, n)
             keep = slice(module.hidden_size, 2 * module.hidden_size)
             bias = (module.bias_ih_l0.detach()[keep] + module.bias_hh_l0.detach()[keep]).mean()
-            self.state.forget_bias[info.name] = self.state.deferred.scalar(bias)
+            self.state.keep_gate_bias[info.name] = self.state.deferred.scalar(bias)
         hook = functools.partial(self._on_time_grad, self.state.ticket, info.name, norms_by_step)
         if data.grad_fn is not None:  # (the hook lives on the data's node, and goes with this step's graph)
             data.register_hook(hook)
@@ -4794,8 +4794,8 @@ class TorchProbe:
             layer.time_grad_norms = (vectors[state.time_norms[name]] / scale).tolist()
             if name in state.time_padding:
                 layer.time_padding = vectors[state.time_padding[name]].tolist()
-            if name in state.forget_bias:
-                layer.forget_bias = value(state.forget_bias[name])
+            if name in state.keep_gate_bias:
+                layer.keep_gate_bias = value(state.keep_gate_bias[name])
         elif name in state.cell_calls:
             norms = [value(i) for i in state.cell_calls[name]]
             if len(norms) >= 2 and all(n is not None for n in norms):
