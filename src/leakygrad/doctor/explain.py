@@ -2947,6 +2947,25 @@ def _explain_zeroed_after_backward(f: Finding):
     return text, remedies
 
 
+def _explain_script_tensor_cut(f: Finding):
+    e = f.evidence
+    names = e["parameters"]
+    listed = _listed(names)
+    text = (
+        f"The optimiser updates {listed}, a tensor the script holds itself (no module), but it never received a "
+        f"gradient in {e['sampled_steps_checked']} sampled steps: the backward pass never reaches it, so it never "
+        "learns (only weight decay, if any, moves it). Between it and the loss the graph is cut: `.detach()` or "
+        "`.data` taken of it, a computation under `torch.no_grad()`, a round trip through `.item()` or `.numpy()`, "
+        "or a copy made without `requires_grad` (`torch.tensor(w)`) used in its place; or the loss does not use it."
+    )
+    remedies = [
+        f"Find where {listed} is read on the way to the loss, and read it as it is: no `.detach()`, `.data` or "
+        "`torch.tensor(...)` copy of it, nothing of it computed under `torch.no_grad()`.",
+        f"If it should stay fixed, say so: `{names[0]}.requires_grad_(False)`, and leave it out of the optimiser.",
+    ]
+    return text, remedies
+
+
 def explain_no_gradient(f: Finding):
     e = f.evidence
     if e.get("all_frozen"):
@@ -2959,6 +2978,8 @@ def explain_no_gradient(f: Finding):
         return _explain_gradient_to_a_copy(f)
     if e.get("zeroed_after_backward"):
         return _explain_zeroed_after_backward(f)
+    if e.get("script_tensors") and e["gradient"] == "none":
+        return _explain_script_tensor_cut(f)
     cuts = e.get("graph_cuts") or []
     reached_but_zero = (
         f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, and the backward pass "
@@ -3297,6 +3318,8 @@ def explain_accumulating_gradient(f: Finding):
 
 def _explain_accumulating_by_hand(f: Finding, norms: str):
     e = f.evidence
+    if e.get("script_tensors"):
+        return _explain_accumulating_in_script_tensors(f, norms)
     text = (
         f"The weights of `{f.where}` are updated by hand (no optimiser steps), and their gradients were not reset "
         f"between one update and the next on {e['steps_not_reset']} of {e['steps_checked']} checked steps. "
@@ -3308,6 +3331,26 @@ def _explain_accumulating_by_hand(f: Finding, norms: str):
         f"or call `{f.where}.zero_grad()` before each `loss.backward()`.",
         "Or let an optimiser do the update: `torch.optim.SGD(model.parameters(), lr=lr)`, with `zero_grad()` and "
         "`step()`.",
+    ]
+    return text, remedies
+
+
+def _explain_accumulating_in_script_tensors(f: Finding, norms: str):
+    e = f.evidence
+    names = e["script_tensors"]
+    first = names[0]
+    text = (
+        f"The model is made of tensors the script holds itself ({_listed(names)}), updated by hand (`{first} -= lr * "
+        f"{first}.grad`, no optimiser), and their gradients were not reset between one update and the next on "
+        f"{e['steps_not_reset']} of {e['steps_checked']} checked steps. `backward()` adds each new gradient into "
+        "`.grad`, so update t applies the sum of every gradient since the start, a growing, stale direction. "
+        f"Gradient norm on sampled steps: {norms}."
+    )
+    remedies = [
+        f"Reset each gradient right after using it, inside the same `torch.no_grad()` block: `{first}.grad = None` "
+        f"(or `{first}.grad.zero_()`) after `{first} -= lr * {first}.grad`, for each of {_listed(names)}.",
+        f"Or let an optimiser do the update: `opt = torch.optim.SGD([{', '.join(names[:6])}], lr=lr)`, with "
+        "`opt.zero_grad()` before `loss.backward()` and `opt.step()` after it.",
     ]
     return text, remedies
 
@@ -4268,6 +4311,19 @@ def explain_stalled_loss(f: Finding):
                 "their parameters stepped but no layer around them. Check what the weights are multiplied by on "
                 "the way (a pruning mask that keeps too few of them zeroes the rest of their gradient)."
                 + _see_other_findings(e)
+            )
+        elif median_ratio is None and e.get("updated_by_zero"):
+            text += (
+                " No optimiser steps the model: its weights are updated by hand, in place (the update ran at every "
+                "step), and yet their values never changed between the sampled steps: each update subtracted a "
+                "gradient that was zero by then. Reset before the update (`p.grad.zero_()` or `zero_grad()` between "
+                "`backward()` and `p -= lr * p.grad`), the gradient is gone when it is applied."
+                + _see_other_findings(e)
+            )
+            remedies.insert(
+                0,
+                "Reset the gradients after the update, not before it: `p -= lr * p.grad`, then `p.grad.zero_()` (or "
+                "`p.grad = None`); or reset them before `loss.backward()`.",
             )
         elif median_ratio is None and e.get("without_optimizer") and not e.get("weights_moved"):
             text += (

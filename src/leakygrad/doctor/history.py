@@ -186,6 +186,9 @@ class History:
         # modules kept in a plain list/tuple/dict attribute, unregistered: container -> (owner, its type, modules held)
         self.unregistered: dict[str, tuple[str, str, int]] = {}
         self.model_met_at: dict[str, int] = {}  # each watched model's name -> the step it was first met
+        self.script_tensors: list[str] = []  # a model without modules: its tensors, as the script names them
+        self.script_tensors_moved = False  # ... and whether their values changed since they were named
+        self.updated_in_place_by_hand = False  # weights changed in place between backward passes, no optimiser
         self.replaced_modules: set[str] = set()  # modules put in place of others part-way (old parameters dropped)
         # custom autograd.Function -> {"tests", "ignoring" (tests whose backward ignored grad_output for every input),
         # "first_step" (of the first such), "inputs" (those ignored), "after", "grad_output_norm", "grad_input_norm"

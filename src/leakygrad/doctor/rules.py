@@ -388,7 +388,8 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ReLUs' inputs below 0 for every example: units that die once it has begun are its doing, told so
     summing = next((f for f in findings if f.symptom == "accumulating_gradient"), None)
     for f in findings:
-        if summing is not None and f.symptom == "dead_relu" and f.first_step >= summing.first_step:
+        died = f.symptom == "dead_relu" or (f.symptom == "blocked_gradient" and f.evidence.get("floor_at_zero"))
+        if summing is not None and died and f.first_step >= summing.first_step:  # (a clamp at 0: a ReLU by hand)
             f.evidence["after_accumulating_gradient"] = summing.where
             f.severity = "warning"  # (the consequence: the accumulation's finding is the error to fix)
     # a gradient replaced by hand with something that drowns it (DP-SGD's noise batch-size times too large): the
@@ -3141,6 +3142,8 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             "gradient": "exactly zero" if always_zero else "none",
             "graph_cuts": cuts,
         }
+        if set(params) <= set(history.script_tensors):  # (tensors the script holds itself, in no module)
+            evidence["script_tensors"] = True
         if blocking:
             evidence["blocking_op"] = True  # an op on the way blocks (nearly) all the gradient through it
         walked = [r.loss_reaches_model for r in history.recent() if r.loss_reaches_model is not None]
@@ -3493,6 +3496,11 @@ def _widest_unreached_module(param: str, param_module: dict[str, str], reached: 
     return module or "(model)"
 
 
+def _tensors_named(names: list[str]) -> str:
+    """Where a finding about a model of plain tensors is: `w1, w2`, or `tensors` when there are many."""
+    return ", ".join(names) if len(names) <= 4 else "tensors"
+
+
 # --- gradients never reset ---------------------------------------------------------------------------------------
 def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
     if history.reset_checks < t.min_records - 1 or history.not_reset == 0:
@@ -3511,6 +3519,9 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
     if history.reset_by_hand:  # (no optimiser: the weights are updated by hand, `p -= lr * p.grad`)
         evidence["updated_by_hand"] = True
         where = history.models[0] if len(history.models) == 1 else "model"
+        if history.script_tensors and not history.models:  # (a model of plain tensors: named as the script holds them)
+            evidence["script_tensors"] = list(history.script_tensors)
+            where = _tensors_named(history.script_tensors)
     return [Finding("accumulating_gradient", where, history.first_not_reset or 0, "error", evidence)]
 
 
@@ -4335,7 +4346,12 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         if looked and all(r.without_optimizer for r in looked):  # (and, updated by hand, did the weights move?)
             layers = {name for r in looked for name, layer in r.layers.items() if layer.has_weights}
             evidence["without_optimizer"] = True
-            evidence["weights_moved"] = any(_weights_moved(looked, name) for name in layers)
+            evidence["weights_moved"] = any(_weights_moved(looked, name) for name in layers) or (
+                history.script_tensors_moved
+            )
+            if history.updated_in_place_by_hand and not evidence["weights_moved"]:
+                # (`p -= lr * p.grad` ran at every step, and moved nothing: the gradient was zero by then)
+                evidence["updated_by_zero"] = True
         initial = loss.buckets[0].first
         if flat and initial > last * (1 + t.fell_early):  # it learned, then stopped: converged, or stuck at a floor
             plateau = next((step for step, value in smoothed if value <= last * (1 + t.stalled_change)), None)

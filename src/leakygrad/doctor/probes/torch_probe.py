@@ -1624,6 +1624,11 @@ class TorchProbe:
         self._reversal_looks: dict[str, int] = {}  # gradient reversal Function -> sampled steps it was looked at
         self._unheld_looks = 0  # ... on which the graph was searched for loss weights nothing holds back
         self._unheld_params: dict = {}  # such a weight's name -> a weak reference to it
+        self._script_tensors: list[
+            str
+        ] = []  # the names of a model's tensors held by no module (a model without modules)
+        self._script_tensor_values: list = []  # ... each (weakly) with a few of its entries when named: did they move?
+        self._hand_updated: dict = {}  # the script's tensors that require grad, at the last backward -> (ref, version)
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
         self._last_leaves: dict[str, weakref.ref] = {}  # ... -> the object it was at the last look
@@ -1866,6 +1871,54 @@ class TorchProbe:
             name = _global_name(module) or name  # (`members[1]` rather than the loop's `m`)
             self._add_discovered(getattr(module, "_orig_mod", module), name)
             wanted -= {id(p) for p in module.parameters()}
+
+    def _name_script_tensors(self, tensors: list) -> None:
+        """A model written without modules, as tensors of its own (`w1 = torch.randn(64, 100, requires_grad=True)`,
+        the first chapters of every course): each tensor that an optimiser steps, or that the script updates by hand
+        between backward passes, is a parameter, named as the script names it (`w1`, `params[0]`) and watched as a
+        layer of its own."""
+        names = _script_tensor_names()
+        for tensor in tensors:
+            if id(tensor) in self.param_labels or not tensor.is_leaf or not tensor.is_floating_point():
+                continue
+            name = names.get(id(tensor)) or f"tensor{len(self._script_tensors)}"
+            self.param_labels[id(tensor)] = (weakref.ref(tensor), name, name)
+            self._script_tensors.append(name)
+            self._script_tensor_values.append((weakref.ref(tensor), _first_entries(tensor)))
+        if tensors:
+            history = self.doctor.history
+            if history.script_tensors:
+                history.watched.remove(_tensors_watched(history.script_tensors))
+            history.script_tensors = list(self._script_tensors)
+            history.watched.append(_tensors_watched(history.script_tensors))
+            self._plan = self._callable_cache = None
+
+    def _look_whether_script_tensors_moved(self) -> None:
+        """Have a model of plain tensors' values changed since they were named (the layers' weight norms tell it for
+        a model of modules)? Looked at on sampled steps until one has."""
+        for ref, first in self._script_tensor_values:
+            tensor = ref()
+            if tensor is not None and not torch.equal(_first_entries(tensor), first):
+                self.doctor.history.script_tensors_moved = True
+                self._script_tensor_values = []
+                return
+
+    def _look_for_tensors_updated_by_hand(self) -> None:
+        """Without modules or an optimiser: the script's own leaf tensors that require grad, at a backward; those
+        changed in place since the last look (`w1 -= lr * w1.grad`), the same objects, are parameters."""
+        main = sys.modules.get("__main__")
+        if main is None:
+            return
+        last, self._hand_updated = self._hand_updated, {}
+        moved = []
+        for tensor in _script_tensors_requiring_grad(vars(main)).values():
+            self._hand_updated[id(tensor)] = (weakref.ref(tensor), tensor._version)
+            ref, version = last.get(id(tensor), (None, None))
+            if ref is not None and ref() is tensor and tensor._version != version:
+                moved.append(tensor)
+        if moved:
+            self._name_script_tensors(moved)
+            self._hand_updated = {}
 
     def _add_discovered(self, module: nn.Module, name: str) -> ModuleInfo | None:
         if not any(p.requires_grad for p in module.parameters()):
@@ -2612,6 +2665,10 @@ class TorchProbe:
                 self._losses_between_steps = True  # this step's losses were each stepped on by an optimiser
             self._stepped_since_backward = False
             self._backward_calls += 1
+            if self.discover and not self.root_names and not self._script_tensors and self.mode != "optimizer":
+                self._look_for_tensors_updated_by_hand()
+            elif self._script_tensor_values and self.sampling:
+                self._look_whether_script_tensors_moved()
             self.doctor.history.backward_passes += 1
             loss = roots[0] if roots else None
             if self._reset_marks is not None:
@@ -3876,6 +3933,9 @@ class TorchProbe:
             known = self._steps_watched(params)
             if self.discover:  # (its model, or the part of it whose own parameters no called module holds)
                 self._discover_owner([p for p in params if not self._param_label(p)])
+                if not self.root_names:  # no model at all: the tensors it steps are the script's own
+                    self._name_script_tensors([p for p in params if not self._param_label(p)])
+                    known = self._steps_watched(params)
             self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
@@ -4152,8 +4212,10 @@ class TorchProbe:
     def _check_reset(self, updated_only: bool = False) -> None:
         """At the optimiser step after a sampled one (without an optimiser: at the backward after it, `updated_only`):
         were the gradients reset in between (`GradientMarks`)?"""
-        reset, stale = self._reset_marks.counts(updated_only)
-        self._reset_marks = None
+        marks, self._reset_marks = self._reset_marks, None
+        reset, stale = marks.counts(updated_only)
+        if updated_only and any(p._version != v for p, v in zip(marks.params, marks.weight_versions)):
+            self.doctor.history.updated_in_place_by_hand = True  # (`p -= lr * p.grad` ran: whatever it moved them by)
         if stale or reset:
             modules = sorted({entry[2] for entry in map(self._param_label, stale) if entry is not None})
             self.doctor.check_reset(self.step, len(stale) <= reset, modules, by_hand=updated_only)
@@ -5138,6 +5200,47 @@ def _modules_listed(value) -> list[tuple[str, nn.Module]]:
     ):
         return [(f"[{k!r}]", part) for k, part in value.items()]
     return []
+
+
+def _script_tensors_requiring_grad(script_globals: dict) -> dict[str, torch.Tensor]:
+    """The leaf tensors requiring grad that a script holds at top level, by name: `w1`, and those in a list, tuple or
+    dict held there (`params[0]`, `weights['w1']`)."""
+    found = {}
+    for name, value in script_globals.items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, (list, tuple)):
+            items = [(f"{name}[{i}]", v) for i, v in enumerate(value[:64])]
+        elif isinstance(value, dict):
+            items = [(f"{name}[{k!r}]", v) for k, v in list(value.items())[:64] if isinstance(k, str)]
+        else:
+            items = [(name, value)]
+        for path, item in items:
+            if isinstance(item, torch.Tensor) and item.requires_grad and item.is_leaf:
+                found.setdefault(path, item)
+    return found
+
+
+def _first_entries(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of a few entries spread through a tensor, to tell later whether it changed."""
+    return spread(tensor.detach(), LEAF_ENTRIES_COMPARED).clone()
+
+
+def _tensors_watched(names: list[str]) -> str:
+    """How a model of plain tensors is named among the watched: `tensors w1, w2`, or the first few and a count."""
+    shown = ", ".join(names[:4])
+    return f"tensors {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _script_tensor_names() -> dict[int, str]:
+    """id -> the name the running script holds a tensor by (see `_script_tensors_requiring_grad`)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        return {}
+    names = {}
+    for name, tensor in _script_tensors_requiring_grad(vars(main)).items():
+        names.setdefault(id(tensor), name)
+    return names
 
 
 def _global_name(module: nn.Module) -> str | None:
