@@ -23,6 +23,7 @@ penalty: backward works, every parameter gets the penalty's gradient and nothing
 import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -3680,6 +3681,52 @@ def test_views_of_a_sequence_first_output_and_of_a_tagger(case):
     assert f.where == "view after gru" and f.evidence["input_shape"] == [32, 16, 8]
 
 
+class AttentionSequenceFirst(nn.Module):
+    """Self-attention without batch_first, which wants (T, N, D): given `h.view(T, N, -1)` of the (N, T, D) embeddings
+    (the mistake), `h.transpose(0, 1)`, or (N, T, D) as it is to a batch_first layer."""
+
+    def __init__(self, given: str):
+        super().__init__()
+        self.given = given
+        self.embed, self.position = nn.Embedding(12, 16), nn.Parameter(torch.randn(10, 16) * 0.1)
+        self.attention = nn.MultiheadAttention(16, 2, batch_first=given == "batch first")
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):  # x: (N, T) = (64, 10)
+        h = self.embed(x) + self.position
+        if self.given == "batch first":
+            return self.head(self.attention(h, h, h)[0].mean(1))
+        h = h.view(x.shape[1], x.shape[0], -1) if self.given == "viewed" else h.transpose(0, 1)
+        return self.head(self.attention(h, h, h)[0].mean(0))
+
+
+@pytest.mark.parametrize("given", ["viewed", "transposed", "batch first"])
+def test_a_batch_viewed_as_sequence_first_for_attention_is_named_at_the_view(given):
+    """`h.view(T, N, -1)` where `h.transpose(0, 1)` was meant, before `nn.MultiheadAttention` without batch_first
+    (sweep 49: accuracy 0.96 against 1.00, train loss 0.11 against 0.0002, silent): each column of the view holds
+    pieces of several examples, and attention mixes them. A `wrong_gradient` error at the view, `transpose` first."""
+    torch.manual_seed(0)
+    model = AttentionSequenceFirst(given)
+    x = torch.randint(4, 12, (64, 10))
+    y = (x == 5).sum(1).clamp(max=3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("examples_mixed")]
+    if given != "viewed":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "view after embed", "error")
+    assert f.evidence["input_shape"] == [64, 10, 16] and f.evidence["output_shape"] == [10, 64, 16]
+    assert f.remedies[0].startswith("Swap the axes instead of viewing: `x.transpose(0, 1)`")
+
+
 class ScaledBlock(nn.Module):
     """A residual block with LayerScale (CaiT): x + gamma * branch(x), gamma a per-channel parameter started at 0."""
 
@@ -3891,3 +3938,32 @@ def test_a_physics_informed_loss_with_learnt_weights_outside_the_model_is_no_det
             optimizer.step()
     assert dr.notes == [] and not [f for f in dr.findings if f.where == "autograd.grad"]
     assert not any(r.penalty_detached for r in dr.history.records)
+
+
+@pytest.mark.parametrize("in_numpy", [True, False])
+def test_a_loss_computed_in_numpy_and_wrapped_to_require_grad_is_named_as_the_cause(in_numpy):
+    """A pinball loss written in NumPy, then `torch.tensor(value, requires_grad=True)` so that backward() runs (sweep
+    49: coverage 0.52 against 0.91): no parameter gets a gradient, and the first remedy was to check that the model's
+    output is used. The loss is a leaf with no graph behind it: told so, with the loss in torch first."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 1))
+    x, y = torch.randn(64, 3), torch.randn(64, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for _ in range(12):
+            pred = model(x)
+            if in_numpy:
+                error = y.numpy() - pred.detach().numpy()
+                loss = torch.tensor(np.maximum(0.9 * error, -0.1 * error).mean(), requires_grad=True)
+            else:
+                loss = torch.maximum(0.9 * (y - pred), -0.1 * (y - pred)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if not in_numpy:
+        assert dr.findings == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "no_gradient"]
+    assert (f.where, f.severity) == ("model", "error") and f.evidence["loss_is_a_leaf"]
+    assert "is a leaf" in f.explanation and f.remedies[0].startswith("Compute the loss with torch operations")

@@ -2947,6 +2947,26 @@ def _explain_zeroed_after_backward(f: Finding):
     return text, remedies
 
 
+def _explain_loss_without_graph(f: Finding):
+    e = f.evidence
+    text = (
+        f"The optimiser updates the {e['parameter_count']} parameter(s) of `{f.where}`, but none received a gradient "
+        f"in {e['sampled_steps_checked']} sampled steps, and the cause is the loss itself: the tensor `backward()` "
+        "starts from is a leaf, made to require grad (`torch.tensor(value, requires_grad=True)`), with no graph "
+        "behind it. Its value was computed outside autograd (in NumPy, or from `.item()` or `.detach()`), so "
+        "backpropagation stops where it starts: the chain rule has no operation to go back through, and no "
+        "parameter is reached."
+    )
+    remedies = [
+        "Compute the loss with torch operations on the model's output, as it is (no `.detach()`, `.numpy()` or "
+        "`.item()` on the way): `((pred - y) ** 2).mean()` on tensors, say, rather than the same formula in NumPy "
+        "wrapped in `torch.tensor(..., requires_grad=True)`.",
+        "If a part of the loss must be computed outside torch, write its derivative too: a `torch.autograd.Function` "
+        "whose backward returns it.",
+    ]
+    return text, remedies
+
+
 def _explain_script_tensor_cut(f: Finding):
     e = f.evidence
     names = e["parameters"]
@@ -2978,6 +2998,8 @@ def explain_no_gradient(f: Finding):
         return _explain_gradient_to_a_copy(f)
     if e.get("zeroed_after_backward"):
         return _explain_zeroed_after_backward(f)
+    if e.get("loss_is_a_leaf") and e["gradient"] == "none":
+        return _explain_loss_without_graph(f)
     if e.get("script_tensors") and e["gradient"] == "none":
         return _explain_script_tensor_cut(f)
     cuts = e.get("graph_cuts") or []
@@ -4165,6 +4187,8 @@ def _explain_examples_mixed(f: Finding):
     if e.get("softmax_dim") == 0:
         return _explain_softmax_over_the_examples(f)
     shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
+    if e.get("swapped_by_view"):
+        return _explain_axes_swapped_by_view(f)
     axis = shape.index(batch, 1)
     text = (
         f"`{f.where}` turns a tensor of shape {shape}, whose {batch} examples lie along axis {axis}, into {out} "
@@ -4178,6 +4202,26 @@ def _explain_examples_mixed(f: Finding):
     remedies = [
         f"Move the examples' axis first, then reshape: `x.permute({order}).reshape({batch}, -1)`; for a "
         "bidirectional RNN's last hidden states h_n (layers * 2, N, H), `torch.cat([h_n[-2], h_n[-1]], dim=1)`.",
+    ]
+    return text, remedies
+
+
+def _explain_axes_swapped_by_view(f: Finding):
+    e = f.evidence
+    shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
+    order = ", ".join(str(i) for i in [1, 0] + list(range(2, len(shape))))
+    text = (
+        f"`{f.where}` turns a tensor of shape {shape}, its {batch} examples along axis 0, into {out}, with the "
+        "examples along axis 1: the two axes look swapped, but a view does not move values, it reads them in "
+        f"memory order. Entry [t, n] of the result is not position t of example n: each of the {batch} columns "
+        "holds pieces of several examples. A layer that works across axis 0 (attention or a recurrent layer given "
+        "its input sequence-first) mixes the examples with one another, and each example's loss sends gradient "
+        "into the others' features."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Swap the axes instead of viewing: `x.transpose(0, 1)` (or `x.permute({order})`); or build the layer with "
+        "`batch_first=True` and give it (N, T, ...) as it is.",
     ]
     return text, remedies
 

@@ -1314,12 +1314,16 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     (`h_n.view(N, -1)` of a bidirectional RNN's (2, N, H)), on every look at a classifier's targets (at least 2):
     each row of its output holds pieces of several examples, so each prediction is made from other examples'
     features: a `stalled_loss` error at the view (the model cannot learn the task from mixed rows). Or a softmax over
-    dim 0, the examples' axis (`softmax_over_the_examples`): a `wrong_gradient` error at the softmax."""
+    dim 0, the examples' axis (`softmax_over_the_examples`), or a (N, T, ...) viewed as (T, N, ...) (a view written
+    for a transpose): a `wrong_gradient` error at the softmax or the view."""
     found = _on_every_look(history.examples_mixed, "site")
     if found is None:
         return []
     evidence = {"examples_mixed": True, **{key: value for key, value in found.items() if key != "site"}}
-    symptom = "wrong_gradient" if found.get("softmax_dim") == 0 else "stalled_loss"  # (it may learn, wrongly)
+    # (a softmax over the examples, or a (N, T, ...) viewed as (T, N, ...) for a sequence-first layer: the model may
+    # learn, wrongly, each example helped by the others)
+    wrongly = found.get("softmax_dim") == 0 or found.get("swapped_by_view")
+    symptom = "wrong_gradient" if wrongly else "stalled_loss"
     return [Finding(symptom, found["site"], 0, "error", evidence)]
 
 
@@ -3146,6 +3150,8 @@ def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["script_tensors"] = True
         if blocking:
             evidence["blocking_op"] = True  # an op on the way blocks (nearly) all the gradient through it
+        if all(r.loss_is_a_leaf for r in history.recent()):  # (the loss has no graph: nothing reaches anything)
+            evidence["loss_is_a_leaf"] = True
         walked = [r.loss_reaches_model for r in history.recent() if r.loss_reaches_model is not None]
         if not always_zero and walked and not any(walked):  # (the loss's graph holds none of the model's outputs)
             evidence["model_outputs_reached"] = False

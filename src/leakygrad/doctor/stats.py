@@ -321,6 +321,9 @@ class StepRecord:
     # whether the graph of the step's backward passes held any output of the watched modules that ran (None: not
     # walked); False: the loss reached the parameters only directly, as a weight penalty does
     loss_reaches_model: bool | None = None
+    # the tensor a backward pass started from was a leaf made to require grad, with no graph behind it (a loss computed
+    # outside autograd, in NumPy or from `.item()`, wrapped as `torch.tensor(value, requires_grad=True)`)
+    loss_is_a_leaf: bool = False
 
     def to_dict(self) -> dict:
         record = asdict(self)

@@ -442,9 +442,15 @@ def examples_mixed_by_view(node, batch: int) -> dict | None:
     or one split into (N, T, ...), is example-major already; nor a (B, T, H) merged into the (B * T, H) rows a loss
     per token counts as its examples)."""
     sizes, shape = saved_value(node, "_saved_self_sym_sizes"), output_shape(node)
-    if not sizes or not shape or batch < 2 or shape[0] != batch:
+    if not sizes or not shape or batch < 2:
         return None
     sizes = tuple(int(size) for size in sizes)
+    if len(sizes) == len(shape) >= 2 and sizes[0] == batch != sizes[1] and tuple(shape[:2]) == (sizes[1], batch):
+        # (N, T, ...) viewed as (T, N, ...), a view written for a transpose: a sequence-first layer's input
+        # (`nn.MultiheadAttention` without batch_first) made so holds pieces of several examples in each column
+        return {"input_shape": list(sizes), "output_shape": list(shape), "batch": batch, "swapped_by_view": True}
+    if shape[0] != batch:
+        return None
     if batch not in sizes[1:] or sizes[0] == shape[0]:
         return None  # (the first axis kept as it was: each row the input's own, a product's (B, T, d) laid out anew)
     if sizes[0] % batch == 0 and (len(sizes) == 2 or (len(shape) > 1 and sizes[0] == batch * shape[1])):

@@ -1352,6 +1352,7 @@ class StepState:
     # whole model makes them inside the backward)
     outputs_made: bool = False
     outputs_reached: bool | None = None
+    loss_is_a_leaf: bool = False  # a backward pass started from a leaf tensor: a loss with no graph behind it
     snapshot_taken: bool = False  # the samples were copied before the optimiser step
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
@@ -2890,6 +2891,8 @@ class TorchProbe:
     def _walk_graph(self, roots) -> None:
         state = self.state
         root_nodes = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        if roots and all(isinstance(t, torch.Tensor) and t.is_leaf and t.requires_grad for t in roots):
+            state.loss_is_a_leaf = True  # (`torch.tensor(numpy_loss, requires_grad=True)`: nothing to go back through)
         if not root_nodes:
             return
         nodes = graph_tools.new_nodes(root_nodes, state.seen_nodes)  # those not met by an earlier backward
@@ -4692,6 +4695,7 @@ class TorchProbe:
             record.eps_against_gradient = _eps_against_gradient(state.large_eps, state.params, grads)
         record.loss_with_domain, record.loss_outside_domain = state.loss_with_domain, state.loss_outside_domain
         record.loss_reaches_model = state.outputs_reached
+        record.loss_is_a_leaf = state.loss_is_a_leaf
         record.graph_cuts = sorted(state.cuts)
         record.loss_ops = sorted(state.loss_ops)
         record.modules_not_called = self._not_called(state)
