@@ -2606,6 +2606,31 @@ def test_a_loss_summed_over_the_batch_under_sgd_is_named_as_the_rates_multiplier
     assert 'reduction="mean"' in f.remedies[0] and "128 times" in f.explanation
 
 
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_units_killed_by_the_steps_of_a_summed_loss_are_told_with_the_sum_first(reduction):
+    """Cross-entropy with `reduction="sum"` over 64 examples under SGD at a rate tuned for the mean (sweep 49: every
+    unit of both ReLU layers but two died, accuracy 0.10 against 0.92): two `dead_relu` errors whose first remedy was
+    to lower the learning rate, the sum never named. Averaging the loss comes first now; averaged, nothing is said."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.randn(640, 16)
+    y = (x[:, :10].argmax(1) + (x[:, 10] > 0).long()) % 10
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for step in range(60):
+            i = (step % 10) * 64
+            loss = F.cross_entropy(model(x[i : i + 64]), y[i : i + 64], reduction=reduction)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    dead = [f for f in dr.findings if f.symptom == "dead_relu"]
+    if reduction == "mean":
+        assert dead == []
+        return
+    assert dead and all(f.evidence["loss_summed_over"] == 64 for f in dead)
+    assert all(f.remedies[0].startswith('Average the loss (`reduction="mean"`') for f in dead)
+
+
 def test_an_exponential_that_overflowed_is_named_as_the_maker_of_the_inf():
     """An affine coupling's scale exp(s) with s unbounded: exp overflows float32 past 88.7, and the inf turns NaN in
     the product after it. The NaN was placed at the matrix product before exp, "one of addmm, split, mul, exp", with a

@@ -1788,6 +1788,18 @@ def _explain_dead_units(f: Finding):
         initialise, other_activation = remedies[2], remedies[1]
         standardise = "Standardise the inputs (zero mean, unit variance), so that the pre-activations start centred."
         remedies = [initialise, other_activation, standardise]
+    if e.get("loss_summed_over"):
+        n = e["loss_summed_over"]
+        text += (
+            f' The loss is `{e["summed_loss"]}` with `reduction="sum"` over {n} terms: each gradient step is {n} '
+            f"times the mean's, as if the learning rate were {n} times larger, and steps that large push a unit's "
+            "inputs below zero for every example at once."
+        )
+        remedies.insert(
+            0,
+            f'Average the loss (`reduction="mean"`, the default), or divide the learning rate by {n}: a rate '
+            "tuned for a mean is far too high for a sum.",
+        )
     if e.get("behind_vanishing_gradient"):
         text += (
             f" The gradient vanishes across depth here too (see the `vanishing_gradient` finding at "

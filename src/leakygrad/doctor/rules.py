@@ -2722,6 +2722,8 @@ def dead_relu_rule(history: History, t: Thresholds) -> list[Finding]:
             else:  # (they fired at the first step, with the initial weights: the first updates killed them)
                 evidence["died_after_first_step"] = _sci(died)
                 evidence["silent_at_first_step"] = _sci(last.silent_at_first_step or 0.0)
+        if not evidence.get("dead_from_start"):  # (killed by the updates: too large, a rate tuned for a mean on a sum?)
+            _note_summed_loss(evidence, history, t)
         if any(site in r.activations_read_by_loss for r in recent):
             evidence["read_by_loss"] = True  # the loss reads these outputs directly too: a penalty on the activations
         learnt = _loss_learnt(history)
