@@ -2631,6 +2631,36 @@ def test_units_killed_by_the_steps_of_a_summed_loss_are_told_with_the_sum_first(
     assert all(f.remedies[0].startswith('Average the loss (`reduction="mean"`') for f in dead)
 
 
+@pytest.mark.parametrize("targets", ["moving", "fixed"])
+def test_units_dead_under_a_loss_whose_targets_move_are_a_warning(targets):
+    """A healthy DQN solving its gridworld (sweep 49) had 70% of a layer's ReLUs dead: true, and an error at every 1,
+    a warning at every 16, around the 0.7 line. A falling loss tells that the live units carry the task (a warning
+    then); a loss that rises while the updates stay of a normal size (targets that move with the model, a value
+    function's) tells nothing either way: a warning too, said so. The same dead units under fixed targets: an
+    error."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 1))
+    with torch.no_grad():
+        model[0].bias[:48] = -20.0  # (48 of 64 units never fire)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 8)
+    with doctor.watch(model, optimizer, every=2, name="model") as dr:
+        for step in range(80):
+            scale = 1 + step / 4 if targets == "moving" else 1.0  # (targets that grow as the training goes on)
+            loss = F.mse_loss(model(x), x[:, :2].sum(1, keepdim=True) * scale)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [dead] = [f for f in dr.findings if f.symptom == "dead_relu"]
+    assert dead.evidence["dead_fraction"] == 0.75
+    if targets == "fixed":
+        assert dead.severity == "error" and "loss_rose_with_normal_updates" not in dead.evidence
+        return
+    [rose] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    assert rose.evidence["updates_normal_size"] and dead.severity == "warning"
+    assert dead.evidence["loss_rose_with_normal_updates"] and "cannot tell whether the live units" in dead.explanation
+
+
 def test_an_exponential_that_overflowed_is_named_as_the_maker_of_the_inf():
     """An affine coupling's scale exp(s) with s unbounded: exp overflows float32 past 88.7, and the inf turns NaN in
     the product after it. The NaN was placed at the matrix product before exp, "one of addmm, split, mul, exp", with a

@@ -1733,6 +1733,12 @@ def _explain_dead_units(f: Finding):
             f" The loss still fell to {fmt(e['loss_last_third_to_first_step'])} of its first step's (last third): "
             "the live units carry the task, and the dead ones are capacity lost rather than a training that stopped."
         )
+    if e.get("loss_rose_with_normal_updates"):
+        text += (
+            " The loss rose while the updates stayed of a normal size (see the `diverging_loss` finding): its targets "
+            "move with the model, as a value function's do, so it cannot tell whether the live units carry the task. "
+            "Worth a look, not a verdict."
+        )
     if e.get("also_dead"):
         sites = list(e["also_dead"].items())
         shown = ", ".join(f"`{site}` ({pct(share)})" for site, share in sites[:6]) + (", ..." if len(sites) > 6 else "")

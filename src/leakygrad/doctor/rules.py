@@ -373,6 +373,21 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if raised is not None and f.symptom == "dead_relu" and f.first_step >= raised.first_step:
             f.evidence["after_rate_raised"] = raised.evidence["lr_raised"]
             f.severity = "warning"  # (the consequence: the loss's finding names the rate to cap)
+    # a loss that rose while the updates stayed of a normal size (its targets move with the model: a value function's
+    # returns, a DQN's bootstrapped targets) cannot tell whether the live units carry the task, as a falling loss
+    # does (the `dead_but_learning` exemption): some units dead is a warning there, all of them still an error
+    moving = next(
+        (f for f in findings if f.symptom == "diverging_loss" and f.evidence.get("updates_normal_size")), None
+    )
+    for f in findings:
+        if (
+            moving is not None
+            and f.symptom == "dead_relu"
+            and f.severity == "error"
+            and f.evidence["dead_fraction"] < 1
+        ):
+            f.evidence["loss_rose_with_normal_updates"] = True
+            f.severity = "warning"
     # a schedule built over an optimiser that never steps, the training one left at a rate meant to be scaled (the
     # Noam warm-up's 1.0): dead units and a gradient vanishing across depth, measured after the loss diverged under
     # it, are a wrecked network's, told as its consequence (and after the loss's finding)
