@@ -3900,13 +3900,15 @@ class _Classifier(nn.Module):
         return self.fc(self.features(x))
 
 
-@pytest.mark.parametrize("optimizer_made", ["before the head is replaced", "after"])
+@pytest.mark.parametrize("optimizer_made", ["before the head is replaced", "over the frozen old head", "after"])
 def test_a_head_replaced_after_the_optimiser_was_made_is_an_unapplied_gradient_at_the_head(optimizer_made):
     """Sweep 48: a backbone pretrained on digits 0-4, frozen, then `opt = SGD(model.parameters())` and only then
     `model.fc = nn.Linear(32, 5)` for digits 5-9: the optimiser steps the old head, which gets no gradient, and the
     new one is never stepped (accuracy 0.18 against 0.69). The model, met before the replacement, never named the new
     head, and only the loss's rise with the new task was told (lower the learning rate). A module met inside the
-    model's forward that was never named is named now, and the old head's parameters belong to no watched model."""
+    model's forward that was never named is named now, and the old head's parameters belong to no watched model.
+    Sweep 49: the whole model frozen, then an optimiser over the old head alone, then the new head: "the optimiser
+    steps only frozen parameters" came first (freeze less), though the freeze was right; it is the replacement's."""
     x, y = _digits()
     torch.manual_seed(0)
     model = _Classifier(5)
@@ -3923,6 +3925,8 @@ def test_a_head_replaced_after_the_optimiser_was_made_is_an_unapplied_gradient_a
         model.features.requires_grad_(False)
         if optimizer_made == "after":
             model.fc = nn.Linear(32, 5)
+        if optimizer_made == "over the frozen old head":
+            model.requires_grad_(False)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         if optimizer_made != "after":
             model.fc = nn.Linear(32, 5)
@@ -3942,6 +3946,8 @@ def test_a_head_replaced_after_the_optimiser_was_made_is_an_unapplied_gradient_a
     assert (f.where, f.severity, f.evidence["stepped_outside_model"]) == ("fc", "error", 2)
     assert f.first_step >= 40 and "was replaced by a new module after the optimiser was made" in f.explanation
     assert f.remedies[0].startswith("Make the optimiser after replacing the module")
+    if optimizer_made == "over the frozen old head":
+        assert f.evidence["old_parameters_frozen"] and [g.symptom for g in dr.findings] == ["unapplied_gradient"]
 
 
 @pytest.mark.parametrize("logits", ["clamped", "as they are"])

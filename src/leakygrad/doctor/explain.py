@@ -3744,6 +3744,11 @@ def _explain_replaced_after_optimizer(f: Finding):
         "the optimiser still holds the old one's parameters, which get no gradient. The backward pass computes the "
         "new module's gradient, and it is thrown away: it keeps its initial values."
     )
+    if e.get("old_parameters_frozen"):
+        text += (
+            " The old module's parameters were frozen with the rest of the model before it was replaced, so the "
+            "optimiser steps nothing but frozen parameters: the freeze was right, the optimiser was made too early."
+        )
     remedies = [
         "Make the optimiser after replacing the module: `model.fc = nn.Linear(...)`, then "
         "`optimizer = torch.optim.SGD(model.parameters(), ...)`.",

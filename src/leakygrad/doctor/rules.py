@@ -536,12 +536,23 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             or (f.symptom == "saturated_activation" and f.where in twice)
         )
 
+    # a module replaced after the optimiser was made over the old one's parameters, frozen with the rest before the
+    # replacement (fine-tuning a new head): "the optimiser steps only frozen parameters" is the replacement's doing
+    replaced = next((f for f in findings if f.evidence.get("replaced_after_optimizer")), None)
+
+    def frozen_with_the_replaced(f: Finding) -> bool:
+        if replaced is None or f.symptom != "no_gradient" or not f.evidence.get("all_frozen"):
+            return False
+        replaced.evidence["old_parameters_frozen"] = True
+        return True
+
     kept = [
         f
         for f in findings
         if not explained(f)
         and not behind_dead_units(f)
         and not behind_the_softmax(f)
+        and not frozen_with_the_replaced(f)
         and not behind_a_left_out_parameter(f)
         and not _through_a_recurrent_layer(f, over_time)
         and not told_by_its_cause(f)
