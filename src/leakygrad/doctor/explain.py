@@ -3035,6 +3035,20 @@ def explain_no_gradient(f: Finding):
             "Harmless: it never moves, and costs one parameter per unit."
         )
         return text, ["Leave it, or drop it: `bias=False` on that layer (the model computes the same gradients)."]
+    if e.get("norm_scale_zero"):
+        norms = _listed(e["norm_scale_zero"])
+        text = reached_but_zero + (
+            f"the scale (`weight`) of {norms} is exactly 0, and has stayed so. A normalisation multiplies its "
+            "normalised input by that scale, so every layer after it sees an input of exactly 0: their weights get "
+            "no gradient (dL/dW = g x^T, with x = 0), and a layer that passes none back at 0 (a SwiGLU's silu(a) b, "
+            "whose derivatives silu'(0) b and silu(a) are both 0 there) gives the scale none either. Nothing ever "
+            "moves: a saddle point at zero."
+        )
+        remedies = [
+            f"Initialise the scale of {norms} at ones, as `nn.LayerNorm` and `nn.RMSNorm` do: "
+            "`nn.Parameter(torch.ones(dim))`, or `nn.init.ones_(norm.weight)`.",
+        ]
+        return text, remedies
     if e.get("zero_weights"):
         layers = ", ".join(f"`{layer}`" for layer in e["zero_weights"][:6])
         text = reached_but_zero + (

@@ -3350,18 +3350,38 @@ def _zero_factors_together(findings: list[Finding], history: History) -> list[Fi
     that all start at 0 (LoRA's A and B both zero-initialised, two layers in a row zeroed). Each one's gradient is
     the other's value times something, 0, so none ever moves: a saddle the optimiser cannot leave. One error at the
     module holding them, in place of a warning for each."""
-    zeroed = [
+    stuck = [
         f
         for f in findings
         if f.evidence.get("gradient") == "exactly zero"
         and not f.evidence.get("graph_cuts")
         and not f.evidence.get("forward_ran")
-        and _weights_stay_zero(history, {_module_of(p, history.param_module) for p in f.evidence["parameters"]})
     ]
+    zeroed = [f for f in stuck if _weights_stay_zero(history, _layers_of(f, history))]
+    # (a normalisation's scale held at exactly 0: every layer after it sees an input of 0, and the layers whose
+    # gradient is exactly 0 with it get none from an input of 0 and pass none back, SwiGLU's silu(a) b at 0)
+    norms = sorted({layer for f in stuck for layer in _norm_layers(history, f) if _weights_stay_zero(history, {layer})})
+    if norms and all(_norm_layers(history, f) for f in zeroed):  # (and no other layer held at 0: LoRA's, below)
+        return _merged_zero_gradients(findings, stuck, history, {"norm_scale_zero": norms})
     # (a gradient reaches one of them at least: B's output in LoRA's y = B A x. Layers none reaches, zero-initialised
     # heads whose loss is weighted 0, are not a product's factors: their own warnings stand)
     if len(zeroed) < 2 or all(f.evidence.get("output_gradient") == "exactly zero" for f in zeroed):
         return findings
+    return _merged_zero_gradients(findings, zeroed, history, {})
+
+
+def _layers_of(f: Finding, history: History) -> set[str]:
+    return {_module_of(p, history.param_module) for p in f.evidence["parameters"]}
+
+
+def _norm_layers(history: History, f: Finding) -> list[str]:
+    """The normalisation layers (LayerNorm, RMSNorm, ...) among a finding's, by their kind on the last record."""
+    last = history.records[-1].layers if history.records else {}
+    return sorted(layer for layer in _layers_of(f, history) if layer in last and "Norm" in last[layer].kind)
+
+
+def _merged_zero_gradients(findings: list[Finding], zeroed: list[Finding], history: History, extra: dict) -> list:
+    """One error for zero-gradient findings that one cause explains: layers whose weights stay at 0."""
     params = sorted(p for f in zeroed for p in f.evidence["parameters"])
     layers = sorted({_module_of(p, history.param_module) for p in params})
     where = _common_prefix(layers) or _whole_model_name(params, history.param_module, history)
@@ -3371,7 +3391,8 @@ def _zero_factors_together(findings: list[Finding], history: History) -> list[Fi
         "sampled_steps_checked": min(f.evidence["sampled_steps_checked"] for f in zeroed),
         "gradient": "exactly zero",
         "graph_cuts": [],
-        "zero_weights": layers,
+        "zero_weights": extra.get("norm_scale_zero", layers),
+        **extra,
     }
     merged = Finding("no_gradient", where, min(f.first_step for f in zeroed), "error", evidence)
     return [f for f in findings if f not in zeroed] + [merged]

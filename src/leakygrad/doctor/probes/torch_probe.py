@@ -2614,6 +2614,7 @@ class TorchProbe:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
         an empty generator, when `given_nothing`)."""
         try:
+            self._clipping_wrote_the_gradients()
             if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
                 if self.state.clipping is not None and self.state.clipping[0] <= float(max_norm):
                     return  # (the tightest cap of the step is the one that acts: not a norm read for a log, `inf`)
@@ -2625,6 +2626,24 @@ class TorchProbe:
                 self.state.clipping = (float(max_norm), norm_at, given_nothing, after_step, on_scaled)
         except Exception as error:
             self._fail("noting a clip_grad_norm_", error)
+
+    def _clipping_wrote_the_gradients(self) -> None:
+        """Clipping rescales each gradient in place (`clip_grad_norm_` multiplies even by 1), one version on: that
+        write is the clipping's, not the script's (a gradient written after backward() and all zero at the step reads
+        as zeroed by hand, a freeze). A gradient one version on since backward left it is taken as it is now."""
+        state = self.state
+        if (
+            state is None
+            or state.grad_versions is None
+            or self._plan is None
+            or state.grad_versions[0] is not self._plan
+        ):
+            return
+        seen = state.grad_versions[1]
+        for i, param in enumerate(self._plan.params):
+            grad = param.grad
+            if seen[i] is not None and grad is not None and (id(grad), grad._version - 1) == seen[i]:
+                seen[i] = (id(grad), grad._version)
 
     def before_value_clipping(self, parameters, clip_value) -> tuple | None:
         """Before `torch.nn.utils.clip_grad_value_(parameters, clip_value)` caps the gradients in place: their norm,
@@ -2645,6 +2664,7 @@ class TorchProbe:
         """After `clip_grad_value_`: the norm of the gradients it left, noted with what `before_value_clipping`
         measured. Of several calls in a step, the tightest cap is kept."""
         try:
+            self._clipping_wrote_the_gradients()
             grads = _dense_gradients(parameters)
             if before is None or not grads or self.state is None:
                 return
