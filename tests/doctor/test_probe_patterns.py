@@ -4037,8 +4037,9 @@ def test_a_gru_whose_update_gate_starts_shut_is_told_so_with_its_bias_first():
     assert all("update_bias" not in f.evidence for f in first_token_findings(0.0, nn.GRU))
 
 
-def frozen_by_hand_findings(freeze, optimizer_class, **options):
-    """A pretrained-like backbone and a new head, the backbone "frozen" after each backward by `freeze`."""
+def frozen_by_hand_findings(freeze, optimizer_class, clip=False, **options):
+    """A pretrained-like backbone and a new head, the backbone "frozen" after each backward by `freeze` (or, with
+    freeze "ahead of a zero", not frozen: its output multiplied by 0 on the way), the gradients clipped after it."""
     torch.manual_seed(0)
     backbone, head = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU()), nn.Linear(16, 3)
     model = nn.Sequential(backbone, head)
@@ -4047,16 +4048,35 @@ def frozen_by_hand_findings(freeze, optimizer_class, **options):
     y = x[:, :3].argmax(dim=1)
     with doctor.watch(model, optimizer, every=4) as dr:
         for step in range(48):
-            loss = nn.functional.cross_entropy(model(x[step % 8 :: 8]), y[step % 8 :: 8])
+            batch = x[step % 8 :: 8]
+            if freeze == "ahead of a zero":
+                loss = nn.functional.cross_entropy(head(backbone(batch) * 0.0), y[step % 8 :: 8])
+            else:
+                loss = nn.functional.cross_entropy(model(batch), y[step % 8 :: 8])
             optimizer.zero_grad()
             loss.backward()
-            for p in backbone.parameters():
+            for p in backbone.parameters() if freeze != "ahead of a zero" else ():
                 if freeze == "zeroed":
                     p.grad.zero_()
                 else:
                     p.grad = None
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)  # (multiplies every gradient in place, by 1)
             optimizer.step()
     return [f for f in dr.findings if f.symptom == "no_gradient"]
+
+
+def test_the_in_place_write_of_a_gradient_clip_is_no_freeze_by_hand():
+    """Sweep 49: gradients exactly zero for a reason of the model's own (here an output multiplied by 0; an RMSNorm
+    weight at 0 before a SwiGLU there), clipped with `clip_grad_norm_` before the step, were told as zeroed by the
+    script to freeze them: clipping multiplies each gradient in place, even by 1, a write after backward. Its own
+    write is the clipping's; a backbone zeroed by hand and then clipped is still told as zeroed."""
+    [ahead] = [
+        f for f in frozen_by_hand_findings("ahead of a zero", torch.optim.SGD, clip=True) if f.where == "sequential.0"
+    ]
+    assert ahead.evidence["gradient"] == "exactly zero" and "zeroed_after_backward" not in ahead.evidence
+    [zeroed] = frozen_by_hand_findings("zeroed", torch.optim.SGD, clip=True)
+    assert zeroed.evidence["zeroed_after_backward"] is True
 
 
 def test_a_backbone_frozen_by_zeroing_its_gradients_under_adams_weight_decay_is_told_it_drifts():
