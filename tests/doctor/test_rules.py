@@ -1516,3 +1516,29 @@ def test_a_head_never_run_is_told_to_check_how_it_is_chosen_and_an_expert_to_bal
 
     assert never_ran("heads.ink").remedies[0].startswith("If it is meant to run (a task's head, a branch)")
     assert never_ran("moe.experts.3").remedies[0].startswith("If it is an expert of a mixture")
+
+
+def test_a_nan_and_a_divergence_after_a_model_left_in_eval_mode_are_told_as_its_doing():
+    """Sweep 49: batch norms left in eval mode after a validation pass, a NaN 10 steps later and the loss diverging:
+    told as a learning rate far too high (lower it 10x), beside the eval-mode error. What comes after the model
+    began training in eval mode is its consequence (a warning), with `model.train()` first; what came before is not."""
+    mode = {"model_in_eval_mode": True, "trained_until_step": 17, "eval_since_step": 34, "batch_norms": ["m.1"]}
+    evaluating = Finding("wrong_gradient", "model", 34, "error", dict(mode))
+    nan = Finding("nonfinite", "native_batch_norm", 26, "error", {"phase": "forward", "value": "nan"})
+    loss = {"loss_start": 2.3, "loss_end": 6e3, "loss_lowest": 0.2, "lowest_at_step": 21, "update_ratio_median": 0.01}
+    rose = Finding("diverging_loss", "loss", 22, "error", dict(loss))
+    earlier = Finding("nonfinite", "log", 5, "error", {"phase": "forward", "value": "inf"})
+    kept = fold_explained([evaluating, nan, rose, earlier])
+    assert kept == [evaluating, nan, rose, earlier]
+    assert [(f.severity, f.evidence.get("after_eval_mode")) for f in (nan, rose, earlier)] == [
+        ("warning", "model"),
+        ("warning", "model"),
+        ("error", None),
+    ]
+    told = explain(rose)
+    assert told.explanation.startswith("This came once `model` trained in eval mode")
+    assert told.remedies[0].startswith("Put `model` back in training mode after each evaluation")
+    dropouts_only = Finding("wrong_gradient", "model", 34, "warning", {**mode, "batch_norms": []})
+    fine = Finding("diverging_loss", "loss", 40, "error", dict(loss))
+    fold_explained([dropouts_only, fine])
+    assert fine.severity == "error" and "after_eval_mode" not in fine.evidence  # (dropout off does not blow up)

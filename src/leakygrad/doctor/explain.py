@@ -4578,6 +4578,15 @@ def explain(finding: Finding) -> Finding:
             "ReLU's inputs below 0 for every example.",
             "Reset the gradients at every step first (the `accumulating_gradient` finding), then look again.",
         )
+    if e.get("after_eval_mode"):
+        _add_cause(
+            finding,
+            f"This came once `{e['after_eval_mode']}` trained in eval mode (the `wrong_gradient` finding): its batch "
+            "norms divide by running statistics that no longer follow the activations, so nothing holds their scale, "
+            "and the updates grow it until the values overflow. Not the learning rate's doing.",
+            f"Put `{e['after_eval_mode']}` back in training mode after each evaluation (`model.train()`, the "
+            "`wrong_gradient` finding), then look again.",
+        )
     if e.get("after_schedule_not_applied"):
         idle = e["after_schedule_not_applied"]
         _add_cause(

@@ -373,6 +373,14 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if raised is not None and f.symptom == "dead_relu" and f.first_step >= raised.first_step:
             f.evidence["after_rate_raised"] = raised.evidence["lr_raised"]
             f.severity = "warning"  # (the consequence: the loss's finding names the rate to cap)
+    # a model left in eval mode while it trains (batch norm on frozen running statistics, dropout off): a NaN or a
+    # divergence that comes once it trains so is its doing, told so (and after the mode's finding)
+    evaluating = next((f for f in findings if f.evidence.get("model_in_eval_mode")), None)
+    for f in findings:
+        after = evaluating is not None and f.first_step > evaluating.evidence.get("trained_until_step", f.first_step)
+        if after and f.symptom in ("nonfinite", "diverging_loss") and evaluating.evidence.get("batch_norms"):
+            f.evidence["after_eval_mode"] = evaluating.where
+            f.severity = "warning"
     # a loss that rose while the updates stayed of a normal size (its targets move with the model: a value function's
     # returns, a DQN's bootstrapped targets) cannot tell whether the live units carry the task, as a falling loss
     # does (the `dead_but_learning` exemption): some units dead is a warning there, all of them still an error
