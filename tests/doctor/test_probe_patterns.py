@@ -26,6 +26,7 @@ from torch.utils.checkpoint import checkpoint
 
 import leakygrad.doctor as doctor
 from leakygrad.doctor.probes.torch_probe import LOAD_STATE_DICT
+from leakygrad.doctor.runner import run_script
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -5728,3 +5729,65 @@ def test_an_unfreezing_that_assigns_requires_grad_underscore_is_named_at_the_bac
         "sequential.0.2.bias",
     ]
     assert f.remedies[0].startswith("Call the method: `p.requires_grad_(True)`")
+
+
+SEQ2SEQ = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding, self.gru = nn.Embedding(10, 16), nn.GRU(16, 32, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(self.embedding(x))[1]
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding, self.gru, self.out = nn.Embedding(10, 16), nn.GRU(16, 32, batch_first=True), nn.Linear(32, 10)
+
+    def forward(self, y, h):
+        return self.out(self.gru(self.embedding(y), h)[0])
+
+
+encoder, decoder = Encoder(), Decoder()
+encoder_optimizer = torch.optim.Adam(encoder.parameters(), lr=3e-3)
+decoder_optimizer = torch.optim.Adam(decoder.parameters(), lr=3e-3)
+for step in range(60):
+    x = torch.randint(1, 10, (32, 6))
+    target = x.flip(1)
+    start = torch.zeros(32, 1, dtype=torch.long)
+    logits = decoder(torch.cat([start, target[:, :-1]], 1), encoder(x))
+    loss = nn.functional.cross_entropy(logits.reshape(-1, 10), target.reshape(-1))
+    encoder_optimizer.zero_grad()
+    decoder_optimizer.zero_grad()
+    loss.backward()
+    {encoder_step}
+    decoder_optimizer.step()
+print(round(loss.item(), 3))
+"""
+
+
+@pytest.mark.parametrize("encoder_step", ["encoder_optimizer.step()", "pass"])
+def test_an_optimiser_made_for_a_model_and_never_stepped_is_named_at_that_model(tmp_path, encoder_step):
+    """The seq2seq tutorial's two optimisers, `encoder_optimizer.step()` forgotten (sweep 49: sequence accuracy 0.42
+    against 0.69): two warnings at `embedding` and `gru` (the encoder's, named unprefixed beside the decoder's own
+    `decoder.embedding` and `decoder.gru`), "make the optimiser after the model is final" first. Now one error at
+    `encoder`, every parameter of which no optimiser steps, naming the optimiser that holds them and never steps."""
+    path = tmp_path / "seq2seq.py"
+    path.write_text(SEQ2SEQ.replace("{encoder_step}", encoder_step))
+    run = run_script(str(path), every=4)
+    assert run.exit_code == 0 and run.doctor.notes == []
+    named = [f for f in run.doctor.findings if f.symptom == "unapplied_gradient"]
+    if encoder_step != "pass":
+        assert named == []
+        return
+    [f] = named
+    assert (f.where, f.severity, f.evidence["whole_model"]) == ("encoder", "error", True)
+    assert f.evidence["idle_optimizer"] == "encoder_optimizer" and f.evidence["parameter_count"] == 5
+    assert f.remedies[0].startswith("Call `encoder_optimizer.step()` after `loss.backward()`")

@@ -3593,6 +3593,18 @@ def _explain_unapplied_kind(f: Finding):
         "them by hand)."
     )
     outside = e.get("stepped_outside_model", 0)
+    if e.get("idle_optimizer"):
+        idle = e["idle_optimizer"]
+        text += (
+            f" `{idle}` holds them, but its `step()` is never called: their gradients are computed at every step, "
+            "and the update that would use them never happens."
+        )
+        remedies = [
+            f"Call `{idle}.step()` after `loss.backward()`, beside the other optimiser's `step()`.",
+            "Or make one optimiser over every model that trains: "
+            "`torch.optim.Adam(list(encoder.parameters()) + list(decoder.parameters()))`.",
+        ]
+        return text, remedies
     if e.get("whole_model"):
         text += (
             " Not one parameter of the model is stepped, so its training changes nothing"

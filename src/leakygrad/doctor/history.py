@@ -162,6 +162,8 @@ class History:
         self.without_grad: dict[str, int] = {}  # module -> sampled steps on which it ran with grad recording off
         self.in_reentrant_checkpoint: dict[str, int] = {}  # ... of them, inside checkpoint(use_reentrant=True)
         self.apply_checks = 0  # sampled optimiser steps on which we checked which gradients were applied
+        # parameters whose gradient no optimiser applies, held by an optimiser the script made and never steps -> its name
+        self.held_by_idle_optimizer: dict[str, str] = {}
         self.not_applied: dict[str, int] = {}  # parameter -> those steps on which it had a gradient no optimiser steps
         self.not_applied_module: dict[str, str] = {}  # ... its module
         # parameter -> [first step, checks] of its current run of checks that found its gradient not applied (a
@@ -494,7 +496,9 @@ class History:
             for name in [name for name in self.not_applied_run if name not in record.grads_not_applied]:
                 del self.not_applied_run[name]  # (applied, or without a gradient, at this check: the run ends)
             self.stepped_outside_model = record.stepped_outside_model
+            self.held_by_idle_optimizer.update(record.held_by_idle_optimizer)
         record.param_has_grad = record.param_zero_grad = record.grads_not_applied = {}
+        record.held_by_idle_optimizer = {}
         record.grads_written_after_backward = None
         record.modules_not_called, record.modules_without_grad, record.modules_in_reentrant_checkpoint = [], [], []
 

@@ -3636,12 +3636,15 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
     param_module = {**history.param_module, **history.not_applied_module}
     applied = [name for name in history.param_module if name not in history.not_applied]
     by_module: dict[str, list[str]] = {}
+    untrained = _models_never_stepped([*always, *from_part_way], param_module, applied, history)
     for name in [*always, *from_part_way]:
-        by_module.setdefault(_widest_unreached_module(name, param_module, applied), []).append(name)
+        module = untrained.get(name) or _widest_unreached_module(name, param_module, applied)
+        by_module.setdefault(module, []).append(name)
     findings = []
     for module, params in sorted(by_module.items()):
-        whole = module == "(model)"  # not one of the model's parameters is stepped: its training does nothing
-        if whole:
+        # not one of the model's parameters is stepped: its training does nothing
+        whole = module == "(model)" or module in untrained.values()
+        if module == "(model)":
             module = _whole_model_name(params, param_module, history)
         evidence = {
             "parameters": sorted(params),
@@ -3650,6 +3653,9 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             "stepped_outside_model": history.stepped_outside_model,
             "whole_model": whole,
         }
+        idle = {history.held_by_idle_optimizer.get(name) for name in params}
+        if len(idle) == 1 and None not in idle:  # (an optimiser made for them, whose step() is never called)
+            evidence["idle_optimizer"] = idle.pop()
         if module in history.unregistered:  # (held in a plain list or dict: `parameters()` does not return them)
             owner, container_type, held = history.unregistered[module]
             evidence["unregistered"] = {"owner": owner, "container": container_type, "modules": held}
@@ -3659,7 +3665,7 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             evidence["sampled_steps_since"] = min(history.not_applied_run[name][1] for name in params)
         # (part of the model never stepped, while the loss stopped: likely why; a layer held in a plain list, hidden
         # from parameters(), is a mistake whatever the loss does)
-        severity = "error" if whole or "unregistered" in evidence else "warning"
+        severity = "error" if whole or "unregistered" in evidence or "idle_optimizer" in evidence else "warning"
         if "since_step" in evidence and module in history.replaced_modules:  # (replaced part-way: it never trains)
             evidence["replaced_after_optimizer"], severity = True, "error"
         # (a model first met after step 0: not a teacher met first, trained by its own optimiser, then run beside)
@@ -3674,6 +3680,23 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             severity = "error"
         findings.append(Finding("unapplied_gradient", module, first_step, severity, evidence))
     return _one_finding_when_scattered(findings, param_module, history)
+
+
+def _models_never_stepped(unapplied: list[str], param_module: dict, applied: list[str], history: History) -> dict:
+    """Of several watched models, those none of whose parameters is stepped while another's are (an encoder whose
+    optimiser never steps, beside a decoder trained): parameter -> its model's name, to be told as one. The first model
+    named holds its parameters unprefixed (`embedding.weight`), the others under their names (`decoder.gru...`)."""
+    if len(history.models) < 2 or not applied:
+        return {}
+    prefixes = [model + "." for model in history.models]
+    found = {}
+    for model, prefix in zip(history.models, prefixes):
+        own = [name for name in param_module if name.startswith(prefix)]
+        if not own and model == history.models[0]:
+            own = [name for name in param_module if not any(name.startswith(other) for other in prefixes)]
+        if own and set(own) <= set(unapplied):
+            found.update((name, model) for name in own)
+    return found
 
 
 def _unapplied_always_and_from_part_way(history: History, t: Thresholds) -> tuple[list[str], dict[str, int]]:

@@ -104,6 +104,8 @@ class StepRecord:
     modules_in_reentrant_checkpoint: list[str] = field(default_factory=list)  # ... by checkpoint(use_reentrant=True)
     optimizer_checked: bool = False  # an optimiser step came: were the gradients applied?
     grads_not_applied: dict[str, str] = field(default_factory=dict)  # parameter whose gradient none steps -> module
+    # ... of those, the ones an optimiser the script holds has in its groups, and never steps -> that optimiser's name
+    held_by_idle_optimizer: dict[str, str] = field(default_factory=dict)
     # ... changed between backward and step (None: not compared, no plan of the parameters yet at that backward)
     grads_written_after_backward: list[str] | None = None
     stepped_outside_model: int = 0  # parameters the optimisers step that belong to no watched model

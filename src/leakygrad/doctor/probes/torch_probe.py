@@ -1204,6 +1204,7 @@ class StepState:
     params: list = field(default_factory=list)  # (name, module label, tensor) measured at the optimiser step
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
+    held_by_idle_optimizer: dict = field(default_factory=dict)  # ... held by an optimiser never stepped -> its name
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     # (max_norm, deferred index of the norm measured, given an empty generator?, called after an optimiser step
     # before any backward?, on gradients still scaled by a GradScaler?) of the step's clip_grad_norm_ with the
@@ -1628,6 +1629,7 @@ class TorchProbe:
         self._script_tensors: list[
             str
         ] = []  # the names of a model's tensors held by no module (a model without modules)
+        self._idle_looked_for: tuple = (None, {})  # (parameters not applied, those an idle optimiser holds)
         self._script_tensor_values: list = []  # ... each (weakly) with a few of its entries when named: did they move?
         self._hand_updated: dict = {}  # the script's tensors that require grad, at the last backward -> (ref, version)
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
@@ -4257,6 +4259,8 @@ class TorchProbe:
         if snapshot and self.param_labels:  # (at an optimiser step, once a watched model has run)
             # checked even when the optimiser steps none of the model's parameters (it was made over another's)
             state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies(plan)
+            if state.not_applied:
+                state.held_by_idle_optimizer = self._held_by_idle_optimizer(state.not_applied)
         if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
             return
         grads = [p.grad for p in params]
@@ -4306,6 +4310,26 @@ class TorchProbe:
                 not_applied[name] = label
                 self.doctor.history.param_shapes.setdefault(name, tuple(p.shape))
         return not_applied, stepped_outside
+
+    def _held_by_idle_optimizer(self, not_applied: dict[str, str]) -> dict[str, str]:
+        """Of the parameters whose gradient no optimiser applies, those an optimiser held by the script (at top level)
+        has in its groups though it never stepped (`encoder_optimizer.step()` forgotten) -> that optimiser's name.
+        Looked for once per set of such parameters."""
+        key = tuple(sorted(not_applied))
+        if self._idle_looked_for[0] == key:
+            return self._idle_looked_for[1]
+        main = sys.modules.get("__main__")
+        ids = {
+            id(ref()): name for ref, name, _ in self.param_labels.values() if name in not_applied and ref() is not None
+        }
+        held = {}
+        for variable, value in list(vars(main).items()) if main is not None else ():
+            if isinstance(value, torch.optim.Optimizer) and value not in self._watched_optimizers:
+                for param in _stepped_parameters(value):
+                    if id(param) in ids:
+                        held.setdefault(ids[id(param)], variable)
+        self._idle_looked_for = (key, held)
+        return held
 
     def _written_since_last_look(self, name: str, grad: torch.Tensor) -> bool:
         """Whether a parameter's gradient, which no optimiser steps, was written since the last check looked at it (a
@@ -4766,6 +4790,7 @@ class TorchProbe:
         if state.not_applied is not None:  # (checked at an optimiser step)
             record.optimizer_checked = True
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
+            record.held_by_idle_optimizer = state.held_by_idle_optimizer
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
