@@ -162,7 +162,7 @@ class History:
         self.without_grad: dict[str, int] = {}  # module -> sampled steps on which it ran with grad recording off
         self.in_reentrant_checkpoint: dict[str, int] = {}  # ... of them, inside checkpoint(use_reentrant=True)
         self.apply_checks = 0  # sampled optimiser steps on which we checked which gradients were applied
-        # parameters whose gradient no optimiser applies, held by an optimiser the script made and never steps -> its name
+        # parameters held by an optimiser the script made and never steps (their gradients unapplied) -> its name
         self.held_by_idle_optimizer: dict[str, str] = {}
         self.not_applied: dict[str, int] = {}  # parameter -> those steps on which it had a gradient no optimiser steps
         self.not_applied_module: dict[str, str] = {}  # ... its module
