@@ -995,6 +995,50 @@ def test_simclr_scores_divided_by_a_temperature_of_100_are_a_loss_with_a_floor(t
     assert "divided by a temperature of 100" in f.explanation and "small temperature" in f.remedies[0]
 
 
+class TwoTowers(nn.Module):
+    """CLIP at toy size: two towers, unit embeddings, and their similarities times or over a learnt scale, the
+    logits made by the model's forward (the loss side holds only the cross-entropies)."""
+
+    def __init__(self, divided: bool):
+        super().__init__()
+        self.divided = divided
+        self.a, self.b = nn.Linear(16, 8), nn.Linear(16, 8)
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+    def forward(self, xa, xb):
+        cosines = F.normalize(self.a(xa), dim=1) @ F.normalize(self.b(xb), dim=1).T
+        return cosines / self.logit_scale.exp() if self.divided else self.logit_scale.exp() * cosines
+
+
+@pytest.mark.parametrize("divided", [True, False])
+def test_similarities_divided_by_a_learnt_scale_are_a_loss_with_a_floor(divided):
+    """Sweep 49's CLIP divided its similarities by `logit_scale.exp()` where CLIP multiplies (retrieval 0.73 against
+    0.995): every score within +-1 / 14.3 at the start, and CLIP's clamp of the scale at 0 or more holds them within
+    +-1 at best. Told as a stall with "check the inputs and labels": the scale was learnt (no constant), and the
+    cosines were made inside the model. The learnt scale's value is read now, and the model's output looked beneath."""
+    torch.manual_seed(0)
+    model = TwoTowers(divided)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(128, 16)
+    with doctor.watch(model, optimizer, every=2, name="clip") as dr:
+        for _ in range(24):
+            logits = model(x + 0.1 * torch.randn_like(x), x + 0.1 * torch.randn_like(x))
+            loss = (F.cross_entropy(logits, torch.arange(128)) + F.cross_entropy(logits.T, torch.arange(128))) / 2
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                model.logit_scale.clamp_(0, math.log(100))
+    named = [f for f in dr.findings if f.where == "cross_entropy"]
+    if not divided:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.evidence["learnt_scale"]) == ("stalled_loss", "error", "div")
+    assert 0.06 < f.evidence["logits_within"] < 0.08 and f.evidence["classes"] == 128
+    assert f.remedies[0].startswith("Multiply by the learnt scale instead of dividing")
+
+
 @pytest.mark.parametrize("spelling", ["cosines", "einsum", "cosine_similarity"])
 def test_cosines_of_vectors_normalised_inside_the_model_times_a_small_constant_are_a_loss_with_a_floor(spelling):
     """The same confined scores when the towers normalise their own outputs: the loss side holds only the product

@@ -4138,6 +4138,18 @@ def _explain_confined_logits(f: Finding):
         "nearly flat. A temperature divides the similarities (CLIP's 0.07 spreads the scores over +-14.3); "
         "multiplied, it squeezes them."
     )
+    if e.get("learnt_scale") == "div":  # (a learnt scale that divides: the training pushes it the wrong way)
+        text += (
+            f" Here the similarities are divided by a learnt scale, now {fmt(1 / c)}, where CLIP's `logit_scale.exp()` "
+            "multiplies them: a scale started large (CLIP's 1 / 0.07) squeezes the scores instead of spreading them. "
+            "The training can only shrink it, slowly, and a clamp of `logit_scale` at 0 or more (CLIP's) holds the "
+            "divisor at 1 or above: the scores stay within +-1 at best."
+        )
+        remedies = [
+            "Multiply by the learnt scale instead of dividing: `logits = self.logit_scale.exp() * z1 @ z2.T`, with "
+            "`logit_scale` started at log(1 / 0.07) and clamped to at most log(100), as CLIP does.",
+        ]
+        return text + _folded_sentence(e), remedies
     if c < 1:  # (divided by a temperature above 1: the scores squeezed, not spread)
         text += (
             f" Here the similarities were divided by a temperature of {fmt(1 / c)}: a temperature is a small number, "

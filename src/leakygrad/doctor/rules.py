@@ -1416,7 +1416,8 @@ def one_class_over_pairs_rule(history: History, t: Thresholds) -> list[Finding]:
 
 def confined_logits_rule(history: History, t: Thresholds) -> list[Finding]:
     """cross_entropy over cosine similarities times a constant c only (`F.normalize(a) @ F.normalize(b).T * tau`, a
-    temperature multiplied where it divides): every score lies within +-c, whatever the weights, so the softmax can
+    temperature multiplied where it divides), or times a learnt scale whose value is c (a learnt temperature divided
+    where CLIP multiplies, `/ logit_scale.exp()`): every score lies within +-c, whatever the weights, so the softmax can
     give the target at most p = 1 / (1 + (classes - 1) exp(-2c)), and the loss cannot fall below -log p. When that
     floor is `confined_logits` of the loss at chance (log classes) or more, on most recent sampled steps: an error, the
     stall folded into it. (InfoNCE over hundreds of candidates at a temperature of 0.5 or 1 is bounded too, far below
@@ -1436,6 +1437,8 @@ def confined_logits_rule(history: History, t: Thresholds) -> list[Finding]:
         "loss_floor": _sci(-math.log(best)),
         "loss_at_chance": _sci(math.log(classes)),
     }
+    if marked[-1].confined_logits.get("learnt_scale"):  # (a learnt temperature, its value at the last look)
+        evidence["learnt_scale"] = marked[-1].confined_logits["learnt_scale"]
     return [Finding("stalled_loss", "cross_entropy", first_step, "error", evidence)]
 
 

@@ -1589,11 +1589,18 @@ def confined_logits(loss_nodes) -> dict | None:
     length, `F.normalize(a) @ F.normalize(b).T`) times or over constants only: every score then lies within
     +-factor, whatever the weights. Else None (a learnable temperature, scores of vectors not normalised)."""
     for _, log_softmax, scores in cross_entropies(loss_nodes):
-        product, factor = beneath_reshapes(scores), 1.0
+        product, factor, learnt = beneath_reshapes(scores), 1.0, None
         for _ in range(4):  # (`z1 @ z2.T * tau`, `z1 @ z2.T / tau`: constant factors only, read on the host)
             inputs = [child for child, _ in product.next_functions if child is not None]
             if op_name(product) == "masked_fill" and len(inputs) == 1:  # (the diagonal left out: SimCLR's self-pairs)
                 product = beneath_reshapes(inputs[0])
+                continue
+            scale = _learnt_scale(product)
+            if scale is not None:  # (CLIP's `logit_scale.exp() * a @ b.T`: its value now; divided by it, the mistake)
+                value, beneath = scale
+                factor = factor * value if op_name(product) == "mul" else factor / value
+                learnt = op_name(product)
+                product = beneath_reshapes(beneath)
                 continue
             scaling = op_name(product) in ("mul", "div") and len(inputs) == 1
             if scaling and not _factor_on_the_host(product):
@@ -1607,7 +1614,25 @@ def confined_logits(loss_nodes) -> dict | None:
             continue
         shape = output_shape(log_softmax)
         if shape is not None and len(shape) == 2 and shape[1] >= 2:
-            return {"factor": factor, "classes": shape[1]}
+            return {"factor": factor, "classes": shape[1], **({"learnt_scale": learnt} if learnt else {})}
+    return None
+
+
+def _learnt_scale(node) -> tuple[float, object] | None:
+    """(its value, the other factor's node) when `node` multiplies or divides by a learnt number: one entry that
+    requires grad, on the CPU (read there; on a GPU it would wait for the device). None otherwise."""
+    if op_name(node) not in ("mul", "div") or len(node.next_functions) != 2:
+        return None
+    for name, other in (("_saved_other", 0), ("_saved_self", 1)):
+        if op_name(node) == "div" and name == "_saved_self":
+            break  # (a quotient's numerator is the scores, not a scale)
+        scale = getattr(node, name, None)
+        beneath = node.next_functions[other][0]
+        if isinstance(scale, torch.Tensor) and scale.numel() == 1 and scale.requires_grad and beneath is not None:
+            if not scale.is_cpu or not scale.is_floating_point():
+                return None
+            value = abs(float(scale.detach()))
+            return (value, beneath) if value > 0 and math.isfinite(value) else None
     return None
 
 

@@ -889,7 +889,6 @@ def _not_dense(*values) -> bool:
 # a loss that squashes its input itself -> the squashing a model's output must then not have already
 # the loss's own squashing -> the functions whose outputs it must not be given (a sigmoid before cross_entropy too)
 SIMILARITY = ("mm", "bmm")  # the products a contrastive loss's similarity matrix is made by (z1 @ z2.T, an einsum)
-COSINES = (*SIMILARITY, "sum", "linalg_vector_norm")  # (z1 @ z2.T, F.cosine_similarity: a product summed, or norms)
 PENALTY_ROOTS = ("add", "sub", "neg", "rsub", "mul", "div")  # a root that may subtract a penalty: a sum, or scaled
 
 SQUASHED_BY_LOSS = {"log_softmax": ("softmax", "sigmoid"), "binary_cross_entropy_with_logits": ("sigmoid", "softmax")}
@@ -2951,7 +2950,8 @@ class TorchProbe:
         if state.unstopped_target is None and state.loss_ops.isdisjoint(graph_tools.HOLDS_EXAMPLES_APART):
             # (rows normalised on the loss side, or in the model's forward: looked for from the root, a few nodes)
             state.unstopped_target = graph_tools.predictor_without_stop_gradient(root_nodes, names)
-        if state.confined_logits is None and "nll_loss" in state.loss_ops and not state.loss_ops.isdisjoint(COSINES):
+        if state.confined_logits is None and "nll_loss" in state.loss_ops:
+            # (cosines made on the loss side, or by the model's forward, its output the scores: a few nodes walked)
             state.confined_logits = graph_tools.confined_logits(loss_nodes)
         if state.softmax_into_squared_error is None and "mse_loss" in state.loss_ops:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
