@@ -3686,20 +3686,17 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
 
 
 def _models_never_stepped(unapplied: list[str], param_module: dict, applied: list[str], history: History) -> dict:
-    """Of several watched models, those none of whose parameters is stepped while another's are (an encoder whose
-    optimiser never steps, beside a decoder trained): parameter -> its model's name, to be told as one. The first model
-    named holds its parameters unprefixed (`embedding.weight`), the others under their names (`decoder.gru...`)."""
+    """The first model watched, beside others, when none of its parameters is stepped while others' are (an encoder
+    whose optimiser never steps, beside a decoder trained): parameter -> its name, to be told as one. The first model
+    named holds its parameters unprefixed (`embedding.weight`), so the widest module none of whose parameters is
+    stepped is each of its parts; the others' are under their names (`decoder.gru...`), and found so already."""
     if len(history.models) < 2 or not applied:
         return {}
-    prefixes = [model + "." for model in history.models]
-    found = {}
-    for model, prefix in zip(history.models, prefixes):
-        own = [name for name in param_module if name.startswith(prefix)]
-        if not own and model == history.models[0]:
-            own = [name for name in param_module if not any(name.startswith(other) for other in prefixes)]
-        if own and set(own) <= set(unapplied):
-            found.update((name, model) for name in own)
-    return found
+    first, prefixes = history.models[0], [model + "." for model in history.models]
+    own = [name for name in param_module if not any(name.startswith(prefix) for prefix in prefixes)]
+    if own and set(own) <= set(unapplied):
+        return dict.fromkeys(own, first)
+    return {}
 
 
 def _unapplied_always_and_from_part_way(history: History, t: Thresholds) -> tuple[list[str], dict[str, int]]:
