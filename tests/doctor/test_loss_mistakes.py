@@ -4132,3 +4132,49 @@ def test_a_normalisations_scale_started_at_zero_before_swiglu_is_named_with_ones
         and "model.1.w1.weight" in f.evidence["parameters"]
     )
     assert f.remedies[0].startswith("Initialise the scale of `model.1.norm`, `model.2.norm` at ones")
+
+
+class TopKExperts(nn.Module):
+    """A mixture of 4 linear experts, the router's softmax probabilities of the top k kept, renormalised or not."""
+
+    def __init__(self, k: int, renormalised: bool):
+        super().__init__()
+        self.k, self.renormalised = k, renormalised
+        self.router, self.experts = nn.Linear(4, 4), nn.ModuleList(nn.Linear(4, 1) for _ in range(4))
+
+    def forward(self, x):
+        probs = self.router(x).softmax(-1)
+        weights, chosen = probs.topk(self.k, dim=-1)
+        if self.renormalised:
+            weights = weights / weights.sum(-1, keepdim=True)
+        outputs = torch.stack([expert(x) for expert in self.experts], 1)  # (N, 4, 1)
+        return (weights.unsqueeze(-1) * outputs.gather(1, chosen.unsqueeze(-1))).sum(1)
+
+
+@pytest.mark.parametrize("k, renormalised", [(1, True), (1, False), (2, True)])
+def test_top_1_gates_renormalised_to_sum_to_1_are_a_blocked_gradient(k, renormalised):
+    """Sweep 49's Switch-style MoE kept the top-1 gate and renormalised it as one does for top-k (R^2 0.57 against
+    0.91): w / w.sum() over one entry is exactly 1, so the router learnt from the load-balancing loss alone; silent
+    (that loss gave it a gradient). A `blocked_gradient` error at the division now. Top-1 as it is, or top-2
+    renormalised: nothing."""
+    torch.manual_seed(0)
+    model = TopKExperts(k, renormalised)
+    x = torch.randn(128, 4)
+    y = torch.where(x[:, :1] > 0, x[:, 1:2], -x[:, 2:3])
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2, name="moe") as dr:
+        for _ in range(12):
+            probs = model.router(x).softmax(-1)
+            balance = 4 * (probs.mean(0) ** 2).sum()  # (the auxiliary loss: the router's only gradient, when blocked)
+            loss = F.mse_loss(model(x), y) + 0.01 * balance
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("own_sum")]
+    if (k, renormalised) != (1, True):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.evidence["shape"]) == ("blocked_gradient", "div", "error", [128, 1])
+    assert "exactly 1 whatever w" in f.explanation and "gather" in f.remedies[0]

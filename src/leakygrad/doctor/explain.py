@@ -542,6 +542,8 @@ def _explain_optimizer_without_gradient(f: Finding):
 
 def _explain_softmax_over_one(f: Finding):
     e = f.evidence
+    if e.get("own_sum"):
+        return _explain_own_sum_over_one(f)
     value = "1" if f.where == "softmax" else "0"
     zeroed = e.get("zero_gradient_modules") or []
     text = (
@@ -554,6 +556,22 @@ def _explain_softmax_over_one(f: Finding):
     remedies = [
         f"Take the {f.where} over the axis that holds the alternatives: for attention pooling over a sequence of "
         "shape (N, T, 1), `dim=1` (the time steps), not `dim=-1`.",
+    ]
+    return text, remedies
+
+
+def _explain_own_sum_over_one(f: Finding):
+    e = f.evidence
+    text = (
+        f"`div` (after `{e['site']}`) divides a tensor of shape {tuple(e['shape'])} by its own sum over dim {e['dim']}, "
+        "an axis of length 1: w / w.sum() over a single entry is exactly 1 whatever w, and its derivative is exactly "
+        "0. The chain rule multiplies every gradient reaching it by that 0, so what computes w gets nothing from "
+        "this path: top-1 gates renormalised to sum to 1 (as one does for top-k) leave the router to be trained by "
+        "the other terms of the loss alone (a load-balancing loss), never by the task."
+    )
+    remedies = [
+        "Use the gate's probability as it is when one expert is chosen (Switch Transformer: `gate = probs.gather(-1, "
+        "idx)`, the output multiplied by it); renormalise over the top k only for k >= 2.",
     ]
     return text, remedies
 

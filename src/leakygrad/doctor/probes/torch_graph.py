@@ -2540,6 +2540,27 @@ def softmax_over_one_entry(node) -> dict | None:
     return {"dim": dim, "shape": list(result.shape), "batch_axis_only": batch_axis_only}
 
 
+def divided_by_own_sum_over_one(node) -> dict | None:
+    """`w / w.sum(dim, keepdim=True)` where dim has length 1 (top-1 gates renormalised to sum to 1, as for top-k):
+    every output is exactly 1 (or NaN), whatever w, its derivative exactly 0. {"dim", "shape"} or None."""
+    if op_name(node) != "div" or len(node.next_functions) != 2:
+        return None
+    (numerator, _), (denominator, _) = node.next_functions
+    total = beneath_reshapes(denominator) if denominator is not None else None
+    if numerator is None or op_name(total) != "sum" or not total.next_functions:
+        return None
+    if total.next_functions[0][0] is not numerator:
+        return None
+    dims, sizes = getattr(total, "_saved_dim", None), saved_value(total, "_saved_self_sym_sizes")
+    if not dims or not sizes or len(dims) != 1:
+        return None
+    sizes = [int(size) for size in sizes]
+    dim = signed(dims[0])
+    if len(sizes) < 2 or sizes[dim] != 1 or math.prod(sizes) <= 1:
+        return None
+    return {"dim": dim, "shape": sizes, "own_sum": True}
+
+
 def read_on_the_loss_side(node, loss_nodes) -> bool:
     """Whether an operation of the loss reads `node`'s output, reshapes aside (`nll_loss(log(p))` of a model that ends
     in a softmax: its output, the prediction)."""

@@ -3110,6 +3110,10 @@ class TorchProbe:
                     trivial = None  # (an (N, 1) the loss does not read as it is: a one-component mixture's weight)
                 if trivial is not None:
                     state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
+            if op == "div" and op not in state.softmax_over_one:  # (a weight over its own sum, on an axis of one)
+                trivial = graph_tools.divided_by_own_sum_over_one(node)
+                if trivial is not None:
+                    state.softmax_over_one[op] = {**trivial, "after": graph_tools.nearest_upstream(node, names)}
             if op == "softmax" and node not in loss_nodes and not graph_tools.read_on_the_loss_side(node, loss_nodes):
                 self._look_at_one_hot_rows(state, node, names)  # (not the probabilities a loss reads: a prediction)
             if op == "softmax" and attention_look and node not in loss_nodes:
