@@ -563,11 +563,11 @@ def _explain_softmax_over_one(f: Finding):
 def _explain_own_sum_over_one(f: Finding):
     e = f.evidence
     text = (
-        f"`div` (after `{e['site']}`) divides a tensor of shape {tuple(e['shape'])} by its own sum over dim {e['dim']}, "
-        "an axis of length 1: w / w.sum() over a single entry is exactly 1 whatever w, and its derivative is exactly "
-        "0. The chain rule multiplies every gradient reaching it by that 0, so what computes w gets nothing from "
-        "this path: top-1 gates renormalised to sum to 1 (as one does for top-k) leave the router to be trained by "
-        "the other terms of the loss alone (a load-balancing loss), never by the task."
+        f"`div` (after `{e['site']}`) divides a tensor of shape {tuple(e['shape'])} by its own sum over dim "
+        f"{e['dim']}, an axis of length 1: w / w.sum() over a single entry is exactly 1 whatever w, and its "
+        "derivative is exactly 0. The chain rule multiplies every gradient reaching it by that 0, so what computes "
+        "w gets nothing from this path: top-1 gates renormalised to sum to 1 (as one does for top-k) leave the "
+        "router to be trained by the other terms of the loss alone (a load-balancing loss), never by the task."
     )
     remedies = [
         "Use the gate's probability as it is when one expert is chosen (Switch Transformer: `gate = probs.gather(-1, "
