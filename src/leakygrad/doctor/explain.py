@@ -4265,6 +4265,8 @@ def _explain_examples_mixed(f: Finding):
     e = f.evidence
     if e.get("softmax_dim") == 0:
         return _explain_softmax_over_the_examples(f)
+    if e.get("integer_mask"):
+        return _explain_integer_mask(f)
     shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
     if e.get("swapped_by_view"):
         return _explain_axes_swapped_by_view(f)
@@ -4281,6 +4283,22 @@ def _explain_examples_mixed(f: Finding):
     remedies = [
         f"Move the examples' axis first, then reshape: `x.permute({order}).reshape({batch}, -1)`; for a "
         "bidirectional RNN's last hidden states h_n (layers * 2, N, H), `torch.cat([h_n[-2], h_n[-1]], dim=1)`.",
+    ]
+    return text, remedies
+
+
+def _explain_integer_mask(f: Finding):
+    e = f.evidence
+    text = (
+        f"`{f.where}` indexes with a mask of {e['length']} integers, 0s and 1s ({e['ones']} ones), as long as the axis "
+        "it indexes: an integer tensor is read as row numbers, so `x[mask]` picks rows 0 and 1 again and again, "
+        f"{e['length']} rows in all, not the {e['ones']} rows where the mask is 1. The loss is computed on two rows "
+        "(and on targets picked the same way), and every other example gets no gradient."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        "Make the mask boolean: `mask = torch.zeros_like(x, dtype=torch.bool)` (or `mask.bool()` where it is used); "
+        "`x[mask]` then keeps the rows where it is True.",
     ]
     return text, remedies
 

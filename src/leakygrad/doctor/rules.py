@@ -1356,7 +1356,7 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     evidence = {"examples_mixed": True, **{key: value for key, value in found.items() if key != "site"}}
     # (a softmax over the examples, or a (N, T, ...) viewed as (T, N, ...) for a sequence-first layer: the model may
     # learn, wrongly, each example helped by the others)
-    wrongly = found.get("softmax_dim") == 0 or found.get("swapped_by_view")
+    wrongly = found.get("softmax_dim") == 0 or found.get("swapped_by_view") or found.get("integer_mask")
     symptom = "wrong_gradient" if wrongly else "stalled_loss"
     return [Finding(symptom, found["site"], 0, "error", evidence)]
 

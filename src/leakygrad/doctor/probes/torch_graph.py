@@ -463,6 +463,29 @@ def examples_mixed_by_view(node, batch: int) -> dict | None:
     return {"input_shape": list(sizes), "output_shape": list(shape), "batch": batch}
 
 
+def integer_mask_as_index(node) -> dict | None:
+    """`x[mask]` with a mask of 0s and 1s held as integers (`torch.zeros_like(token_ids)` with 1s written in): an
+    integer index picks rows 0 and 1 again and again, not the rows where the mask is 1, as a boolean one would. An
+    index of one axis, as long as that axis (8 or more), holding only 0s and 1s, both, on the CPU (read there; on a GPU
+    it would wait for the device). {"length", "ones"} or None."""
+    indices, sizes = saved_value(node, "_saved_indices"), saved_value(node, "_saved_self_sym_sizes")
+    if not indices or not sizes:
+        return None
+    given = [(axis, index) for axis, index in enumerate(indices) if index is not None]
+    if len(given) != 1:
+        return None
+    axis, index = given[0]
+    if not isinstance(index, torch.Tensor) or index.dim() != 1 or not index.is_cpu or index.is_floating_point():
+        return None
+    if index.dtype == torch.bool or index.numel() < 8 or index.numel() != int(sizes[axis]):
+        return None
+    low, high = index.aminmax()
+    ones = int(index.sum())
+    if int(low) != 0 or int(high) != 1 or ones in (0, index.numel()):
+        return None
+    return {"length": index.numel(), "ones": ones, "integer_mask": True}
+
+
 def softmax_over_the_examples(node, batch: int) -> dict | None:
     """A softmax over dim 0 of a tensor of 2 or more axes whose first holds the batch's `batch` examples and whose
     second does not: attention pooling's `softmax(scores, dim=0)` over (N, T) scores, meant over the T positions.

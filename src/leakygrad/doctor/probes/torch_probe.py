@@ -3142,6 +3142,12 @@ class TorchProbe:
                         state.sine_layers.setdefault(*found)
                 if op == "sub" and state.difference_of_itself is None and graph_tools.difference_of_itself(node):
                     state.difference_of_itself = graph_tools.nearest_upstream(node, names) or "input"
+                if op == "index" and not state.examples_mixed:  # (an integer mask of 0s and 1s used as an index)
+                    picked = graph_tools.integer_mask_as_index(node)
+                    if picked is not None:
+                        state.examples_mixed[f"index after {graph_tools.nearest_upstream(node, names) or 'input'}"] = (
+                            picked
+                        )
                 if op in graph_tools.VIEWS and state.batch_classes is not None:  # (the examples counted)
                     mixed = graph_tools.examples_mixed_by_view(node, state.batch_classes[0])
                     if mixed is not None:
