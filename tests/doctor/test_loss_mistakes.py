@@ -4184,7 +4184,7 @@ def test_top_1_gates_renormalised_to_sum_to_1_are_a_blocked_gradient(k, renormal
 def test_a_mask_of_integer_0s_and_1s_used_as_an_index_is_named(mask_dtype):
     """A padding mask built with `torch.zeros_like(token_ids)`, an int64 tensor with 1s written in, then `logits[mask]`
     (sweep 49: token accuracy 0.21 against 0.95, told as batches of one class, "shuffle the data"): an integer index
-    picks rows 0 and 1 again and again. A `wrong_gradient` error at the index, a boolean mask first; as bool, nothing."""
+    picks rows 0 and 1 again and again. A `wrong_gradient` error at the index, a boolean mask first; bool: nothing."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding(12, 16), nn.Linear(16, 5))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
