@@ -3003,6 +3003,21 @@ def _explain_loss_without_graph(f: Finding):
     return text, remedies
 
 
+def _explain_script_tensor_without_grad(f: Finding):
+    names = f.evidence["parameters"]
+    first = names[0]
+    text = (
+        f"The optimiser steps {_listed(names)}, a tensor the script holds itself, but it does not require grad: "
+        "backward computes no gradient for it, the optimiser skips a tensor without one, and it keeps its initial "
+        "values, while the rest of the model trains around it."
+    )
+    remedies = [
+        f"Make it require grad once it is made: `{first} = (torch.randn(...) * scale).requires_grad_()` (scaling a "
+        "tensor made with `requires_grad=True` gives one that is no leaf, which an optimiser refuses).",
+    ]
+    return text, remedies
+
+
 def _explain_script_tensor_cut(f: Finding):
     e = f.evidence
     names = e["parameters"]
@@ -3036,6 +3051,8 @@ def explain_no_gradient(f: Finding):
         return _explain_zeroed_after_backward(f)
     if e.get("loss_is_a_leaf") and e["gradient"] == "none":
         return _explain_loss_without_graph(f)
+    if e.get("script_tensors") and e.get("requires_grad") is False:
+        return _explain_script_tensor_without_grad(f)
     if e.get("script_tensors") and e["gradient"] == "none":
         return _explain_script_tensor_cut(f)
     cuts = e.get("graph_cuts") or []
@@ -3622,6 +3639,28 @@ def _explain_unapplied_kind(f: Finding):
             "Or make one optimiser over every model that trains: "
             "`torch.optim.Adam(list(encoder.parameters()) + list(decoder.parameters()))`.",
         ]
+        return text, remedies
+    if e.get("inputs_optimised"):
+        text += (
+            f" The optimiser steps {e['inputs_optimised']} tensor(s) outside the model that the backward pass reaches, "
+            "and none of the model's parameters: inputs optimised through a model kept fixed (style transfer's image, "
+            "an adversarial perturbation, a feature visualisation). If the model is meant to stay as it is, its "
+            "gradients are computed at every step for nothing."
+        )
+        remedies = [
+            "Freeze the model, `model.requires_grad_(False)` (after `model.eval()`): the backward pass then computes "
+            "only the inputs' gradient, and the doctor does not report it.",
+        ]
+        return text, remedies
+    if e.get("whole_model") and e.get("script_tensors"):
+        names = ", ".join(f"`{name}`" for name in e["parameters"][:6])
+        text += (
+            " The model is made of tensors the script holds itself, and the optimiser steps none of them"
+            + (f", only {outside} other tensor(s) the backward pass never reaches" if outside else "")
+            + ": it was given copies (`torch.tensor(w, requires_grad=True)`, `w.clone()`, `w.detach()`), which the "
+            "forward pass never uses, so the training changes nothing."
+        )
+        remedies = [f"Give the optimiser the tensors themselves: `torch.optim.Adam([{names.replace('`', '')}])`."]
         return text, remedies
     if e.get("whole_model"):
         text += (

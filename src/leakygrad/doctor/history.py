@@ -170,6 +170,7 @@ class History:
         # parameter unfrozen part-way through the run, never added to the optimiser: from then on)
         self.not_applied_run: dict[str, list[int]] = {}
         self.stepped_outside_model = 0  # (as of the last check) parameters the optimisers step outside the model
+        self.stepped_outside_reached = 0  # ... of them, those the backward pass reached: inputs being optimised
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
         self.first_not_reset: int | None = None
@@ -189,6 +190,7 @@ class History:
         self.unregistered: dict[str, tuple[str, str, int]] = {}
         self.model_met_at: dict[str, int] = {}  # each watched model's name -> the step it was first met
         self.script_tensors: list[str] = []  # a model without modules: its tensors, as the script names them
+        self.script_tensors_without_grad: list[str] = []  # ... those an optimiser steps that do not require grad
         self.script_tensors_moved = False  # ... and whether their values changed since they were named
         self.updated_in_place_by_hand = False  # weights changed in place between backward passes, no optimiser
         self.replaced_modules: set[str] = set()  # modules put in place of others part-way (old parameters dropped)
@@ -496,6 +498,7 @@ class History:
             for name in [name for name in self.not_applied_run if name not in record.grads_not_applied]:
                 del self.not_applied_run[name]  # (applied, or without a gradient, at this check: the run ends)
             self.stepped_outside_model = record.stepped_outside_model
+            self.stepped_outside_reached = record.stepped_outside_reached
             self.held_by_idle_optimizer.update(record.held_by_idle_optimizer)
         record.param_has_grad = record.param_zero_grad = record.grads_not_applied = {}
         record.held_by_idle_optimizer = {}

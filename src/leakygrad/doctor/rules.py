@@ -3144,6 +3144,24 @@ def score_backward_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("wrong_gradient", "optimizer", first, "error", evidence)]
 
 
+def script_tensor_without_grad_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A model of plain tensors whose optimiser steps some that do not require grad beside others that do
+    (`W2 = torch.randn(32, 10) * 0.2`, `requires_grad_()` forgotten): backward computes no gradient for them, the
+    optimiser skips them, and they keep their initial values. (A module's frozen parameters are frozen on purpose.)"""
+    frozen = history.script_tensors_without_grad
+    if not frozen or set(history.script_tensors) <= set(frozen) or history.records_seen < t.min_records:
+        return []
+    evidence = {
+        "parameters": list(frozen),
+        "parameter_count": len(frozen),
+        "gradient": "none",
+        "graph_cuts": [],
+        "script_tensors": True,
+        "requires_grad": False,
+    }
+    return [Finding("no_gradient", _tensors_named(frozen), 0, "error", evidence)]
+
+
 def no_gradient_rule(history: History, t: Thresholds) -> list[Finding]:
     checked = {name: n for name, n in history.param_checks.items() if n >= t.no_gradient_min_checks}
     unreached = sorted(
@@ -3438,11 +3456,17 @@ def _custom_backward_dropping(history: History, params: list[str]) -> str | None
 
 
 def _whole_model_name(params: list[str], param_module: dict[str, str], history: History) -> str:
-    """The name of the model `params` make up whole: the one model watched, or the one whose name they all carry."""
+    """The name of the model `params` make up whole: the one model watched, or the one whose name they all carry; a
+    model of plain tensors by its tensors' names."""
     if len(history.models) == 1:
         return history.models[0]
+    if not history.models and history.script_tensors and set(params) <= set(history.script_tensors):
+        return _tensors_named(sorted(params, key=history.script_tensors.index))
     roots = {_module_of(p, param_module).split(".")[0] for p in params}
-    return roots.pop() if len(roots) == 1 and roots <= set(history.models) else "(model)"
+    if len(roots) == 1 and roots <= set(history.models):
+        return roots.pop()
+    # (parts of one model called one by one, each watched as a model of its own: `feat.0`, `feat.2` -> `feat`)
+    return _common_prefix(sorted({_module_of(p, param_module) for p in params})) or "(model)"
 
 
 def _on_every_check(steps_by_module: dict[str, int], params: list[str], checked: dict, param_module: dict) -> bool:
@@ -3656,6 +3680,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             "stepped_outside_model": history.stepped_outside_model,
             "whole_model": whole,
         }
+        if set(params) <= set(history.script_tensors):  # (tensors the script holds itself, in no module)
+            evidence["script_tensors"] = True
         idle = {history.held_by_idle_optimizer.get(name) for name in params}
         if len(idle) == 1 and None not in idle:  # (an optimiser made for them, whose step() is never called)
             evidence["idle_optimizer"] = idle.pop()
@@ -3669,6 +3695,12 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         # (part of the model never stepped, while the loss stopped: likely why; a layer held in a plain list, hidden
         # from parameters(), is a mistake whatever the loss does)
         severity = "error" if whole or "unregistered" in evidence or "idle_optimizer" in evidence else "warning"
+        outside = history.stepped_outside_model
+        if whole and outside and history.stepped_outside_reached == outside:
+            # (the optimiser steps only tensors outside the model that the backward pass reaches: inputs optimised
+            # through a model kept fixed, style transfer's image, an adversarial perturbation; not copies)
+            evidence["inputs_optimised"] = outside
+            severity = "warning"
         if "since_step" in evidence and module in history.replaced_modules:  # (replaced part-way: it never trains)
             evidence["replaced_after_optimizer"], severity = True, "error"
         # (a model first met after step 0: not a teacher met first, trained by its own optimiser, then run beside)
@@ -4533,6 +4565,7 @@ RULES = (
     frozen_optimizer_rule,
     requires_grad_assigned_rule,
     no_gradient_rule,
+    script_tensor_without_grad_rule,
     accumulating_rule,
     optimizer_made_anew_rule,
     ctc_raw_scores_rule,

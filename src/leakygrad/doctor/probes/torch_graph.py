@@ -2563,6 +2563,22 @@ def softmax_over_one_entry(node) -> dict | None:
     return {"dim": dim, "shape": list(result.shape), "batch_axis_only": batch_axis_only}
 
 
+def leaves_requiring_grad(roots, most: int) -> list[torch.Tensor]:
+    """The leaf tensors requiring grad that the graphs of `roots` (tensors) reach, at most `most` of them, each once."""
+    stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    seen, leaves = set(), []
+    while stack and len(leaves) < most:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if type(node) is PARAMETER_LEAF:
+            leaves.append(node.variable)
+            continue
+        stack.extend(child for child, _ in node.next_functions)
+    return leaves
+
+
 def divided_by_own_sum_over_one(node) -> dict | None:
     """`w / w.sum(dim, keepdim=True)` where dim has length 1 (top-1 gates renormalised to sum to 1, as for top-k):
     every output is exactly 1 (or NaN), whatever w, its derivative exactly 0. {"dim", "shape"} or None."""
@@ -2570,7 +2586,7 @@ def divided_by_own_sum_over_one(node) -> dict | None:
         return None
     (numerator, _), (denominator, _) = node.next_functions
     total = beneath_reshapes(denominator) if denominator is not None else None
-    if numerator is None or op_name(total) != "sum" or not total.next_functions:
+    if numerator is None or total is None or op_name(total) != "sum" or not total.next_functions:
         return None
     if total.next_functions[0][0] is not numerator:
         return None

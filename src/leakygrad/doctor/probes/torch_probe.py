@@ -105,6 +105,8 @@ UNIT_ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)  # weight (units,
 GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates saturate by design: not reported
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
 LEAF_ENTRIES_COMPARED = 16  # entries of a loose leaf compared with its first values: did anything update it?
+HAND_UPDATE_LOOKS = 8  # first backward passes on which, with no model of modules, leaves updated by hand are looked for
+LEAVES_LOOKED_AT = 64  # ... of each graph, at most this many leaf tensors
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
@@ -1204,6 +1206,7 @@ class StepState:
     samples: ParameterSamples | None = None  # their sampled entries (for the update/weight ratio)
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
     held_by_idle_optimizer: dict = field(default_factory=dict)  # ... held by an optimiser never stepped -> its name
+    outside_reached: int = 0  # ... and of the tensors the optimisers step outside the model, those with a gradient
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     # (max_norm, deferred index of the norm measured, given an empty generator?, called after an optimiser step
     # before any backward?, on gradients still scaled by a GradScaler?) of the step's clip_grad_norm_ with the
@@ -1464,11 +1467,13 @@ class GradientMarks:
     `.data`, or the gradient of a layer that died (all its ReLUs off), which sums to zero whether reset or not.
     """
 
-    def __init__(self, params: list[torch.Tensor]):
+    def __init__(self, params: list[torch.Tensor], by_hand: bool = False):
         self.params = [p for p in params if p.grad is not None]
         self.grads = [weakref.ref(p.grad) for p in self.params]  # (weak: zero_grad() frees them)
         self.versions = [p.grad._version for p in self.params]
         self.weight_versions = [p._version for p in self.params]  # (an update by hand, `p -= lr * p.grad`, moves it)
+        # (updated by hand through `.data`, `p.data -= lr * p.grad`, no version moves: a few entries tell it)
+        self.weight_entries = [_first_entries(p) for p in self.params] if by_hand else None
         self.moved = [False] * len(self.params)
         self.reset = [False] * len(self.params)
         self.undetermined = [False] * len(self.params)  # (all zeros, version unmoved: see above)
@@ -1506,6 +1511,14 @@ class GradientMarks:
             self.moved[i] = self.moved[i] or version > self.versions[i]
             self.versions[i] = version
 
+    def _updated(self, i: int) -> bool:
+        """Whether parameter i's weights changed since the marks were made: a version on, or (by hand, through
+        `.data`) its entries."""
+        p = self.params[i]
+        if p._version != self.weight_versions[i]:
+            return True
+        return self.weight_entries is not None and not torch.equal(_first_entries(p), self.weight_entries[i])
+
     def counts(self, updated_only: bool = False) -> tuple[int, list]:
         """(how many gradients were reset, the parameters whose gradient moved and was never reset), at the
         optimiser step; or, with `updated_only` (weights updated by hand, no optimiser), at the next backward and
@@ -1513,10 +1526,7 @@ class GradientMarks:
         updates is not reset between them either). Gradients undetermined (all zeros before a backward) are in
         neither."""
         reset = [r or p.grad is None or p.grad is not grad() for r, p, grad in zip(self.reset, self.params, self.grads)]
-        kept = [
-            not u and (not updated_only or p._version != v)
-            for p, v, u in zip(self.params, self.weight_versions, self.undetermined)
-        ]
+        kept = [not u and (not updated_only or self._updated(i)) for i, u in enumerate(self.undetermined)]
         return (
             sum(r for r, k in zip(reset, kept) if k),
             [p for p, m, r, k in zip(self.params, self.moved, reset, kept) if m and not r and k],
@@ -1630,6 +1640,7 @@ class TorchProbe:
         ] = []  # the names of a model's tensors held by no module (a model without modules)
         self._idle_looked_for: tuple = (None, {})  # (parameters not applied, those an idle optimiser holds)
         self._script_tensor_values: list = []  # ... each (weakly) with a few of its entries when named: did they move?
+        self._hand_update_looks = 0  # backward passes on which the graph's leaves were looked at (HAND_UPDATE_LOOKS)
         self._hand_updated: dict = {}  # the script's tensors that require grad, at the last backward -> (ref, version)
         self._leaf_looks = 0  # sampled steps on which the graph's leaves were looked through (`_look_at_loose_leaves`)
         self._first_values: dict[str, torch.Tensor] = {}  # loose leaf -> a few of its entries when first seen
@@ -1886,6 +1897,8 @@ class TorchProbe:
             name = names.get(id(tensor)) or f"tensor{len(self._script_tensors)}"
             self.param_labels[id(tensor)] = (weakref.ref(tensor), name, name)
             self._script_tensors.append(name)
+            if not tensor.requires_grad:  # (given to the optimiser, made without requires_grad: it never learns)
+                self.doctor.history.script_tensors_without_grad.append(name)
             self._script_tensor_values.append((weakref.ref(tensor), _first_entries(tensor)))
         if tensors:
             history = self.doctor.history
@@ -1894,6 +1907,21 @@ class TorchProbe:
             history.script_tensors = list(self._script_tensors)
             history.watched.append(_tensors_watched(history.script_tensors))
             self._plan = self._callable_cache = None
+
+    def _tensors_of_a_model_without_modules(self, params: list) -> list:
+        """The parameters of a model of plain tensors, at its optimiser's first step: the tensors it steps; or, when
+        the script holds none of them (`Adam([torch.tensor(w, requires_grad=True) for w in weights])`: copies) but
+        holds leaf tensors that the backward pass just reached (they hold a gradient), those: the model, whose
+        gradients the optimiser never applies."""
+        held = _script_tensor_names()
+        unnamed = [p for p in params if not self._param_label(p)]
+        if not unnamed or any(id(p) in held for p in unnamed):
+            return unnamed
+        main = sys.modules.get("__main__")
+        reached = (
+            [t for t in _tensors_held(vars(main)).values() if t.requires_grad and t.grad is not None] if main else []
+        )
+        return reached or unnamed
 
     def _look_whether_script_tensors_moved(self) -> None:
         """Have a model of plain tensors' values changed since they were named (the layers' weight norms tell it for
@@ -1905,21 +1933,24 @@ class TorchProbe:
                 self._script_tensor_values = []
                 return
 
-    def _look_for_tensors_updated_by_hand(self) -> None:
-        """Without modules or an optimiser: the script's own leaf tensors that require grad, at a backward; those
-        changed in place since the last look (`w1 -= lr * w1.grad`), the same objects, are parameters."""
-        main = sys.modules.get("__main__")
-        if main is None:
-            return
+    def _look_for_tensors_updated_by_hand(self, roots) -> None:
+        """Without modules or an optimiser: the leaf tensors that require grad in this backward's graph; those changed
+        since the last backward, the same objects (`w1 -= lr * w1.grad` moves a version, `w1.data -= ...` only the
+        values), are parameters. An input made anew at each step (an adversarial example) is never the same object.
+        Looked at on the first HAND_UPDATE_LOOKS backward passes only: a script that updates its weights by hand
+        does so from the first step."""
+        self._hand_update_looks += 1
         last, self._hand_updated = self._hand_updated, {}
         moved = []
-        for tensor in _script_tensors_requiring_grad(vars(main)).values():
-            self._hand_updated[id(tensor)] = (weakref.ref(tensor), tensor._version)
-            ref, version = last.get(id(tensor), (None, None))
-            if ref is not None and ref() is tensor and tensor._version != version:
-                moved.append(tensor)
+        for tensor in graph_tools.leaves_requiring_grad(roots, LEAVES_LOOKED_AT):
+            self._hand_updated[id(tensor)] = (weakref.ref(tensor), tensor._version, _first_entries(tensor))
+            ref, version, first = last.get(id(tensor), (None, None, None))
+            if ref is not None and ref() is tensor:
+                if tensor._version != version or not torch.equal(_first_entries(tensor), first):
+                    moved.append(tensor)
         if moved:
-            self._name_script_tensors(moved)
+            order = {key: i for i, key in enumerate(_script_tensor_names())}  # (as the script made them: w1, w2)
+            self._name_script_tensors(sorted(moved, key=lambda t: order.get(id(t), len(order))))
             self._hand_updated = {}
 
     def _add_discovered(self, module: nn.Module, name: str) -> ModuleInfo | None:
@@ -2687,8 +2718,9 @@ class TorchProbe:
                 self._losses_between_steps = True  # this step's losses were each stepped on by an optimiser
             self._stepped_since_backward = False
             self._backward_calls += 1
-            if self.discover and not self.root_names and not self._script_tensors and self.mode != "optimizer":
-                self._look_for_tensors_updated_by_hand()
+            hand_looks = self._hand_update_looks < HAND_UPDATE_LOOKS and self.mode != "optimizer"
+            if self.discover and not self.root_names and not self._script_tensors and hand_looks:
+                self._look_for_tensors_updated_by_hand(roots)
             elif self._script_tensor_values and self.sampling:
                 self._look_whether_script_tensors_moved()
             self.doctor.history.backward_passes += 1
@@ -2824,7 +2856,8 @@ class TorchProbe:
             state = self.state
             self._finish_sampled_step(with_update=False)
             # were the gradients reset before the next backward? (those of the parameters the step measured)
-            self._reset_marks = GradientMarks([p for _, _, p in state.params] or self._model_parameters())
+            params = [p for _, _, p in state.params] or self._model_parameters()
+            self._reset_marks = GradientMarks(params, by_hand=self.mode == "backward")
         self._end_step()
 
     def _resolve_backward_mode(self) -> None:
@@ -3969,7 +4002,7 @@ class TorchProbe:
             if self.discover:  # (its model, or the part of it whose own parameters no called module holds)
                 self._discover_owner([p for p in params if not self._param_label(p)])
                 if not self.root_names:  # no model at all: the tensors it steps are the script's own
-                    self._name_script_tensors([p for p in params if not self._param_label(p)])
+                    self._name_script_tensors(self._tensors_of_a_model_without_modules(params))
                     known = self._steps_watched(params)
             self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
             if known:
@@ -4249,7 +4282,7 @@ class TorchProbe:
         were the gradients reset in between (`GradientMarks`)?"""
         marks, self._reset_marks = self._reset_marks, None
         reset, stale = marks.counts(updated_only)
-        if updated_only and any(p._version != v for p, v in zip(marks.params, marks.weight_versions)):
+        if updated_only and any(marks._updated(i) for i in range(len(marks.params))):
             self.doctor.history.updated_in_place_by_hand = True  # (`p -= lr * p.grad` ran: whatever it moved them by)
         if stale or reset:
             modules = sorted({entry[2] for entry in map(self._param_label, stale) if entry is not None})
@@ -4271,6 +4304,12 @@ class TorchProbe:
             state.not_applied, state.stepped_outside = self._gradients_no_optimizer_applies(plan)
             if state.not_applied:
                 state.held_by_idle_optimizer = self._held_by_idle_optimizer(state.not_applied)
+                if state.stepped_outside:  # (outside the model: copies of its parameters, or inputs being optimised?)
+                    state.outside_reached = sum(
+                        p.grad is not None and not self._param_label(p)
+                        for optimizer in list(self._watched_optimizers)
+                        for p in _stepped_parameters(optimizer)
+                    )
         if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
             return
         grads = [p.grad for p in params]
@@ -4801,6 +4840,7 @@ class TorchProbe:
             record.optimizer_checked = True
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
             record.held_by_idle_optimizer = state.held_by_idle_optimizer
+            record.stepped_outside_reached = state.outside_reached
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
@@ -5261,9 +5301,9 @@ def _modules_listed(value) -> list[tuple[str, nn.Module]]:
     return []
 
 
-def _script_tensors_requiring_grad(script_globals: dict) -> dict[str, torch.Tensor]:
-    """The leaf tensors requiring grad that a script holds at top level, by name: `w1`, and those in a list, tuple or
-    dict held there (`params[0]`, `weights['w1']`)."""
+def _tensors_held(script_globals: dict) -> dict[str, torch.Tensor]:
+    """The floating-point leaf tensors a script holds at top level (or a function of it, in its locals), by name:
+    `w1`, and those in a list, tuple or dict held there (`params[0]`, `weights['w1']`)."""
     found = {}
     for name, value in script_globals.items():
         if name.startswith("_"):
@@ -5275,7 +5315,7 @@ def _script_tensors_requiring_grad(script_globals: dict) -> dict[str, torch.Tens
         else:
             items = [(name, value)]
         for path, item in items:
-            if isinstance(item, torch.Tensor) and item.requires_grad and item.is_leaf:
+            if isinstance(item, torch.Tensor) and item.is_leaf and item.is_floating_point():
                 found.setdefault(path, item)
     return found
 
@@ -5292,12 +5332,19 @@ def _tensors_watched(names: list[str]) -> str:
 
 
 def _script_tensor_names() -> dict[int, str]:
-    """id -> the name the running script holds a tensor by (see `_script_tensors_requiring_grad`)."""
+    """id -> the name the running script holds a tensor by (see `_tensors_held`): in the frame of
+    the script's own code that is running now, innermost first (a training loop inside `main()`), then at top level."""
     main = sys.modules.get("__main__")
     if main is None:
         return {}
-    names = {}
-    for name, tensor in _script_tensors_requiring_grad(vars(main)).items():
+    names: dict[int, str] = {}
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is vars(main) and frame.f_locals is not frame.f_globals:  # (a function of the script's)
+            for name, tensor in _tensors_held(frame.f_locals).items():
+                names.setdefault(id(tensor), name)
+        frame = frame.f_back
+    for name, tensor in _tensors_held(vars(main)).items():
         names.setdefault(id(tensor), name)
     return names
 
