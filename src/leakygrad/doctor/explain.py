@@ -566,8 +566,9 @@ def _explain_own_sum_over_one(f: Finding):
         f"`div` (after `{e['site']}`) divides a tensor of shape {tuple(e['shape'])} by its own sum over dim "
         f"{e['dim']}, an axis of length 1: w / w.sum() over a single entry is exactly 1 whatever w, and its "
         "derivative is exactly 0. The chain rule multiplies every gradient reaching it by that 0, so what computes "
-        "w gets nothing from this path: top-1 gates renormalised to sum to 1 (as one does for top-k) leave the "
-        "router to be trained by the other terms of the loss alone (a load-balancing loss), never by the task."
+        "w gets nothing from this path: one weight picked from several and renormalised as if there were k of "
+        "them (top-1 gates normalised as for top-k) leaves what chose it, a router, to be trained by the other "
+        "terms of the loss alone (a load-balancing loss), never by the task."
     )
     remedies = [
         "Use the gate's probability as it is when one expert is chosen (Switch Transformer: `gate = probs.gather(-1, "
@@ -2770,6 +2771,12 @@ def explain_blocked_gradient(f: Finding):
         text += (
             " Its floor is zero: it acts as a ReLU, and this many of its inputs below zero means most units are off."
         )
+        if e.get("blocked_at_start") is not None:
+            text += (
+                f" At the first sampled step it blocked {pct(e['blocked_at_start'])}: the units fired then, and the "
+                "updates pushed their inputs below zero for every example, the mark of a learning rate too high."
+            )
+            remedies.append("Lower the learning rate (try 10x lower): the first updates killed these units.")
         remedies.append(
             "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
         )
@@ -3637,7 +3644,7 @@ def _explain_unapplied_kind(f: Finding):
         remedies = [
             f"Call `{idle}.step()` after `loss.backward()`, beside the other optimiser's `step()`.",
             "Or make one optimiser over every model that trains: "
-            "`torch.optim.Adam(list(encoder.parameters()) + list(decoder.parameters()))`.",
+            "`torch.optim.Adam(list(model_a.parameters()) + list(model_b.parameters()))`.",
         ]
         return text, remedies
     if e.get("inputs_optimised"):
@@ -4495,15 +4502,15 @@ def explain_stalled_loss(f: Finding):
         elif median_ratio is None and e.get("updated_by_zero"):
             text += (
                 " No optimiser steps the model: its weights are updated by hand, in place (the update ran at every "
-                "step), and yet their values never changed between the sampled steps: each update subtracted a "
-                "gradient that was zero by then. Reset before the update (`p.grad.zero_()` or `zero_grad()` between "
-                "`backward()` and `p -= lr * p.grad`), the gradient is gone when it is applied."
-                + _see_other_findings(e)
+                "step), and yet their values never changed between the sampled steps: each update moved nothing. "
+                "Either the gradient it subtracted was zero by then (reset between `backward()` and `p -= lr * "
+                "p.grad`: `p.grad.zero_()` or `zero_grad()` one line too early), or the learning rate it used is 0 "
+                "(a warm-up written with integer division, `step // 1000`)." + _see_other_findings(e)
             )
             remedies.insert(
                 0,
                 "Reset the gradients after the update, not before it: `p -= lr * p.grad`, then `p.grad.zero_()` (or "
-                "`p.grad = None`); or reset them before `loss.backward()`.",
+                "`p.grad = None`); and check the rate the update uses is not 0.",
             )
         elif median_ratio is None and e.get("without_optimizer") and not e.get("weights_moved"):
             text += (

@@ -547,12 +547,20 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # a module replaced after the optimiser was made over the old one's parameters, frozen with the rest before the
     # replacement (fine-tuning a new head): "the optimiser steps only frozen parameters" is the replacement's doing
     replaced = next((f for f in findings if f.evidence.get("replaced_after_optimizer")), None)
+    frozen = [
+        f
+        for f in findings
+        if replaced is not None
+        and f.symptom == "no_gradient"
+        and f.evidence.get("all_frozen")
+        # (an optimiser over frozen parameters, the old module's among them: those it steps outside the model)
+        and f.evidence.get("parameter_count", 0) >= replaced.evidence.get("stepped_outside_model", 0) > 0
+    ]
+    if frozen:
+        replaced.evidence["old_parameters_frozen"] = True
 
     def frozen_with_the_replaced(f: Finding) -> bool:
-        if replaced is None or f.symptom != "no_gradient" or not f.evidence.get("all_frozen"):
-            return False
-        replaced.evidence["old_parameters_frozen"] = True
-        return True
+        return any(f is g for g in frozen)
 
     kept = [
         f
@@ -2961,6 +2969,9 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
         if last.floor_at_zero:
             evidence["floor_at_zero"] = True
+            start = next((r.ops[key].blocked_fraction for r in history.records if key in r.ops), None)
+            if last.site != "loss" and start is not None and start <= t.blocked_warning and first:
+                evidence["blocked_at_start"] = _sci(start)  # (the units fired at first: the updates killed them)
         if zero_labels is not None and zero_labels >= t.zero_labels:
             evidence["zero_labels"] = _sci(zero_labels)
         if last.site.startswith("the model's output"):
@@ -3406,7 +3417,12 @@ def _layers_of(f: Finding, history: History) -> set[str]:
 def _norm_layers(history: History, f: Finding) -> list[str]:
     """The normalisation layers (LayerNorm, RMSNorm, ...) among a finding's, by their kind on the last record."""
     last = history.records[-1].layers if history.records else {}
-    return sorted(layer for layer in _layers_of(f, history) if layer in last and "Norm" in last[layer].kind)
+    return sorted(layer for layer in _layers_of(f, history) if layer in last and _is_norm_kind(last[layer].kind))
+
+
+def _is_norm_kind(kind: str) -> bool:
+    """LayerNorm, RMSNorm, GroupNorm, BatchNorm2d, ...: a normalisation layer's class (not `NormedLinear`)."""
+    return re.search(r"Norm(\dd)?$", kind) is not None
 
 
 def _merged_zero_gradients(findings: list[Finding], zeroed: list[Finding], history: History, extra: dict) -> list:

@@ -327,7 +327,7 @@ def _constant_factor(node) -> float | None:
     the CPU: a factor on a GPU, a gradient scaler's, is taken as positive rather than read, which would wait for the
     device); None when it saved none."""
     for name in ("_saved_other", "_saved_self"):
-        factor = getattr(node, name, None)
+        factor = saved_value(node, name)
         if isinstance(factor, (int, float)):
             return float(factor)
         if isinstance(factor, torch.Tensor) and factor.numel() == 1 and not factor.requires_grad:
@@ -445,7 +445,8 @@ def examples_mixed_by_view(node, batch: int) -> dict | None:
     if not sizes or not shape or batch < 2:
         return None
     sizes = tuple(int(size) for size in sizes)
-    if len(sizes) == len(shape) >= 2 and sizes[0] == batch != sizes[1] and tuple(shape[:2]) == (sizes[1], batch):
+    swapped = len(sizes) == len(shape) >= 2 and tuple(shape[:2]) == (sizes[1], batch)
+    if swapped and sizes[0] == batch != sizes[1] > 1:  # ((N, 1, E) as (1, N, E) moves nothing: one time step)
         # (N, T, ...) viewed as (T, N, ...), a view written for a transpose: a sequence-first layer's input
         # (`nn.MultiheadAttention` without batch_first) made so holds pieces of several examples in each column
         return {"input_shape": list(sizes), "output_shape": list(shape), "batch": batch, "swapped_by_view": True}
@@ -1649,7 +1650,7 @@ def _learnt_scale(node) -> tuple[float, object] | None:
     for name, other in (("_saved_other", 0), ("_saved_self", 1)):
         if op_name(node) == "div" and name == "_saved_self":
             break  # (a quotient's numerator is the scores, not a scale)
-        scale = getattr(node, name, None)
+        scale = saved_value(node, name)  # (not unpacked through a saved-tensor hook: a checkpoint would recompute)
         beneath = node.next_functions[other][0]
         if isinstance(scale, torch.Tensor) and scale.numel() == 1 and scale.requires_grad and beneath is not None:
             if not scale.is_cpu or not scale.is_floating_point():
@@ -1768,7 +1769,7 @@ def _factor_on_the_host(node) -> bool:
     """Whether a product's or quotient's constant factor can be read without the device: a number, or a tensor on the
     CPU (`_constant_factor` takes a GPU tensor's for positive without reading it)."""
     for name in ("_saved_other", "_saved_self"):
-        factor = getattr(node, name, None)
+        factor = saved_value(node, name)
         if isinstance(factor, torch.Tensor) and factor.numel() == 1 and not factor.requires_grad:
             return factor.is_cpu
     return True
@@ -2579,17 +2580,23 @@ def leaves_requiring_grad(roots, most: int) -> list[torch.Tensor]:
     return leaves
 
 
+ONE_OF_SEVERAL = ("topk", "max", "kthvalue", "gather", "index", "select", "slice")  # what picks k of n entries
+
+
 def divided_by_own_sum_over_one(node) -> dict | None:
-    """`w / w.sum(dim, keepdim=True)` where dim has length 1 (top-1 gates renormalised to sum to 1, as for top-k):
-    every output is exactly 1 (or NaN), whatever w, its derivative exactly 0. {"dim", "shape"} or None."""
+    """`w / w.sum(dim, keepdim=True)` where dim has length 1 and w was picked from several (top-1 gates renormalised
+    to sum to 1, as for top-k): every output is exactly 1 (or NaN), whatever w, its derivative exactly 0.
+    {"dim", "shape"} or None."""
     if op_name(node) != "div" or len(node.next_functions) != 2:
         return None
     (numerator, _), (denominator, _) = node.next_functions
     total = beneath_reshapes(denominator) if denominator is not None else None
     if numerator is None or total is None or op_name(total) != "sum" or not total.next_functions:
         return None
-    if total.next_functions[0][0] is not numerator:
-        return None
+    if total.next_functions[0][0] is not numerator or not getattr(total, "_saved_keepdim", False):
+        return None  # (without keepdim, w / w.sum(-1) of (N, 1) broadcasts to (N, N): not all ones)
+    if op_name(beneath_reshapes(numerator)) not in ONE_OF_SEVERAL:
+        return None  # (one weight of its own, a mixture of one component, is 1 by design)
     dims, sizes = getattr(total, "_saved_dim", None), saved_value(total, "_saved_self_sym_sizes")
     if not dims or not sizes or len(dims) != 1:
         return None

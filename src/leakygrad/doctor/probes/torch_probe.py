@@ -276,10 +276,11 @@ def _patched_clip(parameters, max_norm, *args, **kwargs):
             parameters, given_nothing = [], True  # (what it does with an empty list is the same, without a warning)
         else:
             parameters = itertools.chain((first,), parameters)
+    parameters = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)  # (the same, kept)
     total = (_original_clip or CLIP_GRAD_NORM)(parameters, max_norm, *args, **kwargs)
     if not _compiled_or_transformed():  # (traced by torch.compile, the note would be compiled in)
         for probe in _probes_of_this_thread():
-            probe.note_clipping(max_norm, total, given_nothing)
+            probe.note_clipping(max_norm, total, given_nothing, parameters)
     return total
 
 
@@ -1894,6 +1895,8 @@ class TorchProbe:
         for tensor in tensors:
             if id(tensor) in self.param_labels or not tensor.is_leaf or not tensor.is_floating_point():
                 continue
+            if tensor.layout != torch.strided:  # (a sparse tensor: its entries are not sampled)
+                continue
             name = names.get(id(tensor)) or f"tensor{len(self._script_tensors)}"
             self.param_labels[id(tensor)] = (weakref.ref(tensor), name, name)
             self._script_tensors.append(name)
@@ -1943,6 +1946,8 @@ class TorchProbe:
         last, self._hand_updated = self._hand_updated, {}
         moved = []
         for tensor in graph_tools.leaves_requiring_grad(roots, LEAVES_LOOKED_AT):
+            if tensor.layout != torch.strided:
+                continue
             self._hand_updated[id(tensor)] = (weakref.ref(tensor), tensor._version, _first_entries(tensor))
             ref, version, first = last.get(id(tensor), (None, None, None))
             if ref is not None and ref() is tensor:
@@ -2642,11 +2647,11 @@ class TorchProbe:
         except Exception as error:
             self._fail("noting a ReduceLROnPlateau step", error)
 
-    def note_clipping(self, max_norm, total, given_nothing: bool = False) -> None:
+    def note_clipping(self, max_norm, total, given_nothing: bool = False, parameters=()) -> None:
         """`torch.nn.utils.clip_grad_norm_(parameters, max_norm)` returned `total`, the norm before clipping (given
         an empty generator, when `given_nothing`)."""
         try:
-            self._clipping_wrote_the_gradients()
+            self._clipping_wrote_the_gradients(parameters)
             if self.sampling and self.state is not None and isinstance(total, torch.Tensor) and total.numel() == 1:
                 if self.state.clipping is not None and self.state.clipping[0] <= float(max_norm):
                     return  # (the tightest cap of the step is the one that acts: not a norm read for a log, `inf`)
@@ -2659,7 +2664,7 @@ class TorchProbe:
         except Exception as error:
             self._fail("noting a clip_grad_norm_", error)
 
-    def _clipping_wrote_the_gradients(self) -> None:
+    def _clipping_wrote_the_gradients(self, parameters) -> None:
         """Clipping rescales each gradient in place (`clip_grad_norm_` multiplies even by 1), one version on: that
         write is the clipping's, not the script's (a gradient written after backward() and all zero at the step reads
         as zeroed by hand, a freeze). A gradient one version on since backward left it is taken as it is now."""
@@ -2671,9 +2676,11 @@ class TorchProbe:
             or state.grad_versions[0] is not self._plan
         ):
             return
-        seen = state.grad_versions[1]
+        seen, clipped = state.grad_versions[1], {id(p) for p in _tensors(parameters)}
         for i, param in enumerate(self._plan.params):
             grad = param.grad
+            if id(param) not in clipped:
+                continue
             if seen[i] is not None and grad is not None and (id(grad), grad._version - 1) == seen[i]:
                 seen[i] = (id(grad), grad._version)
 
@@ -2696,7 +2703,7 @@ class TorchProbe:
         """After `clip_grad_value_`: the norm of the gradients it left, noted with what `before_value_clipping`
         measured. Of several calls in a step, the tightest cap is kept."""
         try:
-            self._clipping_wrote_the_gradients()
+            self._clipping_wrote_the_gradients(parameters)
             grads = _dense_gradients(parameters)
             if before is None or not grads or self.state is None:
                 return
@@ -4001,7 +4008,7 @@ class TorchProbe:
             known = self._steps_watched(params)
             if self.discover:  # (its model, or the part of it whose own parameters no called module holds)
                 self._discover_owner([p for p in params if not self._param_label(p)])
-                if not self.root_names:  # no model at all: the tensors it steps are the script's own
+                if not self.root_names and self._backward_calls:  # no model: the tensors it steps are the script's
                     self._name_script_tensors(self._tensors_of_a_model_without_modules(params))
                     known = self._steps_watched(params)
             self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
@@ -4372,9 +4379,13 @@ class TorchProbe:
             id(ref()): name for ref, name, _ in self.param_labels.values() if name in not_applied and ref() is not None
         }
         held = {}
+        stepped = {id(p) for optimizer in list(self._watched_optimizers) for p in _stepped_parameters(optimizer)}
         for variable, value in list(vars(main).items()) if main is not None else ():
             if isinstance(value, torch.optim.Optimizer) and value not in self._watched_optimizers:
-                for param in _stepped_parameters(value):
+                params = _stepped_parameters(value)
+                if any(id(p) in stepped for p in params):
+                    continue  # (shares parameters with one that steps: an optimiser for a later phase, not forgotten)
+                for param in params:
                     if id(param) in ids:
                         held.setdefault(ids[id(param)], variable)
         self._idle_looked_for = (key, held)
@@ -5308,10 +5319,10 @@ def _tensors_held(script_globals: dict) -> dict[str, torch.Tensor]:
     for name, value in script_globals.items():
         if name.startswith("_"):
             continue
-        if isinstance(value, (list, tuple)):
-            items = [(f"{name}[{i}]", v) for i, v in enumerate(value[:64])]
-        elif isinstance(value, dict):
-            items = [(f"{name}[{k!r}]", v) for k, v in list(value.items())[:64] if isinstance(k, str)]
+        if type(value) in (list, tuple):  # (exact types: a subclass's indexing is the script's own code)
+            items = [(f"{name}[{i}]", v) for i, v in enumerate(itertools.islice(value, 64))]
+        elif type(value) is dict:
+            items = [(f"{name}[{k!r}]", v) for k, v in itertools.islice(value.items(), 64) if isinstance(k, str)]
         else:
             items = [(name, value)]
         for path, item in items:
