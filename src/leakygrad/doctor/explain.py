@@ -2771,12 +2771,6 @@ def explain_blocked_gradient(f: Finding):
         text += (
             " Its floor is zero: it acts as a ReLU, and this many of its inputs below zero means most units are off."
         )
-        if e.get("blocked_at_start") is not None:
-            text += (
-                f" At the first sampled step it blocked {pct(e['blocked_at_start'])}: the units fired then, and the "
-                "updates pushed their inputs below zero for every example, the mark of a learning rate too high."
-            )
-            remedies.append("Lower the learning rate (try 10x lower): the first updates killed these units.")
         remedies.append(
             "Use nn.ReLU (the doctor then counts dead units one by one), better initialisation, or a leaky variant."
         )

@@ -2969,9 +2969,6 @@ def blocked_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence = {"blocked_fraction": _sci(fraction), "site": last.site, "elements": last.elements}
         if last.floor_at_zero:
             evidence["floor_at_zero"] = True
-            start = next((r.ops[key].blocked_fraction for r in history.records if key in r.ops), None)
-            if last.site != "loss" and start is not None and start <= t.blocked_warning and first:
-                evidence["blocked_at_start"] = _sci(start)  # (the units fired at first: the updates killed them)
         if zero_labels is not None and zero_labels >= t.zero_labels:
             evidence["zero_labels"] = _sci(zero_labels)
         if last.site.startswith("the model's output"):
