@@ -3479,7 +3479,9 @@ def _whole_model_name(params: list[str], param_module: dict[str, str], history: 
     if len(roots) == 1 and roots <= set(history.models):
         return roots.pop()
     # (parts of one model called one by one, each watched as a model of its own: `feat.0`, `feat.2` -> `feat`)
-    return _common_prefix(sorted({_module_of(p, param_module) for p in params})) or "(model)"
+    modules = sorted({_module_of(p, param_module) for p in params})
+    watched = all(any(m == model or m.startswith(model + ".") for model in history.models) for m in modules)
+    return (_common_prefix(modules) if watched else "") or "(model)"
 
 
 def _on_every_check(steps_by_module: dict[str, int], params: list[str], checked: dict, param_module: dict) -> bool:
