@@ -74,3 +74,37 @@ def test_a_mixture_of_one_component_is_no_renormalised_top_1_gate(capsys, monkey
     from several (the top-1 gate's mistake)."""
     dr, _ = run("mdn_one_component", capsys, monkeypatch, K="1", NORM=norm)
     assert [f for f in dr.findings if f.evidence.get("own_sum")] == []
+
+
+# The second review (stop 45), on the models of plain tensors as they are found from the graph and the frames.
+
+
+def test_a_tensor_the_training_function_deletes_is_freed_under_the_doctor(capsys, monkeypatch):
+    """Reading a function's locals for names kept Python's snapshot of them (before 3.13), and with it every tensor
+    the function deleted afterwards: a scratch tensor of main() stayed alive to the end of the run."""
+    _, out = run("h_locals", capsys, monkeypatch)
+    assert "scratch freed: True" in out and "at end, freed: True" in out
+
+
+def test_an_optimiser_stepped_before_the_first_backward_still_finds_its_tensors(capsys, monkeypatch):
+    """`opt.step()` once before training, over plain tensors: the optimiser was taken as known with nothing named,
+    and never looked at again ("nothing measured"); W2 read through `.detach()` went unseen."""
+    dr, _ = run("m_step_first", capsys, monkeypatch)
+    assert dr.history.script_tensors == ["W1", "W2"]
+    assert [(f.symptom, f.where) for f in dr.findings if f.symptom == "no_gradient"] == [("no_gradient", "W2")]
+
+
+def test_an_optimiser_given_copies_inside_main_is_told_so(capsys, monkeypatch):
+    """The copies' reading looked for the tensors the backward reached at top level only: inside main() the copies
+    were named as the model (`tensor0`) with a graph cut's wording."""
+    dr, _ = run("e2_copies_main", capsys, monkeypatch)
+    [f] = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
+    assert f.where == "weights[0], weights[1]" and f.evidence["script_tensors"]
+
+
+def test_tensors_held_in_a_list_of_pairs_are_named_by_their_place(capsys, monkeypatch):
+    """40 layers of (W, b) pairs in a list: named by the loop variables left holding the last pair, `tensorN` for
+    most, and 17 of 81 never watched (64 leaves looked at). By their place in the list now, every one."""
+    dr, _ = run("q_many", capsys, monkeypatch)
+    names = dr.history.script_tensors
+    assert len(names) == 81 and names[:2] == ["layers[0][0]", "layers[0][1]"] and "head" in names

@@ -3645,14 +3645,18 @@ def _explain_unapplied_kind(f: Finding):
         text += (
             f" The optimiser steps {e['inputs_optimised']} tensor(s) outside the model that the backward pass reaches, "
             "and none of the model's parameters: inputs optimised through a model kept fixed (style transfer's image, "
-            "an adversarial perturbation, a feature visualisation). If the model is meant to stay as it is, its "
-            "gradients are computed at every step for nothing."
+            "an adversarial perturbation), whose gradients are then computed at every step for nothing; or the "
+            "model's parameters left out of the optimiser by mistake (given a temperature or an input alone)."
         )
-        remedies = [
-            "Freeze the model, `model.requires_grad_(False)` (after `model.eval()`): the backward pass then computes "
-            "only the inputs' gradient, and the doctor does not report it.",
-        ]
-        return text, remedies
+        freeze = (
+            "If the model is meant to stay as it is, freeze it, `model.requires_grad_(False)`: the backward pass then "
+            "computes only the other tensors' gradient, and the doctor does not report it."
+        )
+        add = (
+            "If the model is meant to learn, give the optimiser its parameters too: "
+            "`torch.optim.Adam(list(model.parameters()) + [t])`."
+        )
+        return text, [add, freeze] if e.get("loss_stalled") else [freeze, add]
     if e.get("whole_model") and e.get("script_tensors"):
         names = ", ".join(f"`{name}`" for name in e["parameters"][:6])
         text += (
@@ -4510,7 +4514,8 @@ def explain_stalled_loss(f: Finding):
             text += (
                 " No optimiser steps the model, and no update of its weights was measured between the sampled steps. "
                 "A hand-written update `p = p - lr * p.grad` in a loop binds a new tensor to the loop's name and "
-                "leaves the parameter as it was." + _see_other_findings(e)
+                "leaves the parameter as it was; an update in place moves nothing when the gradient it subtracts was "
+                "reset before it (`p.grad.zero_()` one line too early) or its rate is 0." + _see_other_findings(e)
             )
             remedies.insert(
                 0,

@@ -3728,6 +3728,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
                 evidence["model_made_anew"], severity = True, "error"
         if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
             severity = "error"
+            if "inputs_optimised" in evidence:  # (nothing learns: the model's parameters left out, more likely)
+                evidence["loss_stalled"] = True
         findings.append(Finding("unapplied_gradient", module, first_step, severity, evidence))
     return _one_finding_when_scattered(findings, param_module, history)
 

@@ -106,7 +106,8 @@ GATED_RECURRENT = (nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell)  # their gates satu
 RECURRENT_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}  # blocks of hidden-size rows in each weight of these layers
 LEAF_ENTRIES_COMPARED = 16  # entries of a loose leaf compared with its first values: did anything update it?
 HAND_UPDATE_LOOKS = 8  # first backward passes on which, with no model of modules, leaves updated by hand are looked for
-LEAVES_LOOKED_AT = 64  # ... of each graph, at most this many leaf tensors
+LEAVES_LOOKED_AT = 256  # ... of each graph, at most this many leaf tensors
+HELD_ITEMS = 256  # items of a list or dict the script holds that are looked through for its tensors, at most
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
@@ -1518,7 +1519,7 @@ class GradientMarks:
         p = self.params[i]
         if p._version != self.weight_versions[i]:
             return True
-        return self.weight_entries is not None and not torch.equal(_first_entries(p), self.weight_entries[i])
+        return self.weight_entries is not None and not _same_entries(_first_entries(p), self.weight_entries[i])
 
     def counts(self, updated_only: bool = False) -> tuple[int, list]:
         """(how many gradients were reset, the parameters whose gradient moved and was never reset), at the
@@ -1914,24 +1915,23 @@ class TorchProbe:
     def _tensors_of_a_model_without_modules(self, params: list) -> list:
         """The parameters of a model of plain tensors, at its optimiser's first step: the tensors it steps; or, when
         the script holds none of them (`Adam([torch.tensor(w, requires_grad=True) for w in weights])`: copies) but
-        holds leaf tensors that the backward pass just reached (they hold a gradient), those: the model, whose
-        gradients the optimiser never applies."""
-        held = _script_tensor_names()
-        unnamed = [p for p in params if not self._param_label(p)]
-        if not unnamed or any(id(p) in held for p in unnamed):
+        holds leaf tensors that the backward pass just reached (they hold a gradient) while none of those it steps
+        was, those: the model, whose gradients the optimiser never applies."""
+        # (an nn.Parameter is a module's: a model of modules met later, its forward not seen yet, names it)
+        unnamed = [p for p in params if not self._param_label(p) and not isinstance(p, nn.Parameter)]
+        if not unnamed or any(p.grad is not None for p in unnamed):
             return unnamed
-        main = sys.modules.get("__main__")
-        reached = (
-            [t for t in _tensors_held(vars(main)).values() if t.requires_grad and t.grad is not None] if main else []
-        )
-        return reached or unnamed
+        stepped = {id(p) for p in unnamed}
+        held = _script_tensors().values()
+        reached = {id(t): t for t in held if t.requires_grad and t.grad is not None and id(t) not in stepped}
+        return list(reached.values()) or unnamed
 
     def _look_whether_script_tensors_moved(self) -> None:
         """Have a model of plain tensors' values changed since they were named (the layers' weight norms tell it for
         a model of modules)? Looked at on sampled steps until one has."""
         for ref, first in self._script_tensor_values:
             tensor = ref()
-            if tensor is not None and not torch.equal(_first_entries(tensor), first):
+            if tensor is not None and not _same_entries(_first_entries(tensor), first):
                 self.doctor.history.script_tensors_moved = True
                 self._script_tensor_values = []
                 return
@@ -1951,7 +1951,7 @@ class TorchProbe:
             self._hand_updated[id(tensor)] = (weakref.ref(tensor), tensor._version, _first_entries(tensor))
             ref, version, first = last.get(id(tensor), (None, None, None))
             if ref is not None and ref() is tensor:
-                if tensor._version != version or not torch.equal(_first_entries(tensor), first):
+                if tensor._version != version or not _same_entries(_first_entries(tensor), first):
                     moved.append(tensor)
         if moved:
             order = {key: i for i, key in enumerate(_script_tensor_names())}  # (as the script made them: w1, w2)
@@ -4011,6 +4011,8 @@ class TorchProbe:
                 if not self.root_names and self._backward_calls:  # no model: the tensors it steps are the script's
                     self._name_script_tensors(self._tensors_of_a_model_without_modules(params))
                     known = self._steps_watched(params)
+            if self.discover and not self.root_names and not self._backward_calls:
+                return known  # (stepped before any backward, no model met: looked at again at its next step)
             self.optimizers[id(optimizer)] = (weakref.ref(optimizer), known)
             if known:
                 self.doctor.history.watched.append(type(optimizer).__name__)
@@ -5312,28 +5314,46 @@ def _modules_listed(value) -> list[tuple[str, nn.Module]]:
     return []
 
 
-def _tensors_held(script_globals: dict) -> dict[str, torch.Tensor]:
+def _tensors_held(namespace: dict) -> dict[str, torch.Tensor]:
     """The floating-point leaf tensors a script holds at top level (or a function of it, in its locals), by name:
-    `w1`, and those in a list, tuple or dict held there (`params[0]`, `weights['w1']`)."""
-    found = {}
-    for name, value in script_globals.items():
+    `w1`, and those in a list, tuple or dict held there, one level further too (`params[0]`, `weights['w1']`,
+    `layers[3][0]`). A container's path is listed before a bare name (a loop variable left holding its last item)."""
+    found: dict[str, torch.Tensor] = {}
+    bare = []
+    for name, value in list(namespace.items()):
         if name.startswith("_"):
             continue
-        if type(value) in (list, tuple):  # (exact types: a subclass's indexing is the script's own code)
-            items = [(f"{name}[{i}]", v) for i, v in enumerate(itertools.islice(value, 64))]
-        elif type(value) is dict:
-            items = [(f"{name}[{k!r}]", v) for k, v in itertools.islice(value.items(), 64) if isinstance(k, str)]
-        else:
-            items = [(name, value)]
-        for path, item in items:
-            if isinstance(item, torch.Tensor) and item.is_leaf and item.is_floating_point():
-                found.setdefault(path, item)
+        if isinstance(value, torch.Tensor):
+            bare.append((name, value))
+            continue
+        for path, item in _items_of(name, value):
+            for inner_path, inner in [(path, item), *_items_of(path, item)]:
+                if isinstance(inner, torch.Tensor) and inner.is_leaf and inner.is_floating_point():
+                    found.setdefault(inner_path, inner)
+    for name, value in bare:
+        if value.is_leaf and value.is_floating_point():
+            found.setdefault(name, value)
     return found
+
+
+def _items_of(name: str, value) -> list:
+    """(path, item) of a list, tuple or dict (exact types: a subclass's indexing is the script's own code), its first
+    HELD_ITEMS items; [] for anything else."""
+    if type(value) in (list, tuple):
+        return [(f"{name}[{i}]", v) for i, v in enumerate(itertools.islice(value, HELD_ITEMS))]
+    if type(value) is dict:
+        return [(f"{name}[{k!r}]", v) for k, v in itertools.islice(value.items(), HELD_ITEMS) if isinstance(k, str)]
+    return []
 
 
 def _first_entries(tensor: torch.Tensor) -> torch.Tensor:
     """A copy of a few entries spread through a tensor, to tell later whether it changed."""
     return spread(tensor.detach(), LEAF_ENTRIES_COMPARED).clone()
+
+
+def _same_entries(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two samples of a tensor hold the same values, NaN where NaN was (NaN equals nothing, itself included)."""
+    return a.shape == b.shape and torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
 
 
 def _tensors_watched(names: list[str]) -> str:
@@ -5342,20 +5362,34 @@ def _tensors_watched(names: list[str]) -> str:
     return f"tensors {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
-def _script_tensor_names() -> dict[int, str]:
-    """id -> the name the running script holds a tensor by (see `_tensors_held`): in the frame of
-    the script's own code that is running now, innermost first (a training loop inside `main()`), then at top level."""
+def _script_tensors() -> dict[str, torch.Tensor]:
+    """The tensors the running script holds (see `_tensors_held`), by name: in the functions of the script's that are
+    running now, innermost first (a training loop inside `main()`), then at top level. A function's locals are read
+    once, and the snapshot Python keeps of them (before 3.13) is emptied at once: it would keep alive tensors the
+    function deletes later (Python fills it again whenever something asks for it)."""
     main = sys.modules.get("__main__")
     if main is None:
         return {}
-    names: dict[int, str] = {}
+    held: dict[str, torch.Tensor] = {}
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_globals is vars(main) and frame.f_locals is not frame.f_globals:  # (a function of the script's)
-            for name, tensor in _tensors_held(frame.f_locals).items():
-                names.setdefault(id(tensor), name)
+        if frame.f_globals is vars(main) and frame.f_code.co_flags & inspect.CO_OPTIMIZED:  # (a function of the script)
+            local_names = frame.f_locals
+            for name, tensor in _tensors_held(local_names).items():
+                held.setdefault(name, tensor)
+            if sys.version_info < (3, 13) and isinstance(local_names, dict):
+                local_names.clear()
+            del local_names
         frame = frame.f_back
     for name, tensor in _tensors_held(vars(main)).items():
+        held.setdefault(name, tensor)
+    return held
+
+
+def _script_tensor_names() -> dict[int, str]:
+    """id -> the name the running script holds a tensor by (`_script_tensors`), the first name found."""
+    names: dict[int, str] = {}
+    for name, tensor in _script_tensors().items():
         names.setdefault(id(tensor), name)
     return names
 
