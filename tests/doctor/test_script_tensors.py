@@ -264,3 +264,16 @@ def test_an_input_optimised_through_a_model_left_trainable_is_a_warning(tmp_path
         1,
     )
     assert "requires_grad_(False)" in f.remedies[0]
+
+
+def test_a_tensor_held_by_its_own_name_and_in_a_list_is_named_by_its_own(tmp_path, capsys):
+    """`params = [W1, W2]` beside `W1` and `W2`: the names the script wrote (`W2`), not `params[1]`; tensors in a list
+    held by no name of their own are named by their place (see test_guards' list of pairs)."""
+    text = COPIED.replace("(X @ W1).relu() @ W2, y", "(X @ W1).relu() @ W2.detach(), y").format(
+        second="(torch.randn(16, 2) * 0.3).requires_grad_()", given="params"
+    )
+    text = text.replace("opt = torch.optim.Adam(params", "params = [W1, W2]\nopt = torch.optim.Adam(params")
+    run = run_script(write(tmp_path, text), every=4)
+    capsys.readouterr()
+    assert run.doctor.history.script_tensors == ["W1", "W2"]
+    assert [f.where for f in run.doctor.findings if f.symptom == "no_gradient"] == ["W2"]

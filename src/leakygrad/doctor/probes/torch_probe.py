@@ -5317,22 +5317,34 @@ def _modules_listed(value) -> list[tuple[str, nn.Module]]:
 def _tensors_held(namespace: dict) -> dict[str, torch.Tensor]:
     """The floating-point leaf tensors a script holds at top level (or a function of it, in its locals), by name:
     `w1`, and those in a list, tuple or dict held there, one level further too (`params[0]`, `weights['w1']`,
-    `layers[3][0]`). A container's path is listed before a bare name (a loop variable left holding its last item)."""
-    found: dict[str, torch.Tensor] = {}
-    bare = []
+    `layers[3][0]`). A tensor under two names is listed first under its own name (`W1` before `params[0]`), unless
+    its container holds tensors without one: then by its place there (`layers[39][0]`, not the loop variable `W`
+    left holding the last pair)."""
+    bare: dict[str, torch.Tensor] = {}
+    containers: list[list[tuple[str, torch.Tensor]]] = []
     for name, value in list(namespace.items()):
         if name.startswith("_"):
             continue
         if isinstance(value, torch.Tensor):
-            bare.append((name, value))
+            if value.is_leaf and value.is_floating_point():
+                bare[name] = value
             continue
-        for path, item in _items_of(name, value):
-            for inner_path, inner in [(path, item), *_items_of(path, item)]:
-                if isinstance(inner, torch.Tensor) and inner.is_leaf and inner.is_floating_point():
-                    found.setdefault(inner_path, inner)
-    for name, value in bare:
-        if value.is_leaf and value.is_floating_point():
-            found.setdefault(name, value)
+        held = [
+            (inner_path, inner)
+            for path, item in _items_of(name, value)
+            for inner_path, inner in [(path, item), *_items_of(path, item)]
+            if isinstance(inner, torch.Tensor) and inner.is_leaf and inner.is_floating_point()
+        ]
+        if held:
+            containers.append(held)
+    named = {id(t) for t in bare.values()}
+    by_place = [held for held in containers if not all(id(t) in named for _, t in held)]
+    found: dict[str, torch.Tensor] = {}
+    for path, tensor in [item for held in by_place for item in held] + list(bare.items()):
+        found.setdefault(path, tensor)
+    for held in containers:
+        for path, tensor in held:
+            found.setdefault(path, tensor)
     return found
 
 
