@@ -52,15 +52,17 @@ class ReLU(Op):
     name = "relu"
 
     def forward(self, x):
-        if self.needs_input_grad:  # found while x is fresh in the cache: cheaper than in backward
-            self.off = x <= 0  # slope 0 here (at x = 0 too), 1 elsewhere: NaN passes the gradient, as in PyTorch
         return np.maximum(x, 0)
 
     def backward(self, grad):
-        return where(self.off, 0.0, grad)
+        return where(self.switched_off(), 0.0, grad)
 
     def backward_arrays(self, grad):
-        return zero_where(self.off, grad)
+        return zero_where(self.switched_off(), grad)
+
+    def switched_off(self):
+        """Slope 0 where the output is 0 (x <= 0, at x = 0 too), 1 elsewhere: NaN passes the gradient, as in PyTorch."""
+        return self.output.data <= 0
 
 
 class LeakyReLU(Op):
