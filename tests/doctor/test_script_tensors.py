@@ -277,3 +277,22 @@ def test_a_tensor_held_by_its_own_name_and_in_a_list_is_named_by_its_own(tmp_pat
     capsys.readouterr()
     assert run.doctor.history.script_tensors == ["W1", "W2"]
     assert [f.where for f in run.doctor.findings if f.symptom == "no_gradient"] == ["W2"]
+
+
+def test_the_html_report_charts_each_tensor_of_a_model_without_modules_as_a_layer(tmp_path, capsys):
+    """Each tensor is a layer of its own in the records: its gradient in the heat map and its update/weight ratio in
+    the bar chart (both were empty before: "No layer with weights was measured"); the gradient flow by depth, which
+    needs a layer's output, says why it is not drawn."""
+    from leakygrad.doctor import report_html
+
+    run = run_script(script(tmp_path, optimizer="optimizer = torch.optim.SGD([w1, w2], lr=0.1)",
+                            update="optimizer.step(); optimizer.zero_grad()"), every=4)  # fmt: skip
+    assert accuracy(capsys) > 0.8 and run.doctor.findings == []
+    records = run.doctor.history.records
+    layers = records[-1].layers
+    assert sorted(layers) == ["w1", "w2"] and all(layer.kind == "tensor" for layer in layers.values())
+    assert all(layer.param_grad_norm > 0 and 1e-5 < layer.update_ratio < 1 for layer in layers.values())
+    page = report_html.render(run.doctor)
+    assert "No layer with weights was measured" not in page and "No optimiser step was measured" not in page
+    assert 'aria-label="gradient norm per layer"' in page or "gradient norm per layer" in page
+    assert "A model without modules: its tensors have no output of their own" in page

@@ -86,8 +86,9 @@ def render(doctor) -> str:
         "began.</p>",
         _loss_chart(history, findings),
         "<h2>Gradient norm per layer over the steps</h2>",
-        '<p class="help">||d loss / d output|| of each layer with weights, nearest the input at the top; log colour '
-        "scale. A dark band at the top is a vanishing gradient; a bright one an exploding gradient.</p>",
+        '<p class="help">||d loss / d output|| of each layer with weights (of a model without modules: each tensor\'s '
+        "own gradient), nearest the input at the top; log colour scale. A dark band at the top is a vanishing "
+        "gradient; a bright one an exploding gradient.</p>",
         _heatmap(history),
         "<h2>Gradient flow by depth</h2>",
         '<p class="help">Median over the recent sampled steps. Top: the gradient norm at each layer, input to output '
@@ -256,6 +257,11 @@ def _flow(history) -> str:
     names = [n for n in history.layer_names() if any(n in r.layers and r.layers[n].has_weights for r in recent)]
     if not names:
         return _nothing_measured(history, "No layer with weights was measured.")
+    if all(r.layers[n].kind == "tensor" for r in recent for n in names if n in r.layers):
+        return (
+            '<p class="empty">A model without modules: its tensors have no output of their own at which the gradient '
+            "arriving from the loss could be measured (the heat map above shows each tensor's own gradient).</p>"
+        )
     norms = [median([r.layers[n].out_grad_norm for r in recent if n in r.layers]) for n in names]
     norms = [None if math.isnan(v) else v for v in norms]
     gains, gain_names, gain_pairs = [], [], []

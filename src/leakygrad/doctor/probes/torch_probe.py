@@ -4941,13 +4941,7 @@ class TorchProbe:
                 continue
             norms = out_grad_norms.get(name)
             out_grad_norm = math.sqrt(sum(n * n for n in norms)) if norms else None  # over every call of the layer
-            grad_norm = weight_norm = update_ratio = None
-            module_sums = sums.get(name)
-            if module_sums is not None:
-                grad_sq, weight_sq, update_sq, has_update = module_sums
-                grad_norm, weight_norm = math.sqrt(grad_sq), math.sqrt(weight_sq)
-                if has_update and weight_sq > 0:
-                    update_ratio = math.sqrt(update_sq) / weight_norm
+            grad_norm, weight_norm, update_ratio = _norms_and_ratio(sums.get(name))
             record.layers[name] = layer = LayerStats(
                 name, info.kind, depth, has_weights=info.has_weights, out_grad_norm=out_grad_norm,
                 param_grad_norm=grad_norm, weight_norm=weight_norm, update_ratio=update_ratio,
@@ -4960,6 +4954,15 @@ class TorchProbe:
                 units, spread_at = state.unit_spreads[name]
                 if math.isfinite(value(spread_at)):
                     layer.units, layer.unit_spread = units, value(spread_at)
+        # A model without modules: each of its tensors is a layer of its own (its gradient, weights and update; no
+        # output of its own, so no gradient arriving at one), after the modules, in the order they were found.
+        for position, name in enumerate(self._script_tensors, start=len(state.order)):
+            if name in sums and name not in record.layers:
+                grad_norm, weight_norm, update_ratio = _norms_and_ratio(sums[name])
+                record.layers[name] = LayerStats(
+                    name, "tensor", position, has_weights=True, param_grad_norm=grad_norm, weight_norm=weight_norm,
+                    update_ratio=update_ratio,
+                )  # fmt: skip
 
     def _add_time_norms(self, layer: LayerStats, state: StepState, value, vectors, scale: float) -> None:
         """A recurrent layer's gradient at each time step: of its input (RNN/LSTM/GRU) or of each call (cells)."""
@@ -5372,6 +5375,17 @@ def _tensors_watched(names: list[str]) -> str:
     """How a model of plain tensors is named among the watched: `tensors w1, w2`, or the first few and a count."""
     shown = ", ".join(names[:4])
     return f"tensors {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _norms_and_ratio(module_sums) -> tuple[float | None, float | None, float | None]:
+    """A layer's gradient norm, weight norm and update/weight ratio, from its parameters' summed squares
+    ([grad^2, weight^2, update^2, whether an update was measured]; None: none measured)."""
+    if module_sums is None:
+        return None, None, None
+    grad_sq, weight_sq, update_sq, has_update = module_sums
+    weight_norm = math.sqrt(weight_sq)
+    update_ratio = math.sqrt(update_sq) / weight_norm if has_update and weight_sq > 0 else None
+    return math.sqrt(grad_sq), weight_norm, update_ratio
 
 
 def _script_tensors() -> dict[str, torch.Tensor]:
