@@ -92,10 +92,13 @@ class Doctor:
         self.history.set_nonfinite(event)
         self._findings = None
 
-    def check_reset(self, step: int, reset: bool, modules_not_reset: list[str] = (), by_hand: bool = False) -> None:
+    def check_reset(
+        self, step: int, reset: bool, modules_not_reset: list[str] = (), by_hand: bool = False, in_closure: bool = False
+    ) -> None:
         history = self.history
         history.reset_checks += 1
         history.reset_by_hand = by_hand  # (checked between updates made by hand: no optimiser steps)
+        history.reset_in_closure = in_closure  # (checked within a step whose closure runs the backward passes)
         if not reset:
             history.not_reset += 1
             history.modules_not_reset.update(modules_not_reset)

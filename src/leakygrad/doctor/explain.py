@@ -3389,6 +3389,8 @@ def explain_accumulating_gradient(f: Finding):
     norms = ", ".join(f"{fmt(n)}" for _, n in e.get("grad_norm_by_step", [])) or "n/a"
     if e.get("updated_by_hand"):
         return _explain_accumulating_by_hand(f, norms)
+    if e.get("in_closure"):
+        return _explain_accumulating_in_closure(f, norms)
     text = (
         f"Gradients were not reset between optimiser steps on {e['steps_not_reset']} of {e['steps_checked']} checked "
         "steps. `backward()` adds each new gradient into `.grad`, so without `zero_grad()` step t applies the sum of "
@@ -3402,6 +3404,24 @@ def explain_accumulating_gradient(f: Finding):
         "of them (or `model.zero_grad()` once)"
         + (f": the optimiser that steps {', '.join(f'`{m}`' for m in modules)} is not zeroed." if modules else "."),
         "If you accumulate over micro-batches on purpose, zero after each `optimizer.step()`.",
+    ]
+    return text, remedies
+
+
+def _explain_accumulating_in_closure(f: Finding, norms: str):
+    e = f.evidence
+    text = (
+        "The optimiser is stepped with a closure (`optimizer.step(closure)`), which computes the loss and calls "
+        "`backward()` itself, and the closure does not reset the gradients: on "
+        f"{e['steps_not_reset']} of {e['steps_checked']} checked steps they only grew, one backward pass on top of the "
+        "last. The optimiser may call the closure several times in one step (LBFGS: once per iteration and per line "
+        "search evaluation), and each call's `backward()` adds into `.grad`: the gradient it reads is the sum of every "
+        "evaluation so far, not the gradient at the current weights, so its directions and curvature estimates are "
+        f"wrong and the steps grow. Gradient norm on sampled steps: {norms}."
+    )
+    remedies = [
+        "Call `optimizer.zero_grad()` inside the closure, before `loss.backward()`: `def closure(): "
+        "optimizer.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); return loss`.",
     ]
     return text, remedies
 
@@ -3940,6 +3960,26 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
     return text, remedies
 
 
+def _explain_misspelt_setting(f: Finding):
+    found = f.evidence["misspelt_setting"]
+    group, key, meant = found["param_group"], found["setting"], found["meant"]
+    given, in_effect = found["given"], found["in_effect"]
+    what = "learning rate" if meant == "lr" else "momentum"
+    pace = "slower" if given > in_effect else "faster"
+    text = (
+        f"Parameter group {group} of the optimiser was given its {what} as `{key}={fmt(given)}`, a key the optimiser "
+        f"does not know: torch.optim keeps any key in a group's dict and reads only its own (`{meant}`), without an "
+        f"error. That group runs at the optimiser's default `{meant}={fmt(in_effect)}` instead, "
+        + (f"{fmt(max(given, in_effect) / min(given, in_effect))} times " if min(given, in_effect) > 0 else "")
+        + f"{pace} than written."
+    )
+    remedies = [
+        f"Write `'{meant}': {fmt(given)}` in that group (`{{'params': ..., '{meant}': {fmt(given)}}}`), and print "
+        f"`[g['{meant}'] for g in optimizer.param_groups]` to check each group's value.",
+    ]
+    return text, remedies
+
+
 def _explain_swapped_betas(f: Finding):
     beta1, beta2 = f.evidence["adam_betas"]
     text = (
@@ -4002,6 +4042,8 @@ def _explain_loss_without_floor(f: Finding):
 
 def explain_diverging_loss(f: Finding):
     e = f.evidence
+    if e.get("misspelt_setting"):
+        return _explain_misspelt_setting(f)
     if e.get("negated"):
         return _explain_negated_loss(f)
     if e.get("maximized"):
@@ -4388,6 +4430,8 @@ def _explain_plateau_mode(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if e.get("misspelt_setting"):
+        return _explain_misspelt_setting(f)
     if "base_rate_entropy" in e:
         return _explain_base_rate(f)
     if "plateau_mode" in e:
@@ -4676,11 +4720,15 @@ def explain(finding: Finding) -> Finding:
     if e.get("schedule_not_applied"):
         _add_cause(finding, *_schedule_not_applied(e["schedule_not_applied"]))
     if e.get("after_accumulating_gradient"):
+        consequence = (
+            "and steps that large push a ReLU's inputs below 0 for every example."
+            if finding.symptom in ("dead_relu", "blocked_gradient")
+            else "until the weights, and the gradients computed from them, overflowed."
+        )
         _add_cause(
             finding,
-            "These units died while the gradients were never reset (the `accumulating_gradient` finding): each step "
-            "applied the sum of every gradient so far, a step that grows without end, and steps that large push a "
-            "ReLU's inputs below 0 for every example.",
+            f"This came while the gradients were never reset (the `accumulating_gradient` finding): each step applied "
+            f"the sum of every gradient so far, a step that grows without end, {consequence}",
             "Reset the gradients at every step first (the `accumulating_gradient` finding), then look again.",
         )
     if e.get("after_eval_mode"):

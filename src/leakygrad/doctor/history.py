@@ -175,6 +175,7 @@ class History:
         self.not_reset = 0  # ... and found they were not
         self.first_not_reset: int | None = None
         self.reset_by_hand = False  # (as of the last check) between weights updated by hand, without an optimiser
+        self.reset_in_closure = False  # (as of the last check) within a step whose closure runs its backward passes
         self.modules_not_reset: set[str] = set()  # ... the modules whose parameters' gradients were not reset
         self.graph_cuts: dict[tuple[str, str], int] = {}  # (producer, consumer) -> first step seen
         # layer -> (step, unit spread) at each look at whether its units are all alike (steps 0, 32, 64, 128, ...)

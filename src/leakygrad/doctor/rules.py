@@ -415,6 +415,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
         if summing is not None and died and f.first_step >= summing.first_step:  # (a clamp at 0: a ReLU by hand)
             f.evidence["after_accumulating_gradient"] = summing.where
             f.severity = "warning"  # (the consequence: the accumulation's finding is the error to fix)
+        # (the summed steps grew until the values overflowed; found on every check, the summing began at the start)
+        blew_up = f.symptom in ("nonfinite", "exploding_gradient")
+        if summing is not None and blew_up and (f.first_step >= summing.first_step or _summing_from_the_start(summing)):
+            f.evidence["after_accumulating_gradient"] = summing.where
     # a gradient replaced by hand with something that drowns it (DP-SGD's noise batch-size times too large): the
     # weights random-walk, and units that saturate in training are that walk's doing, told so (and after the loss's)
     drowned = next((f for f in findings if f.evidence.get("gradient_replaced")), None)
@@ -1213,6 +1217,23 @@ def swapped_betas_rule(history: History, t: Thresholds) -> list[Finding]:
     first_step = next(r.step for r in history.records if r.swapped_betas is not None)
     evidence = {"adam_betas": marked[-1].swapped_betas}
     return [Finding("diverging_loss", "optimizer", first_step, "warning", evidence)]
+
+
+def misspelt_setting_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A parameter group's learning rate (or momentum) given under a key the optimiser does not know
+    (`{"params": head.parameters(), "learning_rate": 5e-2}`): torch.optim keeps the key and never reads it, and the
+    group runs at the optimiser's default. Slower than written is a stall in the making, faster a divergence; an
+    error when the rate in effect is `misspelt_rate_factor` (10) times off the one written or more, a warning else."""
+    marked = _marked_on_most(history, "misspelt_setting", t)
+    if not marked:
+        return []
+    found = marked[-1].misspelt_setting
+    given, in_effect = found["given"], found["in_effect"]
+    off = max(given, in_effect) / min(given, in_effect) if min(given, in_effect) > 0 else math.inf
+    symptom = "stalled_loss" if given > in_effect else "diverging_loss"
+    severity = "error" if found["meant"] == "lr" and off >= t.misspelt_rate_factor else "warning"
+    first_step = next(r.step for r in history.records if r.misspelt_setting is not None)
+    return [Finding(symptom, "optimizer", first_step, severity, {"misspelt_setting": found})]
 
 
 def reinitialised_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -3607,6 +3628,12 @@ def _tensors_named(names: list[str]) -> str:
 
 
 # --- gradients never reset ---------------------------------------------------------------------------------------
+def _summing_from_the_start(summing: Finding) -> bool:
+    """Gradients found not reset at every check: they were not before the first check either (its step is only the
+    first sampled one that could tell)."""
+    return summing.evidence["steps_not_reset"] == summing.evidence["steps_checked"]
+
+
 def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
     if history.reset_checks < t.min_records - 1 or history.not_reset == 0:
         return []
@@ -3621,6 +3648,8 @@ def accumulating_rule(history: History, t: Thresholds) -> list[Finding]:
         "modules_not_reset": sorted(history.modules_not_reset),
     }
     where = "optimizer"
+    if history.reset_in_closure:  # (`optimizer.step(closure)`: the closure runs the backward passes, LBFGS's several)
+        evidence["in_closure"] = True
     if history.reset_by_hand:  # (no optimiser: the weights are updated by hand, `p -= lr * p.grad`)
         evidence["updated_by_hand"] = True
         where = history.models[0] if len(history.models) == 1 else "model"
@@ -4514,6 +4543,7 @@ RULES = (
     maximized_loss_rule,
     negative_learning_rate_rule,
     swapped_betas_rule,
+    misspelt_setting_rule,
     momentum_not_decaying_rule,
     one_hot_softmax_rule,
     reinitialised_rule,

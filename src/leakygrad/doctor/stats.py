@@ -149,6 +149,9 @@ class StepRecord:
     layers_read_by_loss: list[str] = field(default_factory=list)  # modules whose outputs the loss reads directly
     output_side_activations: list[str] = field(default_factory=list)  # sigmoids and tanhs no module reads
     swapped_betas: list | None = None  # the training optimiser's Adam betas, when beta1 > beta2
+    # ... a parameter group's lr or momentum given under a key it does not know ("learning_rate"): {"param_group",
+    # "setting", "meant", "given", "in_effect"}
+    misspelt_setting: dict | None = None
     momentum_not_decaying: dict | None = None  # ... its momentum and dampening, when the momentum is 1 or more
     negative_lr: float | None = None  # ... its lowest learning rate, when below 0
     lr_schedule: tuple[float, float] | None = None  # ... its (lr, initial_lr), when a scheduler set initial_lr

@@ -196,6 +196,9 @@ class Thresholds:
     was put in dominates what backward computed (DP-SGD's noise added after the mean, B times too large: ratio ~10,
     cosine 0.01; added before dividing by B, 2 to 3 and 0.07 to 0.19), and the steps are a random walk
     (`gradient_replaced`)."""
+    misspelt_rate_factor: float = 10.0
+    """A parameter group's learning rate given under a key the optimiser does not know ("learning_rate"): an error when
+    the rate in effect (the optimiser's default) is this factor off the one written or more, a warning closer."""
     lr_schedule_cut: float = 1e-2
     """A stalled loss whose learning rate, at every sampled step, was at most this share of the rate the optimiser was
     given (`initial_lr`, set by a scheduler): the schedule holds it near 0 ("scheduled to nothing": a LambdaLR lambda

@@ -27,6 +27,7 @@ when the input has no gradient of its own), computes the same forward values and
 
 from __future__ import annotations
 
+import difflib
 import functools
 import gc
 import inspect
@@ -676,6 +677,40 @@ def _negative_rate(optimizer) -> float | None:
         if len(readable) == 2 and float(given) >= 0 > float(lr):
             lowest = float(lr) if lowest is None else min(lowest, float(lr))
     return lowest
+
+
+# Keys a scheduler or SWA writes into an optimiser's groups beside the optimiser's own settings: no typo of them.
+SCHEDULER_KEYS = frozenset({"initial_lr", "max_lr", "min_lr", "base_lr", "max_momentum", "base_momentum", "swa_lr"})
+# Names a learning rate or a momentum is written by elsewhere (Keras, JAX's optax, papers), too far from `lr` to be
+# told by spelling alone
+MEANT_SETTING = {"learning_rate": "lr", "learningrate": "lr", "lrate": "lr", "lr_rate": "lr", "mom": "momentum"}
+
+
+def _misspelt_setting(optimizer) -> dict | None:
+    """A parameter group given its learning rate or momentum under a key the optimiser does not know
+    (`{"params": ..., "learning_rate": 5e-2}`): torch.optim keeps any key in a group and reads only its own, so the
+    group runs at the optimiser's default. {"param_group", "setting", "meant", "given", "in_effect"} of the first such
+    key whose value differs from the one in effect, or None."""
+    known = optimizer.defaults
+    for index, group in enumerate(optimizer.param_groups):
+        for key, given in group.items():
+            if key in known or key == "params" or key in SCHEDULER_KEYS or not isinstance(key, str):
+                continue
+            meant = _meant_setting(key, known)
+            in_effect = group.get(meant) if meant is not None else None
+            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (given, in_effect))
+            if numbers and given != in_effect:
+                return {"param_group": index, "setting": key, "meant": meant, "given": given, "in_effect": in_effect}
+    return None
+
+
+def _meant_setting(key: str, known) -> str | None:
+    """`lr` or `momentum`, when an unknown key is one of them misspelt or named as elsewhere; else None."""
+    lowered = key.lower()
+    meant = MEANT_SETTING.get(lowered) or next(
+        iter(difflib.get_close_matches(lowered, ["lr", "momentum"], 1, 0.8)), None
+    )
+    return meant if meant in known else None
 
 
 def _swapped_betas(optimizer) -> list[float] | None:
@@ -1338,6 +1373,7 @@ class StepState:
     root_loss: str | None = None  # ... or that is the root itself (times positive constants)
     maximizes: bool = False  # the training optimiser was made with maximize=True
     swapped_betas: list | None = None  # ... with Adam's betas the wrong way round, (beta1, beta2), beta1 > beta2
+    misspelt_setting: dict | None = None  # ... with a group's lr or momentum under a key it does not know
     momentum_not_decaying: dict | None = None  # ... with a momentum of 1 or more: {"momentum", "dampening"}
     negative_lr: float | None = None  # ... with a learning rate below 0 in a parameter group (the lowest)
     lr_schedule: tuple | None = None  # ... its first group's (lr, initial_lr), when a scheduler set initial_lr
@@ -1595,6 +1631,7 @@ class TorchProbe:
         self._optimizer_exists: bool | None = None  # while the mode is unknown: see _optimizer_yet_to_step
         self._awaiting = False  # a backward ended; the step ends unless an optimiser step comes next
         self._reset_marks: GradientMarks | None = None  # from a sampled optimiser step to the next optimiser step
+        self._marks_in_closure = False  # the marks were made at the start of a step given a closure (LBFGS)
         self._nonfinite_seen = False
         self._scaler_overflows = 0  # sampled steps in a row whose scaled backward overflowed (see SCALER_...)
         self._last_finite_step = 0  # the last sampled step whose parameters were all finite
@@ -1722,6 +1759,7 @@ class TorchProbe:
                 self._fail("ending the last step", error)
         self.state = None
         self._reset_marks = None
+        self._marks_in_closure = False
         self._plan = None
         self._scratch = Scratch()
 
@@ -4056,6 +4094,7 @@ class TorchProbe:
                     self.state.requires_grad_assigned = self._requires_grad_assigned(optimizer)
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
+                self.state.misspelt_setting = _misspelt_setting(optimizer)
                 self.state.momentum_not_decaying = _momentum_not_decaying(optimizer)
                 self.state.negative_lr = _negative_rate(optimizer)
                 self.state.step_size_normalised = isinstance(optimizer, SIZE_NORMALISING) or any(
@@ -4075,6 +4114,9 @@ class TorchProbe:
                 self.state.group_rates = _group_rates(optimizer, self._param_label)
                 closure = args[1] if len(args) > 1 else kwargs.get("closure")  # (args[0] is the optimiser)
                 self.state.line_search = closure is not None and isinstance(optimizer, torch.optim.LBFGS)
+                if closure is not None:  # its backward passes run inside this step: were the gradients reset in them?
+                    self._reset_marks = GradientMarks(self._optimizer_parameters(optimizer))
+                    self._marks_in_closure = True
                 if closure is not None and not self._backward_calls:
                     # No backward yet: the optimiser computes the gradients itself, calling the closure (LBFGS).
                     # Its first forward and backward are this step's; the gradients are measured after them.
@@ -4245,6 +4287,10 @@ class TorchProbe:
                 self._made_anew = False
                 kind, kept = type(optimizer).__name__, _state_kept(optimizer)
                 self.doctor.history.note_optimizer_made_anew(self.step, kind, kept)
+            if self._marks_in_closure:  # (made at this step's start: its closure's backward passes have run since)
+                self._marks_in_closure = False
+                if self._reset_marks is not None:
+                    self._check_reset(in_closure=True)
             if self.sampling and self.state is not None:
                 params = [p for _, _, p in self.state.params] or self._optimizer_parameters(optimizer)
                 self._finish_sampled_step(with_update=True)
@@ -4286,16 +4332,19 @@ class TorchProbe:
                 out.append(p)
         return out
 
-    def _check_reset(self, updated_only: bool = False) -> None:
-        """At the optimiser step after a sampled one (without an optimiser: at the backward after it, `updated_only`):
-        were the gradients reset in between (`GradientMarks`)?"""
+    def _check_reset(self, updated_only: bool = False, in_closure: bool = False) -> None:
+        """At the optimiser step after a sampled one (without an optimiser: at the backward after it, `updated_only`;
+        for a step given a closure, which runs its own backward passes: at that step's end, `in_closure`): were the
+        gradients reset in between (`GradientMarks`)?"""
         marks, self._reset_marks = self._reset_marks, None
         reset, stale = marks.counts(updated_only)
         if updated_only and any(marks._updated(i) for i in range(len(marks.params))):
             self.doctor.history.updated_in_place_by_hand = True  # (`p -= lr * p.grad` ran: whatever it moved them by)
         if stale or reset:
             modules = sorted({entry[2] for entry in map(self._param_label, stale) if entry is not None})
-            self.doctor.check_reset(self.step, len(stale) <= reset, modules, by_hand=updated_only)
+            self.doctor.check_reset(
+                self.step, len(stale) <= reset, modules, by_hand=updated_only, in_closure=in_closure
+            )
 
     def _measure_parameters(self, candidates, snapshot: bool) -> None:
         """Gradient norms (whole tensors) and, for the update/weight ratio, a snapshot of sampled entries, of the
@@ -4788,6 +4837,7 @@ class TorchProbe:
             record.input_gradient_zero = any(value(i) == 0 for i in state.input_grad_sizes)
         record.maximized_loss = state.root_loss if state.maximizes else None
         record.swapped_betas = state.swapped_betas
+        record.misspelt_setting = state.misspelt_setting
         record.momentum_not_decaying = state.momentum_not_decaying
         record.negative_lr = state.negative_lr
         record.lr_schedule, record.one_cycle_max_lr = state.lr_schedule, state.one_cycle_max_lr
