@@ -4209,3 +4209,40 @@ def test_a_mask_of_integer_0s_and_1s_used_as_an_index_is_named(mask_dtype):
     assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "index after tagger.1", "error")
     assert f.evidence["length"] == 256 and f.evidence["ones"] == int(lengths.sum())
     assert "picks rows 0 and 1" in f.explanation and "dtype=torch.bool" in f.remedies[0]
+
+
+@pytest.mark.filterwarnings("ignore:Using a target size")  # (PyTorch's own warning of the broadcast)
+@pytest.mark.parametrize("case", ["column_against_row", "same_shape", "relu_on_q", "linear_q"])
+def test_a_q_value_picked_with_gather_is_judged_as_the_network_s_output(case):
+    """A DQN's loss reads `net(s).gather(1, a[:, None])`, the Q of each action taken, not the network's output as it
+    is: its (N, 1) against TD targets of shape (N,) broadcast to (N, N) in `smooth_l1_loss` (sweep 50: greedy success
+    0.25 against 1.00, told as RL targets that move), and a ReLU after the output layer against negative targets (every
+    step's reward -1: success 0 against 0.75, told as dead units to lower the learning rate for). Both were looked for
+    only at a module's output taken as it is, or sliced; the gather hid them."""
+    torch.manual_seed(0)
+    states = torch.randn(512, 8)
+    actions = torch.randint(0, 4, (512,))
+    values = -1.0 - states[:, :4].abs().sum(1) * 0.1 - 0.2 * actions.float()  # (every return below 0: a cost per step)
+    layers = [nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 4)] + ([nn.ReLU()] if case == "relu_on_q" else [])
+    net = nn.Sequential(*layers)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with doctor.watch(net, optimizer) as dr:
+        for _ in range(300):
+            batch = torch.randint(0, 512, (64,))
+            q = net(states[batch]).gather(1, actions[batch, None])  # (64, 1)
+            target = values[batch] if case == "column_against_row" else values[batch, None]
+            loss = F.smooth_l1_loss(q, target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    errors = [(f.symptom, f.where) for f in dr.findings if f.severity == "error"]
+    if case == "column_against_row":
+        assert ("stalled_loss", "smooth_l1_loss") in errors
+        [f] = [f for f in dr.findings if f.where == "smooth_l1_loss"]
+        assert f.evidence["prediction_shape"] == [64, 1] and f.evidence["compared_as"] == [64, 64]
+    elif case == "relu_on_q":
+        [f] = [f for f in dr.findings if f.where.endswith(".3")]  # (the ReLU after the output layer)
+        assert (f.symptom, f.severity) == ("blocked_gradient", "error") and f.remedies[0].startswith("Drop the relu")
+        assert f.evidence["targets_outside"] == 1.0 and f.evidence["regression_loss"] == "smooth_l1_loss"
+    else:
+        assert errors == []

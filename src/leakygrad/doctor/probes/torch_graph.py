@@ -533,6 +533,8 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
         module = module_outputs.get(base)
         if module is None and len(before) == 1:  # (an (N,) squeezed from the output: `model(x).squeeze(-1)`)
             module = module_outputs.get(beneath_reshapes(base))
+        if module is None:  # (picked from the output: a DQN's `net(s).gather(1, a[:, None])`, (N, 1) against (N,))
+            module = module_outputs.get(beneath_reshapes(base, also=PICKS))
         if module is None:
             continue
         batch = before[0]
@@ -643,7 +645,7 @@ def targets_out_of_reach(loss_nodes, module_outputs) -> dict | None:
         target = saved_value(node, "_saved_target")
         if not inputs or not isinstance(target, torch.Tensor) or target.requires_grad or target.numel() == 0:
             continue
-        squashing = beneath_reshapes(inputs[0], also=SELECTIONS)
+        squashing = beneath_reshapes(inputs[0], also=PICKS)  # (a DQN's Q of the actions taken: `q.gather(1, a)`)
         activation = op_name(squashing)
         if activation not in OUTPUT_RANGES:
             continue
@@ -1886,6 +1888,8 @@ RESHAPES = {
 
 
 SELECTIONS = ("select", "slice")  # (`p[:, 0]`, `p[:, :1]`: some of the values, unchanged)
+# ... and those picked by index (`q.gather(1, actions)`, a DQN's Q of the actions taken; `p[rows, cols]`)
+PICKS = SELECTIONS + ("gather", "index")
 
 
 def beneath_reshapes(node, also=()):
