@@ -296,3 +296,47 @@ def test_the_html_report_charts_each_tensor_of_a_model_without_modules_as_a_laye
     assert "No layer with weights was measured" not in page and "No optimiser step was measured" not in page
     assert 'aria-label="gradient norm per layer"' in page or "gradient norm per layer" in page
     assert "A model without modules: its tensors have no output of their own" in page
+
+
+INVERSE_PROBLEM = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    # u'' = -k u on [0, 1]: fit u to measurements and learn the unknown k = exp(log_k) (true k = 4)
+    x = torch.linspace(0, 1, 128).unsqueeze(1).requires_grad_()  # (collocation points: an input, read by the net)
+    measured = torch.sin(2 * x.detach())
+    net = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+    log_k = torch.tensor(0.0, requires_grad=True)
+    optimizer = torch.optim.Adam({params}, lr=1e-2)
+    for step in range(300):
+        u = net(x)
+        du = torch.autograd.grad(u.sum(), x, create_graph=True)[0]
+        d2u = torch.autograd.grad(du.sum(), x, create_graph=True)[0]
+        loss = ((d2u + log_k.exp() * u) ** 2).mean() + ((u - measured) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(f"k {{log_k.exp().item():.3f}}")
+    """
+)
+
+
+@pytest.mark.parametrize("stepped", [False, True])
+def test_an_unknown_coefficient_the_script_holds_and_no_optimiser_steps_is_named(tmp_path, capsys, stepped):
+    """An inverse PINN: `log_k = torch.tensor(0., requires_grad=True)` at top level, the optimiser made over
+    `net.parameters()` alone. log_k gets a gradient at every step and never moves (sweep 50: k stayed 1.00 where the
+    true one was 0.4, and nothing was said). Named as the script holds it, with the remedy to give it to the optimiser.
+    The collocation points, which require grad too but are the net's input, are no parameter."""
+    params = "list(net.parameters()) + [log_k]" if stepped else "net.parameters()"
+    path = tmp_path / "inverse.py"
+    path.write_text(INVERSE_PROBLEM.format(params=params))
+    run = run_script(str(path))
+    k = float(capsys.readouterr().out.split("k ")[-1])
+    if stepped:
+        assert k != 1.0 and run.doctor.findings == []  # (it moves)
+        return
+    assert k == 1.0
+    [f] = run.doctor.findings
+    assert (f.symptom, f.where, f.severity) == ("unapplied_gradient", "log_k", "error")
+    assert f.evidence["held_by_script"] and f.remedies[0].startswith("Give it to the optimiser")

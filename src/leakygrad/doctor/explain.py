@@ -3500,6 +3500,8 @@ def _explain_reset_between_backwards(f: Finding):
 
 
 def _explain_not_a_parameter(f: Finding):
+    if f.evidence.get("held_by_script"):
+        return _explain_script_tensor_not_stepped(f)
     owner, _, attribute = f.where.rpartition(".")
     text = (
         f"`{f.where}` requires grad and receives a gradient at every step, but it is a plain tensor, not an "
@@ -3510,6 +3512,22 @@ def _explain_not_a_parameter(f: Finding):
     remedies = [
         f"Make it a parameter: `self.{attribute} = nn.Parameter(torch.tensor(...))` in `__init__`, before the "
         "optimiser is made over `model.parameters()`.",
+    ]
+    return text, remedies
+
+
+def _explain_script_tensor_not_stepped(f: Finding):
+    name = f.where
+    text = (
+        f"`{name}` requires grad and receives a gradient at every step, but no optimiser holds it: the optimisers "
+        f"were made over the model's parameters, and `{name}`, a tensor the script keeps beside the model, is not "
+        f"among them. Its value has not changed since step {f.first_step}: it is learnt by nobody, its gradient is "
+        "computed and thrown away (or piles up in its `.grad`, never reset), and the model fits around its initial "
+        "value."
+    )
+    remedies = [
+        f"Give it to the optimiser with the model's parameters: `torch.optim.Adam(list(model.parameters()) + [{name}], "
+        "lr=...)` (or as a parameter group of its own, with a rate of its own).",
     ]
     return text, remedies
 

@@ -1607,15 +1607,18 @@ def gather_across_batch_rule(history: History, t: Thresholds) -> list[Finding]:
 def loose_leaf_rule(history: History, t: Thresholds) -> list[Finding]:
     """A tensor held by a module that gets a gradient on every look but is no parameter the optimisers know: a plain
     tensor made with `requires_grad=True`, never changed since (no optimiser steps it: `parameters()` leaves it
-    out); or an `nn.Parameter` registered in `forward()`, a new object at every look (made after the optimiser, and
-    made again from its initial value at every call), or held by a layer built in `forward()` and so by no watched
-    module. Its gradient is computed and thrown away."""
+    out), or one the script holds beside the model, a few numbers that no layer reads (an inverse problem's unknown
+    coefficient left out of the optimiser); or an `nn.Parameter` registered in `forward()`, a new object at every
+    look (made after the optimiser, and made again from its initial value at every call), or held by a layer built in
+    `forward()` and so by no watched module. Its gradient is computed and thrown away."""
     findings = []
     for path, tally in sorted(history.loose_leaves.items()):
         if tally["looks"] < t.min_records:
             continue
-        if tally["kind"] == "tensor" and tally["renewed"] == 0 and not tally["changed"]:
+        if tally["kind"] in ("tensor", "script") and tally["renewed"] == 0 and not tally["changed"]:
             evidence = {"not_a_parameter": True, "looks": tally["looks"]}
+            if tally["kind"] == "script":  # (held by the script, outside the model: no optimiser was given it)
+                evidence["held_by_script"] = True
         elif tally["kind"] == "parameter" and tally["renewed"] == tally["looks"] - 1:
             evidence = {"recreated_each_step": True, "looks": tally["looks"]}
         elif tally["kind"] == "made" and tally["renewed"] == tally["looks"] - 1:  # (a layer built in forward())

@@ -3730,6 +3730,7 @@ class TorchProbe:
         `nn.Parameter` no watched module holds, read by a layer's operation: a layer built inside `forward()`
         (`nn.Linear(64, 10)(x)`), named after the watched module before it. Inputs made to require grad (an
         adversarial example, a physics-informed network's coordinates) are plain tensors of no module."""
+        held_by_script = None  # (id -> name of the small learnable-looking tensors the script holds: found once)
         for node in nodes:
             for child, _ in node.next_functions:
                 if type(child) is not graph_tools.PARAMETER_LEAF or id(child.variable) in self.param_labels:
@@ -3740,6 +3741,11 @@ class TorchProbe:
                         f"layer made in forward after {graph_tools.nearest_upstream(node, names) or 'input'}",
                         "made",
                     )
+                if found is None and self.infos and _stands_for_a_parameter(child.variable):
+                    if held_by_script is None:
+                        held_by_script = self._small_tensors_held_by_script(nodes)
+                    name = held_by_script.get(id(child.variable))
+                    found = None if name is None else (name, "script")
                 if found is None or found[0] in state.loose_leaves:
                     continue
                 path, kind = found
@@ -3750,6 +3756,19 @@ class TorchProbe:
                 renewed = last is not None and last() is not child.variable  # (a new object since the last look)
                 self._last_leaves[path] = weakref.ref(child.variable)
                 state.loose_leaves[path] = (kind, renewed, state.deferred.scalar(changed))
+
+    def _small_tensors_held_by_script(self, nodes: list) -> dict[int, str]:
+        """id -> name of the tensors the script holds by a name (`log_k = torch.tensor(0.0, requires_grad=True)` at top
+        level, an inverse problem's unknown coefficient) that the graph reads, none of them through a layer's product:
+        an input made to require grad (a PINN's coordinates, a saliency map's image) is what a layer reads."""
+        read_by_layers = {
+            id(child.variable)
+            for node in nodes
+            if op_name(node) in LAYER_READS
+            for child, _ in node.next_functions
+            if type(child) is graph_tools.PARAMETER_LEAF
+        }
+        return {key: name for key, name in _script_tensor_names().items() if key not in read_by_layers}
 
     def _attribute_holding(self, tensor: torch.Tensor) -> tuple[str, str] | None:
         """(path, "parameter" or "tensor") of the watched module's attribute that holds `tensor`, or None."""
@@ -5436,6 +5455,22 @@ def _norms_and_ratio(module_sums) -> tuple[float | None, float | None, float | N
     weight_norm = math.sqrt(weight_sq)
     update_ratio = math.sqrt(update_sq) / weight_norm if has_update and weight_sq > 0 else None
     return math.sqrt(grad_sq), weight_norm, update_ratio
+
+
+SCRIPT_LEAF_ENTRIES = (
+    64  # a tensor the script holds, outside the model, with at most this many entries may be a parameter
+)
+
+
+def _stands_for_a_parameter(tensor: torch.Tensor) -> bool:
+    """A plain tensor that requires grad, small enough to be learnt beside a model rather than data fed to it (an
+    unknown coefficient, a temperature, a prior's mean: a few numbers)."""
+    return (
+        not isinstance(tensor, nn.Parameter)
+        and tensor.requires_grad
+        and tensor.is_floating_point()
+        and tensor.numel() <= SCRIPT_LEAF_ENTRIES
+    )
 
 
 def _script_tensors() -> dict[str, torch.Tensor]:
