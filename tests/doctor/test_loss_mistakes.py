@@ -4246,3 +4246,39 @@ def test_a_q_value_picked_with_gather_is_judged_as_the_network_s_output(case):
         assert f.evidence["targets_outside"] == 1.0 and f.evidence["regression_loss"] == "smooth_l1_loss"
     else:
         assert errors == []
+
+
+@pytest.mark.parametrize("squash", ["softmax", "log_softmax"])
+def test_per_step_nll_losses_of_probabilities_added_up_are_a_loss_outside_its_domain(squash):
+    """The PyTorch seq2seq tutorial's layout, `loss = 0; for t in ...: loss = loss + criterion(step_out(h), y[:, t])`
+    with `nn.NLLLoss`, where the step returned `F.softmax` instead of `F.log_softmax`: nll_loss of probabilities has no
+    floor, and the summed loss went below zero (sweep 50: token accuracy 0.65 against 1.00, nothing said). Only a loss
+    that was one call of the function, times constants, was known never negative; a sum of its calls is not either."""
+    torch.manual_seed(0)
+    steps, classes = 4, 6
+    x = torch.randn(512, 12)
+    y = torch.stack([(x[:, 3 * t : 3 * t + 3].sum(1) > 0).long() * (t + 1) for t in range(steps)], 1)
+    encoder = nn.Sequential(nn.Linear(12, 64), nn.Tanh())
+    cell = nn.GRUCell(classes, 64)
+    head = nn.Linear(64, classes)
+    model = nn.ModuleDict({"encoder": encoder, "cell": cell, "head": head})
+    criterion = nn.NLLLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for step in range(300):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            h, inp, loss = encoder(x[batch]), torch.zeros(64, classes), 0.0
+            for t in range(steps):
+                h = cell(inp, h)
+                loss = loss + criterion(getattr(F, squash)(head(h), dim=-1), y[batch, t])
+                inp = F.one_hot(y[batch, t], classes).float()  # (teacher forcing)
+            loss = loss / steps
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    if squash == "log_softmax":
+        assert [f for f in dr.findings if f.severity == "error"] == []
+        return
+    [f] = [f for f in dr.findings if f.symptom == "diverging_loss"]
+    assert (f.where, f.severity) == ("loss", "error") and f.evidence["loss_function"] == "nll_loss"
+    assert f.remedies[0].startswith("Give `nll_loss` log-probabilities")

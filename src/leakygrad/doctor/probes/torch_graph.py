@@ -239,7 +239,37 @@ def signed_loss(root) -> tuple[int, str | None]:
         return 1, None
     if op_name(node) in NONNEGATIVE_LOSSES:
         return sign, op_name(node)
+    terms = _calls_of_one_loss_added(node)
+    if terms:  # (a sum of them is never negative either: a decoder's per-step losses added up)
+        return sign, op_name(terms[0])
     return sign, _mean_of_errors(node)
+
+
+SUMMED_TERMS_LOOKED = 64  # nodes looked through for the terms of a sum of losses
+
+
+def _calls_of_one_loss_added(node) -> list:
+    """The loss nodes, when `node` is a sum of calls of one loss function never negative, each times a positive
+    constant at most (`loss = loss + criterion(out_t, y_t)` over a decoder's steps, from `loss = 0`); else []."""
+    if op_name(node) != "add":
+        return []
+    terms, stack = [], [node]
+    for _ in range(SUMMED_TERMS_LOOKED):
+        if not stack:
+            break
+        node = stack.pop()
+        op, inputs = op_name(node), [child for child, _ in node.next_functions if child is not None]
+        if op == "add":
+            stack.extend(inputs)
+        elif op in ("mul", "div") and len(inputs) == 1 and (_constant_factor(node) or 0) > 0:
+            stack.append(inputs[0])
+        elif op in NONNEGATIVE_LOSSES:
+            terms.append(node)
+        else:
+            return []
+    if stack or len({op_name(term) for term in terms}) != 1:
+        return []
+    return terms
 
 
 def _beneath_scalings(root) -> tuple[int, object]:
@@ -272,14 +302,15 @@ def loss_outside_its_domain(root) -> dict | None:
     """For a loss of LOSS_DOMAINS at the root (times positive constants) that came out negative: the range its
     input spanned (`{"loss_function", "input", "low", "high", "domain"}`), read from what its node saved, or None."""
     sign, node = _beneath_scalings(root)
-    function = None if node is None else op_name(node)
+    terms = [node] if node is not None and op_name(node) in LOSS_DOMAINS else _calls_of_one_loss_added(node)
+    function = op_name(terms[0]) if terms and node is not None else None
     if sign < 0 or function not in LOSS_DOMAINS:
         return None
     saved, role, domain = LOSS_DOMAINS[function]
-    value = saved_value(node, saved)
-    if not isinstance(value, torch.Tensor) or value.numel() == 0:
+    values = [saved_value(term, saved) for term in terms]
+    if not all(isinstance(value, torch.Tensor) and value.numel() for value in values):
         return None
-    value = value.detach()
+    value = torch.cat([value.detach().flatten() for value in values])  # (every call's: a sum's terms, one by one)
     return {"loss_function": function, "input": role, "low": float(value.amin()), "high": float(value.amax()),
             "domain": list(domain)}  # fmt: skip
 
