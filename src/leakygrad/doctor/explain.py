@@ -924,10 +924,46 @@ def _explain_score_backward(f: Finding):
     return text, remedies
 
 
+def _explain_ctc_blank_as_label(f: Finding):
+    e = f.evidence
+    blank = e["blank"]
+    text = (
+        f"`ctc_loss`'s blank is class {blank}, and {e['targets_with_blank']} of the {e['sequences']} target sequences "
+        f'of a sampled batch hold {blank} as a label. CTC sums over alignments in which the blank means "no label at '
+        f"this frame\": a label equal to the blank is read as one, so its frames are scored as the blank's, and the "
+        "gradient pulls the blank's score up where the label belongs. The label cannot be learnt as itself, and the "
+        "loss is no longer -log of a probability (it can go below 0). `nn.CTCLoss()` keeps `blank=0`: a model "
+        "whose blank is its last class, with labels from 0, collides with it."
+    )
+    remedies = [
+        f"Give the loss the blank the model uses, `nn.CTCLoss(blank=C - 1)` for the last of C classes, or shift the "
+        f"labels so that none is {blank} (labels 1..C-1 with blank=0).",
+    ]
+    return text, remedies
+
+
+def _explain_ctc_targets_zeroed(f: Finding):
+    share = f.evidence["ctc_targets_too_long"]["share"]
+    text = (
+        f"{fmt(100 * share)}% of `ctc_loss`'s target sequences are longer than their inputs allow: CTC emits at most "
+        "one label per input frame, and needs a blank between two equal labels, so a sequence of L labels with r "
+        "repeats needs L + r frames. No alignment exists for them: their loss is infinite, and `zero_infinity=True` "
+        "sets it, and its gradient, to 0. Those examples teach nothing."
+    )
+    remedies = [
+        "Subsample the input less (a smaller stride or fewer pooling layers before the loss), or drop or cut the "
+        "examples whose targets are too long for their inputs; compare `target_lengths` (plus repeats) with "
+        "`input_lengths` after the model's subsampling.",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
     e = f.evidence
+    if "targets_with_blank" in e:
+        return _explain_ctc_blank_as_label(f)
     if "stepped_by_others" in e:
         return _explain_stepped_twice(f)
     if "score_of" in e:
@@ -2692,6 +2728,8 @@ def _explain_one_hot_rows(f: Finding):
 
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
+    if "ctc_targets_too_long" in e:
+        return _explain_ctc_targets_zeroed(f)
     if "outputs_alike" in e:
         return _explain_outputs_alike(f)
     if "one_hot_rows" in e:
@@ -4737,6 +4775,19 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_gradient_replaced(e["gradient_replaced"]))
     if e.get("schedule_not_applied"):
         _add_cause(finding, *_schedule_not_applied(e["schedule_not_applied"]))
+    if e.get("ctc_targets_too_long") and finding.symptom == "nonfinite":
+        too_long = e["ctc_targets_too_long"]
+        _add_cause(
+            finding,
+            f"`ctc_loss` was given {too_long['sequences']} of {too_long['of']} target sequences longer than their "
+            f"inputs allow (at step {too_long['step']}): CTC emits at most one label per input frame, and needs a "
+            "blank between two equal labels, so L labels with r repeats need L + r frames. No alignment exists for "
+            "those, and their loss is -log 0 = inf; its gradient is NaN from then on. The inputs themselves are "
+            "finite.",
+            "Make every target fit its input: subsample less before the loss (a smaller stride, fewer poolings), or "
+            "drop the examples whose `target_lengths` (plus repeats) exceed their `input_lengths`; "
+            "`nn.CTCLoss(zero_infinity=True)` only silences them (their loss and gradient are set to 0).",
+        )
     if e.get("after_accumulating_gradient"):
         consequence = (
             "and steps that large push a ReLU's inputs below 0 for every example."

@@ -215,6 +215,7 @@ class History:
         self.relu_outputs_negative: list[dict] = []  # the first sampled steps' record.relu_outputs_negative
         self.soft_targets: list[dict] = []  # ... record.soft_targets (likewise)
         self.ctc_inputs: list[tuple[int, dict]] = []  # ... (step, record.ctc_input) (likewise)
+        self.ctc_targets: list[tuple[int, dict]] = []  # ... (step, record.ctc_targets) (likewise)
         self.batch_classes: list[dict] = []  # a few sampled steps' record.batch_classes (likewise)
         self.attention: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.attention) (likewise)
         self.lookahead: list[tuple[int, dict]] = []  # the first sampled steps' (step, record.lookahead) (likewise)
@@ -296,6 +297,8 @@ class History:
             self.soft_targets.append(record.soft_targets)
         if record.ctc_input is not None:
             self.ctc_inputs.append((record.step, record.ctc_input))
+        if record.ctc_targets is not None:
+            self.ctc_targets.append((record.step, record.ctc_targets))
         if record.batch_classes is not None:
             self.batch_classes.append(record.batch_classes)
         if record.attention is not None:

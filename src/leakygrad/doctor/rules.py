@@ -2330,6 +2330,31 @@ def ctc_raw_scores_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("diverging_loss", "ctc_loss", first, "error", evidence)]
 
 
+# --- ctc_loss's targets: the blank used as a label, alignments that cannot exist --------------------------------------
+def ctc_targets_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`ctc_loss`'s targets hold its blank index as a label (`nn.CTCLoss()` keeps blank=0, and the model's blank is
+    its last class, so label 0 is a real one): the loss reads the blank's score where the label's belongs, and the two
+    can no longer be told apart (the loss can even go below 0). An error at `ctc_loss`. And, with
+    `zero_infinity=True`, `ctc_short_inputs` (10%) or more of the sequences with no alignment at all (longer than their
+    input allows): their loss is set to 0, and they teach nothing (a warning; without zero_infinity the loss is
+    infinite, and the nonfinite finding says why)."""
+    looks = history.ctc_targets
+    if not looks:
+        return []
+    findings = []
+    blank = next(((step, look) for step, look in looks if look["with_blank"]), None)
+    if blank is not None:
+        step, look = blank
+        evidence = {"blank": look["blank"], "targets_with_blank": look["with_blank"], "sequences": look["sequences"]}
+        findings.append(Finding("wrong_gradient", "ctc_loss", step, "error", evidence))
+    short = [(step, look) for step, look in looks if look["zero_infinity"] and look["sequences"]]
+    shares = [look["too_long"] / look["sequences"] for _, look in short]
+    if shares and median(shares) >= t.ctc_short_inputs:
+        evidence = {"ctc_targets_too_long": {"share": _sci(median(shares)), "zero_infinity": True}}
+        findings.append(Finding("blocked_gradient", "ctc_loss", short[0][0], "warning", evidence))
+    return findings
+
+
 # --- a gradient penalty with no graph -------------------------------------------------------------------------------
 def penalty_without_graph_rule(history: History, t: Thresholds) -> list[Finding]:
     """`torch.autograd.grad` called without `create_graph=True` (not for the watched weights), in steps whose loss
@@ -3898,6 +3923,7 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence["nonfinite_loss_steps"] = history.loss.nonfinite_steps
         evidence["loss_before"] = _loss_before(history, history.loss.first_nonfinite_step)
         _note_summed_loss(evidence, history, t)
+        _note_impossible_ctc_alignments(evidence, history)
         return [Finding("nonfinite", "loss", history.loss.first_nonfinite_step, "error", evidence)]
     evidence = {
         "phase": event.phase,
@@ -3943,7 +3969,18 @@ def nonfinite_rule(history: History, t: Thresholds) -> list[Finding]:
     evidence.update(_amplified_from_the_start(history, first, t))
     _note_summed_loss(evidence, history, t)
     _note_unscaled_inputs(evidence, history, first, t)
+    _note_impossible_ctc_alignments(evidence, history)
     return [Finding("nonfinite", event.where, first, "error", evidence)]
+
+
+def _note_impossible_ctc_alignments(evidence: dict, history: History) -> None:
+    """`ctc_loss` given target sequences longer than their inputs allow (a label per frame, and a blank between two
+    equal labels: an input subsampled too far), without `zero_infinity`: no alignment exists, and their loss is
+    infinite. Noted as `ctc_targets_too_long` ({"sequences", "of", "step"}), the first sampled step's that had any."""
+    seen = next(((step, look) for step, look in history.ctc_targets if look["too_long"]), None)
+    if seen is not None and not seen[1]["zero_infinity"]:
+        step, look = seen
+        evidence["ctc_targets_too_long"] = {"sequences": look["too_long"], "of": look["sequences"], "step": step}
 
 
 def _note_unscaled_inputs(evidence: dict, history: History, first_nonfinite: int, t: Thresholds) -> None:
@@ -4619,6 +4656,7 @@ RULES = (
     accumulating_rule,
     optimizer_made_anew_rule,
     ctc_raw_scores_rule,
+    ctc_targets_rule,
     state_loaded_rule,
     unapplied_rule,
     reset_between_backwards_rule,

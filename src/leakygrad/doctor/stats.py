@@ -193,6 +193,8 @@ class StepRecord:
     # ctc_loss's input (first sampled steps): {"logsumexp" (median over frames, over the classes: 0 for
     # log-probabilities), "high" (its largest entry), "classes"}
     ctc_input: dict | None = None
+    # ctc_loss's targets (first sampled steps): {"blank", "with_blank", "too_long", "sequences", "zero_infinity"}
+    ctc_targets: dict | None = None
     # attention's softmaxes (first sampled steps): site -> {"entries" (per row), "scale" (the scores' constant factor),
     # "capacity" (1 - sum p^2 over its value for rows spread evenly), "max_probability" (rows' mean), "head_width" (d,
     # a fused kernel's, whose weights are recomputed; None for a softmax node's)}

@@ -196,6 +196,9 @@ class Thresholds:
     was put in dominates what backward computed (DP-SGD's noise added after the mean, B times too large: ratio ~10,
     cosine 0.01; added before dividing by B, 2 to 3 and 0.07 to 0.19), and the steps are a random walk
     (`gradient_replaced`)."""
+    ctc_short_inputs: float = 0.1
+    """`ctc_loss` with `zero_infinity=True`, and this share of its target sequences (median over the looks) longer than
+    their inputs allow: their loss is set to 0, and they teach nothing (a warning)."""
     misspelt_rate_factor: float = 10.0
     """A parameter group's learning rate given under a key the optimiser does not know ("learning_rate"): an error when
     the rate in effect (the optimiser's default) is this factor off the one written or more, a warning closer."""

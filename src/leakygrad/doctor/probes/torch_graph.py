@@ -878,6 +878,38 @@ def ctc_input(loss_nodes) -> tuple[torch.Tensor, tuple] | None:
     return None
 
 
+def ctc_targets(loss_nodes) -> dict | None:
+    """What `ctc_loss` was given to align, read from its node among the loss's: {"blank", "with_blank", "too_long",
+    "sequences", "zero_infinity"}: the blank's index, how many target sequences hold it as a label (a blank that is a
+    class of its own: `nn.CTCLoss()` keeps blank=0 when the model's blank is its last class), and how many need more
+    frames than their input has (each label one frame, and a blank between two equal labels: no alignment exists,
+    and the loss is infinite). None without a ctc_loss, or with targets it cannot read."""
+    for node in loss_nodes:
+        if op_name(node) != "ctc_loss":
+            continue
+        targets, blank = saved_value(node, "_saved_targets"), saved_value(node, "_saved_blank")
+        target_lengths = saved_value(node, "_saved_target_lengths")
+        input_lengths = saved_value(node, "_saved_input_lengths")
+        if not isinstance(targets, torch.Tensor) or not isinstance(blank, int):
+            return None
+        if not isinstance(target_lengths, (tuple, list)) or not isinstance(input_lengths, (tuple, list)):
+            return None
+        if len(target_lengths) != len(input_lengths):
+            return None
+        flat = targets.detach().cpu()
+        if flat.dim() == 2:  # (N, S) padded: each row's first target_length entries
+            sequences = [flat[i, :length] for i, length in enumerate(target_lengths)]
+        else:  # (sum of the lengths,) concatenated
+            sequences = list(torch.split(flat, list(target_lengths)))
+        with_blank = sum(bool((sequence == blank).any()) for sequence in sequences)
+        repeats = [int((sequence[1:] == sequence[:-1]).sum()) if len(sequence) > 1 else 0 for sequence in sequences]
+        too_long = sum(len(s) + r > frames for s, r, frames in zip(sequences, repeats, input_lengths))
+        zero_infinity = saved_value(node, "_saved_zero_infinity")
+        return {"blank": blank, "with_blank": with_blank, "too_long": too_long, "sequences": len(sequences),
+                "zero_infinity": bool(zero_infinity)}  # fmt: skip
+    return None
+
+
 SCORE_SHAPING = ("masked_fill", "add", "sub")  # a mask or a position bias added to (or filled into) the scores
 
 

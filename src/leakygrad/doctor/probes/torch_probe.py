@@ -1327,6 +1327,7 @@ class StepState:
     # ctc_loss's input: deferred indices of the median over frames of its logsumexp over the classes (0 for
     # log-probabilities) and of its largest entry, and the number of classes
     ctc_input: tuple | None = None
+    ctc_targets: dict | None = None  # ... and its targets, against its blank and its input lengths
     # attention's softmax site -> (entries per row, the scores' constant factor, deferred indices of its derivative's
     # capacity (see _look_at_attention) and of the rows' mean largest probability)
     attention: dict = field(default_factory=dict)
@@ -3693,6 +3694,7 @@ class TorchProbe:
         over the frames within each sequence's length of their logsumexp, 0 for log-probabilities and about log(C)
         or more for raw scores, and the largest entry there (never above 0 for log-probabilities)."""
         self._ctc_input_looks += 1
+        state.ctc_targets = graph_tools.ctc_targets(loss_nodes)  # (its targets: a CPU tensor, read at once)
         found = graph_tools.ctc_input(loss_nodes)
         if found is None or found[0].numel() == 0:
             return
@@ -4702,6 +4704,7 @@ class TorchProbe:
                 "binary": value(binary_at) == 1,
                 "loss": loss,
             }
+        record.ctc_targets = state.ctc_targets
         if state.ctc_input is not None:
             logsumexp_at, high_at, classes = state.ctc_input
             record.ctc_input = {"logsumexp": value(logsumexp_at), "high": value(high_at), "classes": classes}
