@@ -521,6 +521,23 @@ def _explain_ctc_raw_scores(f: Finding):
     return text, remedies
 
 
+def _explain_stepped_without_gradients(f: Finding):
+    text = (
+        f"The optimiser stepped `{f.where}`'s parameters, and on {f.evidence['stepped_without_gradients']} sampled "
+        "steps not one of them held a gradient: no `backward()` ran during the whole run, so nothing was ever stored "
+        "in their `.grad`, and `step()` skips a parameter without one. The model never changed. Gradients computed "
+        "with `torch.func.grad` (`vmap(grad(...))` for per-example gradients) or `torch.autograd.grad` are returned, "
+        "not stored; written to `.grad` by hand, they must go to the tensors the optimiser holds, not to copies of "
+        "them (`{k: v.detach() for k, v in model.named_parameters()}` makes new tensors)."
+    )
+    remedies = [
+        "Store the gradients in the model's own parameters before `step()`: `for name, p in "
+        "model.named_parameters(): p.grad = grads[name]`.",
+        "Check before stepping: `all(p.grad is not None for p in model.parameters())` should be True.",
+    ]
+    return text, remedies
+
+
 def _explain_optimizer_without_gradient(f: Finding):
     e = f.evidence
     modules = ", ".join(f"`{m}`" for m in e["modules"])
@@ -3084,6 +3101,8 @@ def explain_no_gradient(f: Finding):
         return _explain_requires_grad_assigned(f)
     if e.get("optimizer_steps_without_gradient"):
         return _explain_optimizer_without_gradient(f)
+    if e.get("stepped_without_gradients"):
+        return _explain_stepped_without_gradients(f)
     if e.get("gradient_went_to"):
         return _explain_gradient_to_a_copy(f)
     if e.get("zeroed_after_backward"):

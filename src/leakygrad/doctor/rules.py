@@ -3158,6 +3158,25 @@ def requires_grad_assigned_rule(history: History, t: Thresholds) -> list[Finding
     return [Finding("no_gradient", _common_prefix(modules) or modules[0], first, "error", evidence)]
 
 
+def stepped_without_gradients_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The training optimiser steps, on most recent sampled steps, with no `backward()` since its last step and not one
+    of its parameters holding a gradient: the gradients are computed some other way (`torch.func.grad`,
+    `torch.autograd.grad`, which return them) and never stored in the `.grad` of the parameters it holds (written to
+    copies of them instead, `{k: v.detach() for k, v in model.named_parameters()}`), so each step() changes nothing.
+    An error at the model."""
+    recent = history.recent()
+    marked = [r for r in recent if r.stepped_without_gradients]
+    if len(marked) < t.min_records or 2 * len(marked) < len(recent) or history.backward_passes:
+        return []
+    first = next(r.step for r in history.records if r.stepped_without_gradients)
+    where = history.models[0] if len(history.models) == 1 else "model"
+    evidence = {
+        "stepped_without_gradients": sum(r.stepped_without_gradients for r in history.records),
+        "backward_passes": history.backward_passes,
+    }
+    return [Finding("no_gradient", where, first, "error", evidence)]
+
+
 def gradientless_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
     """A second optimiser (a GAN's generator's, beside the discriminator's that steps first) steps, on most recent
     sampled steps, parameters of which not one has a gradient: the loss differentiated before its step never
@@ -4619,6 +4638,7 @@ RULES = (
     inverted_loss_mask_rule,
     padding_idx_rule,
     gradientless_optimizer_rule,
+    stepped_without_gradients_rule,
     same_parameters_rule,
     score_backward_rule,
     targets_out_of_reach_rule,

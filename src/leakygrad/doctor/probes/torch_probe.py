@@ -4957,6 +4957,9 @@ class TorchProbe:
         # a NaN norm counts as a gradient: it arrived
         # (a step with no backward and no gradient, an optimiser step before the first backward, checks nothing;
         # with a backward, none arriving is the finding: an optimiser given another model's parameters, say)
+        # (no backward since the last step, and not one gradient: the step applies nothing; gradients computed by
+        # torch.func.grad or autograd.grad are returned, not stored in .grad)
+        record.stepped_without_gradients = not backward_calls and bool(grads) and all(g is None for g in grads)
         if backward_calls or any(g is not None for g in grads):
             record.param_has_grad = {name: g is not None and g != 0 for (name, _, _), g in zip(params, grads)}
             record.param_zero_grad = {name: g == 0 for (name, _, _), g in zip(params, grads)}
