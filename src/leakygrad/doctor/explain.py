@@ -4035,6 +4035,26 @@ def _learning_rate_advice(e: dict) -> tuple[str, list[str]]:
     return text, remedies
 
 
+def _explain_scheduler_made_anew(f: Finding):
+    e = f.evidence
+    steps = ", ".join(str(step) for step in e["built_at_steps"][:6])
+    text = (
+        f"A new `{e['scheduler']}` was built over the training optimiser {e['schedulers_made_anew']} times after the "
+        f"training began (at steps {steps}, ...). A scheduler counts its own steps from 0, so each new one starts the "
+        "schedule from its beginning: the rate runs through the schedule's first stretch again and again, and what "
+        "comes later in it (the peak after a warm-up, the decay) is never reached."
+    )
+    if e.get("lr_highest") is not None:
+        text += (
+            f" The highest rate seen on the sampled steps was {fmt(e['lr_highest'])}, for {fmt(e['lr_given'])} given."
+        )
+    remedies = [
+        "Build the scheduler once, before the training loop, and call `scheduler.step()` inside it (once per step or "
+        "per epoch, as its schedule counts).",
+    ]
+    return text, remedies
+
+
 def _explain_misspelt_setting(f: Finding):
     found = f.evidence["misspelt_setting"]
     group, key, meant = found["param_group"], found["setting"], found["meant"]
@@ -4505,6 +4525,8 @@ def _explain_plateau_mode(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if e.get("schedulers_made_anew"):
+        return _explain_scheduler_made_anew(f)
     if e.get("misspelt_setting"):
         return _explain_misspelt_setting(f)
     if "base_rate_entropy" in e:

@@ -203,6 +203,7 @@ class History:
         # optimisers each made over the same parameters as the one before, which had stepped once: {"count",
         # "first_step", "optimizer" (its class), "state" (what it keeps between steps: `exp_avg`, ...)}
         self.optimizers_made_anew: dict | None = None
+        self.schedulers_made_anew: dict | None = None  # learning-rate schedulers built after training began
         # watched model -> {"steps" (with a load_state_dict of it, whose parameters the optimiser steps), "first_step",
         # "last_step"}
         self.state_loads: dict[str, dict] = {}
@@ -244,6 +245,17 @@ class History:
         if self.optimizers_made_anew is None:
             self.optimizers_made_anew = {"count": 0, "first_step": step, "optimizer": optimizer, "state": state}
         self.optimizers_made_anew["count"] += 1
+
+    def note_scheduler_made_anew(self, step: int, scheduler: str, lr_given: float) -> None:
+        """A learning-rate scheduler built at `step`, over the training optimiser, after the training had begun."""
+        if self.schedulers_made_anew is None:
+            self.schedulers_made_anew = {"count": 0, "first_step": step, "scheduler": scheduler, "steps": []}
+        made = self.schedulers_made_anew
+        if step not in made["steps"]:  # (one per step: the parts of a SequentialLR built together count once)
+            made["count"] += 1
+            if len(made["steps"]) < 8:  # (the first few)
+                made["steps"].append(step)
+        made["lr_given"] = lr_given
 
     def note_state_loaded(self, step: int, model: str) -> None:
         """`load_state_dict` replaced the weights of `model`, which the training optimiser steps, at `step`."""

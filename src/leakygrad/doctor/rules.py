@@ -3727,6 +3727,26 @@ def optimizer_made_anew_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("unapplied_gradient", "optimizer", made["first_step"], "warning", evidence)]
 
 
+def scheduler_made_anew_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A learning-rate scheduler built over the training optimiser `scheduler_anew_min` times or more after the training
+    began (`LambdaLR(opt, warmup_then_cosine)` inside the epoch loop): each starts its schedule from the beginning, so
+    the rate runs through the schedule's first stretch again and again (a warm-up that restarts every epoch never
+    reaches its peak; a decay never happens). A warning at the optimiser, with the highest rate seen on the sampled
+    steps beside the one given."""
+    made = history.schedulers_made_anew
+    if made is None or made["count"] < t.scheduler_anew_min:
+        return []
+    rates = [r.lr_schedule[0] for r in history.records if r.lr_schedule is not None]
+    evidence = {
+        "scheduler": made["scheduler"],
+        "schedulers_made_anew": made["count"],
+        "built_at_steps": made["steps"],
+        "lr_given": made["lr_given"],
+        "lr_highest": _sci(max(rates)) if rates else None,
+    }
+    return [Finding("stalled_loss", "optimizer", made["first_step"], "warning", evidence)]
+
+
 def state_loaded_rule(history: History, t: Thresholds) -> list[Finding]:
     """`model.load_state_dict(...)` at most steps, on a model the training optimiser steps: each load overwrites the
     weights its last update made (an EMA of the weights, or a saved copy, loaded back into the model being trained).
@@ -4675,6 +4695,7 @@ RULES = (
     script_tensor_without_grad_rule,
     accumulating_rule,
     optimizer_made_anew_rule,
+    scheduler_made_anew_rule,
     ctc_raw_scores_rule,
     ctc_targets_rule,
     state_loaded_rule,

@@ -196,6 +196,10 @@ class Thresholds:
     was put in dominates what backward computed (DP-SGD's noise added after the mean, B times too large: ratio ~10,
     cosine 0.01; added before dividing by B, 2 to 3 and 0.07 to 0.19), and the steps are a random walk
     (`gradient_replaced`)."""
+    scheduler_anew_min: int = 3
+    """A learning-rate scheduler built over the training optimiser this many times or more after the training began (at
+    different steps): its schedule restarts each time (one built inside the epoch loop). A second schedule started
+    once for a later phase is no finding."""
     ctc_short_inputs: float = 0.1
     """`ctc_loss` with `zero_infinity=True`, and this share of its target sequences (median over the looks) longer than
     their inputs allow: their loss is set to 0, and they teach nothing (a warning)."""

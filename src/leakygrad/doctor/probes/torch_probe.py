@@ -2644,6 +2644,12 @@ class TorchProbe:
         the probe began is met at its first step in the loop)."""
         try:
             self._schedulers_stepped.add(scheduler)
+            if getattr(scheduler, "last_epoch", None) == 0 and self.step > 0:  # (its first call: built just now)
+                primary = self.primary() if self.primary is not None else None
+                if primary is not None and getattr(scheduler, "optimizer", None) is primary:
+                    lr_given = primary.param_groups[0].get("initial_lr")
+                    if isinstance(lr_given, (int, float)) and not isinstance(lr_given, bool):
+                        self.doctor.history.note_scheduler_made_anew(self.step, type(scheduler).__name__, lr_given)
         except Exception as error:
             self._fail("noting a learning-rate scheduler's step", error)
 
