@@ -816,7 +816,14 @@ def _explain_future_visible(f: Finding):
         "diagonal=1)` (True = shut), or a float one holding -inf there, "
         "`torch.triu(torch.full((T, T), float('-inf')), diagonal=1)`."
     )
+    if e.get("also_sites"):
+        text += f" The same holds at {', '.join(f'`{site}`' for site in e['also_sites'])}."
     remedies = [make_it_shut] if shuts_nothing else []
+    if e.get("decoder"):
+        remedies.append(
+            "Give the decoder its causal mask: `tgt_mask=nn.Transformer.generate_square_subsequent_mask(T)` (and "
+            "`tgt_is_causal=True`) in the call of `nn.Transformer` or `nn.TransformerDecoder`, T the target's length."
+        )
     remedies += [
         "Shut every key after the query's own position: `mask = torch.triu(torch.ones(T, T, dtype=torch.bool), "
         "diagonal=1)` with `masked_fill(mask, float('-inf'))` (True = shut), or `is_causal=True` in "

@@ -2503,7 +2503,14 @@ def future_visible_rule(history: History, t: Thresholds) -> list[Finding]:
             # (a float mask that shuts nothing: no entry -inf or far below 0; a padding mask's -inf rows shut keys)
             **({"float_mask": [_sci(v) for v in last["float_mask"]]} if _shuts_nothing(last.get("float_mask")) else {}),
         }
+        if last.get("decoder") or "decoder" in site.split(" ")[-1].split("."):  # (nn.Transformer's: its tgt_mask)
+            evidence["decoder"] = True
         findings.append(Finding("wrong_gradient", site, looks[0][0], "error", evidence))
+    # (one finding for the self-attentions of one model: its first, the others named beside it)
+    if len(findings) > 1 and not any("convolution" in f.evidence for f in findings):
+        first, *others = sorted(findings, key=lambda f: (f.first_step, f.where))
+        first.evidence["also_sites"] = [f.where for f in others]
+        findings = [first]
     return findings
 
 

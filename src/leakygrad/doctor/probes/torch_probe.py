@@ -97,6 +97,7 @@ ONE_HOT_LOOK_SIZE = 1 << 16  # a softmax's output read for exactly one-hot rows 
 LAYER_READS = set(graph_tools.LAYER_PRODUCTS)  # the ops that read a layer's weight or bias (addmm: a Linear's bias)
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+TRANSFORMER_DECODERS = (nn.TransformerDecoder, nn.TransformerDecoderLayer)  # (their self-attention's mask: tgt_mask)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 CLASS_SCORE_LOSSES = {"nll_loss", "log_softmax", "binary_cross_entropy_with_logits", "multilabel_soft_margin_loss"}
 NORMS_OVER_SAMPLES = (nn.GroupNorm, nn.LayerNorm)  # (an InstanceNorm over one value raises in training)
@@ -3577,6 +3578,8 @@ class TorchProbe:
         next_tokens = graph_tools.next_token_targets(loss_nodes, key)
         next_tokens_at = None if next_tokens is None else scalar(next_tokens)
         extra = {} if float_mask is None else {"float_mask": tuple(map(scalar, float_mask))}
+        if any(isinstance(module, TRANSFORMER_DECODERS) for module in list(self.infos.keys())):
+            extra["decoder"] = True  # (a model with nn.Transformer's decoder: the self-attention its targets reach)
         state.lookahead[site] = (scalar(share), scalar(furthest), length, next_tokens_at, extra)
 
     def _look_for_a_trained_target(self, state: StepState, loss_nodes, names) -> None:
@@ -4742,6 +4745,7 @@ class TorchProbe:
                     "next_tokens": value(next_tokens_at),
                     **({"convolution": extra["convolution"]} if "convolution" in extra else {}),
                     **({"float_mask": [value(at) for at in extra["float_mask"]]} if "float_mask" in extra else {}),
+                    **({"decoder": True} if extra.get("decoder") else {}),
                 }
                 for site, (share_at, furthest_at, length, next_tokens_at, extra) in state.lookahead.items()
             }
