@@ -902,6 +902,37 @@ def test_a_vae_that_decodes_a_draw_made_by_sample_is_a_blocked_gradient_at_the_s
     assert torch.distributions.Normal.sample is torch.distributions.Normal.__dict__["sample"]  # (restored)
 
 
+@pytest.mark.parametrize("draw", ["torch.normal", "mu + std * randn_like"])
+def test_a_vae_that_draws_with_torch_normal_is_a_blocked_gradient_at_the_draw(draw):
+    """`z = torch.normal(mu, std)`: PyTorch defines its derivative to the mean and std as 0, so the encoder learns from
+    the KL term alone (sweep 50: KL 0, posterior collapse, told as a vanishing gradient and dead units with remedies of
+    initialisation). Named at the draw, with the reparameterisation as its remedy; the vanishing gradient it makes is
+    told as its doing."""
+    torch.manual_seed(0)
+    vae = TinyVAE()
+    optimizer = torch.optim.Adam(vae.parameters(), lr=1e-3)
+    x = torch.randn(128, 16)
+    with doctor.watch(vae, optimizer, every=2) as dr:
+        for _ in range(24):
+            mu, log_var = vae.enc(x).chunk(2, dim=1)
+            std = (0.5 * log_var).exp()
+            z = torch.normal(mu, std) if draw == "torch.normal" else mu + std * torch.randn_like(std)
+            kl = 0.5 * (mu**2 + log_var.exp() - 1 - log_var).sum(1).mean()
+            loss = F.mse_loss(vae.dec(z), x) + 1e-3 * kl
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "drawn_from" in f.evidence]
+    if draw != "torch.normal":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("blocked_gradient", "torch.normal", "error", 0)
+    assert f.evidence["read_by"] == "enc.2" and f.remedies[0].startswith("Draw with the path kept")  # (mu and std's)
+    for vanished in (f for f in dr.findings if f.symptom == "vanishing_gradient"):
+        assert vanished.evidence["after_zero_derivative_draw"] == "enc.2"
+
+
 CONFINED = ["cosines * 0.07", "einsum * 0.07", "cosine_similarity * 0.07"]
 
 

@@ -2590,9 +2590,27 @@ def _explain_self_similarity(f: Finding):
     return text, remedies
 
 
+def _explain_normal_without_derivative(f: Finding):
+    made_by = f.evidence["read_by"]
+    text = (
+        f"`torch.normal(mean, std)` draws from mean and std that `{made_by}` computed, and PyTorch defines its "
+        "derivative with respect to both as 0: the draw is new noise, not a function of them. So the gradient of "
+        "everything computed from the draw stops there, and the layers that made the mean and std learn only from "
+        "the loss's other terms (a VAE's encoder from its KL term alone, which pulls the posterior to the prior: "
+        "collapse). The reparameterisation trick keeps the path: z = mean + std * eps, with eps drawn on its own."
+    )
+    remedies = [
+        "Draw with the path kept: `z = mean + std * torch.randn_like(std)`, or "
+        "`torch.distributions.Normal(mean, std).rsample()`.",
+    ]
+    return text, remedies
+
+
 def _explain_draw_without_path(f: Finding):
     e = f.evidence
     name = e["drawn_from"]
+    if name == "torch.normal":
+        return _explain_normal_without_derivative(f)
     text = (
         f"`{name}(...).sample()` draws under `torch.no_grad()`: the draw has no path back to the distribution's "
         f"parameters, which the model computed (a mean and a scale), and `{e['read_by']}` reads it. So the gradient "
@@ -4823,6 +4841,15 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_gradient_replaced(e["gradient_replaced"]))
     if e.get("schedule_not_applied"):
         _add_cause(finding, *_schedule_not_applied(e["schedule_not_applied"]))
+    if e.get("after_zero_derivative_draw"):
+        _add_cause(
+            finding,
+            f"The model draws `torch.normal(mean, std)` from what `{e['after_zero_derivative_draw']}` computed (the "
+            "`blocked_gradient` finding at `torch.normal`): its derivative to both is 0, so the layers before the draw "
+            "get the loss's gradient from its other terms only, and it looks vanished across depth.",
+            "Draw with the path kept first (the finding at `torch.normal`: `mean + std * torch.randn_like(std)`), "
+            "then look again.",
+        )
     if e.get("ctc_targets_too_long") and finding.symptom == "nonfinite":
         too_long = e["ctc_targets_too_long"]
         _add_cause(

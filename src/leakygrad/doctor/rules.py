@@ -515,6 +515,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             f.evidence["after_loss_without_floor"] = True
         if negative is not None and f.symptom == "nonfinite" and f.first_step >= negative.first_step:
             f.evidence["after_negative_learning_rate"] = negative.evidence["negative_from_step"]
+    # `torch.normal(mean, std)` of computed tensors: derivative 0 to both, so the layers before the draw get the loss's
+    # gradient from its other terms only (a VAE's KL): their gradient measured across depth looks vanished
+    normal_draw = next((f for f in findings if f.evidence.get("drawn_from") == "torch.normal"), None)
+    for f in findings:
+        if normal_draw is not None and f.symptom == "vanishing_gradient" and f.evidence.get("across") == "depth":
+            f.evidence["after_zero_derivative_draw"] = normal_draw.evidence["read_by"]
     # gradients never reset: each step applies the sum of all the gradients so far, which grows, and the loss with it
     summed = any(f.symptom == "accumulating_gradient" for f in findings)
     drawn = any("drawn_from" in f.evidence for f in findings)
@@ -1428,7 +1434,8 @@ def draw_without_path_rule(history: History, t: Thresholds) -> list[Finding]:
     distribution, module = next(iter(marked[-1].decoded_draws.items()))
     first_step = next(r.step for r in history.records if r.decoded_draws)
     evidence = {"drawn_from": distribution, "read_by": module, "sampled_steps": len(marked)}
-    return [Finding("blocked_gradient", f"{distribution}.sample", first_step, "error", evidence)]
+    where = distribution if distribution == "torch.normal" else f"{distribution}.sample"
+    return [Finding("blocked_gradient", where, first_step, "error", evidence)]
 
 
 def one_class_over_pairs_rule(history: History, t: Thresholds) -> list[Finding]:

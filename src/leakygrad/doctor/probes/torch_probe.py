@@ -97,6 +97,7 @@ ONE_HOT_LOOK_SIZE = 1 << 16  # a softmax's output read for exactly one-hot rows 
 LAYER_READS = set(graph_tools.LAYER_PRODUCTS)  # the ops that read a layer's weight or bias (addmm: a Linear's bias)
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+ZERO_DERIVATIVE_DRAW = "torch.normal"  # a draw whose derivative to its mean and std is 0 (`decoded_draws`' key for it)
 TRANSFORMER_DECODERS = (nn.TransformerDecoder, nn.TransformerDecoderLayer)  # (their self-attention's mask: tgt_mask)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 CLASS_SCORE_LOSSES = {"nll_loss", "log_softmax", "binary_cross_entropy_with_logits", "multilabel_soft_margin_loss"}
@@ -3183,6 +3184,10 @@ class TorchProbe:
         walk, postponed = list(nodes), set()
         for node in walk:
             op = op_name(node)
+            if op == "normal" and any(child is not None for child, _ in node.next_functions):
+                # (`torch.normal(mean, std)` of computed tensors: its derivative is 0 to both, by PyTorch's definition)
+                made_by = graph_tools.nearest_upstream(node, names) or "input"
+                state.decoded_draws.setdefault(ZERO_DERIVATIVE_DRAW, made_by)
             if isinstance(node, CUSTOM_FUNCTION_NODE):
                 self._test_custom_backward(state, node, names)
                 self._look_at_reversal(state, node, names)
