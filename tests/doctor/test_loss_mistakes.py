@@ -4361,3 +4361,49 @@ def test_ctc_targets_longer_than_their_inputs_allow_are_named(zero_infinity):
     [f] = [f for f in findings if f.symptom == "nonfinite"]
     assert f.evidence["ctc_targets_too_long"]["sequences"] > 0
     assert f.remedies[0].startswith("Make every target fit its input")
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["tagger view(N, C, T)", "tagger transpose(1, 2)", "tagger view(-1, C)", "segmenter view(-1, C)",
+     "segmenter permute then reshape", "segmenter as it is"],
+)  # fmt: skip
+def test_a_view_that_mixes_the_classes_with_the_positions_before_cross_entropy_is_named(spelling):
+    """Sweep 50: a GRU tagger's (N, T, C) logits given as `logits.view(-1, C, T)` where `transpose(1, 2)` was meant
+    (tag accuracy 0.16 against 1.00), and a segmenter's (N, C, H, W) as `logits.view(-1, C)` without moving the classes
+    last (IoU 0.16 against 0.94): a view reads memory in order, so each row the softmax normalises mixes classes and
+    positions. Nothing was said (the loss still fell). The right spellings are no finding."""
+    torch.manual_seed(0)
+    if spelling.startswith("tagger"):
+        model, x = nn.Linear(6, 5), torch.randn(64, 7, 6)  # (N, T, C) logits: 5 classes, 7 positions
+        y = (x[..., 0] > 0).long() + (x[..., 1] > 0).long()
+    else:
+        model, x = nn.Conv2d(3, 4, 3, padding=1), torch.randn(16, 3, 6, 6)  # (N, C, H, W) logits: 4 classes
+        y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(64):
+            logits = model(x)
+            n, classes = logits.shape[0], 5 if spelling.startswith("tagger") else 4
+            if spelling == "tagger view(N, C, T)":
+                loss = F.cross_entropy(logits.view(n, classes, -1), y)
+            elif spelling == "tagger transpose(1, 2)":
+                loss = F.cross_entropy(logits.transpose(1, 2), y)
+            elif spelling == "segmenter view(-1, C)":
+                loss = F.cross_entropy(logits.view(-1, classes), y.view(-1))
+            elif spelling == "segmenter permute then reshape":
+                loss = F.cross_entropy(logits.permute(0, 2, 3, 1).reshape(-1, classes), y.view(-1))
+            elif spelling == "segmenter as it is":
+                loss = F.cross_entropy(logits, y)
+            else:
+                loss = F.cross_entropy(logits.view(-1, classes), y.view(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "classes_mixed_by_view" in f.evidence]
+    if spelling not in ("tagger view(N, C, T)", "segmenter view(-1, C)"):
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "view", "error")
+    assert f.remedies[0].startswith("Move the classes last before flattening")

@@ -948,6 +948,26 @@ def _explain_score_backward(f: Finding):
     return text, remedies
 
 
+def _explain_classes_mixed_by_view(f: Finding):
+    e = f.evidence
+    mixed = e["classes_mixed_by_view"]
+    given, seen, dim = tuple(mixed["input_shape"]), tuple(mixed["shape"]), mixed["dim"]
+    classes = seen[dim]
+    text = (
+        f"`cross_entropy` reads the classes on dim {dim} of a view of `{e['classes_from']}`'s output, {given} viewed "
+        f"as {seen}. A view keeps the values in memory order and only cuts them anew: the {classes} classes do not "
+        f"lie along that axis in {given}, so each row the softmax normalises mixes the scores of several classes "
+        "and positions. The loss still falls (the model learns to fit the scrambled rows), but the gradient reaching "
+        "each position's scores is not the gradient of its own prediction: what it learns is not the task."
+    )
+    remedies = [
+        "Move the classes last before flattening: `logits.permute(0, 2, 3, 1).reshape(-1, C)` for (N, C, H, W), or "
+        "give `cross_entropy` the classes on dim 1 as they are: (N, C, H, W) or (N, C, T) logits with (N, H, W) or "
+        "(N, T) targets; for a tagger's (N, T, C), `logits.transpose(1, 2)`, not `view(N, C, T)`.",
+    ]
+    return text, remedies
+
+
 def _explain_ctc_blank_as_label(f: Finding):
     e = f.evidence
     blank = e["blank"]
@@ -988,6 +1008,8 @@ def explain_wrong_gradient(f: Finding):
     e = f.evidence
     if "targets_with_blank" in e:
         return _explain_ctc_blank_as_label(f)
+    if "classes_mixed_by_view" in e:
+        return _explain_classes_mixed_by_view(f)
     if "stepped_by_others" in e:
         return _explain_stepped_twice(f)
     if "score_of" in e:

@@ -1335,6 +1335,10 @@ def classes_on_another_axis_rule(history: History, t: Thresholds) -> list[Findin
         return []
     found = marked[-1].classes_on_another_axis
     first_step = next(r.step for r in history.records if r.classes_on_another_axis is not None)
+    if found.get("mixed_by_view"):  # (always wrong: no softmax means its rows to mix classes and positions)
+        evidence = {"classes_mixed_by_view": {k: found[k] for k in ("input_shape", "shape", "dim")}}
+        evidence["classes_from"] = found["layer"]
+        return [Finding("wrong_gradient", "view", first_step, "error", evidence)]
     evidence = {"classes_from": found["layer"], "logits_shape": found["shape"], "softmax_dim": found["dim"]}
     if found.get("over_batch"):
         evidence["softmax_over_batch"] = True  # (log_softmax(logits, dim=0) of an (N, C) output, by hand)

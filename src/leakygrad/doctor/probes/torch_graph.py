@@ -464,6 +464,27 @@ def output_shape(node, output_nr: int = 0) -> tuple | None:
 VIEWS = ("view", "reshape", "unsafe_view")
 
 
+def classes_mixed_by_view(log_softmax) -> dict | None:
+    """A log_softmax (cross_entropy's) over the classes of a view whose input held those classes at another place in
+    memory: `logits.view(-1, C)` of a segmenter's (N, C, H, W), `logits.view(N, C, T)` of a tagger's (N, T, C). A view
+    reads the values in memory order, so each row of what the softmax sees mixes classes and positions. The classes
+    axis is kept when some axis of the input of that length has as many values after it in memory as the classes axis
+    has after it in the view ((N, H, W, C) as (-1, C): 1 and 1). {"input_shape", "shape", "dim"}, or None."""
+    below = log_softmax.next_functions[0][0] if log_softmax.next_functions else None
+    if below is None or op_name(below) not in VIEWS:
+        return None
+    sizes, shape = saved_value(below, "_saved_self_sym_sizes"), output_shape(below)
+    dim = saved_dim(log_softmax)
+    if not sizes or not shape or dim is None or len(shape) < 2:
+        return None
+    sizes, dim = tuple(int(size) for size in sizes), dim % len(shape)
+    classes, after = shape[dim], math.prod(shape[dim + 1 :])
+    axes = [axis for axis, size in enumerate(sizes) if size == classes]
+    if classes < 2 or not axes or any(math.prod(sizes[axis + 1 :]) == after for axis in axes):
+        return None  # (kept; or classes made by splitting an axis, a grouped head's: not judged)
+    return {"input_shape": list(sizes), "shape": list(shape), "dim": dim}
+
+
 def examples_mixed_by_view(node, batch: int) -> dict | None:
     """A view (or reshape) that gives a tensor holding the batch's `batch` examples on an axis after the first, with
     more than one entry before it, the shape (batch, ...) without moving that axis first: `h_n.view(N, -1)` of a

@@ -987,6 +987,9 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
     for node in loss_nodes:
         if op_name(node) != "log_softmax" or not node.next_functions or node.next_functions[0][0] is None:
             continue
+        mixed = graph_tools.classes_mixed_by_view(node)  # (a view that mixes the classes with the positions)
+        if mixed is not None:
+            return {"layer": graph_tools.nearest_upstream(node, names) or "input", **mixed, "mixed_by_view": True}
         name = names.get(node.next_functions[0][0])  # (the layer's own output: nothing reshaped or permuted it since)
         info = infos.get(name) if name is not None else None
         if info is None or info.kind not in FEATURES_LAST:
