@@ -163,3 +163,31 @@ def test_a_scheduler_built_anew_every_epoch_restarts_its_schedule_and_is_named(b
     assert (f.symptom, f.where, f.severity) == ("stalled_loss", "optimizer", "warning")
     assert f.evidence["schedulers_made_anew"] == epochs - 1 and f.evidence["built_at_steps"][:2] == [16, 32]
     assert f.evidence["lr_highest"] < 3e-3 / 4 and f.remedies[0].startswith("Build the scheduler once")
+
+
+@pytest.mark.parametrize("freeze", ["attribute", "method", "none"])
+def test_a_module_frozen_with_a_requires_grad_attribute_is_named_for_freezing_nothing(freeze):
+    """`backbone.requires_grad = False`: an nn.Module has no such flag, so Python stores the attribute and the backbone
+    trains on (sweep 50: a pretrained backbone fine-tuned at lr 0.1 by mistake, accuracy 0.20 against 0.90, told as
+    dead units and a diverging loss to lower the learning rate for). An error at the module; `requires_grad_(False)`,
+    or no freeze at all, is no finding of it."""
+    model, backbone, head, x, y = _digits_like()
+    if freeze == "attribute":
+        backbone.requires_grad = False
+    elif freeze == "method":
+        backbone.requires_grad_(False)
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05)
+    with doctor.watch(model, optimizer) as dr:
+        for step in range(200):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if "requires_grad_attribute" in f.evidence]
+    if freeze != "attribute":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.severity, f.evidence["requires_grad_attribute"]) == ("wrong_gradient", "error", [f.where])
+    assert f.remedies[0].startswith(f"Call the method: `{f.where}.requires_grad_(False)`")

@@ -968,6 +968,24 @@ def _explain_classes_mixed_by_view(f: Finding):
     return text, remedies
 
 
+def _explain_freeze_by_attribute(f: Finding):
+    modules = f.evidence["requires_grad_attribute"]
+    first = modules[0]
+    text = (
+        f"`{first}.requires_grad = False` was meant to freeze `{first}`, but an `nn.Module` has no `requires_grad` "
+        "flag: Python stores the attribute and nothing reads it. Its parameters still require grad, backprop still "
+        "reaches them, and the optimiser still steps them: the part meant to stay fixed (a pretrained backbone) "
+        "trains on, at the rate meant for the rest, and can forget what it knew."
+    )
+    if len(modules) > 1:
+        text += f" The same at {', '.join(f'`{m}`' for m in modules[1:])}."
+    remedies = [
+        f"Call the method: `{first}.requires_grad_(False)` (or `for p in {first}.parameters(): p.requires_grad = "
+        "False`), before the optimiser is made, or leave its parameters out of the optimiser.",
+    ]
+    return text, remedies
+
+
 def _explain_ctc_blank_as_label(f: Finding):
     e = f.evidence
     blank = e["blank"]
@@ -1008,6 +1026,8 @@ def explain_wrong_gradient(f: Finding):
     e = f.evidence
     if "targets_with_blank" in e:
         return _explain_ctc_blank_as_label(f)
+    if "requires_grad_attribute" in e:
+        return _explain_freeze_by_attribute(f)
     if "classes_mixed_by_view" in e:
         return _explain_classes_mixed_by_view(f)
     if "stepped_by_others" in e:
@@ -4863,6 +4883,14 @@ def explain(finding: Finding) -> Finding:
         _add_cause(finding, *_gradient_replaced(e["gradient_replaced"]))
     if e.get("schedule_not_applied"):
         _add_cause(finding, *_schedule_not_applied(e["schedule_not_applied"]))
+    if e.get("after_freeze_not_applied"):
+        module = e["after_freeze_not_applied"]
+        _add_cause(
+            finding,
+            f"This came while `{module}`, meant to be frozen, trained on (the `wrong_gradient` finding at `{module}`: "
+            "`requires_grad = False` set as an attribute of the module freezes nothing).",
+            f"Freeze `{module}` for real first: `{module}.requires_grad_(False)`, then look again.",
+        )
     if e.get("after_zero_derivative_draw"):
         _add_cause(
             finding,

@@ -515,6 +515,19 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             f.evidence["after_loss_without_floor"] = True
         if negative is not None and f.symptom == "nonfinite" and f.first_step >= negative.first_step:
             f.evidence["after_negative_learning_rate"] = negative.evidence["negative_from_step"]
+    # a module "frozen" with `module.requires_grad = False` (an attribute, freezing nothing) trains on: its units that
+    # die, and the loss that rises, once it has begun, are that training's doing (a pretrained backbone at a head's
+    # rate)
+    unfrozen = next((f for f in findings if "requires_grad_attribute" in f.evidence), None)
+    for f in findings:
+        if unfrozen is None or f.first_step < unfrozen.first_step:
+            continue
+        meant = unfrozen.evidence["requires_grad_attribute"]
+        inside = any(f.where == m or f.where.startswith(f"{m}.") for m in meant)
+        if (f.symptom == "dead_relu" and inside) or (f.symptom == "diverging_loss" and f.where == "loss"):
+            f.evidence["after_freeze_not_applied"] = unfrozen.where
+            if f.symptom == "dead_relu":
+                f.severity = "warning"  # (the consequence: the freeze's finding is the error to fix)
     # `torch.normal(mean, std)` of computed tensors: derivative 0 to both, so the layers before the draw get the loss's
     # gradient from its other terms only (a VAE's KL): their gradient measured across depth looks vanished
     normal_draw = next((f for f in findings if f.evidence.get("drawn_from") == "torch.normal"), None)
@@ -3195,6 +3208,20 @@ def stepped_without_gradients_rule(history: History, t: Thresholds) -> list[Find
     return [Finding("no_gradient", where, first, "error", evidence)]
 
 
+def freeze_by_attribute_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A watched module given `requires_grad = False` as an attribute (`backbone.requires_grad = False`) while its
+    parameters still require grad and are stepped, on most recent sampled steps: an `nn.Module` has no such flag
+    (`requires_grad_(False)` is the method), so nothing is frozen, and the part meant to stay fixed trains on. An
+    error at the module."""
+    marked = _marked_on_most(history, "module_requires_grad", t)
+    if not marked:
+        return []
+    modules = marked[-1].module_requires_grad
+    first = next(r.step for r in history.records if r.module_requires_grad)
+    evidence = {"requires_grad_attribute": modules}
+    return [Finding("wrong_gradient", modules[0], first, "error", evidence)]
+
+
 def gradientless_optimizer_rule(history: History, t: Thresholds) -> list[Finding]:
     """A second optimiser (a GAN's generator's, beside the discriminator's that steps first) steps, on most recent
     sampled steps, parameters of which not one has a gradient: the loss differentiated before its step never
@@ -4677,6 +4704,7 @@ RULES = (
     padding_idx_rule,
     gradientless_optimizer_rule,
     stepped_without_gradients_rule,
+    freeze_by_attribute_rule,
     same_parameters_rule,
     score_backward_rule,
     targets_out_of_reach_rule,

@@ -1413,6 +1413,7 @@ class StepState:
     stepped_and_frozen: tuple[int, int] = (0, 0)
     # ... frozen ones among them on which `requires_grad_` was assigned, not called (`p.requires_grad_ = True`): labels
     requires_grad_assigned: list = field(default_factory=list)
+    module_requires_grad: list = field(default_factory=list)  # watched modules given a `requires_grad` attribute
     grads_after_backward: bool = False  # right after a backward, some parameter the last plan measured held a gradient
     # (sampled) right after the last backward: the plan, and each of its parameters' gradient as (id, version) or None;
     # at the step, the names of those whose gradient was written since (zeroed by hand, clipped, unscaled)
@@ -4130,6 +4131,7 @@ class TorchProbe:
                 self.state.stepped_and_frozen = self._stepped_and_frozen(optimizer)
                 if self.state.stepped_and_frozen[1]:
                     self.state.requires_grad_assigned = self._requires_grad_assigned(optimizer)
+                self.state.module_requires_grad = self._modules_given_requires_grad()
                 self.state.maximizes = any(group.get("maximize", False) for group in optimizer.param_groups)
                 self.state.swapped_betas = _swapped_betas(optimizer)
                 self.state.misspelt_setting = _misspelt_setting(optimizer)
@@ -4234,6 +4236,16 @@ class TorchProbe:
         stepping = [optimizer, *self._stepped_since_primary]
         stepped = {id(p): p for other in stepping for p in _stepped_parameters(other)}
         return len(stepped), sum(not p.requires_grad for p in stepped.values())
+
+    def _modules_given_requires_grad(self) -> list[str]:
+        """The watched modules holding an attribute `requires_grad = False` of their own while some of their parameters
+        still require grad: `backbone.requires_grad = False` meant to freeze them, and an `nn.Module` has no such flag
+        (`requires_grad_(False)` is the method), so Python just stores it and nothing is frozen. Outermost first."""
+        given = []
+        for module, info in list(self.infos.items()):
+            if module.__dict__.get("requires_grad") is False and any(p.requires_grad for p in module.parameters()):
+                given.append(info.name)
+        return [name for name in given if not any(name.startswith(f"{outer}.") for outer in given)]
 
     def _requires_grad_assigned(self, optimizer) -> list[str]:
         """The frozen parameters the optimiser steps that hold an attribute `requires_grad_` of their own: the
@@ -4909,6 +4921,7 @@ class TorchProbe:
             record.clip_value_norms, record.clip_value_entries = (value(before_at), value(after_at)), entries
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.requires_grad_assigned = state.requires_grad_assigned or None
+        record.module_requires_grad = state.module_requires_grad or None
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.optimizers_stepping_the_same = state.optimizers_stepping_the_same
         record.softmax_over_one = state.softmax_over_one or None
