@@ -3113,6 +3113,8 @@ class TorchProbe:
                 found = graph_tools.class_targets(loss_nodes)
                 if found is not None:
                     self._count_batch_classes(state, *found)
+        if loss_nodes and state.seq_first_inputs and state.batch_classes is None and state.regression_rows is None:
+            self._examples_in_the_batch(state, loss_nodes)  # (a regression's examples: a sequence-first layer's batch?)
         if loss_nodes and state.target_log_probability is None and state.root_loss is None:
             # (a loss of its own made from the target's log-probability, a focal loss: does it reward the right class?
             # Not cross_entropy itself, which is minus that log-probability)
@@ -4810,8 +4812,9 @@ class TorchProbe:
         if state.input_scale:
             layer, largest_at, smallest_at = state.input_scale
             record.input_scale = {"layer": layer, "largest": value(largest_at), "smallest": value(smallest_at)}
-        if state.seq_first_inputs and state.batch_classes is not None:  # (how many examples: the targets' count)
-            batch = state.batch_classes[0]
+        if state.seq_first_inputs and (state.batch_classes is not None or state.regression_rows is not None):
+            # (how many examples: a classifier's targets, or a regression's predictions)
+            batch = state.batch_classes[0] if state.batch_classes is not None else state.regression_rows
             record.batch_as_sequence = [
                 {"layer": name, "input_shape": shape, "batch": batch, "recurrent": recurrent}
                 for name, (shape, recurrent) in state.seq_first_inputs.items()
