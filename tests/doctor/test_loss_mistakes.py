@@ -4445,3 +4445,36 @@ def test_a_regression_batch_given_to_a_sequence_first_lstm_is_named(batch_first)
     [f] = named
     assert f.where == "lstm" and f.evidence["input_shape"] == [64, 40, 1] and f.evidence["batch"] == 64
     assert "batch_first=True" in f.remedies[0]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_a_loss_overwritten_in_the_decoder_loop_reaches_only_the_last_call(accumulate):
+    """`loss = criterion(out(h_t), y_t)` inside the decoder's loop where `loss = loss + ...` was meant: only the last
+    position is trained (sweep 50: accuracy 0.18 against 1.00, by position 0.0 ... 0.98, and nothing was said). The
+    output layer is called 6 times a step and the loss reaches its last call alone."""
+    torch.manual_seed(0)
+    steps, classes = 6, 5
+    x = torch.randn(256, 10)
+    y = torch.stack([(x[:, t] > 0).long() + (x[:, t + 1] > 0).long() * 2 for t in range(steps)], 1)
+    encoder, cell, out = nn.Linear(10, 32), nn.GRUCell(classes, 32), nn.Linear(32, classes)
+    model = nn.ModuleDict({"encoder": encoder, "cell": cell, "out": out})
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for step in range(200):
+            batch = slice(64 * (step % 4), 64 * (step % 4 + 1))
+            h, inp, loss = torch.tanh(encoder(x[batch])), torch.zeros(64, classes), 0.0
+            for t in range(steps):
+                h = cell(inp, h)
+                term = F.cross_entropy(out(h), y[batch, t])
+                loss = loss + term if accumulate else term
+                inp = F.one_hot(y[batch, t], classes).float()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("last_call_only")]
+    if accumulate:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where) == ("vanishing_gradient", "out") and f.evidence["calls_per_step"] == steps
+    assert f.first_step == 0 and f.remedies[0].startswith("Add the losses up")

@@ -144,8 +144,26 @@ def _explain_first_position_only(f: Finding):
     return text, remedies
 
 
+def _explain_last_call_only(f: Finding):
+    calls = f.evidence["calls_per_step"]
+    text = (
+        f"`{f.where}` is called {calls} times in each step, and the loss reaches only the output of its last call: the "
+        f"other {calls - 1} outputs, and whatever they predict, get no gradient at all. The usual cause is a loss "
+        "overwritten in the loop that makes them, `loss = criterion(out_t, y_t)` where `loss = loss + criterion(out_t, "
+        "y_t)` was meant (a decoder's steps, an unrolled model's outputs): each step's loss replaces the one before, "
+        "and only the last position is trained."
+    )
+    remedies = [
+        "Add the losses up: start from `loss = 0` before the loop and write `loss = loss + criterion(out_t, y_t)` "
+        "(or collect the outputs and call the loss once on all of them).",
+    ]
+    return text, remedies
+
+
 def explain_vanishing_gradient(f: Finding):
     e = f.evidence
+    if e.get("last_call_only"):
+        return _explain_last_call_only(f)
     if "hooks_piling_up" in e:
         return _explain_hooks_piling_up(f)
     if "loss_weight_unheld" in e:

@@ -2081,6 +2081,34 @@ def base_rate_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("stalled_loss", function or "loss", 0, "warning", evidence)]
 
 
+def last_call_only_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A weighted module called several times in each step (a decoder's output layer, once per position) of which the
+    loss reaches only the last call's output, on most recent sampled steps: `loss = criterion(out_t, y_t)` inside the
+    loop where `loss = loss + ...` was meant, each step's loss overwriting the one before. Every other call's output,
+    and the positions it predicts, get no gradient. A warning at the module; an error with the loss stalled."""
+    recent = history.recent()
+    marked = [r for r in recent if r.calls_reaching_loss]
+    found = {}
+    for r in marked:
+        for name, (calls, _) in r.calls_reaching_loss.items():
+            if _last_call_only(r, name):
+                found.setdefault(name, []).append((r.step, calls))
+    findings = []
+    for name, hits in sorted(found.items()):
+        if len(hits) < t.min_records or 2 * len(hits) < len(recent):
+            continue
+        evidence = {"calls_per_step": hits[-1][1], "calls_reaching_loss": 1, "last_call_only": True}
+        severity = "error" if _loss_is_stalled(history.current_loss(), t) else "warning"
+        first = next(r.step for r in history.records if _last_call_only(r, name))
+        findings.append(Finding("vanishing_gradient", name, first, severity, evidence))
+    return findings
+
+
+def _last_call_only(record: StepRecord, name: str) -> bool:
+    calls, reached = (record.calls_reaching_loss or {}).get(name, (0, None))
+    return reached == [calls - 1]
+
+
 def first_position_only_rule(history: History, t: Thresholds) -> list[Finding]:
     """A token embedding given (batch, positions) ids whose output got a gradient at position 0 and exactly none at
     every later one, on every look (the first few sampled steps, 2 at least): the loss reads the model's output at the
@@ -4722,6 +4750,7 @@ RULES = (
     zeros_outside_autograd_rule,
     relu_output_changed_rule,
     first_position_only_rule,
+    last_call_only_rule,
     base_rate_rule,
     reversal_not_reversing_rule,
     unstopped_target_rule,

@@ -113,6 +113,8 @@ class StepRecord:
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them
     requires_grad_assigned: list | None = None  # ... frozen, `p.requires_grad_ = True` assigned on them: their labels
+    # a weighted module called several times in the step: name -> (calls, the indices of those the loss reaches)
+    calls_reaching_loss: dict | None = None
     module_requires_grad: list | None = None  # modules given `requires_grad = False` as an attribute: freezing nothing
     grads_after_backward: bool = False  # right after a backward of this step, some watched parameter held a gradient
     stepped_without_gradients: bool = False  # an optimiser step with no backward since the last and no gradient

@@ -97,6 +97,8 @@ ONE_HOT_LOOK_SIZE = 1 << 16  # a softmax's output read for exactly one-hot rows 
 LAYER_READS = set(graph_tools.LAYER_PRODUCTS)  # the ops that read a layer's weight or bias (addmm: a Linear's bias)
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+CALLS_FOLLOWED = 64  # a weighted module's calls in a step whose output nodes are kept, to see which the loss reaches
+CALLS_MANY = 3  # ... when it is called this many times or more
 ZERO_DERIVATIVE_DRAW = "torch.normal"  # a draw whose derivative to its mean and std is 0 (`decoded_draws`' key for it)
 TRANSFORMER_DECODERS = (nn.TransformerDecoder, nn.TransformerDecoderLayer)  # (their self-attention's mask: tgt_mask)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
@@ -1207,6 +1209,8 @@ class StepState:
     drawn: OutputMemory = field(default_factory=OutputMemory)
     decoded_draws: dict = field(default_factory=dict)
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
+    call_nodes: dict = field(default_factory=dict)  # weighted module name -> the nodes that made its calls' outputs
+    calls_reaching_loss: dict = field(default_factory=dict)  # ... -> (calls, [which of them the backward reaches])
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
     # an nn.LSTM's or nn.GRU's name -> deferred mean bias of the gate that keeps its state (forget, update), layer 0
@@ -2372,6 +2376,11 @@ class TorchProbe:
                     y.register_hook(functools.partial(self._on_cell_grad, state.ticket, name, len(calls) - 1))
                 # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
                 node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
+                calls = state.call_nodes.setdefault(name, [])
+                if (
+                    len(calls) < CALLS_FOLLOWED
+                ):  # (which of its calls the loss reaches: the last alone, a loss overwritten
+                    calls.append(node)  # in a loop?)
         except Exception as error:
             if not _not_dense(output):  # (a sparse or nested output, a layer of a graph network say: unmeasured)
                 self._fail("forward hook", error)
@@ -3014,7 +3023,15 @@ class TorchProbe:
         if first_step < state.step and state.retained_graph:
             self._look_for_earlier_graph(state, nodes, first_step, first_names)
         state.roots.extend(root_nodes)
-        state.root_ops.add(op_name(root_nodes[0]))  # (the same loss over several batches, or different losses?)
+        state.root_ops.add(op_name(root_nodes[0]))
+        many = {name: calls for name, calls in state.call_nodes.items() if len(calls) >= CALLS_MANY}
+        if many and not state.calls_reaching_loss:  # (the step's first backward: the calls its loss reaches)
+            in_graph = set(map(id, nodes))
+            for name, calls in many.items():
+                state.calls_reaching_loss[name] = (
+                    len(calls),
+                    [i for i, n in enumerate(calls) if id(n) in in_graph],
+                )  # (the same loss over several batches, or different losses?)
         names = state.names
         if state.outputs_made and not state.outputs_reached:  # (modules made outputs before this backward: in it?)
             state.outputs_reached = any(node in names for node in nodes)
@@ -4924,6 +4941,7 @@ class TorchProbe:
             record.clip_value_norms, record.clip_value_entries = (value(before_at), value(after_at)), entries
         record.optimizer_parameters, record.optimizer_frozen = state.stepped_and_frozen
         record.requires_grad_assigned = state.requires_grad_assigned or None
+        record.calls_reaching_loss = dict(state.calls_reaching_loss) or None
         record.module_requires_grad = state.module_requires_grad or None
         record.optimizers_without_gradient = state.optimizers_without_gradient
         record.optimizers_stepping_the_same = state.optimizers_stepping_the_same
