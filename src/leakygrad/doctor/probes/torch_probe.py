@@ -989,7 +989,9 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
     for node in loss_nodes:
         if op_name(node) != "log_softmax" or not node.next_functions or node.next_functions[0][0] is None:
             continue
-        mixed = graph_tools.classes_mixed_by_view(node)  # (a view that mixes the classes with the positions)
+        # (a view that mixes the classes with the positions; not a layer's own output, which a Linear on 3-D input
+        # makes by a view of its own, (N * T, C) as (N, T, C))
+        mixed = None if names.get(node.next_functions[0][0]) else graph_tools.classes_mixed_by_view(node)
         if mixed is not None:
             return {"layer": graph_tools.nearest_upstream(node, names) or "input", **mixed, "mixed_by_view": True}
         name = names.get(node.next_functions[0][0])  # (the layer's own output: nothing reshaped or permuted it since)
