@@ -4345,6 +4345,46 @@ def test_a_normalisation_over_one_value_is_named_as_the_cause(norm):
         assert marked[0].remedies[0].startswith("Normalise over several values")
 
 
+@pytest.mark.parametrize("groups", ["one channel each", "eight"])
+def test_a_group_norm_over_one_value_at_one_by_one_is_one_error_at_the_norm(groups):
+    """Sweep 50: a CNN's norm helper `GroupNorm(min(32, c), c)`, one channel per group for c <= 32, and the last stage
+    at 1 x 1: each mean is over one value, the norm's output its bias, and every layer before it got an exactly-zero
+    gradient: six `no_gradient` errors with unrelated remedies, the cause only in a warning. One error at the norm
+    now, the layers before it folded in; `GroupNorm(8, c)` gives nothing."""
+    torch.manual_seed(0)
+
+    def norm(c):
+        return nn.GroupNorm(min(32, c) if groups == "one channel each" else 8, c)
+
+    def stage(c_in, c_out, stride):  # (the sweep's helper: two convolutions, each normalised)
+        return nn.Sequential(
+            nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), norm(c_out), nn.SiLU(),
+            nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False), norm(c_out), nn.SiLU(),
+        )  # fmt: skip
+
+    # 8 x 8 -> 4 -> 2 -> 1
+    model = nn.Sequential(stage(1, 16, 2), stage(16, 32, 2), stage(32, 32, 2), nn.Flatten(), nn.Linear(32, 4))
+    x = torch.randn(256, 1, 8, 8)
+    y = (x[:, 0, :4].mean((1, 2)) > 0).long() + 2 * (x[:, 0, :, :4].mean((1, 2)) > 0).long()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer) as dr:
+        for step in range(160):
+            batch = slice(64 * (step % 4), 64 * (step % 4 + 1))
+            loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    errors = [f for f in dr.findings if f.severity == "error"]
+    if groups == "eight":
+        assert errors == []
+        return
+    [f] = errors
+    assert (f.symptom, f.where) == ("no_gradient", "sequential.2.1")
+    assert f.evidence["norm_over_one_value"] == ["sequential.2.1", "sequential.2.4"]
+    assert {"sequential.0.0", "sequential.1.3"} <= {p.rpartition(".")[0] for p in f.evidence["parameters"]}
+    assert f.remedies[0].startswith("Normalise over several values: fewer groups")
+
+
 @pytest.mark.parametrize("optimizer_class", [torch.optim.Adam, torch.optim.AdamW])
 def test_adam_given_an_adamw_weight_decay_is_told_to_use_adamw(optimizer_class):
     """Sweep 34: weight_decay=0.1 copied from an AdamW recipe into Adam. Adam adds it to the gradient and divides it by

@@ -5101,12 +5101,12 @@ def _norm_over_one_value(norms: list) -> tuple[str, str]:
     shown = _listed(norms)
     return (
         f"The normalisation layer{'s' if len(norms) > 1 else ''} {shown} take{'' if len(norms) > 1 else 's'} each "
-        "mean and variance over one value (GroupNorm(C, C) on features with no length, (N, C)): "
-        "that value minus its own mean is 0, whatever it was, so the output is the layer's bias for every input, "
-        "and the derivative of the output with respect to the input is 0. Nothing of the input passes forward, and "
-        "no gradient passes back to the layers before.",
-        "Normalise over several values: `nn.LayerNorm(C)` (or `nn.GroupNorm(g, C)` with g < C, or `nn.BatchNorm1d(C)`) "
-        "for (N, C) features; GroupNorm(C, C) needs a spatial or time axis to normalise over.",
+        "mean and variance over one value (a GroupNorm with one channel per group on features with one value per "
+        "channel: (N, C), or (N, C, 1, 1) after the last downsampling): that value minus its own mean is 0, whatever "
+        "it was, so the output is the layer's bias for every input, and the derivative of the output with respect to "
+        "the input is 0. Nothing of the input passes forward, and no gradient passes back to the layers before.",
+        "Normalise over several values: fewer groups, `nn.GroupNorm(8, C)` (a helper's `GroupNorm(min(32, C), C)` is "
+        "one channel per group for C <= 32), or `nn.LayerNorm(C)`, or `nn.BatchNorm1d(C)`/`nn.BatchNorm2d(C)`.",
     )
 
 

@@ -3535,6 +3535,14 @@ def _zero_factors_together(findings: list[Finding], history: History) -> list[Fi
         and not f.evidence.get("graph_cuts")
         and not f.evidence.get("forward_ran")
     ]
+    # (a normalisation over one value per group, GroupNorm(C, C) at 1 x 1: its output is its bias whatever its input,
+    # and every layer before it gets exactly 0: one error at the norm, in place of one per layer)
+    recent = history.recent()
+    over_one = [r.norm_over_one_value for r in recent if r.norm_over_one_value]
+    if stuck and over_one and 2 * len(over_one) >= len(recent):
+        merged = _merged_zero_gradients(findings, stuck, history, {"norm_over_one_value": over_one[-1]})
+        merged[-1].where = over_one[-1][0]
+        return merged
     zeroed = [f for f in stuck if _weights_stay_zero(history, _layers_of(f, history))]
     # (a normalisation's scale held at exactly 0: every layer after it sees an input of 0, and the layers whose
     # gradient is exactly 0 with it get none from an input of 0 and pass none back, SwiGLU's silu(a) b at 0)
