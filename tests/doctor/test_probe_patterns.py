@@ -2162,6 +2162,26 @@ def test_a_softmax_over_an_axis_of_length_1_is_named_with_the_layers_it_starves(
     assert [g.symptom for g in dr.findings if g.symptom == "no_gradient"] == []  # (told by this one)
 
 
+def test_a_softmax_over_one_output_channel_is_told_to_use_a_sigmoid():
+    """Sweep 50: a one-channel segmentation output squashed by `softmax(dim=1)` for a Dice loss (IoU 0.19 against
+    0.94): every pixel's probability is exactly 1. Found already; its remedy spoke of attention pooling. For a channel
+    (or classes) axis of one, a sigmoid, or two channels, comes first."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 1, 1))
+    x = torch.randn(32, 1, 8, 8)
+    mask = (x > 0.5).float()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(64):
+            p = torch.softmax(model(x), dim=1)
+            loss = 1 - (2 * (p * mask).sum() + 1) / (p.sum() + mask.sum() + 1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    [f] = [f for f in dr.findings if f.evidence.get("axis_length") == 1]
+    assert f.evidence["shape"] == [32, 1, 8, 8] and f.remedies[0].startswith("For a yes/no output from one channel")
+
+
 @pytest.mark.parametrize("optimizer_of, rounded", [
     (lambda params: torch.optim.SGD(params, lr=1e-3), True),
     (lambda params: torch.optim.Adam(params, lr=1e-2), False),

@@ -592,6 +592,13 @@ def _explain_softmax_over_one(f: Finding):
         f"Take the {f.where} over the axis that holds the alternatives: for attention pooling over a sequence of "
         "shape (N, T, 1), `dim=1` (the time steps), not `dim=-1`.",
     ]
+    if len(e["shape"]) >= 2 and e["dim"] % len(e["shape"]) == 1:  # (a classes or channels axis of one: a binary output)
+        remedies.insert(
+            0,
+            "For a yes/no output from one channel (a binary mask, one logit per example), use `torch.sigmoid` "
+            "(trained with `F.binary_cross_entropy_with_logits` on the logit), or give the layer two output channels "
+            f"and take the {f.where} over them (`dim=1`).",
+        )
     return text, remedies
 
 
