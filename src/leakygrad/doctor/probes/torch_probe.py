@@ -97,8 +97,7 @@ ONE_HOT_LOOK_SIZE = 1 << 16  # a softmax's output read for exactly one-hot rows 
 LAYER_READS = set(graph_tools.LAYER_PRODUCTS)  # the ops that read a layer's weight or bias (addmm: a Linear's bias)
 DROPOUT_MOSTLY = 0.8  # a dropout that drops this share or more (GAT's 0.6 is a published setting; 0.9 keep_prob)
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
-CALLS_FOLLOWED = 64  # a weighted module's calls in a step whose output nodes are kept, to see which the loss reaches
-CALLS_MANY = 3  # ... when it is called this many times or more
+CALLS_MANY = 3  # a weighted module called this many times in a step or more: which of its calls does the loss reach?
 ZERO_DERIVATIVE_DRAW = "torch.normal"  # a draw whose derivative to its mean and std is 0 (`decoded_draws`' key for it)
 TRANSFORMER_DECODERS = (nn.TransformerDecoder, nn.TransformerDecoderLayer)  # (their self-attention's mask: tgt_mask)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
@@ -1199,6 +1198,7 @@ class StepState:
     names: NodeTags = field(init=False)  # node -> name of the module whose output it made
     recurrent_outputs: NodeTags = field(init=False)  # node -> name of the recurrent module whose output it made
     enters: NodeTags = field(init=False)  # node -> names of the recurrent modules its output is an input of
+    calls: NodeTags = field(init=False)  # node -> (weighted module, which of its calls in the step) that made it
     recurrent: set = field(default_factory=set)  # names of the recurrent modules that ran (with their outputs)
     ran_without_grad: set = field(default_factory=set)  # names of the modules that ran under no_grad (or inference)
     in_reentrant_checkpoint: set = field(default_factory=set)  # ... of them, those run by a reentrant checkpoint
@@ -1211,7 +1211,7 @@ class StepState:
     drawn: OutputMemory = field(default_factory=OutputMemory)
     decoded_draws: dict = field(default_factory=dict)
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
-    call_nodes: dict = field(default_factory=dict)  # weighted module name -> the nodes that made its calls' outputs
+    call_counts: dict = field(default_factory=dict)  # weighted module name -> its calls in the step
     calls_reaching_loss: dict = field(default_factory=dict)  # ... -> (calls, [which of them the backward reaches])
     time_norms: dict = field(default_factory=dict)  # module name -> deferred vector index
     time_padding: dict = field(default_factory=dict)  # ... of the share of all-zero inputs at each time step
@@ -1446,6 +1446,7 @@ class StepState:
         self.names = NodeTags(("leakygrad", step, "module"))
         self.recurrent_outputs = NodeTags(("leakygrad", step, "recurrent output"))
         self.enters = NodeTags(("leakygrad", step, "recurrent input"))
+        self.calls = NodeTags(("leakygrad", step, "call"))
 
     def release(self) -> None:
         """End the step for its hooks: they find the ticket empty from now on. The state holds autograd nodes
@@ -2378,11 +2379,10 @@ class TorchProbe:
                     y.register_hook(functools.partial(self._on_cell_grad, state.ticket, name, len(calls) - 1))
                 # a hook on the node that made y sees d loss / d y as it enters; cheaper than a tensor hook
                 node.register_prehook(functools.partial(self._on_output_node_grad, state.ticket, name, y.output_nr))
-                calls = state.call_nodes.setdefault(name, [])
-                if (
-                    len(calls) < CALLS_FOLLOWED
-                ):  # (which of its calls the loss reaches: the last alone, a loss overwritten
-                    calls.append(node)  # in a loop?)
+                # (which of its calls the loss reaches: the last alone, a loss overwritten in a loop? Tagged on the
+                # nodes, not held: holding them would keep their graphs alive)
+                call = state.call_counts[name] = state.call_counts.get(name, 0) + 1
+                state.calls.tag(node, (name, call - 1))
         except Exception as error:
             if not _not_dense(output):  # (a sparse or nested output, a layer of a graph network say: unmeasured)
                 self._fail("forward hook", error)
@@ -3025,15 +3025,16 @@ class TorchProbe:
         if first_step < state.step and state.retained_graph:
             self._look_for_earlier_graph(state, nodes, first_step, first_names)
         state.roots.extend(root_nodes)
-        state.root_ops.add(op_name(root_nodes[0]))
-        many = {name: calls for name, calls in state.call_nodes.items() if len(calls) >= CALLS_MANY}
-        if many and not state.calls_reaching_loss:  # (the step's first backward: the calls its loss reaches)
-            in_graph = set(map(id, nodes))
+        state.root_ops.add(op_name(root_nodes[0]))  # (the same loss over several batches, or different losses?)
+        many = {name: calls for name, calls in state.call_counts.items() if calls >= CALLS_MANY}
+        if many and self._backward_calls == 1:  # (the step's first backward, after all its calls: which it reaches)
+            reached = {name: [] for name in many}
+            for node in nodes:
+                found = state.calls.get(node)
+                if found is not None and found[0] in reached:
+                    reached[found[0]].append(found[1])
             for name, calls in many.items():
-                state.calls_reaching_loss[name] = (
-                    len(calls),
-                    [i for i, n in enumerate(calls) if id(n) in in_graph],
-                )  # (the same loss over several batches, or different losses?)
+                state.calls_reaching_loss[name] = (calls, sorted(reached[name]))
         names = state.names
         if state.outputs_made and not state.outputs_reached:  # (modules made outputs before this backward: in it?)
             state.outputs_reached = any(node in names for node in nodes)
