@@ -867,12 +867,8 @@ class TinyVAE(nn.Module):
         self.dec = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 16))
 
 
-@pytest.mark.parametrize("draw", ["sample", "rsample", "sample under no_grad"])
-def test_a_vae_that_decodes_a_draw_made_by_sample_is_a_blocked_gradient_at_the_sample(draw):
-    """`Normal(mu, std).sample()` where `rsample()` was meant: the draw is made under no_grad, so the reconstruction
-    passes no gradient back to the encoder, which learns from the KL term alone (a sweep's VAE: test MSE 0.074 against
-    0.028, told as a vanishing gradient with remedies of initialisation and normalisation). `rsample()`, or a draw
-    made with gradients off on purpose, is no finding."""
+def train_tiny_vae(draw):
+    """24 steps of TinyVAE under the doctor (every 2), its latent drawn by `draw(mu, std)`; returns the doctor."""
     torch.manual_seed(0)
     vae = TinyVAE()
     optimizer = torch.optim.Adam(vae.parameters(), lr=1e-3)
@@ -880,17 +876,30 @@ def test_a_vae_that_decodes_a_draw_made_by_sample_is_a_blocked_gradient_at_the_s
     with doctor.watch(vae, optimizer, every=2) as dr:
         for _ in range(24):
             mu, log_var = vae.enc(x).chunk(2, dim=1)
-            posterior = torch.distributions.Normal(mu, (0.5 * log_var).exp())
-            if draw == "sample under no_grad":
-                with torch.no_grad():
-                    z = posterior.sample()
-            else:
-                z = posterior.sample() if draw == "sample" else posterior.rsample()
+            z = draw(mu, (0.5 * log_var).exp())
             kl = 0.5 * (mu**2 + log_var.exp() - 1 - log_var).sum(1).mean()
             loss = F.mse_loss(vae.dec(z), x) + 1e-3 * kl
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+    return dr
+
+
+@pytest.mark.parametrize("draw", ["sample", "rsample", "sample under no_grad"])
+def test_a_vae_that_decodes_a_draw_made_by_sample_is_a_blocked_gradient_at_the_sample(draw):
+    """`Normal(mu, std).sample()` where `rsample()` was meant: the draw is made under no_grad, so the reconstruction
+    passes no gradient back to the encoder, which learns from the KL term alone (a sweep's VAE: test MSE 0.074 against
+    0.028, told as a vanishing gradient with remedies of initialisation and normalisation). `rsample()`, or a draw
+    made with gradients off on purpose, is no finding."""
+
+    def sampled(mu, std):
+        posterior = torch.distributions.Normal(mu, std)
+        if draw == "sample under no_grad":
+            with torch.no_grad():
+                return posterior.sample()
+        return posterior.sample() if draw == "sample" else posterior.rsample()
+
+    dr = train_tiny_vae(sampled)
     named = [f for f in dr.findings if "drawn_from" in f.evidence]
     if draw != "sample":
         assert named == []
@@ -908,20 +917,7 @@ def test_a_vae_that_draws_with_torch_normal_is_a_blocked_gradient_at_the_draw(dr
     the KL term alone (sweep 50: KL 0, posterior collapse, told as a vanishing gradient and dead units with remedies of
     initialisation). Named at the draw, with the reparameterisation as its remedy; the vanishing gradient it makes is
     told as its doing."""
-    torch.manual_seed(0)
-    vae = TinyVAE()
-    optimizer = torch.optim.Adam(vae.parameters(), lr=1e-3)
-    x = torch.randn(128, 16)
-    with doctor.watch(vae, optimizer, every=2) as dr:
-        for _ in range(24):
-            mu, log_var = vae.enc(x).chunk(2, dim=1)
-            std = (0.5 * log_var).exp()
-            z = torch.normal(mu, std) if draw == "torch.normal" else mu + std * torch.randn_like(std)
-            kl = 0.5 * (mu**2 + log_var.exp() - 1 - log_var).sum(1).mean()
-            loss = F.mse_loss(vae.dec(z), x) + 1e-3 * kl
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr = train_tiny_vae(torch.normal if draw == "torch.normal" else lambda mu, std: mu + std * torch.randn_like(std))
     named = [f for f in dr.findings if "drawn_from" in f.evidence]
     if draw != "torch.normal":
         assert named == []
