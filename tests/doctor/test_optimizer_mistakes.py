@@ -59,6 +59,20 @@ def _digits_like():
     return nn.Sequential(backbone, head), backbone, head, x, y
 
 
+def _train_on_batches(model, optimizer, x, y, steps, after_step=None):
+    """`steps` cross-entropy steps on the 16 batches of 64 of (x, y) in turn, under the doctor; returns it."""
+    with doctor.watch(model, optimizer) as dr:
+        for step in range(steps):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if after_step is not None:
+                after_step(step)
+    return dr
+
+
 @pytest.mark.parametrize("head_group", ["learning_rate", "lr", "named", "scheduled"])
 def test_a_parameter_group_given_its_rate_under_a_key_the_optimiser_does_not_know_is_named(head_group):
     """`{"params": head.parameters(), "learning_rate": 5e-2}`: torch.optim keeps any key in a group and reads only its
@@ -74,15 +88,7 @@ def test_a_parameter_group_given_its_rate_under_a_key_the_optimiser_does_not_kno
         if head_group == "scheduled"
         else None
     )
-    with doctor.watch(model, optimizer) as dr:
-        for step in range(400):
-            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
-            loss = F.cross_entropy(model(x[batch]), y[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if schedule is not None:
-                schedule.step()
+    dr = _train_on_batches(model, optimizer, x, y, 400, after_step=schedule and (lambda _: schedule.step()))
     named = [f for f in dr.findings if "misspelt_setting" in f.evidence]
     if head_group != "learning_rate":
         assert named == []
@@ -143,18 +149,16 @@ def test_a_scheduler_built_anew_every_epoch_restarts_its_schedule_and_is_named(b
     def warmup_then_flat(step):
         return min(1.0, (step + 1) / warmup)
 
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_then_flat)
-    with doctor.watch(model, optimizer) as dr:
-        for epoch in range(epochs):
-            if built == "every_epoch" or (built == "once_per_phase" and epoch == epochs // 2):
-                schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_then_flat)
-            for step in range(per_epoch):
-                batch = slice(64 * step, 64 * (step + 1))
-                loss = F.cross_entropy(model(x[batch]), y[batch])
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                schedule.step()
+    schedules = [torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_then_flat)]
+
+    def step_the_schedule(step):
+        schedules[-1].step()
+        next_epoch, epoch_ends = (step + 1) // per_epoch, (step + 1) % per_epoch == 0
+        rebuilt = built == "every_epoch" or (built == "once_per_phase" and next_epoch == epochs // 2)
+        if epoch_ends and next_epoch < epochs and rebuilt:  # (built before the next epoch's first batch)
+            schedules.append(torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_then_flat))
+
+    dr = _train_on_batches(model, optimizer, x, y, epochs * per_epoch, after_step=step_the_schedule)
     named = [f for f in dr.findings if "schedulers_made_anew" in f.evidence]
     if built != "every_epoch":
         assert named == []
@@ -177,13 +181,7 @@ def test_a_module_frozen_with_a_requires_grad_attribute_is_named_for_freezing_no
     elif freeze == "method":
         backbone.requires_grad_(False)
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05)
-    with doctor.watch(model, optimizer) as dr:
-        for step in range(200):
-            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
-            loss = F.cross_entropy(model(x[batch]), y[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr = _train_on_batches(model, optimizer, x, y, 200)
     named = [f for f in dr.findings if "requires_grad_attribute" in f.evidence]
     if freeze != "attribute":
         assert named == []
