@@ -689,6 +689,11 @@ SCHEDULER_KEYS = frozenset({"initial_lr", "max_lr", "min_lr", "base_lr", "max_mo
 MEANT_SETTING = {"learning_rate": "lr", "learningrate": "lr", "lrate": "lr", "lr_rate": "lr", "mom": "momentum"}
 
 
+def _plain_number(x) -> bool:
+    """An int or a float as a hyperparameter holds it (not a bool, not a tensor: a rate on a GPU is not read)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _misspelt_setting(optimizer) -> dict | None:
     """A parameter group given its learning rate or momentum under a key the optimiser does not know
     (`{"params": ..., "learning_rate": 5e-2}`): torch.optim keeps any key in a group and reads only its own, so the
@@ -701,7 +706,7 @@ def _misspelt_setting(optimizer) -> dict | None:
                 continue
             meant = _meant_setting(key, known)
             in_effect = group.get(meant) if meant is not None else None
-            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (given, in_effect))
+            numbers = _plain_number(given) and _plain_number(in_effect)
             if numbers and given != in_effect:
                 return {"param_group": index, "setting": key, "meant": meant, "given": given, "in_effect": in_effect}
     return None
@@ -733,7 +738,7 @@ def _momentum_not_decaying(optimizer) -> dict | None:
     dampening 0 it is the sum of every gradient so far, with dampening 1 no gradient ever enters it."""
     for group in optimizer.param_groups:
         momentum = group.get("momentum")
-        if isinstance(momentum, (int, float)) and not isinstance(momentum, bool) and momentum >= 1:
+        if _plain_number(momentum) and momentum >= 1:
             dampening = group.get("dampening", 0)
             return {"momentum": float(momentum), "dampening": float(dampening) if dampening is not None else 0.0}
     return None
@@ -2665,7 +2670,7 @@ class TorchProbe:
                 primary = self.primary() if self.primary is not None else None
                 if primary is not None and getattr(scheduler, "optimizer", None) is primary:
                     lr_given = primary.param_groups[0].get("initial_lr")
-                    if isinstance(lr_given, (int, float)) and not isinstance(lr_given, bool):
+                    if _plain_number(lr_given):
                         self.doctor.history.note_scheduler_made_anew(self.step, type(scheduler).__name__, lr_given)
         except Exception as error:
             self._fail("noting a learning-rate scheduler's step", error)
@@ -2685,7 +2690,7 @@ class TorchProbe:
             if not any(id(p) in trained for p in _stepped_parameters(idle)):
                 continue
             lr, scheduled = optimizer.param_groups[0].get("lr"), idle.param_groups[0].get("lr")
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lr, scheduled)):
+            if not (_plain_number(lr) and _plain_number(scheduled)):
                 continue
             return {
                 "scheduler": type(scheduler).__name__,
