@@ -184,6 +184,8 @@ def explain_vanishing_gradient(f: Finding):
         return _explain_sigmoid_then_softmax(f)
     if e.get("across") == "softmax then sigmoid":
         return _explain_softmax_then_sigmoid(f)
+    if e.get("across") == "softmax without log":
+        return _explain_softmax_without_log(f)
     derivatives = e.get("activation_mean_derivative") or {}
     squashing = [name for name in ("sigmoid", "tanh") if name in derivatives]
     parts = [
@@ -295,6 +297,24 @@ def _explain_sigmoid_twice(f: Finding):
         f"Remove the sigmoid `{f.where}` from the model and give `BCEWithLogitsLoss` the logits; apply "
         "`torch.sigmoid` only when you need probabilities (at prediction time).",
         "Or keep the probabilities and use `BCELoss` on them, though the logits version is more stable.",
+    ]
+    return text, remedies
+
+
+def _explain_softmax_without_log(f: Finding):
+    classes = f.evidence["classes"]
+    text = (
+        f"The loss is minus the target-weighted sum of `{f.where}`'s probabilities over its {classes} classes, "
+        "-sum_k t_k p_k: a cross-entropy without its log (that is -sum_k t_k log p_k). It rewards the target's "
+        "probability linearly, and its derivative with respect to the target class's logit z_y, -p_y (1 - p_y) for a "
+        "one-hot target, vanishes as p_y goes to 0: an example the model gets confidently wrong sends back almost no "
+        "gradient, where cross-entropy's -(1 - p_y) is largest. Those mistakes are never corrected, and what the "
+        "probabilities say stops meaning anything (soft targets, label smoothing's, are pushed towards one-hot)."
+    )
+    remedies = [
+        "Take the log: `-(t * F.log_softmax(logits, dim=-1)).sum(-1).mean()`, or "
+        "`F.cross_entropy(logits, y, label_smoothing=eps)` (class indices) or `F.cross_entropy(logits, t)` "
+        "(probability targets), which compute it stably.",
     ]
     return text, remedies
 
@@ -4540,6 +4560,8 @@ def _explain_examples_mixed(f: Finding):
         return _explain_softmax_over_the_examples(f)
     if e.get("integer_mask"):
         return _explain_integer_mask(f)
+    if e.get("summed_over_batch"):
+        return _explain_batch_summed_into_each(f)
     shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
     if e.get("swapped_by_view"):
         return _explain_axes_swapped_by_view(f)
@@ -4556,6 +4578,25 @@ def _explain_examples_mixed(f: Finding):
     remedies = [
         f"Move the examples' axis first, then reshape: `x.permute({order}).reshape({batch}, -1)`; for a "
         "bidirectional RNN's last hidden states h_n (layers * 2, N, H), `torch.cat([h_n[-2], h_n[-1]], dim=1)`.",
+    ]
+    return text, remedies
+
+
+def _explain_batch_summed_into_each(f: Finding):
+    e = f.evidence
+    shape, batch, reduction = tuple(e["input_shape"]), e["batch"], e["reduction"]
+    text = (
+        f"`{f.where}` reduces a product of shape {shape} over every axis, the {batch} examples' axis too, and the one "
+        f"number it gives is added to each of the {batch} rows of {tuple(e['output_shape'])}: every example's "
+        f"prediction holds the whole batch's {reduction} of products, not its own. Its backward sends each "
+        "example's error, unchanged, to every other example's factors (the derivative of a sum is 1 to each of its "
+        "terms), so no factor learns its own example's part."
+    )
+    text += _folded_sentence(e)
+    axes = "1" if len(shape) == 2 else "(" + ", ".join(str(axis) for axis in range(1, len(shape))) + ")"
+    remedies = [
+        f"Reduce over the features only, keeping one value per example: `.{reduction}(dim={axes})` (for a dot "
+        "product of rows, `(a * b).sum(dim=1)` or `torch.einsum('nk,nk->n', a, b)`).",
     ]
     return text, remedies
 

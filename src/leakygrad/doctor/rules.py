@@ -1048,13 +1048,18 @@ def squashed_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     in [0, 1], so the loss has a floor far above 0, and the gradient is multiplied by the first one's derivative on
     the way: a vanishing gradient at the model's output. A distribution built on a softmax's output as its logits
     (`Categorical(logits=p)`) is the same second softmax, and an error whatever the loss does: what it samples can
-    never give one class more than e / (e + C - 1)."""
+    never give one class more than e / (e + C - 1). A hand-written cross-entropy that reads a softmax without its log,
+    against targets that are a distribution (`-(t * softmax(z)).sum(-1).mean()`), is an error too: its gradient
+    vanishes for the examples the model gets confidently wrong."""
     marked = _marked_on_most(history, "probabilities_into_loss", t)
     if not marked:
         return []
     last = marked[-1]
     function, classes = last.probabilities_function or "softmax", last.probabilities_classes or 2
     first = next((r.step for r in history.records if r.probabilities_into_loss is not None), marked[0].step)
+    if function == "softmax without log":  # (-(t * softmax(z)).sum(-1): the expected probability, no log)
+        evidence = {"across": "softmax without log", "classes": classes}
+        return [Finding("vanishing_gradient", last.probabilities_into_loss, first, "error", evidence)]
     if function == "softmax as logits":
         evidence = {"across": "softmax twice", "as_logits": True, "classes": classes}
         evidence["max_probability"] = _sci(math.e / (math.e + classes - 1))  # (one-hot p: exp(1) against exp(0)s)
@@ -1401,7 +1406,9 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     each row of its output holds pieces of several examples, so each prediction is made from other examples'
     features: a `stalled_loss` error at the view (the model cannot learn the task from mixed rows). Or a softmax over
     dim 0, the examples' axis (`softmax_over_the_examples`), or a (N, T, ...) viewed as (T, N, ...) (a view written
-    for a transpose): a `wrong_gradient` error at the softmax or the view."""
+    for a transpose), or a per-example product summed over every axis, the batch's too, and added to each example
+    (`(U(u) * V(i)).sum()` for `.sum(dim=1)`, `batch_summed_into_each`): a `wrong_gradient` error at the
+    softmax, the view or the sum."""
     found = _on_every_look(history.examples_mixed, "site")
     if found is None:
         return []
@@ -1409,6 +1416,7 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     # (a softmax over the examples, or a (N, T, ...) viewed as (T, N, ...) for a sequence-first layer: the model may
     # learn, wrongly, each example helped by the others)
     wrongly = found.get("softmax_dim") == 0 or found.get("swapped_by_view") or found.get("integer_mask")
+    wrongly = wrongly or found.get("summed_over_batch")  # (a product summed over the batch too, added to each example)
     symptom = "wrong_gradient" if wrongly else "stalled_loss"
     return [Finding(symptom, found["site"], 0, "error", evidence)]
 

@@ -289,6 +289,42 @@ def _beneath_scalings(root) -> tuple[int, object]:
     return sign, node
 
 
+def probability_without_log(root) -> tuple[object, torch.Tensor] | None:
+    """A hand-written cross-entropy that lost its log: the root is minus a sum or mean of `t * softmax(z)`, t with
+    no graph (`-(t * F.softmax(z, -1)).sum(-1).mean()` where `log_softmax` was meant; sums, means, negations and
+    constant factors followed down from the root). (the softmax's node, 1.0 on the device where t is a distribution,
+    every entry >= 0 and each row summing to 1, else 0.0) or None. Probabilities weighted by values that are no
+    distribution (an all-action policy gradient's `pi * Q.detach()`) are left to the caller to tell by that flag."""
+    sign, node = _beneath_scalings(root)
+    for _ in range(6):  # (sums and means of rows and of the batch, a minus or a constant between them)
+        op = op_name(node) if node is not None else None
+        inputs = [] if node is None else [child for child, _ in node.next_functions if child is not None]
+        if len(inputs) != 1 or op not in ("sum", "mean", "neg", "mul", "div"):
+            break
+        if op in ("mul", "div"):
+            factor = _constant_factor(node)
+            if factor is None:
+                break  # (a product by a tensor: `t * softmax(z)` itself)
+            sign = -sign if factor < 0 else sign
+        sign = -sign if op == "neg" else sign
+        node = beneath_reshapes(inputs[0])
+    if sign > 0 or node is None or op_name(node) != "mul" or len(node.next_functions) != 2:
+        return None
+    constant = [child is None for child, _ in node.next_functions]
+    if constant.count(True) != 1:
+        return None
+    softmax = beneath_reshapes(node.next_functions[constant.index(False)][0], also=SELECTIONS)
+    target = saved_value(node, "_saved_self" if constant[0] else "_saved_other")
+    probabilities = saved_value(softmax, "_saved_result") if op_name(softmax) == "softmax" else None
+    if not isinstance(target, torch.Tensor) or not isinstance(probabilities, torch.Tensor):
+        return None
+    if target.shape != probabilities.shape or target.dim() < 1 or target.shape[-1] < 2:
+        return None
+    rows = target.detach().float().sum(dim=saved_dim(softmax))
+    is_distribution = (target.detach().amin() >= 0) & ((rows - 1).abs().amax() < 1e-3)
+    return softmax, is_distribution.float()
+
+
 # losses never negative while their input is in its domain, and unbounded below outside it: the input -> its domain
 # (binary cross-entropy's targets are probabilities; nll_loss's input is log-probabilities: -input[target] >= 0)
 LOSS_DOMAINS = {
@@ -537,6 +573,26 @@ def integer_mask_as_index(node) -> dict | None:
     if int(low) != 0 or int(high) != 1 or ones in (0, index.numel()):
         return None
     return {"length": index.numel(), "ones": ones, "integer_mask": True}
+
+
+FULL_REDUCTIONS = ("SumBackward0", "MeanBackward0")  # (`x.sum()`, `x.mean()`: over every axis; with dim=, "...1")
+
+
+def batch_summed_into_each(node) -> tuple[object, dict] | None:
+    """An addition, subtraction or broadcast (`node`, whose output holds N >= 2 rows) of a sum over every axis of a
+    product whose first axis holds as many rows: `mu + b_u + b_i + (P[u] * Q[i]).sum()` where `.sum(dim=1)` was meant,
+    a matrix factorisation's dot products. One number, the whole batch's sum, goes into every example's result, and
+    every example's error sends gradient to every other example's factors. (the reduction's node, {"input_shape",
+    "output_shape", "batch", "reduction", "summed_over_batch": True}) or None (`.sum(1)`, per example, keeps rows)."""
+    for child, _ in node.next_functions:
+        if child is None or type(child).__name__ not in FULL_REDUCTIONS or not child.next_functions:
+            continue
+        product, shape = child.next_functions[0][0], output_shape(node)
+        summed = output_shape(product) if product is not None and op_name(product) == "mul" else None
+        if shape and summed and len(summed) >= 2 and summed[0] == shape[0] >= 2:
+            found = {"input_shape": list(summed), "output_shape": list(shape), "batch": shape[0]}
+            return child, {**found, "reduction": op_name(child), "summed_over_batch": True}
+    return None
 
 
 def softmax_over_the_examples(node, batch: int) -> dict | None:

@@ -92,6 +92,7 @@ GATING_OPS = {
     "threshold": "threshold", "round": "round", "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
 }  # fmt: skip
 # what the graph walk looks at (a max or min with a constant, `torch.maximum(kl, torch.tensor(3.0))`, is a clamp too)
+BATCH_SUMMING_OPS = ("add", "sub", "expand")  # (what adds a sum over the whole batch back onto each example)
 WATCHED_OPS = {*ACTIVATION_OPS, *GATING_OPS, *graph_tools.BOUNDING_OPS, *graph_tools.BACKWARD_NAN_PRONE}
 ONE_HOT_LOOK_SIZE = 1 << 16  # a softmax's output read for exactly one-hot rows up to this many entries
 LAYER_READS = set(graph_tools.LAYER_PRODUCTS)  # the ops that read a layer's weight or bias (addmm: a Linear's bias)
@@ -1286,7 +1287,8 @@ class StepState:
     # passes whose root picks a score off a module's output, (module, the ops), and those whose root is a loss (its op)
     score_passes: list = field(default_factory=list)
     loss_passes: list = field(default_factory=list)
-    # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss)
+    # (site, function, classes) of a softmax or sigmoid whose output the loss squashes again (_probabilities_into_loss);
+    # or of a softmax a hand-written cross-entropy reads without its log, with the deferred flag of its target's rows
     probabilities_into_loss: tuple | None = None
     # a log_softmax over dim 1 of a Linear's (N, T, C) output, T == C (_classes_on_another_axis): {"layer", ...}
     classes_on_another_axis: dict | None = None
@@ -3050,6 +3052,14 @@ class TorchProbe:
         state.loss_ops.update(op_name(node) for node in loss_nodes)
         if state.probabilities_into_loss is None and not state.loss_ops.isdisjoint(SQUASHED_BY_LOSS):
             state.probabilities_into_loss = _probabilities_into_loss(loss_nodes, names)
+        if state.probabilities_into_loss is None and "mul" in state.loss_ops:  # (t * softmax(z): the log left out?)
+            found = graph_tools.probability_without_log(root_nodes[0])
+            if found is not None:
+                softmax, is_distribution = found
+                site = names.get(softmax) or f"softmax after {graph_tools.nearest_upstream(softmax, names) or 'input'}"
+                classes = int(graph_tools.saved_value(softmax, "_saved_result").shape[graph_tools.saved_dim(softmax)])
+                flag = state.deferred.scalar(is_distribution)
+                state.probabilities_into_loss = (site, "softmax without log", classes, flag)
         if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
             state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
         if state.one_class_over_pairs is None and "nll_loss" in state.loss_ops and "mm" in state.loss_ops:
@@ -3264,6 +3274,12 @@ class TorchProbe:
                         state.sine_layers.setdefault(*found)
                 if op == "sub" and state.difference_of_itself is None and graph_tools.difference_of_itself(node):
                     state.difference_of_itself = graph_tools.nearest_upstream(node, names) or "input"
+                if op in BATCH_SUMMING_OPS and not state.examples_mixed and (op == "expand" or node not in loss_nodes):
+                    found = graph_tools.batch_summed_into_each(node)  # (a loss-side penalty may add one to each)
+                    if found is not None:
+                        reduction, summed = found
+                        upstream = graph_tools.nearest_upstream(reduction, names) or "input"
+                        state.examples_mixed[f"{summed['reduction']} after {upstream}"] = summed
                 if op == "index" and not state.examples_mixed:  # (an integer mask of 0s and 1s used as an index)
                     picked = graph_tools.integer_mask_as_index(node)
                     if picked is not None:
@@ -4673,9 +4689,10 @@ class TorchProbe:
         for name, (p, elements) in state.dropouts.items():  # (its derivative is 0 for the share p it drops)
             record.ops[f"dropout@{name}"] = OpStats("dropout", name, p, elements)
         if state.probabilities_into_loss is not None:
-            record.probabilities_into_loss, record.probabilities_function, record.probabilities_classes = (
-                state.probabilities_into_loss
-            )
+            site, function, classes, *target_is_distribution = state.probabilities_into_loss
+            if not target_is_distribution or value(target_is_distribution[0]) > 0.5:  # (softmax without log: t's)
+                record.probabilities_into_loss, record.probabilities_function = site, function
+                record.probabilities_classes = classes
         record.prediction_broadcast = state.prediction_broadcast
         record.softmax_into_squared_error = state.softmax_into_squared_error
         record.classes_on_another_axis = state.classes_on_another_axis
@@ -4845,7 +4862,8 @@ class TorchProbe:
                 for name, (shape, recurrent) in state.seq_first_inputs.items()
                 if shape[0] == batch and shape[1] not in (1, batch)
             ]
-        if state.batch_classes is not None or state.regression_rows is not None:  # (the examples were counted)
+        # (the examples were counted; or a sum over the batch was added to each, which needs no count)
+        if state.batch_classes is not None or state.regression_rows is not None or state.examples_mixed:
             record.examples_mixed = [{"site": site, **found} for site, found in state.examples_mixed.items()]
         if state.layer_spreads:
             record.layer_spreads = {layer: value(spread_at) for layer, spread_at in state.layer_spreads.items()}
