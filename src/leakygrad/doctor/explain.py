@@ -4562,6 +4562,8 @@ def _explain_examples_mixed(f: Finding):
         return _explain_integer_mask(f)
     if e.get("summed_over_batch"):
         return _explain_batch_summed_into_each(f)
+    if e.get("column_added_to_row"):
+        return _explain_column_added_to_row(f)
     shape, out, batch = tuple(e["input_shape"]), tuple(e["output_shape"]), e["batch"]
     if e.get("swapped_by_view"):
         return _explain_axes_swapped_by_view(f)
@@ -4578,6 +4580,24 @@ def _explain_examples_mixed(f: Finding):
     remedies = [
         f"Move the examples' axis first, then reshape: `x.permute({order}).reshape({batch}, -1)`; for a "
         "bidirectional RNN's last hidden states h_n (layers * 2, N, H), `torch.cat([h_n[-2], h_n[-1]], dim=1)`.",
+    ]
+    return text, remedies
+
+
+def _explain_column_added_to_row(f: Finding):
+    e = f.evidence
+    batch, module = e["batch"], e["module"]
+    text = (
+        f"`{f.where}` combines `{module}`'s output of shape ({batch}, 1) with a tensor of shape ({batch},): "
+        f"broadcasting makes ({batch}, {batch}), entry [a, b] holding example a's value from `{module}` and example "
+        f"b's from the other, every example against every other. What follows works on {batch} x {batch} values "
+        f"where {batch} were meant, and the backward sums each example's gradient over the whole batch's "
+        f"combinations: `{module}` learns from every example's error at once, not from its own."
+    )
+    text += _folded_sentence(e)
+    remedies = [
+        f"Give both the same shape: `{module}(...).squeeze(-1)` (or `.view(-1)`) to make it ({batch},), or "
+        f"`.unsqueeze(-1)` the other to ({batch}, 1); assert the prediction's shape before the loss.",
     ]
     return text, remedies
 

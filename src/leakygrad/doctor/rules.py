@@ -1416,7 +1416,9 @@ def examples_mixed_rule(history: History, t: Thresholds) -> list[Finding]:
     # (a softmax over the examples, or a (N, T, ...) viewed as (T, N, ...) for a sequence-first layer: the model may
     # learn, wrongly, each example helped by the others)
     wrongly = found.get("softmax_dim") == 0 or found.get("swapped_by_view") or found.get("integer_mask")
-    wrongly = wrongly or found.get("summed_over_batch")  # (a product summed over the batch too, added to each example)
+    wrongly = (
+        wrongly or found.get("summed_over_batch") or found.get("column_added_to_row")
+    )  # (a product summed over the batch too, added to each example)
     symptom = "wrong_gradient" if wrongly else "stalled_loss"
     return [Finding(symptom, found["site"], 0, "error", evidence)]
 

@@ -595,6 +595,27 @@ def batch_summed_into_each(node) -> tuple[object, dict] | None:
     return None
 
 
+def column_added_to_row(node, module_outputs) -> dict | None:
+    """An addition or subtraction (`node`) of a module's output of shape (N, 1), taken as it is, and a tensor of shape
+    (N,): broadcasting makes (N, N), every example's column value against every example's row value. A matrix
+    factorisation's bias `nn.Embedding(users, 1)(u)` added to its (N,) dot products without `.squeeze(-1)`.
+    {"module", "column_shape", "row_shape", "output_shape", "batch", "column_added_to_row": True} or None (a pairwise
+    sum written `sq[:, None] + sq`, a distance matrix's, makes its column with an unsqueeze, on purpose)."""
+    shape = output_shape(node)
+    if not shape or len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
+        return None
+    inputs = [(child, nr) for child, nr in node.next_functions if child is not None]
+    if len(inputs) != 2:
+        return None
+    batch, shapes = shape[0], [output_shape(child, nr) for child, nr in inputs]
+    for (child, _), own, other in zip(inputs, shapes, shapes[::-1]):
+        module = module_outputs.get(child)
+        if module is not None and own == (batch, 1) and other == (batch,):
+            found = {"module": module, "column_shape": [batch, 1], "row_shape": [batch], "output_shape": list(shape)}
+            return {**found, "batch": batch, "column_added_to_row": True}
+    return None
+
+
 def softmax_over_the_examples(node, batch: int) -> dict | None:
     """A softmax over dim 0 of a tensor of 2 or more axes whose first holds the batch's `batch` examples and whose
     second does not: attention pooling's `softmax(scores, dim=0)` over (N, T) scores, meant over the T positions.

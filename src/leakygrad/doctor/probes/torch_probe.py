@@ -3280,6 +3280,10 @@ class TorchProbe:
                         reduction, summed = found
                         upstream = graph_tools.nearest_upstream(reduction, names) or "input"
                         state.examples_mixed[f"{summed['reduction']} after {upstream}"] = summed
+                if op in ("add", "sub") and not state.examples_mixed:  # ((N, 1) + (N,) in the model: (N, N))
+                    crossed = graph_tools.column_added_to_row(node, names)
+                    if crossed is not None:
+                        state.examples_mixed[f"{op} after {crossed['module']}"] = crossed
                 if op == "index" and not state.examples_mixed:  # (an integer mask of 0s and 1s used as an index)
                     picked = graph_tools.integer_mask_as_index(node)
                     if picked is not None:
