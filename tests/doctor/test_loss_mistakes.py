@@ -4476,55 +4476,6 @@ def test_a_loss_overwritten_in_the_decoder_loop_reaches_only_the_last_call(accum
     assert f.first_step == 0 and f.remedies[0].startswith("Add the losses up")
 
 
-class MatrixFactorisation(nn.Module):
-    """Ratings as mu + b_u + b_i + <P[u], Q[i]>: the dot products summed per example, or over the whole batch."""
-
-    def __init__(self, dot: str, biases: str = "squeezed"):
-        super().__init__()
-        self.dot, self.biases = dot, biases
-        self.P, self.Q = nn.Embedding(40, 8), nn.Embedding(30, 8)
-        self.bu, self.bi = nn.Embedding(40, 1), nn.Embedding(30, 1)
-        self.mu = nn.Parameter(torch.tensor(3.0))
-
-    def forward(self, u, i):
-        product = self.P(u) * self.Q(i)
-        dot = {"whole batch": product.sum(), "per example": product.sum(dim=1)}[self.dot]
-        if self.biases == "columns":  # ((N, 1) each: added to the (N,) dot products, (N, N))
-            return self.mu + dot + self.bu(u) + self.bi(i)
-        return self.mu + self.bu(u).squeeze(1) + self.bi(i).squeeze(1) + dot
-
-
-@pytest.mark.parametrize("dot", ["whole batch", "per example", "activity penalty"])
-def test_a_product_summed_over_the_batch_into_each_prediction_is_named(dot):
-    """`(P(u) * Q(i)).sum()` without `dim=1` in a matrix factorisation (sweep 50: test RMSE 2.82 against 0.42, told as
-    an exploding gradient at a bias): the batch's sum of dot products goes into every prediction. A `wrong_gradient`
-    error at the sum, `.sum(dim=1)` first. The per-example sum is clean, and so is a penalty summed over the batch
-    and added to each example's loss on the loss side (the same gradient as adding it once)."""
-    torch.manual_seed(0)
-    model = MatrixFactorisation("whole batch" if dot == "whole batch" else "per example")
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    u, i = torch.randint(0, 40, (64,)), torch.randint(0, 30, (64,))
-    ratings = 3 + torch.randn(64)
-    with doctor.watch(model, optimizer, every=2, name="mf") as dr:
-        for _ in range(12):
-            errors = F.mse_loss(model(u, i), ratings, reduction="none")
-            if dot == "activity penalty":
-                errors = errors + 1e-4 * (model.P(u) * model.P(u)).sum()
-            loss = errors.mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    assert dr.notes == []
-    named = [f for f in dr.findings if f.evidence.get("summed_over_batch")]
-    if dot != "whole batch":
-        assert named == []
-        return
-    [f] = named
-    assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "sum after P", "error")
-    assert f.evidence["input_shape"] == [64, 8] and f.evidence["output_shape"] == [64]
-    assert "whole batch's sum" in f.explanation and "dim=1" in f.remedies[0]
-
-
 @pytest.mark.parametrize("loss_form", ["softmax", "log_softmax", "one-hot softmax", "pi * Q"])
 def test_a_hand_written_cross_entropy_without_its_log_is_named(loss_form):
     """Label smoothing written by hand with `F.softmax` where `F.log_softmax` was meant (sweep 50: test NLL 5.31
@@ -4563,48 +4514,3 @@ def test_a_hand_written_cross_entropy_without_its_log_is_named(loss_form):
         6,
     )
     assert "without its log" in f.explanation and "log_softmax" in f.remedies[0]
-
-
-class PairwiseScores(nn.Module):
-    """Scores between every pair of a batch's embeddings from their squared distances, `sq[:, None] + sq - 2 e e^T`:
-    an (N, 1) column made by an unsqueeze, added to an (N,) row on purpose."""
-
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Linear(6, 4)
-
-    def forward(self, x):
-        e = self.embed(x)
-        sq = (e * e).sum(1)
-        return -(sq[:, None] + sq - 2 * e @ e.t())
-
-
-@pytest.mark.parametrize("biases", ["columns", "squeezed", "pairwise"])
-def test_a_column_output_added_to_a_row_in_the_model_is_named(biases):
-    """`nn.Embedding(users, 1)(u)`, (N, 1), added to the (N,) dot products without `.squeeze(-1)` (sweep 51: test
-    RMSE 0.63 against 0.51, silent: the model's output is (N, N), and a hand-written loss broadcasts nothing more).
-    A `wrong_gradient` error at the addition, named after the module; a pairwise distance matrix is left alone."""
-    torch.manual_seed(0)
-    u, i = torch.randint(0, 40, (64,)), torch.randint(0, 30, (64,))
-    ratings = 3 + torch.randn(64)
-    x, same = torch.randn(64, 6), (torch.arange(64)[:, None] % 4 == torch.arange(64) % 4).float()
-    model = PairwiseScores() if biases == "pairwise" else MatrixFactorisation("per example", biases)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    with doctor.watch(model, optimizer, every=2, name="mf") as dr:
-        for _ in range(12):
-            if biases == "pairwise":
-                loss = F.binary_cross_entropy_with_logits(model(x), same)
-            else:
-                loss = ((model(u, i) - ratings) ** 2).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    assert dr.notes == []
-    named = [f for f in dr.findings if f.evidence.get("column_added_to_row")]
-    if biases != "columns":
-        assert named == []
-        return
-    [f] = named
-    assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "add after bu", "error")
-    assert f.evidence["output_shape"] == [64, 64] and f.evidence["module"] == "bu"
-    assert "every example against every other" in f.explanation and "squeeze(-1)" in f.remedies[0]

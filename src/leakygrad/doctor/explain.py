@@ -1065,12 +1065,34 @@ def _explain_ctc_targets_zeroed(f: Finding):
     return text, remedies
 
 
+def _explain_rows_written_twice(f: Finding):
+    e = f.evidence
+    op = f.where.split(" ")[0]
+    text = (
+        f"`{f.where}` writes {e['writes']} computed values by index, and {e['repeated_writes']} of them go to a place "
+        "an earlier one was written to. Without accumulation a write replaces: the forward keeps one value per "
+        "place and drops the others (`agg[dst] += m[src]` reads agg[dst] once, before any of the writes, so "
+        "several edges into one node leave one message, not their sum). The backward does not know which was kept: "
+        "it sends every one of them the gradient of the place it was written to. The gradient is not the forward's "
+        "derivative, and the model trains on messages it never used."
+    )
+    remedies = [
+        "Sum the values written to one place: `agg.index_add_(0, dst, m[src])` (or "
+        "`agg.index_put_((dst,), m[src], accumulate=True)`, or `scatter_add_`/`scatter_reduce_` for a mean or max)."
+        if op == "index_put"
+        else "Give `index_copy` each place once, or sum what lands on one place: `index_add` instead.",
+    ]
+    return text, remedies
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
     e = f.evidence
     if "targets_with_blank" in e:
         return _explain_ctc_blank_as_label(f)
+    if e.get("rows_written_twice"):
+        return _explain_rows_written_twice(f)
     if "requires_grad_attribute" in e:
         return _explain_freeze_by_attribute(f)
     if "classes_mixed_by_view" in e:

@@ -1451,6 +1451,20 @@ def outputs_alike_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", outputs[0], 0, "error", evidence)]
 
 
+def rows_written_twice_rule(history: History, t: Thresholds) -> list[Finding]:
+    """An `index_put` that does not accumulate, or an `index_copy`, writing computed values at an index that repeats
+    (`agg[dst] += m[src]` for a graph's messages, several edges into one node), on most recent sampled steps: the
+    forward keeps one value per place and drops the others, the backward sends gradient to all of them. A
+    `wrong_gradient` error at the write (`index_add` or `index_put_(..., accumulate=True)` sums them)."""
+    marked = _marked_on_most(history, "rows_written_twice", t)
+    if not marked:
+        return []
+    site, (writes, repeated) = next(iter(marked[-1].rows_written_twice.items()))
+    first_step = next(r.step for r in history.records if r.rows_written_twice)
+    evidence = {"rows_written_twice": True, "writes": writes, "repeated_writes": repeated, "sampled_steps": len(marked)}
+    return [Finding("wrong_gradient", site, first_step, "error", evidence)]
+
+
 def draw_without_path_rule(history: History, t: Thresholds) -> list[Finding]:
     """A distribution whose parameters a model computed (a VAE's mean and scale) sampled with `sample()`, which draws
     under no_grad, and the draw read by a module (the decoder), on most recent sampled steps: everything computed
@@ -4723,6 +4737,7 @@ RULES = (
     confined_logits_rule,
     one_class_over_pairs_rule,
     draw_without_path_rule,
+    rows_written_twice_rule,
     outputs_alike_rule,
     batch_as_sequence_rule,
     examples_mixed_rule,

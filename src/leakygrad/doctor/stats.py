@@ -236,6 +236,7 @@ class StepRecord:
     # a distribution's draw by `sample()` (no path back to its parameters, which have a graph) that a module read:
     # {distribution class: module}
     decoded_draws: dict | None = None
+    rows_written_twice: dict | None = None  # index_put/index_copy site -> (writes, writes to an index written before)
     # cross_entropy over cosine similarities times constants only: {"factor", "classes"} (every score within +-factor)
     confined_logits: dict | None = None
     identity_activations: list | None = None  # LeakyReLUs with a negative slope of 1 (the identity): where they act

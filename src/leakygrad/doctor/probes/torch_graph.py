@@ -616,6 +616,33 @@ def column_added_to_row(node, module_outputs) -> dict | None:
     return None
 
 
+def rows_written_twice(node) -> tuple[int, torch.Tensor] | None:
+    """An `index_put` that does not accumulate (`agg[dst] += m[src]`, `x[idx] = v`) or an `index_copy` writing
+    computed values (with a graph) at a 1-D integer index: (the writes, how many of them repeat an index already
+    written, on the device). Where an index repeats, the forward keeps one of the values written there and drops the
+    others, while the backward sends each of them the gradient of the place it was written to: the gradient is not
+    the forward's. None for other ops, an accumulating write, a mask, or values with no graph."""
+    op = op_name(node)
+    if op == "index_put":
+        indices, values = (
+            saved_value(node, "_saved_indices"),
+            node.next_functions[-1][0] if node.next_functions else None,
+        )
+        if saved_value(node, "_saved_accumulate") or not indices or len(indices) != 1:
+            return None
+        index = indices[0]
+    elif op == "index_copy":
+        index, values = saved_value(node, "_saved_index"), node.next_functions[-1][0] if node.next_functions else None
+    else:
+        return None
+    if values is None or not isinstance(index, torch.Tensor) or index.dim() != 1 or index.numel() < 2:
+        return None
+    if index.dtype == torch.bool or index.is_floating_point():
+        return None
+    ordered = index.detach().sort().values
+    return index.numel(), (ordered[1:] == ordered[:-1]).sum()
+
+
 def softmax_over_the_examples(node, batch: int) -> dict | None:
     """A softmax over dim 0 of a tensor of 2 or more axes whose first holds the batch's `batch` examples and whose
     second does not: attention pooling's `softmax(scores, dim=0)` over (N, T) scores, meant over the T positions.

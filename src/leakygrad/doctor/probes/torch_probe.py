@@ -1216,6 +1216,8 @@ class StepState:
     # module read one: {distribution class: module}
     drawn: OutputMemory = field(default_factory=OutputMemory)
     decoded_draws: dict = field(default_factory=dict)
+    # site -> (writes, deferred index of the writes to an index written before): an index_put or index_copy
+    rows_written_twice: dict = field(default_factory=dict)
     out_grad_norms: list = field(default_factory=list)  # (module name, deferred index) in the order they arrived
     call_counts: dict = field(default_factory=dict)  # weighted module name -> its calls in the step
     calls_reaching_loss: dict = field(default_factory=dict)  # ... -> (calls, [which of them the backward reaches])
@@ -3284,6 +3286,11 @@ class TorchProbe:
                     crossed = graph_tools.column_added_to_row(node, names)
                     if crossed is not None:
                         state.examples_mixed[f"{op} after {crossed['module']}"] = crossed
+                if op in ("index_put", "index_copy") and not state.rows_written_twice:
+                    written = graph_tools.rows_written_twice(node)
+                    if written is not None:
+                        site = f"{op} after {graph_tools.nearest_upstream(node, names) or 'input'}"
+                        state.rows_written_twice[site] = (written[0], state.deferred.scalar(written[1]))
                 if op == "index" and not state.examples_mixed:  # (an integer mask of 0s and 1s used as an index)
                     picked = graph_tools.integer_mask_as_index(node)
                     if picked is not None:
@@ -4703,6 +4710,8 @@ class TorchProbe:
         record.self_similarity = state.self_similarity
         record.unstopped_target = state.unstopped_target
         record.decoded_draws = dict(state.decoded_draws) or None
+        repeated = {site: (writes, int(value(at))) for site, (writes, at) in state.rows_written_twice.items()}
+        record.rows_written_twice = {site: found for site, found in repeated.items() if found[1] > 0} or None
         record.confined_logits = state.confined_logits
         record.identity_activations = sorted(state.identity_activations) or None
         record.batchnorm_never_estimated = list(state.batchnorm_never_estimated) or None  # (in forward order)
