@@ -2075,3 +2075,75 @@ def test_a_head_the_optimiser_leaves_out_is_counted_until_it_is_added_to_the_opt
     assert history.apply_checks == 7
     assert history.not_applied == {"sequential.2.weight": 4, "sequential.2.bias": 4}
     assert history.stepped_outside_model == 2  # the old head's weight and bias, still in the optimiser
+
+
+class ExactGP(nn.Module):
+    """Sweep 51's GP regression: RBF kernel hyperparameters learnt by the marginal likelihood, its log-determinant
+    written `torch.log(torch.det(K))` or `torch.logdet(K)`."""
+
+    def __init__(self, logdet: str):
+        super().__init__()
+        self.logdet = logdet
+        self.log_ls, self.log_sf, self.log_sn = (nn.Parameter(torch.tensor(v)) for v in ([0.0, 0.0], 0.0, 0.0))
+
+    def forward(self, x, y):
+        d = (x[:, None, :] - x[None, :, :]) / self.log_ls.exp()
+        K = (2 * self.log_sf).exp() * torch.exp(-0.5 * d.pow(2).sum(-1)) + (2 * self.log_sn).exp() * torch.eye(len(x))
+        logdet = torch.log(torch.det(K)) if self.logdet == "log of det" else torch.logdet(K)
+        return (0.5 * (y * torch.linalg.solve(K, y)).sum() + 0.5 * logdet) / len(x)
+
+
+@pytest.mark.parametrize("logdet", ["log of det", "logdet"])
+def test_a_nan_at_the_log_of_a_determinant_names_logdet_first(logdet):
+    """`torch.log(torch.det(K))` in a GP's marginal likelihood (sweep 51: NaN at step 11, its first remedy a clamp
+    that would freeze the objective): det(K) underflows as the noise shrinks. `torch.logdet` first; it trains."""
+    torch.manual_seed(0)
+    x = torch.rand(150, 2) * 4 - 2
+    y = torch.sin(3 * x[:, 0]) * torch.cos(2 * x[:, 1]) + 0.5 * x[:, 0] + 0.05 * torch.randn(150)
+    model = ExactGP(logdet)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(20):
+            loss = model(x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if logdet == "logdet":
+        assert nonfinite == [] and math.isfinite(loss.item())
+        return
+    [f] = nonfinite
+    assert f.where == "log" and f.evidence["log_of_probabilities"]["of"] == "det"
+    assert "torch.logdet(K)" in f.remedies[0]
+
+
+@pytest.mark.parametrize("likelihood", ["log of a sum of exps", "logsumexp"])
+def test_a_nan_at_the_log_of_a_mixture_written_out_names_logsumexp_first(likelihood):
+    """A mixture density network's likelihood as `log((pi * exp(log_prob)).sum(-1))` (sweep 51: -inf at `log` at step
+    589 with glitch targets, a clamp first among the remedies): a target far from every component makes each exp
+    underflow to 0. `torch.logsumexp` first; with it the loss stays finite."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 9))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.rand(64, 1)
+    y = torch.where(torch.rand(64) < 0.05, torch.tensor(40.0), torch.sin(6 * x[:, 0]))  # (a few glitches)
+    with doctor.watch(model, optimizer, every=1) as dr:
+        for _ in range(6):
+            logits, mu, log_sigma = model(x).chunk(3, dim=-1)
+            log_prob = torch.distributions.Normal(mu, log_sigma.exp()).log_prob(y[:, None])
+            if likelihood == "logsumexp":
+                loss = -torch.logsumexp(nn.functional.log_softmax(logits, -1) + log_prob, dim=-1).mean()
+            else:
+                loss = -torch.log((nn.functional.softmax(logits, -1) * log_prob.exp()).sum(-1)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if not math.isfinite(loss.item()):
+                break  # (the next Normal would refuse the NaN weights' outputs, as the script crashed)
+    nonfinite = [f for f in dr.findings if f.symptom == "nonfinite"]
+    if likelihood == "logsumexp":
+        assert nonfinite == [] and math.isfinite(loss.item())
+        return
+    [f] = nonfinite
+    assert f.where == "log" and f.evidence["log_of_probabilities"]["of"] == "sum of exps"
+    assert "torch.logsumexp(log_pi + log_prob, dim=-1)" in f.remedies[0]

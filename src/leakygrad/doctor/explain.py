@@ -1085,6 +1085,27 @@ def _explain_rows_written_twice(f: Finding):
     return text, remedies
 
 
+def _log_formed_unstably(seen: dict, remedies: list) -> None:
+    """The first remedy for a NaN at a log of a determinant or of a sum of exponentials: the stable form."""
+    if seen["of"] == "det":
+        remedies.insert(
+            0,
+            f"The sampled steps take `{seen['log']}` of a determinant: det(K) is the product of K's eigenvalues, "
+            "and in float32 it underflows (below about 1e-38 it loses precision, below 1e-45 it is 0) long before K "
+            "is singular, where log's derivative 1/det is inf. Use `torch.logdet(K)` or `torch.linalg.slogdet(K)`, "
+            "or from a Cholesky factor L, `2 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)`, and "
+            "`torch.cholesky_solve` in place of `torch.inverse`.",
+        )
+    else:
+        remedies.insert(
+            0,
+            f"The sampled steps take `{seen['log']}` of a sum of exponentials (a mixture's likelihood written out): "
+            "each exp(log p) underflows to 0 once log p is below about -103 in float32, and for a target far from "
+            "every component the whole sum is 0, its log -inf. Use `torch.logsumexp(log_pi + log_prob, dim=-1)` "
+            "(or `torch.distributions.MixtureSameFamily`, which does).",
+        )
+
+
 def explain_wrong_gradient(f: Finding):
     """A custom autograd.Function whose backward disagrees with its forward's finite differences, a layer's output
     changed outside autograd, a gradient reversal that does not reverse, or a target whose gradient is not stopped."""
@@ -2388,7 +2409,9 @@ def explain_nonfinite(f: Finding):
             "`torch.log_softmax` / `F.cross_entropy`, which subtract the maximum first; under `torch.autocast` "
             "these already run in float32.",
         )
-    if f.evidence.get("log_of_probabilities"):
+    if (f.evidence.get("log_of_probabilities") or {}).get("of") in ("det", "sum of exps"):
+        _log_formed_unstably(f.evidence["log_of_probabilities"], remedies)
+    elif f.evidence.get("log_of_probabilities"):
         seen = f.evidence["log_of_probabilities"]
         where = "in the loss" if seen["at"] == "the loss" else f"after `{seen['at']}`"
         stable = "F.log_softmax(z, dim)" if seen["of"] == "softmax" else "F.logsigmoid(z)"

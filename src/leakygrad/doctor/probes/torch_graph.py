@@ -2080,6 +2080,19 @@ SELECTIONS = ("select", "slice")  # (`p[:, 0]`, `p[:, :1]`: some of the values, 
 PICKS = SELECTIONS + ("gather", "index")
 
 
+def sum_of_exponentials(node) -> bool:
+    """Whether `node`, a sum, adds up exponentials, each perhaps weighted: `(pi * torch.exp(log_prob)).sum(-1)`, a
+    mixture's likelihood written out, whose log is a log-sum-exp formed the unstable way."""
+    inputs = [child for child, _ in node.next_functions if child is not None]
+    if len(inputs) != 1:
+        return False
+    below = beneath_reshapes(inputs[0])
+    if op_name(below) == "mul":
+        factors = [beneath_reshapes(child) for child, _ in below.next_functions if child is not None]
+        return any(op_name(factor) == "exp" for factor in factors)
+    return op_name(below) == "exp"
+
+
 def beneath_reshapes(node, also=()):
     """The node under any chain of operations that only lay the same values out anew (view, unsqueeze, expand,
     ...), and those named in `also` (SELECTIONS, say): what `w[:, :, None, None]` in `x * w[:, :, None, None]` was

@@ -3450,11 +3450,17 @@ class TorchProbe:
     def _look_for_log_of_probabilities(state: StepState, node, label: str | None) -> None:
         """A log taken of a softmax's or a sigmoid's output (through reshapes and selections: `torch.log(p[range(n),
         y])`): a probability that rounds to exactly 0 in float32 (a logit some 100 below the largest) gives log 0 =
-        -inf, and log's derivative 1/p = inf, times 0, is NaN. `F.log_softmax` and `F.logsigmoid` never form p."""
+        -inf, and log's derivative 1/p = inf, times 0, is NaN. `F.log_softmax` and `F.logsigmoid` never form p.
+        Likewise a log of a determinant (`torch.logdet` never forms it) or of a sum of exponentials (`logsumexp`)."""
         inputs = [child for child, _ in node.next_functions if child is not None]
         picked = (*graph_tools.SELECTIONS, "gather", "index")  # (`torch.log(p.gather(1, y))`, `p[range(n), y]`)
-        made_by = op_name(graph_tools.beneath_reshapes(inputs[0], also=picked)) if inputs else None
-        if made_by in ("softmax", "sigmoid"):
+        below = graph_tools.beneath_reshapes(inputs[0], also=picked) if inputs else None
+        made_by = op_name(below) if below is not None else None
+        if made_by == "linalg_det":  # (a determinant underflows long before its matrix is singular)
+            made_by = "det"
+        elif made_by == "sum" and graph_tools.sum_of_exponentials(below):
+            made_by = "sum of exps"  # (a mixture's likelihood: log(sum(pi * exp(log_prob))), each exp underflowing)
+        if made_by in ("softmax", "sigmoid", "det", "sum of exps"):
             state.log_of_probabilities = {"log": op_name(node), "of": made_by, "at": label or "input"}
 
     @staticmethod
