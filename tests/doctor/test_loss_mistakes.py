@@ -4514,3 +4514,42 @@ def test_a_hand_written_cross_entropy_without_its_log_is_named(loss_form):
         6,
     )
     assert "without its log" in f.explanation and "log_softmax" in f.remedies[0]
+
+
+@pytest.mark.parametrize("weights", ["1 / l", "1 / l.detach()", "l / l.detach()"])
+def test_loss_terms_weighted_by_their_own_inverse_without_detach_are_named(weights):
+    """Two loss terms balanced by weights `1 / (l + 1e-8)` left attached to the graph (sweep 51: accuracy 0.08
+    against 0.97, told as a stalled loss, "check that inputs and labels match"): each term is l / l, the loss the
+    constant 2, its gradient 0. A `blocked_gradient` error at the product, the stall folded in, `.detach()` first;
+    detached weights, or `l / l.detach()`, train."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 4))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(128, 10), torch.randint(0, 3, (128,))
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            out = model(x)
+            losses = [F.cross_entropy(out[:, :3], y), F.mse_loss(out[:, 3], x[:, 0])]
+            if weights == "1 / l":
+                loss = sum(1.0 / (term + 1e-8) * term for term in losses)
+            elif weights == "1 / l.detach()":
+                loss = sum(1.0 / (term.detach() + 1e-8) * term for term in losses)
+            else:
+                loss = sum(term / term.detach() for term in losses)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if f.evidence.get("ratio_of_itself")]
+    if weights != "1 / l":
+        assert named == [] and not any(f.symptom == "stalled_loss" for f in dr.findings)
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.evidence["folded"]) == (
+        "blocked_gradient",
+        "mul",
+        "error",
+        ["stalled_loss"],
+    )
+    assert not any(f.symptom == "stalled_loss" for f in dr.findings)
+    assert "the constant 1" in f.explanation and "l.detach()" in f.remedies[0]

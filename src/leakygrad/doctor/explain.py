@@ -2879,6 +2879,24 @@ def _explain_difference_of_itself(f: Finding):
     return text, remedies
 
 
+def _explain_ratio_of_itself(f: Finding):
+    site = f.evidence["site"]
+    how = "divides a tensor by itself" if f.where == "div" else "multiplies a tensor by its own reciprocal"
+    text = (
+        f"A `{f.where}` after `{site}` {how} (`l / l`, `l * (1 / (l + eps))`): the result is 1 whatever `l` is, "
+        "and the gradient it passes back, g / l - g l / l^2, is 0 (eps / (l + eps)^2 with an eps). Loss terms "
+        "weighted by the inverse of their own value to balance them, without `.detach()` on the weights, each become "
+        "the constant 1: the loss stays at the number of terms, its gradient is rounding noise, and the model does "
+        "not learn."
+    )
+    remedies = [
+        "Detach what only scales: `weights = [1.0 / l.detach() for l in losses]` (or `l / l.detach()`, which is 1 "
+        "with the gradient of l / l_value).",
+        "Check it: the loss should change from one step to the next.",
+    ]
+    return text, remedies
+
+
 def _explain_one_hot_rows(f: Finding):
     e = f.evidence
     divided = e.get("divided_by")
@@ -2922,6 +2940,8 @@ def explain_blocked_gradient(f: Finding):
         return _explain_softmax_over_one(f)
     if e.get("difference_of_itself"):
         return _explain_difference_of_itself(f)
+    if e.get("ratio_of_itself"):
+        return _explain_ratio_of_itself(f)
     if e.get("second_derivative_zero"):
         text, remedy = _input_derivative_zero(e["second_derivative_zero"])
         text += (

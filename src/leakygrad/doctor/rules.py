@@ -605,11 +605,12 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     # ... or a penalty made of a gradient taken without create_graph (the physics-informed residual was the whole task)
     # ... or an optimiser that decays its own rate to nothing, a cross_entropy softmax over the positions, a
     # recurrent cell given a fresh state at every call (it remembers nothing), or scores confined near 0, or rows
-    # that mix the examples, or one class for every row of a contrastive loss, or a layer built anew in forward()
+    # that mix the examples, or one class for every row of a contrastive loss, or a layer built anew in forward(), or
+    # loss terms each divided by themselves
     stall_causes = {"capped_share", "huber_delta", "constant_loss_term", "lr_decay", "classes_from"}
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
     stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs", "positions_reached"))
-    stall_causes.update(("state_from_parameter_every_call", "base_rate_entropy", "made_in_forward"))
+    stall_causes.update(("state_from_parameter_every_call", "base_rate_entropy", "made_in_forward", "ratio_of_itself"))
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -1868,6 +1869,19 @@ def difference_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
     first = next(r.step for r in history.records if r.difference_of_itself is not None)
     evidence = {"blocked_fraction": 1.0, "site": marked[-1].difference_of_itself, "difference_of_itself": True}
     return [Finding("blocked_gradient", "sub", first, "error", evidence)]
+
+
+def ratio_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A quotient of a tensor by itself (`l / l`, `l / (l + eps)`) or a product by its own reciprocal, on most recent
+    sampled steps: 1 whatever `l` is, and a gradient of 0. Loss terms weighted by `1 / loss` without `.detach()`
+    (meant to balance them) each become 1: the loss is a constant, and nothing learns. A `blocked_gradient` error."""
+    marked = _marked_on_most(history, "ratio_of_itself", t)
+    if not marked:
+        return []
+    first = next(r.step for r in history.records if r.ratio_of_itself is not None)
+    op, site = marked[-1].ratio_of_itself
+    evidence = {"blocked_fraction": 1.0, "site": site, "ratio_of_itself": True}
+    return [Finding("blocked_gradient", op, first, "error", evidence)]
 
 
 # --- a custom autograd.Function whose backward ignores grad_output --------------------------------------------------
@@ -4775,6 +4789,7 @@ RULES = (
     dropout_into_loss_rule,
     softmax_over_one_rule,
     difference_of_itself_rule,
+    ratio_of_itself_rule,
     target_trained_rule,
     input_derivative_zero_rule,
     turned_straight_through_rule,

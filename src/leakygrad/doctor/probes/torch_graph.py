@@ -1301,6 +1301,37 @@ def difference_of_itself(node) -> bool:
     return len(inputs) == 2 and inputs[0][0] is not None and inputs[0] == inputs[1]
 
 
+def ratio_of_itself(node) -> bool:
+    """A quotient of a tensor by itself, `l / l` or `l / (l + eps)`, or a product by its own reciprocal, `l * (1 /
+    l)`: a constant 1 (or nearly) whatever `l` is, and a gradient of 0 (eps / (l + eps)^2 at most). Loss terms weighted
+    by `1 / l` without `.detach()`, each term l / l. Under the denominator a constant added, a clamp and reshapes are
+    looked through; a normalisation by a sum or norm of the tensor is another tensor, and no ratio of itself."""
+    inputs = [child for child, _ in node.next_functions]
+    if len(inputs) != 2 or None in inputs:
+        return False
+    op = op_name(node)
+    if op == "div":
+        return _beneath_offsets(inputs[1]) is inputs[0]
+    if op == "mul":
+        for factor, other in (inputs, inputs[::-1]):
+            factor = beneath_scaling(factor)  # (`1.0 / x` is reciprocal(x) times 1.0)
+            if op_name(factor) == "reciprocal" and factor.next_functions[0][0] is not None:
+                if _beneath_offsets(factor.next_functions[0][0]) is other:
+                    return True
+    return False
+
+
+def _beneath_offsets(node):
+    """The node under a few additions of a constant (`l + 1e-8`), clamps and reshapes."""
+    for _ in range(4):
+        node = beneath_reshapes(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        if op_name(node) not in ("add", "sub", "clamp", "clamp_min") or len(inputs) != 1:
+            break
+        node = inputs[0]
+    return node
+
+
 def convolution_reach_ahead(node) -> tuple[torch.Tensor, int, dict] | None:
     """(positions ahead, a 0-d tensor; positions; {"kernel", "dilation", "left", "right"}) for a 1-D convolution's node
     (stride 1) padded so that its output is as long as its input, by its own `padding` and by an `F.pad` just before
