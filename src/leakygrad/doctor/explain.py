@@ -3929,6 +3929,19 @@ def _explain_unapplied_kind(f: Finding):
             "`torch.optim.Adam(list(model.parameters()) + [t])`."
         )
         return text, [add, freeze] if e.get("loss_stalled") else [freeze, add]
+    if e.get("parametrized_after_optimizer"):
+        text += (
+            f" They are a parametrization's (`{e['parameters'][0]}`): `weight_norm` or `spectral_norm` (or "
+            "`register_parametrization`) was applied after the optimiser was made. It moves the weight into new "
+            "parameters and computes `weight` from them at every call; the optimiser still holds the old weight, "
+            "which nothing reads any more, and steps it for nothing."
+        )
+        remedies = [
+            "Apply the parametrization before making the optimiser: `weight_norm(module)` (from "
+            "`torch.nn.utils.parametrizations`), then `torch.optim.Adam(model.parameters())`. Adding the new "
+            "parameters with `add_param_group` fails where the module's bias is in the optimiser already.",
+        ]
+        return text, remedies
     if e.get("whole_model") and e.get("script_tensors"):
         names = ", ".join(f"`{name}`" for name in e["parameters"][:6])
         text += (

@@ -3941,6 +3941,10 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
             own = [name for name in param_module if name.startswith(module + ".")]
             if own and set(own) <= set(params):
                 evidence["model_made_anew"], severity = True, "error"
+        if all(".parametrizations." in name for name in params) and history.stepped_outside_model:
+            # (`weight_norm(m)` or `spectral_norm(m)` after the optimiser was made: m.weight is now computed from new
+            # parameters, original0/original1, and the optimiser steps the old weight, which nothing reads)
+            evidence["parametrized_after_optimizer"], severity = True, "error"
         if severity == "warning" and _loss_is_stalled(history.current_loss(), t):
             severity = "error"
             if "inputs_optimised" in evidence:  # (nothing learns: the model's parameters left out, more likely)
