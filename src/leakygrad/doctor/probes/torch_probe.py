@@ -3065,7 +3065,9 @@ class TorchProbe:
                 state.probabilities_into_loss = (site, "softmax without log", classes, flag)
         if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
             state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
-        if state.one_class_over_pairs is None and "nll_loss" in state.loss_ops and "mm" in state.loss_ops:
+        if (
+            state.one_class_over_pairs is None and "nll_loss" in state.loss_ops
+        ):  # (its product: the loss's or the model's)
             found = graph_tools.one_class_over_pairs(loss_nodes)
             if found is not None:
                 rows, one_class, target = found
