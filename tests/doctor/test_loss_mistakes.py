@@ -4580,3 +4580,41 @@ def test_loss_terms_weighted_by_their_own_inverse_without_detach_are_named(weigh
     )
     assert not any(f.symptom == "stalled_loss" for f in dr.findings)
     assert "the constant 1" in f.explanation and "l.detach()" in f.remedies[0]
+
+
+@pytest.mark.parametrize("target", ["logits", "softmax", "log_softmax with log_target"])
+def test_a_distillation_whose_kl_div_target_is_the_teachers_logits_is_named(target):
+    """`F.kl_div(log_softmax(s / T), t_logits / T)` beside a hard cross-entropy (sweep 51: student accuracy 0.20
+    against 0.96, told as a NaN somewhere among ten operations, clip and lower the rate): a negative target makes
+    kl_div's t log t NaN. A `wrong_gradient` error at kl_div, the NaN folded in, the teacher's softmax first."""
+    torch.manual_seed(0)
+    student = nn.Sequential(nn.Linear(16, 24), nn.ReLU(), nn.Linear(24, 5))
+    optimizer = torch.optim.Adam(student.parameters(), lr=3e-3)
+    x, y = torch.randn(128, 16), torch.randint(0, 5, (128,))
+    teacher_logits = 3 * torch.randn(128, 5)
+    with doctor.watch(student, optimizer, every=2) as dr:
+        for _ in range(16):
+            s = student(x) / 4
+            if target == "logits":
+                soft = F.kl_div(F.log_softmax(s, -1), teacher_logits / 4, reduction="batchmean")
+            elif target == "softmax":
+                soft = F.kl_div(F.log_softmax(s, -1), F.softmax(teacher_logits / 4, -1), reduction="batchmean")
+            else:
+                t = F.log_softmax(teacher_logits / 4, -1)
+                soft = F.kl_div(F.log_softmax(s, -1), t, reduction="batchmean", log_target=True)
+            loss = 0.7 * soft * 16 + 0.3 * F.cross_entropy(s * 4, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if target != "logits":
+        assert dr.findings == []
+        return
+    [f] = dr.findings
+    assert (f.symptom, f.where, f.severity, f.evidence["folded"]) == (
+        "wrong_gradient",
+        "kl_div",
+        "error",
+        ["nonfinite"],
+    )
+    assert "negative entries" in f.explanation and "F.softmax(t / T, -1)" in f.remedies[0]

@@ -954,6 +954,22 @@ def _explain_stepped_twice(f: Finding):
     return text, remedies
 
 
+def _explain_kl_div_target_below_zero(f: Finding):
+    text = (
+        f"`F.kl_div(input, target)` was given a target with negative entries on {f.evidence['sampled_steps']} "
+        "sampled steps: logits, where kl_div reads probabilities (or log-probabilities with `log_target=True`). It "
+        "computes sum(t * (log t - input)): log t of a negative t is NaN, so the loss is NaN, and its gradient with "
+        "respect to the input, -t, pulls each class by its raw logit, negative ones pushed down, with no distribution "
+        "to match. A distillation's student learns nothing of the teacher's soft targets."
+    )
+    remedies = [
+        "Turn the teacher's logits into probabilities first: `F.kl_div(F.log_softmax(s / T, -1), "
+        'F.softmax(t / T, -1), reduction="batchmean") * T * T` (or `F.log_softmax(t / T, -1)` with '
+        "`log_target=True`).",
+    ]
+    return text, remedies
+
+
 def _explain_kl_div_of_probabilities(f: Finding):
     e = f.evidence
     made_by = e["kl_div_input"]
@@ -1124,6 +1140,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_score_backward(f)
     if "kl_div_input" in e:
         return _explain_kl_div_of_probabilities(f)
+    if e.get("kl_div_target") == "below zero":
+        return _explain_kl_div_target_below_zero(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if "relu_output_negative" in e:

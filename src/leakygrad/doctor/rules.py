@@ -528,6 +528,13 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             f.evidence["after_freeze_not_applied"] = unfrozen.where
             if f.symptom == "dead_relu":
                 f.severity = "warning"  # (the consequence: the freeze's finding is the error to fix)
+    # a kl_div given logits for its target: its t log t is NaN wherever a logit is negative, the loss's NaN its doing
+    logits_target = next((f for f in findings if f.evidence.get("kl_div_target") == "below zero"), None)
+    if logits_target is not None:
+        made_nan = [f for f in findings if f.symptom == "nonfinite" and f.evidence.get("phase") == "forward"]
+        if made_nan:
+            logits_target.evidence["folded"] = ["nonfinite"]
+            findings = [f for f in findings if not any(f is g for g in made_nan)]
     # `torch.normal(mean, std)` of computed tensors: derivative 0 to both, so the layers before the draw get the loss's
     # gradient from its other terms only (a VAE's KL): their gradient measured across depth looks vanished
     normal_draw = next((f for f in findings if f.evidence.get("drawn_from") == "torch.normal"), None)
@@ -1562,6 +1569,21 @@ def kl_div_of_probabilities_rule(history: History, t: Thresholds) -> list[Findin
     evidence = {"kl_div_input": marked[-1].kl_div_of_probabilities, "sampled_steps": len(marked)}
     if losses:
         evidence["loss_median"] = _sci(median(losses))
+    return [Finding("wrong_gradient", "kl_div", first, "error", evidence)]
+
+
+def kl_div_target_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`F.kl_div(log_q, target)` whose target has negative entries on most recent sampled steps: logits given where
+    probabilities are read (a teacher's `t_logits / T` without its softmax). kl_div's t log t is NaN at a negative
+    t, and its gradient -t pushes the student towards the raw logits' order with no sense of a distribution. A
+    `wrong_gradient` error at kl_div; the NaN it makes is told as its doing."""
+    # (read on every record, the poisoned ones too: the target's sign is the data's, and its NaN comes at once)
+    first = next((r.step for r in history.records if r.kl_div_target_below_zero), None)
+    since = [r for r in history.records if first is not None and r.step >= first]
+    marked = [r for r in since if r.kl_div_target_below_zero]
+    if len(marked) < t.min_records or 2 * len(marked) < len(since):
+        return []
+    evidence = {"kl_div_target": "below zero", "sampled_steps": len(marked)}
     return [Finding("wrong_gradient", "kl_div", first, "error", evidence)]
 
 
@@ -4765,6 +4787,7 @@ RULES = (
     loss_below_zero_rule,
     loss_without_floor_rule,
     kl_div_of_probabilities_rule,
+    kl_div_target_below_zero_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,

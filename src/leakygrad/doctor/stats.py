@@ -311,6 +311,7 @@ class StepRecord:
     # attached), "renewed" (a new object since the last look), "changed" (its entries since first seen)}
     loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
+    kl_div_target_below_zero: bool | None = None  # True: a kl_div's target had negative entries (logits, not p)
     kl_div_of_probabilities: str | None = None  # "softmax": kl_div given probabilities where it reads log-probabilities
     subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}
     # a term of log-probabilities alone that the root adds (`nll + eps * logp.mean()`): "log_softmax"

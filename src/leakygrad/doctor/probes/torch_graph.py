@@ -353,20 +353,49 @@ def loss_outside_its_domain(root) -> dict | None:
 
 def kl_div_of_probabilities(root) -> str | None:
     """The op ("softmax", "sigmoid") that made the input of `F.kl_div(input, target)` at the backward's root (times
-    constants), when it holds probabilities where kl_div reads log-probabilities; else None. kl_div computes
-    sum(xlogy(t, t) - t * input): a subtraction whose second operand is the product of the target and the input."""
-    _, node = _beneath_scalings(root)
-    if node is None or op_name(node) not in ("sum", "mean") or not node.next_functions:
+    constants, or one of the terms it adds up), when it holds probabilities where kl_div reads log-probabilities; else
+    None."""
+    for given, _ in _kl_divs(root):
+        made_by = op_name(beneath_reshapes(given)) if given is not None else None
+        if made_by in ("softmax", "sigmoid"):
+            return made_by
+    return None
+
+
+def kl_div_target_below_zero(root) -> torch.Tensor | None:
+    """1.0 (on the device) when the target of a `F.kl_div` at the backward's root, or among the terms it adds up, has
+    a negative entry: logits given where probabilities are read (`F.kl_div(log_softmax(s / T), t_logits / T)`),
+    whose t log t is NaN; else 0.0. None without such a kl_div (or with `log_target=True`, whose target is no tensor
+    saved so)."""
+    targets = [target for _, target in _kl_divs(root) if isinstance(target, torch.Tensor) and target.numel()]
+    if not targets:
         return None
-    difference = node.next_functions[0][0]
-    if difference is None or op_name(difference) != "sub" or len(difference.next_functions) != 2:
-        return None
-    (entropy, _), (product, _) = difference.next_functions
-    if (entropy is not None and op_name(entropy) != "xlogy") or product is None or op_name(product) != "mul":
-        return None
-    given = product.next_functions[-1][0] if len(product.next_functions) == 2 else None  # (t * input: the second)
-    made_by = op_name(beneath_reshapes(given)) if given is not None else None
-    return made_by if made_by in ("softmax", "sigmoid") else None
+    return (targets[0].detach().amin() < 0).float()
+
+
+def _kl_divs(root) -> list[tuple]:
+    """(the input's node, the target) of each `F.kl_div(input, target)` at the root, under constant factors, or among
+    the terms of a sum there (a distillation's soft term beside its hard one). kl_div computes sum(xlogy(t, t) - t *
+    input): a subtraction whose second operand is the product of the target and the input."""
+    found, terms = [], [_beneath_scalings(root)[1]]
+    for _ in range(8):  # (a few terms deep)
+        if not terms:
+            break
+        node = terms.pop()
+        if node is not None and op_name(node) == "add":
+            terms.extend(_beneath_scalings(child)[1] for child, _ in node.next_functions if child is not None)
+            continue
+        if node is None or op_name(node) not in ("sum", "mean") or not node.next_functions:
+            continue
+        difference = node.next_functions[0][0]
+        if difference is None or op_name(difference) != "sub" or len(difference.next_functions) != 2:
+            continue
+        (entropy, _), (product, _) = difference.next_functions
+        if (entropy is not None and op_name(entropy) != "xlogy") or product is None or op_name(product) != "mul":
+            continue
+        given = product.next_functions[-1][0] if len(product.next_functions) == 2 else None  # (t * input: the second)
+        found.append((given, saved_value(product, "_saved_self")))
+    return found
 
 
 SIGNED_SCALINGS = ("neg", "rsub", "mul", "div")

@@ -1386,6 +1386,7 @@ class StepState:
     loose_leaves: dict = field(default_factory=dict)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     kl_div_of_probabilities: str | None = None  # the op whose probabilities kl_div was given as log-probabilities
+    kl_div_target_below_zero: int | None = None  # deferred: 1.0 when a kl_div's target has a negative entry (logits)
     # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
     subtracted_penalty: dict | None = None
     log_probability_added: str | None = None  # log-probabilities alone the root adds (log_probability_added)
@@ -3101,6 +3102,9 @@ class TorchProbe:
                 state.constant_loss_term = None in terms
         if state.kl_div_of_probabilities is None:
             state.kl_div_of_probabilities = graph_tools.kl_div_of_probabilities(root_nodes[0])
+        if state.kl_div_target_below_zero is None:
+            below_zero = graph_tools.kl_div_target_below_zero(root_nodes[0])
+            state.kl_div_target_below_zero = None if below_zero is None else state.deferred.scalar(below_zero)
         if state.negated_loss is None and state.loss_with_domain is None:
             sign, function = graph_tools.signed_loss(root_nodes[0])
             state.root_loss = function if sign > 0 else None
@@ -4907,6 +4911,8 @@ class TorchProbe:
             record.gather_across_batch = {**found, "rows_read": value(share_at)}
         record.negated_loss = state.negated_loss
         record.kl_div_of_probabilities = state.kl_div_of_probabilities
+        if state.kl_div_target_below_zero is not None and value(state.kl_div_target_below_zero) > 0.5:
+            record.kl_div_target_below_zero = True
         fed_own = {
             # (read by the loss: its output, or that of a part of it whose output it returned, the graph naming an
             # output after the innermost module that made it)
