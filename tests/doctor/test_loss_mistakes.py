@@ -4618,3 +4618,28 @@ def test_a_distillation_whose_kl_div_target_is_the_teachers_logits_is_named(targ
         ["nonfinite"],
     )
     assert "negative entries" in f.explanation and "F.softmax(t / T, -1)" in f.remedies[0]
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_padding_multiplied_out_of_a_per_token_loss_is_not_read_as_rewarding_the_wrong_class(masked):
+    """A tagger padded to 48 tokens, its per-token cross-entropy times a padding mask, `(ce * mask).sum() /
+    mask.sum()` (sweep 51: an error "a loss that rewards the wrong class" on a healthy tagger at accuracy 0.991): the
+    padded positions, tag 0, are never trained and their log-probability of 0 drifts far below chance. Positions the
+    mask weights 0 are no examples; without a mask the padding is trained, and nothing is said either."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(21, 8, padding_idx=0), nn.Linear(8, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    lengths = torch.randint(4, 12, (64,))
+    real = torch.arange(48)[None] < lengths[:, None]
+    tokens = torch.randint(1, 21, (64, 48)).masked_fill(~real, 0)
+    tags = torch.where(tokens > 10, 1, 2).masked_fill(~real, 0)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(40):
+            per_token = F.cross_entropy(model(tokens).reshape(-1, 3), tags.reshape(-1), reduction="none")
+            mask = real.reshape(-1).float() if masked else torch.ones(64 * 48)
+            loss = (per_token * mask).sum() / mask.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and loss.item() < 0.01  # (it learnt its tags)
+    assert dr.findings == []

@@ -2071,13 +2071,31 @@ def _examples_picked_after(node, users) -> bool:
     return False
 
 
+def _weights_applied_after(node, users, examples: int) -> torch.Tensor | None:
+    """The constant that the per-example values `node` made are multiplied by before the loss reduces them, one per
+    example (`(losses * mask).sum() / mask.sum()`: a padding mask of a tagger's tokens), through reshapes, a few
+    levels up; None without one."""
+    level = [node]
+    for _ in range(3):
+        level = [user for current in level for user in users.get(current, ())]
+        for user in level:
+            if op_name(user) != "mul" or [child is None for child, _ in user.next_functions].count(True) != 1:
+                continue
+            for name in ("_saved_other", "_saved_self"):
+                weights = saved_value(user, name)
+                if isinstance(weights, torch.Tensor) and not weights.requires_grad and weights.numel() == examples:
+                    return weights.detach().reshape(-1, 1)
+    return None
+
+
 def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int, torch.Tensor] | None:
     """(the mean log-probability the examples give their target class, the number of classes, the share of the
     examples that give it more than chance, 1/C) where the loss picks it
     out of a `log_softmax` with integer targets, by `gather` (`logp.gather(1, y)`: a focal loss written by hand) or by
     `nll_loss` (cross_entropy with reduction="none", turned into another loss); else None. Read from what the nodes
     saved: no value of the run is recomputed. Where the loss picks from one `log_softmax` with several targets (mixup:
-    `lam * ce(out, y) + (1 - lam) * ce(out, y[perm])`), each example counts the best of its targets."""
+    `lam * ce(out, y) + (1 - lam) * ce(out, y[perm])`), each example counts the best of its targets. Examples weighted
+    0 after it (`(losses * mask).sum() / mask.sum()`, padding) are left out, as those with an ignored target are."""
     picks, first, classes = {}, None, 0  # the logits' node -> [(log-probability picked, 1 where a class was), ...]
     users = None  # node -> the loss nodes that read it (built once a pick is met)
     for node in loss_nodes:
@@ -2104,6 +2122,9 @@ def target_log_probability(loss_nodes) -> tuple[torch.Tensor, int, torch.Tensor]
             continue
         index = index.reshape(-1, 1)
         valid = (index >= 0).float()  # (an ignore_index of -100 is no class: left out, on the device)
+        weights = _weights_applied_after(node, users, index.shape[0]) if op == "nll_loss" else None
+        if weights is not None:  # (a padding mask multiplied in: its 0s are no examples either)
+            valid = valid * (weights != 0).float()
         # (cross_entropy called twice on one output: two log_softmaxes; under autocast, each over its own cast)
         logits = beneath_reshapes(log_softmax.next_functions[0][0], also=("to_copy",))
         if first is None:
