@@ -485,7 +485,21 @@ def _mean_of_errors(node) -> str | None:
 
 
 # what lies between an attention softmax and its scores: masking, reshapes, sums, products and constant factors
-ALONG_THE_SCORES = ("masked_fill", "where", "add", "sub", "mul", "div", "sum", "mm", "bmm", "addmm", "matmul")
+ALONG_THE_SCORES = (
+    "masked_fill",
+    "where",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "sum",
+    "mm",
+    "bmm",
+    "addmm",
+    "matmul",
+    "stack",
+    "cat",
+)
 SCORE_PRODUCTS = ("mm", "bmm", "addmm", "matmul")
 
 
