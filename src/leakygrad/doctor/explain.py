@@ -954,6 +954,18 @@ def _explain_stepped_twice(f: Finding):
     return text, remedies
 
 
+def _explain_previous_token_targets(f: Finding):
+    text = (
+        f"{pct(f.evidence['previous_token_targets'])} of the targets of `{f.where}` are the token the model's input "
+        "held one position back: the sequence was shifted the wrong way round (`inp, tgt = seq[:, 1:], seq[:, :-1]`). "
+        "At each position the model is asked for what it has just read, which a recurrence or a causal attention "
+        "holds already: the training loss falls towards 0, its gradient teaches the model to copy its last input, "
+        "and nothing of what comes next is learnt (a language model's held-out loss stays at chance or worse)."
+    )
+    remedies = ["Predict the next token: `inp, tgt = seq[:, :-1], seq[:, 1:]` (the target at t is the input at t + 1)."]
+    return text, remedies
+
+
 def _explain_kl_div_target_below_zero(f: Finding):
     text = (
         f"`F.kl_div(input, target)` was given a target with negative entries on {f.evidence['sampled_steps']} "
@@ -1142,6 +1154,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_kl_div_of_probabilities(f)
     if e.get("kl_div_target") == "below zero":
         return _explain_kl_div_target_below_zero(f)
+    if "previous_token_targets" in e:
+        return _explain_previous_token_targets(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if "relu_output_negative" in e:

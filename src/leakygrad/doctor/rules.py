@@ -1572,6 +1572,19 @@ def kl_div_of_probabilities_rule(history: History, t: Thresholds) -> list[Findin
     return [Finding("wrong_gradient", "kl_div", first, "error", evidence)]
 
 
+def previous_token_targets_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A token classifier whose targets are, on every look (at least 2), at least `previous_token_share` the token its
+    input held one position back (`inp, tgt = seq[:, 1:], seq[:, :-1]`): the model is taught to repeat what it has
+    just read, which a recurrence does from its state at once, and learns nothing of what comes next. A
+    `wrong_gradient` error at cross_entropy."""
+    looks = [r.previous_token_targets for r in history.records if r.previous_token_targets is not None]
+    if len(looks) < 2 or min(looks) < t.previous_token_share:
+        return []
+    first = next(r.step for r in history.records if r.previous_token_targets is not None)
+    evidence = {"previous_token_targets": _sci(min(looks)), "looks": len(looks)}
+    return [Finding("wrong_gradient", "cross_entropy", first, "error", evidence)]
+
+
 def kl_div_target_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
     """`F.kl_div(log_q, target)` whose target has negative entries on most recent sampled steps: logits given where
     probabilities are read (a teacher's `t_logits / T` without its softmax). kl_div's t log t is NaN at a negative
@@ -4788,6 +4801,7 @@ RULES = (
     loss_without_floor_rule,
     kl_div_of_probabilities_rule,
     kl_div_target_below_zero_rule,
+    previous_token_targets_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,

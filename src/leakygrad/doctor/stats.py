@@ -311,6 +311,7 @@ class StepRecord:
     # attached), "renewed" (a new object since the last look), "changed" (its entries since first seen)}
     loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
+    previous_token_targets: float | None = None  # share of a token classifier's targets that are its input one back
     kl_div_target_below_zero: bool | None = None  # True: a kl_div's target had negative entries (logits, not p)
     kl_div_of_probabilities: str | None = None  # "softmax": kl_div given probabilities where it reads log-probabilities
     subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}

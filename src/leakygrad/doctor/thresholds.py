@@ -407,6 +407,11 @@ class Thresholds:
     language model's `y = x[:, 1:]`; a sequence labeller's targets, or a copy task's, match by chance only): each
     position reads its own answer. (0.9 until sweep 50: a decoder's targets end with an end-of-sequence token that no
     input holds, so L targets in L + 1 follow their input, 0.8 to 0.91 for sentences of 4 to 10 tokens.)"""
+    previous_token_share: float = 0.75
+    """A token classifier whose targets are, on every look (2 or more), this share or more the token its input held
+    one position back, beyond those equal to the input at their own position (`tgt = seq[:, :-1]` for `inp =
+    seq[:, 1:]`, the shift written the wrong way round): the model is taught to repeat what it has read. A language
+    model's targets match the input before them by chance only (sweep 51's character model: 1.0 shifted wrongly)."""
     batch_classes_few: int = 2
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and

@@ -1481,6 +1481,44 @@ def _next_value_share(x, target: torch.Tensor) -> list:
     return [_beyond_the_same_position(following, (target[..., :-1] == x[..., :-1]).float().mean())]
 
 
+def previous_token_targets(loss_nodes, budget: int = 4096) -> torch.Tensor | None:
+    """The share of a token classifier's targets that are the token its input held one position back (`inp, tgt =
+    seq[:, 1:], seq[:, :-1]`: a language model's shift written the wrong way round), on the device, counted only where
+    it beats by 0.5 or more the share equal to the input at their own position; None when no (batch, positions) grid
+    of token ids under the first cross_entropy's scores is found within `budget` nodes."""
+    for nll, _, scores in cross_entropies(loss_nodes):
+        target = saved_value(nll, "_saved_target")
+        if not isinstance(target, torch.Tensor) or target.is_floating_point():
+            return None
+        target, ignored = target.detach(), signed(nll._saved_ignore_index)
+        shares, seen, frontier = [], {scores}, [scores]
+        while frontier and len(seen) < budget:
+            node = frontier.pop()
+            if op_name(node) == "embedding":
+                shares.extend(_previous_token_share(saved_value(node, "_saved_indices"), target, ignored))
+            for child, _ in node.next_functions:
+                if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
+                    seen.add(child)
+                    frontier.append(child)
+        return torch.stack(shares).amax() if shares else None
+    return None
+
+
+def _previous_token_share(ids, target: torch.Tensor, ignored: int) -> list:
+    """[the share of `target` that is `ids` one position back, beyond the share at their own position], for ids of
+    shape (batch, positions) and one target per position; [] for any other shapes."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] < 4 or ids.device != target.device:
+        return []
+    if target.numel() != ids.numel():
+        return []
+    predicted = target.reshape(ids.shape)[:, 1:]  # (the first position's target has no input before it)
+    counted = predicted != ignored
+    total = counted.sum().clamp(min=1).float()
+    earlier = ((predicted == ids[:, :-1]) & counted).sum().float() / total
+    same = ((predicted == ids[:, 1:]) & counted).sum().float() / total
+    return [_beyond_the_same_position(earlier, same)]
+
+
 def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:
     """[the share of `target` that is `ids` one position on, targets the loss ignores (padding) aside], for ids of
     shape (batch, positions) and targets of one per position, or of one per position but the last; [] for any other

@@ -115,6 +115,7 @@ LEAVES_LOOKED_AT = 256  # ... of each graph, at most this many leaf tensors
 HELD_ITEMS = 256  # items of a list or dict the script holds that are looked through for its tensors, at most
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
+PREVIOUS_TOKEN_LOOKS = 4  # first sampled steps on which a token classifier's targets are compared with its input
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
 OUTPUT_SPREAD_LOOKS = 2  # ... on which every weighted layer's are (is the prediction the same for every example?)
 SOFT_TARGET_LOOKS = 4  # ... on which a cross-entropy's class probabilities (its float targets) are summed by row
@@ -1386,6 +1387,7 @@ class StepState:
     loose_leaves: dict = field(default_factory=dict)
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     kl_div_of_probabilities: str | None = None  # the op whose probabilities kl_div was given as log-probabilities
+    previous_token_targets: int | None = None  # deferred: the share of the targets that are the input one step back
     kl_div_target_below_zero: int | None = None  # deferred: 1.0 when a kl_div's target has a negative entry (logits)
     # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
     subtracted_penalty: dict | None = None
@@ -1678,6 +1680,9 @@ class TorchProbe:
         self._gradients_changed_by_hand = False  # a sampled step applied a gradient changed since backward left it
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
+        self._previous_token_looks = (
+            0  # sampled steps on which a token classifier's targets were compared with its input
+        )
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
         self._output_spread_looks = 0  # ... and every weighted layer's (is the prediction the same for every example?)
         self._soft_target_looks = 0  # sampled backward passes looked through for a cross-entropy's float targets
@@ -3135,6 +3140,11 @@ class TorchProbe:
             state.dropout_into_loss = _dropout_into_loss(loss_nodes, names, state.dropout_sites)
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
+        if "nll_loss" in state.loss_ops and self._previous_token_looks < PREVIOUS_TOKEN_LOOKS:
+            share = graph_tools.previous_token_targets(loss_nodes)
+            if share is not None:  # (a language model's targets: the next tokens, or the ones it has read?)
+                self._previous_token_looks += 1
+                state.previous_token_targets = state.deferred.scalar(share)
         if loss_nodes and state.target_scale is None and self._target_scale_looks < TARGET_SCALE_LOOKS:
             self._target_scale_looks += 1  # (a classifier's loss is looked through a few times only, not every step)
             found = graph_tools.regression_target(loss_nodes)
@@ -4911,6 +4921,7 @@ class TorchProbe:
             record.gather_across_batch = {**found, "rows_read": value(share_at)}
         record.negated_loss = state.negated_loss
         record.kl_div_of_probabilities = state.kl_div_of_probabilities
+        record.previous_token_targets = value(state.previous_token_targets)
         if state.kl_div_target_below_zero is not None and value(state.kl_div_target_below_zero) > 0.5:
             record.kl_div_target_below_zero = True
         fed_own = {
