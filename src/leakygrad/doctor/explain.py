@@ -4530,9 +4530,14 @@ def _explain_classes_on_another_axis(f: Finding):
     if e.get("softmax_over_batch"):
         return _explain_softmax_over_batch(f)
     length, classes = e["logits_shape"][1], e["logits_shape"][-1]
+    made = (
+        f"its steps' scores were stacked on dim 1, each step's {classes} scores (the classes) on the last axis"
+        if e.get("stacked")
+        else f"a Linear puts its {classes} outputs (the classes) on the last axis"
+    )
     text = (
         f"`cross_entropy` was given the logits of `{e['classes_from']}` as they are, shape {tuple(e['logits_shape'])}: "
-        f"a Linear puts its {classes} outputs (the classes) on the last axis, and `cross_entropy` takes the classes on "
+        f"{made}, and `cross_entropy` takes the classes on "
         f"dim 1, reading the input as (N, C, ...). Axis 1 here holds {length} positions, as many as the classes, so no "
         "shape error stopped it: the softmax runs over the positions of each sequence, and each class's score competes "
         "with the same class's scores at the other positions instead of with the other classes. The gradient teaches "

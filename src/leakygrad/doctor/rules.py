@@ -1366,6 +1366,8 @@ def classes_on_another_axis_rule(history: History, t: Thresholds) -> list[Findin
         evidence["classes_from"] = found["layer"]
         return [Finding("wrong_gradient", "view", first_step, "error", evidence)]
     evidence = {"classes_from": found["layer"], "logits_shape": found["shape"], "softmax_dim": found["dim"]}
+    if found.get("stacked"):
+        evidence["stacked"] = True  # (a decoder's steps' scores, stacked on dim 1: a pointer network's)
     if found.get("over_batch"):
         evidence["softmax_over_batch"] = True  # (log_softmax(logits, dim=0) of an (N, C) output, by hand)
     return [Finding("stalled_loss", "cross_entropy", first_step, "warning", evidence)]

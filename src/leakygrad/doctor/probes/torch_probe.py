@@ -991,6 +991,7 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
     with logits (N, T, C) where it takes the classes on dim 1, (N, C, T). The softmax then runs over the T positions.
     Or over dim 0 of a layer's (N, C) output, C > 1: a cross-entropy written by hand with `log_softmax(logits, dim=0)`,
     the softmax over the batch (`over_batch`; a ranking's (list, 1) scores, normalised over the list, are not this).
+    Or over dim 1 of a decoder's steps stacked on dim 1, (N, T, C) with T == C (`stacked`: a pointer network's).
     {"layer", "shape", "dim"} or None."""
     for node in loss_nodes:
         if op_name(node) != "log_softmax" or not node.next_functions or node.next_functions[0][0] is None:
@@ -1000,7 +1001,13 @@ def _classes_on_another_axis(loss_nodes, names, infos) -> dict | None:
         mixed = None if names.get(node.next_functions[0][0]) else graph_tools.classes_mixed_by_view(node)
         if mixed is not None:
             return {"layer": graph_tools.nearest_upstream(node, names) or "input", **mixed, "mixed_by_view": True}
-        name = names.get(node.next_functions[0][0])  # (the layer's own output: nothing reshaped or permuted it since)
+        below = node.next_functions[0][0]
+        if op_name(below) == "stack" and getattr(below, "_saved_dim", None) == 1:  # (steps' outputs stacked on dim 1)
+            shape, dim = graph_tools.output_shape(below), graph_tools.saved_dim(node)
+            if shape is not None and len(shape) == 3 and dim % 3 == 1 and shape[1] == shape[2]:
+                layer = names.get(below) or graph_tools.nearest_upstream(below, names) or "input"
+                return {"layer": layer, "shape": list(shape), "dim": dim, "stacked": True}
+        name = names.get(below)  # (the layer's own output: nothing reshaped or permuted it since)
         info = infos.get(name) if name is not None else None
         if info is None or info.kind not in FEATURES_LAST:
             continue
