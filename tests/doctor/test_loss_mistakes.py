@@ -498,6 +498,30 @@ def test_regression_targets_left_in_raw_units_are_named_at_the_loss(targets):
     assert not [g for g in dr.findings if g.symptom == "exploding_gradient" and g is not f]  # (folded in)
 
 
+@pytest.mark.parametrize("targets", ["raw", "standardised"])
+def test_targets_in_the_hundreds_left_raw_are_named(targets):
+    """A forecaster's inputs standardised and its targets left at about 500 (sweep 51: test MAE 21.7 against 5.25, told
+    as dead ReLUs): below the 1e3 that targets had to pass before, and a thousand times the first predictions."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = 500 + 60 * torch.tanh(x[:, :3]).sum(1, keepdim=True)
+    y = (y - y.mean()) / y.std() if targets == "standardised" else y
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(40):
+            loss = F.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    named = [f for f in dr.findings if f.evidence.get("across") == "target scale"]
+    if targets == "standardised":
+        assert named == []
+        return
+    [f] = named
+    assert 400 < f.evidence["target_rms"] < 700 and f.evidence["prediction_rms"] < 5
+
+
 @pytest.mark.parametrize("pos_weight", [0.0, 11.0, None])
 def test_positive_examples_weighted_zero_are_a_blocked_gradient_at_the_loss(pos_weight):
     """`BCEWithLogitsLoss(pos_weight=torch.tensor(n_pos // n_neg))`: the integer division is 0 when positives are the

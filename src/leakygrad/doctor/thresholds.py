@@ -429,8 +429,9 @@ class Thresholds:
     """A saturated activation in a run whose first weighted Linear read a feature column of root mean square above
     this (raw 0-16 pixel counts: up to 11) is told with standardising the inputs first: large inputs make large
     pre-activations, and the layers after them learn to keep them so."""
-    raw_target_rms: float = 1e3
-    """A regression's targets whose root mean square is above this, on the first sampled steps ..."""
+    raw_target_rms: float = 100.0
+    """A regression's targets whose root mean square is above this, on the first sampled steps ... (1e3 until sweep
+    51: a forecaster's targets of about 500, a thousand times its first predictions, had gone unnamed)"""
     raw_target_ratio: float = 100.0
     """... and this many times the predictions' (a network starts near 0), were left in raw units: the loss's
     gradient 2 (prediction - target) is of their size, and every layer's with it."""
