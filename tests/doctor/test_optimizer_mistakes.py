@@ -217,3 +217,40 @@ def test_weight_norm_applied_after_the_optimiser_is_named_with_the_order_as_reme
         "sequential.0.0.parametrizations.weight.original1",
     ]
     assert "applied after the optimiser was made" in f.explanation and "before making the optimiser" in f.remedies[0]
+
+
+@pytest.mark.parametrize("unfrozen", ["by hand, once", "by hand, every step", "by the schedule"])
+def test_a_rate_set_by_hand_that_the_scheduler_puts_back_is_named(unfrozen):
+    """A backbone "frozen" at lr 0 under a warm-up LambdaLR, then unfrozen by `param_groups[0]["lr"] = 1e-3` (sweep
+    51: accuracy 0.867 against 0.910, silent): the scheduler's next step puts back base_lr * factor = 0, so the
+    backbone trains for one step. An `unapplied_gradient` error at LambdaLR; a rate set at every step, or a
+    per-group lambda that turns it on, is no finding."""
+    model, backbone, head, x, y = _digits_like()
+    groups = [{"params": backbone.parameters(), "lr": 0.0 if unfrozen != "by the schedule" else 1e-3}]
+    optimizer = torch.optim.Adam(groups + [{"params": head.parameters(), "lr": 1e-2}])
+    warm = lambda step: min(1.0, (step + 1) / 10)  # noqa: E731
+    later = lambda step: float(step >= 20)  # noqa: E731
+    lambdas = [later, warm] if unfrozen == "by the schedule" else [warm, warm]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+
+    def after_step(step):
+        scheduler.step()
+        if (unfrozen == "by hand, once" and step == 19) or (unfrozen == "by hand, every step" and step >= 19):
+            optimizer.param_groups[0]["lr"] = 1e-3
+
+    dr = _train_on_batches(model, optimizer, x, y, steps=48, after_step=after_step)
+    assert dr.notes == []
+    named = [f for f in dr.findings if "rate_overwritten" in f.evidence]
+    if unfrozen != "by hand, once":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.first_step) == ("unapplied_gradient", "LambdaLR", "error", 20)
+    assert f.evidence["rate_overwritten"] == {
+        "scheduler": "LambdaLR",
+        "group": 0,
+        "set_by_hand": 1e-3,
+        "put_back": 0.0,
+        "steps_applied": 1,
+    }
+    assert "put its own rate back" in f.explanation and "base_lrs[0]" in f.remedies[0]

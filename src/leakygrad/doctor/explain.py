@@ -3870,7 +3870,29 @@ def _explain_state_loaded(f: Finding):
     return text, remedies
 
 
+def _explain_rate_overwritten(f: Finding):
+    found = f.evidence["rate_overwritten"]
+    group, scheduler = found["group"], found["scheduler"]
+    text = (
+        f"Parameter group {group}'s learning rate was set by hand to {fmt(found['set_by_hand'])} at step "
+        f"{f.first_step}, and `{scheduler}`'s next `step()` put its own rate back, {fmt(found['put_back'])}, after "
+        f"{found['steps_applied']} optimiser step(s): a scheduler recomputes every group's rate from the group's "
+        "base rate (`initial_lr`, set when the scheduler was made) at each step, and knows nothing of the change."
+    )
+    if found["put_back"] == 0:
+        text += " At a rate of 0 the group's gradients are computed at every step and never applied: it does not train."
+    remedies = [
+        f"Change the rate through the scheduler: set `{scheduler.lower()}.base_lrs[{group}]` (and the group's "
+        f"`initial_lr`) as well, or give that group its own lambda (`LambdaLR(optimizer, [f_backbone, f_head])`) that "
+        "turns it on at the step meant.",
+        "Or freeze with `requires_grad_(False)` and unfreeze with `requires_grad_(True)`, the group kept at its rate.",
+    ]
+    return text, remedies
+
+
 def explain_unapplied_gradient(f: Finding):
+    if "rate_overwritten" in f.evidence:
+        return _explain_rate_overwritten(f)
     text, remedies = _explain_unapplied_kind(f)
     zeroed = f.evidence.get("zero_gradient_modules")
     if zeroed:
@@ -4793,6 +4815,8 @@ def _explain_plateau_mode(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "rate_overwritten" in e:
+        return _explain_rate_overwritten(f)
     if e.get("schedulers_made_anew"):
         return _explain_scheduler_made_anew(f)
     if e.get("misspelt_setting"):

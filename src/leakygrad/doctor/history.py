@@ -204,6 +204,7 @@ class History:
         # "first_step", "optimizer" (its class), "state" (what it keeps between steps: `exp_avg`, ...)}
         self.optimizers_made_anew: dict | None = None
         self.schedulers_made_anew: dict | None = None  # learning-rate schedulers built after training began
+        self.rates_overwritten: list[dict] = []  # rates set by hand that a scheduler's next step put back (the first 8)
         # watched model -> {"steps" (with a load_state_dict of it, whose parameters the optimiser steps), "first_step",
         # "last_step"}
         self.state_loads: dict[str, dict] = {}
@@ -245,6 +246,23 @@ class History:
         if self.optimizers_made_anew is None:
             self.optimizers_made_anew = {"count": 0, "first_step": step, "optimizer": optimizer, "state": state}
         self.optimizers_made_anew["count"] += 1
+
+    def note_rate_overwritten(
+        self, scheduler: str, group: int, set_by_hand: float, put_back: float, step: int, steps: int
+    ):
+        """A parameter group's rate set by hand at `step` to `set_by_hand`, which `scheduler`'s next step replaced by
+        its own, `put_back`, after it had served `steps` optimiser steps."""
+        if len(self.rates_overwritten) < 8:
+            self.rates_overwritten.append(
+                {
+                    "scheduler": scheduler,
+                    "group": group,
+                    "set_by_hand": set_by_hand,
+                    "put_back": put_back,
+                    "step": step,
+                    "steps_applied": steps,
+                }  # fmt: skip
+            )
 
     def note_scheduler_made_anew(self, step: int, scheduler: str, lr_given: float) -> None:
         """A learning-rate scheduler built at `step`, over the training optimiser, after the training had begun."""

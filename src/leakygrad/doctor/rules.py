@@ -3883,6 +3883,24 @@ def optimizer_made_anew_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("unapplied_gradient", "optimizer", made["first_step"], "warning", evidence)]
 
 
+def rate_overwritten_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A parameter group's learning rate set by hand (`optimizer.param_groups[0]["lr"] = 1e-4`, a backbone unfrozen)
+    that the scheduler's next step replaced by its own, the hand-set rate serving `rate_overwritten_steps` optimiser
+    steps or fewer: LambdaLR, CosineAnnealingLR and the others recompute each group's rate from its base rate, so the
+    change never takes. An error where the rate put back is 0 (the group is never trained: its gradients are computed
+    and not applied), else a warning."""
+    brief = [r for r in history.rates_overwritten if r["steps_applied"] <= t.rate_overwritten_steps]
+    if not brief:
+        return []
+    first = brief[0]
+    evidence = {"rate_overwritten": {key: first[key] for key in ("scheduler", "group", "set_by_hand", "put_back")}}
+    evidence["rate_overwritten"]["steps_applied"] = first["steps_applied"]
+    evidence["times"] = len(brief)
+    severity = "error" if first["put_back"] == 0 else "warning"
+    symptom = "unapplied_gradient" if first["put_back"] == 0 else "stalled_loss"
+    return [Finding(symptom, first["scheduler"], first["step"], severity, evidence)]
+
+
 def scheduler_made_anew_rule(history: History, t: Thresholds) -> list[Finding]:
     """A learning-rate scheduler built over the training optimiser `scheduler_anew_min` times or more after the training
     began (`LambdaLR(opt, warmup_then_cosine)` inside the epoch loop): each starts its schedule from the beginning, so
@@ -4862,6 +4880,7 @@ RULES = (
     accumulating_rule,
     optimizer_made_anew_rule,
     scheduler_made_anew_rule,
+    rate_overwritten_rule,
     ctc_raw_scores_rule,
     ctc_targets_rule,
     state_loaded_rule,

@@ -407,6 +407,10 @@ class Thresholds:
     language model's `y = x[:, 1:]`; a sequence labeller's targets, or a copy task's, match by chance only): each
     position reads its own answer. (0.9 until sweep 50: a decoder's targets end with an end-of-sequence token that no
     input holds, so L targets in L + 1 follow their input, 0.8 to 0.91 for sentences of 4 to 10 tokens.)"""
+    rate_overwritten_steps: int = 2
+    """A rate set by hand that served this many optimiser steps or fewer before the scheduler's next step put its own
+    back (sweep 51: a backbone "unfrozen" by hand under LambdaLR, its rate back at 0 after one step, accuracy 0.867
+    against 0.910). One set by hand at every step lasts; one set once and then scheduled lasted one step."""
     previous_token_share: float = 0.75
     """A token classifier whose targets are, on every look (2 or more), this share or more the token its input held
     one position back, beyond those equal to the input at their own position (`tgt = seq[:, :-1]` for `inp =

@@ -1680,6 +1680,7 @@ class TorchProbe:
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._plateau_rates_given: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its rate
         self._schedulers_stepped: weakref.WeakSet = weakref.WeakSet()  # LRScheduler.step() seen called on them
+        self._rates_set_by_hand: dict = {}  # (scheduler id, group) -> (rate, step set, optimiser steps it lasted)
         self._first_rates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its first group's lr
         self._grad_of_inputs = 0  # torch.autograd.grad calls under way whose gradients are not the training's
         self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
@@ -2692,6 +2693,30 @@ class TorchProbe:
                         self.doctor.history.note_scheduler_made_anew(self.step, type(scheduler).__name__, lr_given)
         except Exception as error:
             self._fail("noting a learning-rate scheduler's step", error)
+
+    def _look_for_rates_set_by_hand(self, optimizer) -> None:
+        """At each training step, with a scheduler stepped over `optimizer`: a group's rate that differs from the one
+        the scheduler set last was set by hand (a backbone "unfrozen" by `param_groups[0]["lr"] = 1e-4`). If the
+        scheduler's next step puts its own back, and the script does not set it again, the hand-set rate was
+        overwritten (LambdaLR and the others recompute every group's rate from its base rate): noted in the history
+        with how many steps it lasted."""
+        for scheduler in list(self._schedulers_stepped):
+            scheduled = getattr(scheduler, "_last_lr", None)
+            if getattr(scheduler, "optimizer", None) is not optimizer or not isinstance(scheduled, list):
+                continue
+            for group_index, (group, rate) in enumerate(zip(optimizer.param_groups, scheduled)):
+                lr = group.get("lr")
+                if not (_plain_number(lr) and _plain_number(rate)):
+                    continue
+                key = (id(scheduler), group_index)
+                if abs(lr - rate) > 1e-9 * max(abs(lr), abs(rate), 1e-12):  # (not the schedule's: set by hand)
+                    value, since, steps = self._rates_set_by_hand.get(key, (lr, self.step, 0))
+                    self._rates_set_by_hand[key] = (lr, since if value == lr else self.step, steps + 1)
+                elif key in self._rates_set_by_hand:  # (the schedule's own again: the hand-set rate overwritten)
+                    value, since, steps = self._rates_set_by_hand.pop(key)
+                    self.doctor.history.note_rate_overwritten(
+                        type(scheduler).__name__, group_index, value, float(lr), since, steps
+                    )
 
     def _schedule_not_applied(self, optimizer) -> dict | None:
         """A scheduler stepped in the loop (after the one call it makes when built) over an optimiser that has never
@@ -4209,6 +4234,8 @@ class TorchProbe:
             self._awaiting = False
             self._in_step = True
             self._primary_steps += 1
+            if self._schedulers_stepped:
+                self._look_for_rates_set_by_hand(optimizer)
             if self._reset_marks is not None:
                 self._check_reset()
             if not self.sampling and self._zero_suspects:
