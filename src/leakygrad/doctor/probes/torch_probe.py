@@ -340,6 +340,11 @@ _original_scheduler_update = None
 SCHEDULER = torch.optim.lr_scheduler.LRScheduler
 
 
+def _same_rate(a: float, b: float) -> bool:
+    """Whether two learning rates are one (to float rounding)."""
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12)
+
+
 def _first_argument_noted(original, note):
     """`original`, wrapped: the same call, then each probe of this thread notes its first argument (`note(probe,
     argument)`): a scheduler whose rate was updated, a tensor an initialiser filled."""
@@ -1680,7 +1685,8 @@ class TorchProbe:
         self._last_gradient: tuple | None = None  # (see _representative_gradient)
         self._plateau_rates_given: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its rate
         self._schedulers_stepped: weakref.WeakSet = weakref.WeakSet()  # LRScheduler.step() seen called on them
-        self._rates_set_by_hand: dict = {}  # (scheduler id, group) -> (rate, step set, optimiser steps it lasted)
+        # (scheduler id, group) -> (rate set by hand, step set, optimiser steps it lasted, the scheduled rate before)
+        self._rates_set_by_hand: dict = {}
         self._first_rates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimiser -> its first group's lr
         self._grad_of_inputs = 0  # torch.autograd.grad calls under way whose gradients are not the training's
         self._score_reads: set[tuple] = set()  # the reads at the root of backward passes told as scores, not losses
@@ -2709,14 +2715,16 @@ class TorchProbe:
                 if not (_plain_number(lr) and _plain_number(rate)):
                     continue
                 key = (id(scheduler), group_index)
-                if abs(lr - rate) > 1e-9 * max(abs(lr), abs(rate), 1e-12):  # (not the schedule's: set by hand)
-                    value, since, steps = self._rates_set_by_hand.get(key, (lr, self.step, 0))
-                    self._rates_set_by_hand[key] = (lr, since if value == lr else self.step, steps + 1)
-                elif key in self._rates_set_by_hand:  # (the schedule's own again: the hand-set rate overwritten)
-                    value, since, steps = self._rates_set_by_hand.pop(key)
-                    self.doctor.history.note_rate_overwritten(
-                        type(scheduler).__name__, group_index, value, float(lr), since, steps
-                    )
+                if not _same_rate(lr, rate):  # (not the schedule's: set by hand)
+                    value, since, steps, before = self._rates_set_by_hand.get(key, (lr, self.step, 0, rate))
+                    self._rates_set_by_hand[key] = (lr, since if value == lr else self.step, steps + 1, before)
+                elif key in self._rates_set_by_hand:  # (the schedule's own again)
+                    value, since, steps, before = self._rates_set_by_hand.pop(key)
+                    if _same_rate(lr, before):  # (the very rate it held before: the hand-set one overwritten; a
+                        # chainable schedule, CosineAnnealingLR's, carries a hand-set rate on from where it was set)
+                        self.doctor.history.note_rate_overwritten(
+                            type(scheduler).__name__, group_index, value, float(lr), since, steps
+                        )
 
     def _schedule_not_applied(self, optimizer) -> dict | None:
         """A scheduler stepped in the loop (after the one call it makes when built) over an optimiser that has never
