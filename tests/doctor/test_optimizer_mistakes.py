@@ -254,3 +254,36 @@ def test_a_rate_set_by_hand_that_the_scheduler_puts_back_is_named(unfrozen):
         "steps_applied": 1,
     }
     assert "put its own rate back" in f.explanation and "base_lrs[0]" in f.remedies[0]
+
+
+@pytest.mark.parametrize("every", [1, 4])
+@pytest.mark.parametrize("returns", ["the rate", "a factor"])
+def test_a_lambda_schedule_that_returns_the_rate_is_an_error_from_the_first_step(returns, every):
+    """A LambdaLR whose lambda returns the rate, 1e-3, which LambdaLR multiplies by the 1e-3 given (sweep 51: accuracy
+    0.127, chance, against 0.978; a warning at every 16 that said training "stopped part-way", nothing at every 1):
+    the rate is held near nothing from the first step. An error at the loss, the schedule named; a factor is fine."""
+    model, backbone, head, x, y = _digits_like()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    rate = (lambda step: 1e-3 * min(1.0, (step + 1) / 5)) if returns == "the rate" else (lambda step: 1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    with doctor.watch(model, optimizer, every=every) as dr:
+        for step in range(160):
+            batch = slice(64 * (step % 16), 64 * (step % 16 + 1))
+            loss = F.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+    assert dr.notes == []
+    stalls = [f for f in dr.findings if f.symptom == "stalled_loss"]
+    if returns == "a factor":
+        assert stalls == []
+        return
+    [f] = stalls
+    assert (f.where, f.severity, f.evidence["learning_rate"], f.evidence["lr_cut_from_step"]) == (
+        "loss",
+        "error",
+        "scheduled to nothing",
+        0,
+    )
+    assert "stopped_moving_at_step" not in f.evidence and "part-way" not in f.explanation

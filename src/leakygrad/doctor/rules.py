@@ -4729,7 +4729,13 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     converged_by_line_search = (
         verdict == "zero" and thirds is not None and _steps_by_line_search(history) and thirds[0] > thirds[1] * 2
     )
+    # A schedule that held the rate near nothing from the first sampled step on (a LambdaLR lambda that returns a rate,
+    # not a factor): the weights never moved at the rate given, whatever the loss's wandering says
+    held = _scheduled_to_nothing(history, t) if verdict == "far too low" and thirds is not None else None
+    held_from_start = held is not None and held[2] <= history.healthy_records()[0].step
     still = flat or (verdict == "zero" and thirds is not None and not converged_by_line_search) or stopped
+    still = still or held_from_start
+    stopped = stopped and not held_from_start  # (held from the start: it never moved, not stopped part-way)
     if still and (not competing or verdict in ("zero", "far too low")):
         first, last = thirds
         evidence["loss_first_third"], evidence["loss_last_third"] = _sci(first), _sci(last)
@@ -4781,9 +4787,10 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
         first_step = loss.buckets[0].first_step
         if stopped:
             first_step = evidence["stopped_moving_at_step"] = stopped_at
-        # (a rate held at 0, or by a schedule at a ten-thousandth of the one given or less: nothing trains, an error)
+        # (a rate held at 0, or by a schedule at a ten-thousandth of the one given or less, or at a hundredth or less
+        # from the first step on: nothing trains, an error)
         held = evidence.get("learning_rate") == "scheduled to nothing"
-        held = held and evidence["lr_in_effect"] <= t.lr_schedule_cut**2 * evidence["lr_given"]
+        held = held and (held_from_start or evidence["lr_in_effect"] <= t.lr_schedule_cut**2 * evidence["lr_given"])
         severity = "error" if evidence.get("lr_exactly_zero") or held else "warning"
         return [Finding("stalled_loss", "loss", first_step, severity, evidence)]
     return []
