@@ -156,3 +156,49 @@ def test_messages_written_by_index_to_one_node_twice_are_named(write):
     assert (f.symptom, f.where, f.severity) == ("wrong_gradient", "index_put after message", "error")
     assert f.evidence["writes"] == 90 and f.evidence["repeated_writes"] == 90 - len(set(dst.tolist()))
     assert "keeps one value per place" in f.explanation and "index_add_" in f.remedies[0]
+
+
+class OrderClassifier(nn.Module):
+    """Whether a sequence's first token is larger than its last: tokens plus learnt positions, attention, a head. The
+    positions looked up with `arange(T)`, or (the mistake) with the token ids; or a factorisation machine's first- and
+    second-order tables of the same ids, used apart (no sum of lookups)."""
+
+    def __init__(self, positions: str):
+        super().__init__()
+        self.positions = positions
+        self.tok_emb, self.pos_emb = nn.Embedding(16, 16), nn.Embedding(16, 16)
+        self.attention = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        if self.positions == "first and second order":
+            first, second = self.pos_emb(x).sum((1, 2)), self.tok_emb(x).sum(1).pow(2).sum(1)
+            return torch.stack([first, second], 1)
+        where = torch.arange(x.shape[1])[None] if self.positions == "arange" else x
+        h = self.tok_emb(x) + self.pos_emb(where)
+        return self.head(self.attention(h, h, h)[0].mean(1))
+
+
+@pytest.mark.parametrize("positions", ["token ids", "arange", "first and second order"])
+def test_two_embeddings_of_the_same_ids_added_are_named(positions):
+    """`tok_emb(x) + pos_emb(x)` where `pos_emb(torch.arange(T))` was meant (sweep 51: accuracy 0.557 against 1.000,
+    told as a stall with no cause): one table's lookup written twice, no position told. A `stalled_loss` at the
+    addition naming both tables; the positions looked up, or two tables of one id used apart, are no finding."""
+    torch.manual_seed(0)
+    model = OrderClassifier(positions)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            x = torch.randint(0, 16, (64, 8))
+            loss = F.cross_entropy(model(x), (x[:, 0] > x[:, -1]).long())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "same_ids_embedded" in f.evidence]
+    if positions != "token ids":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.evidence["same_ids_embedded"]) == ("stalled_loss", "add", ["tok_emb", "pos_emb"])
+    assert "never told where a token stands" in f.explanation and "torch.arange" in f.remedies[0]

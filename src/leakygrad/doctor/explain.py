@@ -4813,8 +4813,27 @@ def _explain_plateau_mode(f: Finding):
     return text, remedies
 
 
+def _explain_same_ids_embedded(f: Finding):
+    first, second = f.evidence["same_ids_embedded"]
+    text = (
+        f"The lookups of `{first}` and `{second}` are added, and both read one and the same index tensor: each row "
+        "is the sum of two tables' rows for the same ids, which one table holds as well. If one of them was meant "
+        f"for the positions (`{second}(torch.arange(T))`), the model is never told where a token stands: attention "
+        "without positions sees a bag of tokens, and order-dependent tasks stall."
+    )
+    if f.evidence.get("folded"):
+        text += " The loss's stall is its doing, folded into this finding."
+    remedies = [
+        f"Look up the positions: `{second}(torch.arange(x.shape[1], device=x.device))[None]` (broadcast over the "
+        "batch), added to the tokens' embedding.",
+    ]
+    return text, remedies
+
+
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "same_ids_embedded" in e:
+        return _explain_same_ids_embedded(f)
     if "rate_overwritten" in e:
         return _explain_rate_overwritten(f)
     if e.get("schedulers_made_anew"):

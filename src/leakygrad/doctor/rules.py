@@ -618,6 +618,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     stall_causes.update(("state_reset_every_call", "logits_within", "optimizer_eps", "outputs_alike"))
     stall_causes.update(("batch_as_sequence", "examples_mixed", "one_class_over_pairs", "positions_reached"))
     stall_causes.update(("state_from_parameter_every_call", "base_rate_entropy", "made_in_forward", "ratio_of_itself"))
+    stall_causes.add("same_ids_embedded")
     capped = next((f for f in kept if stall_causes & f.evidence.keys()), None)
     stalls = [f for f in kept if f.symptom == "stalled_loss" and f.where == "loss"]
     if capped is not None and stalls:
@@ -1906,6 +1907,19 @@ def difference_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
     first = next(r.step for r in history.records if r.difference_of_itself is not None)
     evidence = {"blocked_fraction": 1.0, "site": marked[-1].difference_of_itself, "difference_of_itself": True}
     return [Finding("blocked_gradient", "sub", first, "error", evidence)]
+
+
+def same_ids_embedded_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Two embedding tables' lookups of one index tensor added, on most recent sampled steps (`tok_emb(x) +
+    pos_emb(x)`, the token ids given where the positions were meant): one table's lookup, written twice; the
+    positions are never told, and an attention model sees a bag of tokens. A `stalled_loss` warning at the
+    addition; an error with a stalled loss folded into it."""
+    marked = _marked_on_most(history, "same_ids_embedded", t)
+    if not marked:
+        return []
+    first = next(r.step for r in history.records if r.same_ids_embedded is not None)
+    evidence = {"same_ids_embedded": marked[-1].same_ids_embedded}
+    return [Finding("stalled_loss", "add", first, "warning", evidence)]
 
 
 def ratio_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -4858,6 +4872,7 @@ RULES = (
     softmax_over_one_rule,
     difference_of_itself_rule,
     ratio_of_itself_rule,
+    same_ids_embedded_rule,
     target_trained_rule,
     input_derivative_zero_rule,
     turned_straight_through_rule,

@@ -125,6 +125,7 @@ class StepRecord:
     # a softmax or log_softmax taken over an axis of length 1: op -> {"dim", "shape", "after" (the module before it)}
     softmax_over_one: dict | None = None
     difference_of_itself: str | None = None  # a `sub` of a tensor from itself (`a - a`): after which module
+    same_ids_embedded: list | None = None  # two embeddings whose lookups of one index tensor are added
     ratio_of_itself: tuple | None = None  # (op, after which module) of a tensor over itself (`l / l`, `l * (1 / l)`)
     target_trained: dict | None = None  # a KL divergence's target computed by another model that an optimiser steps
     sine_layers: dict | None = None  # layer -> w0, for each sin(w0 * layer(x)) (a SIREN's activations)

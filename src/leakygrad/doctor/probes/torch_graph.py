@@ -1344,6 +1344,23 @@ def difference_of_itself(node) -> bool:
     return len(inputs) == 2 and inputs[0][0] is not None and inputs[0] == inputs[1]
 
 
+def embeddings_of_the_same_ids(node) -> tuple | None:
+    """An addition of two embedding tables' lookups of one and the same index tensor (`tok_emb(x) + pos_emb(x)`, where
+    the positions, `pos_emb(torch.arange(T))`, were meant): the pair, from different tables, of the same rows, is one
+    table's lookup; nothing tells a position from another. (the two embedding nodes) or None."""
+    inputs = [beneath_reshapes(child) for child, _ in node.next_functions if child is not None]
+    if len(inputs) != 2 or not all(op_name(child) == "embedding" for child in inputs):
+        return None
+    ids = [saved_value(child, "_saved_indices") for child in inputs]
+    tables = [child.next_functions[0][0] if child.next_functions else None for child in inputs]
+    if not all(isinstance(found, torch.Tensor) for found in ids) or tables[0] is tables[1]:
+        return None
+    same = (
+        ids[0].data_ptr() == ids[1].data_ptr() and ids[0].shape == ids[1].shape and ids[0].stride() == ids[1].stride()
+    )
+    return tuple(inputs) if same and ids[0].dim() >= 2 else None
+
+
 def ratio_of_itself(node) -> bool:
     """A quotient of a tensor by itself, `l / l` or `l / (l + eps)`, or a product by its own reciprocal, `l * (1 /
     l)`: a constant 1 (or nearly) whatever `l` is, and a gradient of 0 (eps / (l + eps)^2 at most). Loss terms weighted
