@@ -4749,3 +4749,42 @@ def test_a_language_model_whose_targets_are_its_previous_inputs_is_named(shift):
         1.0,
     )
     assert "shifted the wrong way round" in f.explanation and "seq[:, :-1], seq[:, 1:]" in f.remedies[0]
+
+
+@pytest.mark.parametrize("reconstruction", ["summed", "mean", "summed per example"])
+def test_a_summed_loss_beside_a_mean_one_is_named(reconstruction):
+    """A reconstruction term with `reduction="sum"` (copied from a VAE) added to a classifier's cross-entropy, weight 1
+    each (sweep 51: accuracy 0.81 against 0.92, silent): over 64 x 16 entries its gradient is 1024 times a mean's. A
+    warning at the summed loss; a mean, or a sum divided by the batch (a per-example sum of 16), is no finding."""
+    torch.manual_seed(0)
+    encoder, classifier, decoder = nn.Linear(16, 8), nn.Linear(8, 3), nn.Linear(8, 16)
+    model = nn.ModuleDict({"encoder": encoder, "classifier": classifier, "decoder": decoder})
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(64, 16), torch.randint(0, 3, (64,))
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            z = torch.relu(encoder(x))
+            if reconstruction == "mean":
+                rec = F.mse_loss(decoder(z), x)
+            else:
+                rec = F.mse_loss(decoder(z), x, reduction="sum")
+                rec = rec / 64 if reconstruction == "summed per example" else rec
+            loss = F.cross_entropy(classifier(z), y) + rec
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "summed_beside_a_mean" in f.evidence]
+    if reconstruction != "summed":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity) == ("stalled_loss", "mse_loss", "warning")
+    assert f.evidence["summed_beside_a_mean"] == {
+        "summed": "mse_loss",
+        "terms": 1024,
+        "beside": "cross_entropy",
+        "weight_ratio": 1020.0,  # (to 3 figures)
+    }
+    assert "over 1024 terms" in f.explanation and "times as hard" in f.explanation
+    assert 'reduction="mean"' in f.remedies[0]

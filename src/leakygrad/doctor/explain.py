@@ -4813,6 +4813,23 @@ def _explain_plateau_mode(f: Finding):
     return text, remedies
 
 
+def _explain_summed_beside_a_mean(f: Finding):
+    found = f.evidence["summed_beside_a_mean"]
+    text = (
+        f'`{found["summed"]}` is called with `reduction="sum"` over {found["terms"]} terms and added to '
+        f"`{found['beside']}`, which takes the mean: the gradient of a sum is its terms' count times that of their "
+        f"mean, so, with the weights given, the summed term pulls {fmt(found['weight_ratio'])} times as hard. In every "
+        f"layer the two share, the gradient of `{found['beside']}` is a rounding error beside it, and what that loss "
+        "was meant to teach (often the task itself) is barely learnt. An adaptive optimiser (Adam) rescales the "
+        "total, not the share."
+    )
+    remedies = [
+        f'Use the same reduction for both (`reduction="mean"` for `{found["summed"]}`), or divide the sum by its '
+        f"{found['terms']} terms, and weigh the terms on purpose (a coefficient tuned on held-out data).",
+    ]
+    return text, remedies
+
+
 def _explain_same_ids_embedded(f: Finding):
     first, second = f.evidence["same_ids_embedded"]
     text = (
@@ -4832,6 +4849,8 @@ def _explain_same_ids_embedded(f: Finding):
 
 def explain_stalled_loss(f: Finding):
     e = f.evidence
+    if "summed_beside_a_mean" in e:
+        return _explain_summed_beside_a_mean(f)
     if "same_ids_embedded" in e:
         return _explain_same_ids_embedded(f)
     if "rate_overwritten" in e:

@@ -1909,6 +1909,21 @@ def difference_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("blocked_gradient", "sub", first, "error", evidence)]
 
 
+def summed_beside_a_mean_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A loss function called with `reduction="sum"` added beside one that takes the mean, its weight times its terms
+    `summed_weight_ratio` or more times the mean's weight, on most recent sampled steps: the summed term's gradient
+    drowns the other's in every layer they share (a VAE's summed reconstruction copied beside a classifier's mean
+    cross-entropy). A warning at the summed loss: the weighting may be meant."""
+    marked = [r for r in _marked_on_most(history, "summed_beside_a_mean", t)]
+    marked = [r for r in marked if r.summed_beside_a_mean["weight_ratio"] >= t.summed_weight_ratio]
+    if len(marked) < t.min_records:
+        return []
+    found = marked[-1].summed_beside_a_mean
+    first = next(r.step for r in history.records if r.summed_beside_a_mean is not None)
+    evidence = {"summed_beside_a_mean": {**found, "weight_ratio": _sci(found["weight_ratio"])}}
+    return [Finding("stalled_loss", found["summed"], first, "warning", evidence)]
+
+
 def same_ids_embedded_rule(history: History, t: Thresholds) -> list[Finding]:
     """Two embedding tables' lookups of one index tensor added, on most recent sampled steps (`tok_emb(x) +
     pos_emb(x)`, the token ids given where the positions were meant): one table's lookup, written twice; the
@@ -4873,6 +4888,7 @@ RULES = (
     difference_of_itself_rule,
     ratio_of_itself_rule,
     same_ids_embedded_rule,
+    summed_beside_a_mean_rule,
     target_trained_rule,
     input_derivative_zero_rule,
     turned_straight_through_rule,

@@ -126,6 +126,7 @@ class StepRecord:
     softmax_over_one: dict | None = None
     difference_of_itself: str | None = None  # a `sub` of a tensor from itself (`a - a`): after which module
     same_ids_embedded: list | None = None  # two embeddings whose lookups of one index tensor are added
+    summed_beside_a_mean: dict | None = None  # a loss called with reduction="sum" added beside one that takes the mean
     ratio_of_itself: tuple | None = None  # (op, after which module) of a tensor over itself (`l / l`, `l * (1 / l)`)
     target_trained: dict | None = None  # a KL divergence's target computed by another model that an optimiser steps
     sine_layers: dict | None = None  # layer -> w0, for each sin(w0 * layer(x)) (a SIREN's activations)

@@ -407,6 +407,11 @@ class Thresholds:
     language model's `y = x[:, 1:]`; a sequence labeller's targets, or a copy task's, match by chance only): each
     position reads its own answer. (0.9 until sweep 50: a decoder's targets end with an end-of-sequence token that no
     input holds, so L targets in L + 1 follow their input, 0.8 to 0.91 for sentences of 4 to 10 tokens.)"""
+    summed_weight_ratio: float = 64.0
+    """A loss called with `reduction="sum"` beside one that takes the mean, its weight times its terms this many times
+    the mean's weight or more: the sum's gradient outweighs the other's by that much (sweep 51: a reconstruction
+    summed over 32 x 64 pixels beside a classifier's cross-entropy, accuracy 0.81 against 0.92). A sum divided by
+    the batch, a VAE's per-example ELBO, weighs its pixels alone."""
     rate_overwritten_steps: int = 2
     """A rate set by hand that served this many optimiser steps or fewer before the scheduler's next step put its own
     back (sweep 51: a backbone "unfrozen" by hand under LambdaLR, its rate back at 0 after one step, accuracy 0.867

@@ -1661,6 +1661,35 @@ def loss_term_weights(root) -> list[float]:
     return weights
 
 
+def summed_beside_a_mean(root) -> dict | None:
+    """A loss function called with `reduction="sum"` added beside one that takes the mean (`ce + F.mse_loss(recon, x,
+    reduction="sum")`, a VAE's reconstruction copied beside a classifier's loss): its gradient is its terms' count
+    times a mean's. {"summed", "terms", "beside", "weight_ratio"} (the summed term's weight times its terms over the
+    mean's weight) for the largest such ratio, or None; the root followed through sums and constant factors."""
+    found, stack, looked = [], [(root, 1.0)], 0
+    while stack and looked < 16:
+        (node, weight), looked = stack.pop(), looked + 1
+        op = op_name(node)
+        inputs = [child for child, _ in node.next_functions if child is not None]
+        factor = _constant_factor(node) if op in ("mul", "div") and len(inputs) == 1 else None
+        if op == "add":
+            stack.extend((child, weight) for child in inputs)
+        elif factor is not None and factor > 0:
+            stack.append((inputs[0], weight * factor if op == "mul" else weight / factor))
+        elif op in SUMMING_LOSSES and getattr(node, "_saved_reduction", None) in (1, REDUCTION_SUM):
+            shape = output_shape(node.next_functions[0][0]) if node.next_functions[0][0] is not None else None
+            terms = (shape[0] if op == "nll_loss" else math.prod(shape)) if shape else 1
+            if op == "nll_loss" and op_name(node.next_functions[0][0]) == "log_softmax":
+                op = "cross_entropy"  # (as the script calls it)
+            found.append((op, node._saved_reduction == REDUCTION_SUM, int(terms), weight))
+    summed = [entry for entry in found if entry[1]]
+    means = [entry for entry in found if not entry[1]]
+    if not summed or not means:
+        return None
+    (op, _, terms, weight), (beside, _, _, mean_weight) = max(summed, key=lambda e: e[2] * e[3]), means[0]
+    return {"summed": op, "terms": terms, "beside": beside, "weight_ratio": weight * terms / mean_weight}
+
+
 def subtracted_weight_penalty(root) -> tuple[str, list] | None:
     """(form, parameters) of a penalty on the weights that the backward root subtracts instead of adding: `ce - lam *
     sum(w ** 2)` gives ("squares", [w]). The root is followed through its sums, negations and constant factors; a

@@ -1293,6 +1293,7 @@ class StepState:
     backward_pairs: int = 0
     reset_between_backwards: int = 0
     root_scale: float | None = None
+    summed_beside_a_mean: dict | None = None  # a loss called with reduction="sum" beside a mean one (see torch_graph)
     loss_term_weights: list | None = None  # the constant weighting each term of the root's sum (see torch_graph)
     # ... whether the weights moved between those passes (SAM's ascent step), and whether the step applied the last
     # pass's gradient just as that pass left it (not replaced or changed: the others' are then thrown away)
@@ -3135,6 +3136,7 @@ class TorchProbe:
             state.softmax_into_squared_error = _softmax_into_squared_error(loss_nodes, names)
         if state.root_scale is None:
             state.loss_term_weights = graph_tools.loss_term_weights(root_nodes[0]) or None
+            state.summed_beside_a_mean = graph_tools.summed_beside_a_mean(root_nodes[0])
             state.root_scale = graph_tools.root_scale(root_nodes[0])
             state.summed_loss = graph_tools.summed_loss(root_nodes[0])
         if state.constant_loss_term is None and (state.grad_without_graph or state.grad_of_inputs):
@@ -4797,6 +4799,7 @@ class TorchProbe:
         # gradients divided back in place before the step are the loss's own again)
         changed = 1.0 if state.gradients_changed_before_step else value(state.gradients_changed_at)
         record.loss_term_weights = state.loss_term_weights
+        record.summed_beside_a_mean = state.summed_beside_a_mean
         if not (state.loss_scaled or state.step_size_normalised or changed):  # (0.0 or None: kept as backward made it)
             record.root_scale = state.root_scale
         if state.stepped_scaled and state.loss_scale_at is not None and not state.step_size_normalised:
