@@ -1093,6 +1093,18 @@ def _explain_ctc_targets_zeroed(f: Finding):
     return text, remedies
 
 
+def _explain_softmax_over_queries(f: Finding):
+    text = (
+        f"`{f.where}` normalises attention scores (queries x keys) over the queries' axis, dim -2, and the weights "
+        "go to the values as they are: each query's weights over the keys do not sum to 1, and each depends on every "
+        "other query's scores. In a decoder, a step's weights then carry its later steps' states, what it is asked "
+        "to predict among them: the training loss can fall lower than the right model's while generation, one step "
+        "at a time, fails. The gradient of each query flows into the others'."
+    )
+    remedies = ["Normalise over the keys: `F.softmax(scores, dim=-1)` (the last axis, the positions attended to)."]
+    return text, remedies
+
+
 def _explain_rows_written_twice(f: Finding):
     e = f.evidence
     op = f.where.split(" ")[0]
@@ -1142,6 +1154,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_ctc_blank_as_label(f)
     if e.get("rows_written_twice"):
         return _explain_rows_written_twice(f)
+    if e.get("softmax_over_queries"):
+        return _explain_softmax_over_queries(f)
     if "requires_grad_attribute" in e:
         return _explain_freeze_by_attribute(f)
     if "classes_mixed_by_view" in e:

@@ -1924,6 +1924,19 @@ def summed_beside_a_mean_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("stalled_loss", found["summed"], first, "warning", evidence)]
 
 
+def softmax_over_queries_rule(history: History, t: Thresholds) -> list[Finding]:
+    """Attention weights normalised over the queries (`softmax(q @ k.T, dim=-2)`, dim=1 of (B, T_q, T_k)) and applied
+    to the values as they are, on most recent sampled steps: no query's weights sum to 1 over the keys, and each
+    depends on the other queries' scores (a decoder's later steps, its targets' future among them). A
+    `wrong_gradient` error at the softmax."""
+    marked = _marked_on_most(history, "softmax_over_queries", t)
+    if not marked:
+        return []
+    first = next(r.step for r in history.records if r.softmax_over_queries is not None)
+    evidence = {"softmax_over_queries": True, "sampled_steps": len(marked)}
+    return [Finding("wrong_gradient", marked[-1].softmax_over_queries, first, "error", evidence)]
+
+
 def same_ids_embedded_rule(history: History, t: Thresholds) -> list[Finding]:
     """Two embedding tables' lookups of one index tensor added, on most recent sampled steps (`tok_emb(x) +
     pos_emb(x)`, the token ids given where the positions were meant): one table's lookup, written twice; the
@@ -4888,6 +4901,7 @@ RULES = (
     difference_of_itself_rule,
     ratio_of_itself_rule,
     same_ids_embedded_rule,
+    softmax_over_queries_rule,
     summed_beside_a_mean_rule,
     target_trained_rule,
     input_derivative_zero_rule,

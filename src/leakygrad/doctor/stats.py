@@ -125,6 +125,7 @@ class StepRecord:
     # a softmax or log_softmax taken over an axis of length 1: op -> {"dim", "shape", "after" (the module before it)}
     softmax_over_one: dict | None = None
     difference_of_itself: str | None = None  # a `sub` of a tensor from itself (`a - a`): after which module
+    softmax_over_queries: str | None = None  # attention weights normalised over the queries, then applied
     same_ids_embedded: list | None = None  # two embeddings whose lookups of one index tensor are added
     summed_beside_a_mean: dict | None = None  # a loss called with reduction="sum" added beside one that takes the mean
     ratio_of_itself: tuple | None = None  # (op, after which module) of a tensor over itself (`l / l`, `l * (1 / l)`)

@@ -1344,6 +1344,40 @@ def difference_of_itself(node) -> bool:
     return len(inputs) == 2 and inputs[0][0] is not None and inputs[0] == inputs[1]
 
 
+SAME_AXES = ("view", "unsafe_view", "reshape", "expand", "native_dropout", "dropout")  # (the last two axes kept)
+
+
+def softmax_over_the_queries(node) -> object | None:
+    """The softmax, when the left factor of a batched product (`node`, a bmm: `attn @ values`) is attention weights
+    normalised over dim -2, the queries' axis, of scores that are themselves a product of two computed tensors
+    (`softmax(q @ k.T, dim=1)` of (B, T_q, T_k) where dim=-1 was meant): each query's weights over the keys do not sum
+    to 1, and each depends on the other queries' scores, later positions' among them. Followed only through views and
+    dropout, which keep the last two axes (a transpose makes dim -2 the keys' axis); None otherwise. Slot
+    attention's softmax over the slots is renormalised over the inputs (a division) before its product: not this."""
+    left = node.next_functions[0][0] if node.next_functions else None
+    for _ in range(4):
+        if left is None or op_name(left) not in SAME_AXES:
+            break
+        left = left.next_functions[0][0] if left.next_functions else None
+    if left is None or op_name(left) != "softmax":
+        return None
+    weights = saved_value(left, "_saved_result")
+    if not isinstance(weights, torch.Tensor) or weights.dim() < 3 or weights.shape[-2] < 2:
+        return None
+    if saved_dim(left) % weights.dim() != weights.dim() - 2:
+        return None
+    scores = beneath_scaling(left.next_functions[0][0]) if left.next_functions[0][0] is not None else None
+    for _ in range(3):  # (a mask filled in, a bias added: `scores.masked_fill(...)`)
+        if scores is None or op_name(scores) not in ("masked_fill", "add", "where"):
+            break
+        scores = beneath_scaling(scores.next_functions[0][0]) if scores.next_functions[0][0] is not None else None
+    if scores is None or op_name(scores) not in SCORE_PRODUCTS:
+        return None
+    if sum(child is not None for child, _ in scores.next_functions) != 2:
+        return None
+    return left
+
+
 def embeddings_of_the_same_ids(node) -> tuple | None:
     """An addition of two embedding tables' lookups of one and the same index tensor (`tok_emb(x) + pos_emb(x)`, where
     the positions, `pos_emb(torch.arange(T))`, were meant): the pair, from different tables, of the same rows, is one

@@ -1454,6 +1454,7 @@ class StepState:
     softmax_over_one: dict = field(default_factory=dict)  # "softmax"/"log_softmax" over an axis of length 1 -> where
     one_hot_rows: dict = field(default_factory=dict)  # site -> (deferred share of rows exactly one-hot, entries, 1/T)
     difference_of_itself: str | None = None  # where a `sub` takes a tensor from itself (`a - a`: 0, its gradient 0)
+    softmax_over_queries: str | None = None  # where attention weights normalised over the queries are applied
     same_ids_embedded: list | None = None  # the two embeddings whose lookups of one index tensor are added
     ratio_of_itself: tuple | None = None  # (op, after which module) of `l / l`, `l * (1 / l)`: 1, its gradient 0
     examples_mixed: dict = field(default_factory=dict)  # site -> a view that mixes the examples (when they are counted)
@@ -3336,6 +3337,12 @@ class TorchProbe:
                         state.sine_layers.setdefault(*found)
                 if op == "sub" and state.difference_of_itself is None and graph_tools.difference_of_itself(node):
                     state.difference_of_itself = graph_tools.nearest_upstream(node, names) or "input"
+                if op == "bmm" and state.softmax_over_queries is None:
+                    softmax = graph_tools.softmax_over_the_queries(node)
+                    if softmax is not None:
+                        state.softmax_over_queries = (
+                            f"softmax after {graph_tools.nearest_upstream(softmax, names) or 'input'}"
+                        )
                 if op == "add" and state.same_ids_embedded is None:
                     pair = graph_tools.embeddings_of_the_same_ids(node)
                     if pair is not None:
@@ -5066,6 +5073,7 @@ class TorchProbe:
         record.difference_of_itself = state.difference_of_itself
         record.ratio_of_itself = state.ratio_of_itself
         record.same_ids_embedded = state.same_ids_embedded
+        record.softmax_over_queries = state.softmax_over_queries
         record.target_trained = state.target_trained
         record.sine_layers = dict(state.sine_layers) or None
         if state.one_class_over_pairs is not None:
