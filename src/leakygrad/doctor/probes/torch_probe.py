@@ -3349,11 +3349,13 @@ class TorchProbe:
                         state.same_ids_embedded = [names.get(e) or graph_tools.nearest_upstream(e, names) for e in pair]
                 if op in ("div", "mul") and state.ratio_of_itself is None and graph_tools.ratio_of_itself(node):
                     state.ratio_of_itself = (op, graph_tools.nearest_upstream(node, names) or "input")
-                if op in BATCH_SUMMING_OPS and not state.examples_mixed and (op == "expand" or node not in loss_nodes):
-                    found = graph_tools.batch_summed_into_each(node)  # (a loss-side penalty may add one to each)
-                    if found is not None:
-                        reduction, summed = found
-                        upstream = graph_tools.nearest_upstream(reduction, names) or "input"
+                found = graph_tools.batch_summed_into_each(node) if op in BATCH_SUMMING_OPS else None
+                if found is not None and not state.examples_mixed:
+                    reduction, summed = found
+                    # (a penalty summed on the loss side and added to each example's loss is meant; a module that
+                    # returns the sum, a flow's log-determinant, is not)
+                    if op == "expand" or node not in loss_nodes or reduction in names:
+                        upstream = names.get(reduction) or graph_tools.nearest_upstream(reduction, names) or "input"
                         state.examples_mixed[f"{summed['reduction']} after {upstream}"] = summed
                 if op in ("add", "sub") and not state.examples_mixed:  # ((N, 1) + (N,) in the model: (N, N))
                     crossed = graph_tools.column_added_to_row(node, names)
