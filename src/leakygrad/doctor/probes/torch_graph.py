@@ -484,22 +484,10 @@ def _mean_of_errors(node) -> str | None:
     return None
 
 
-# what lies between an attention softmax and its scores: masking, reshapes, sums, products and constant factors
-ALONG_THE_SCORES = (
-    "masked_fill",
-    "where",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "sum",
-    "mm",
-    "bmm",
-    "addmm",
-    "matmul",
-    "stack",
-    "cat",
-)
+# what lies between an attention softmax and its scores: masking, reshapes, sums, products and constant factors, and
+# the stacking of a decoder's steps' scores (a pointer network's)
+ALONG_THE_SCORES = ("masked_fill", "where", "add", "sub", "mul", "div", "sum", "mm", "bmm", "addmm", "matmul",
+                    "stack", "cat")  # fmt: skip
 SCORE_PRODUCTS = ("mm", "bmm", "addmm", "matmul")
 
 
