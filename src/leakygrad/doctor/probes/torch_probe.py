@@ -1697,9 +1697,7 @@ class TorchProbe:
         self._gradients_changed_by_hand = False  # a sampled step applied a gradient changed since backward left it
         self._custom_checks: dict[str, int] = {}  # custom autograd.Function -> sampled steps its backward was tested
         self._target_scale_looks = 0  # sampled steps on which a regression's targets were compared with its predictions
-        self._previous_token_looks = (
-            0  # sampled steps on which a token classifier's targets were compared with its input
-        )
+        self._previous_token_looks = 0  # ... on which a token classifier's targets were compared with its input
         self._input_spread_looks = 0  # ... on which the first weighted layer's outputs were compared across the batch
         self._output_spread_looks = 0  # ... and every weighted layer's (is the prediction the same for every example?)
         self._soft_target_looks = 0  # sampled backward passes looked through for a cross-entropy's float targets
@@ -3114,9 +3112,8 @@ class TorchProbe:
                 state.probabilities_into_loss = (site, "softmax without log", classes, flag)
         if state.classes_on_another_axis is None and "log_softmax" in state.loss_ops:
             state.classes_on_another_axis = _classes_on_another_axis(loss_nodes, names, self.info_by_name)
-        if (
-            state.one_class_over_pairs is None and "nll_loss" in state.loss_ops
-        ):  # (its product: the loss's or the model's)
+        # (its (N, N) product made on the loss side, or by the model's forward: CLIP's returns its similarities)
+        if state.one_class_over_pairs is None and "nll_loss" in state.loss_ops:
             found = graph_tools.one_class_over_pairs(loss_nodes)
             if found is not None:
                 rows, one_class, target = found
