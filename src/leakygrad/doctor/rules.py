@@ -528,6 +528,10 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
             f.evidence["after_freeze_not_applied"] = unfrozen.where
             if f.symptom == "dead_relu":
                 f.severity = "warning"  # (the consequence: the freeze's finding is the error to fix)
+    # attention normalised over the queries and pooled over them: told by the gradient that arrives the same along the
+    # softmax's axis (a blocked_gradient at the softmax), not a second time as weights over the queries
+    pooled = {f.where for f in findings if "gradient_same_along_axis" in f.evidence}
+    findings = [f for f in findings if not (f.evidence.get("softmax_over_queries") and f.where in pooled)]
     # a kl_div given logits for its target: its t log t is NaN wherever a logit is negative, the loss's NaN its doing
     logits_target = next((f for f in findings if f.evidence.get("kl_div_target") == "below zero"), None)
     if logits_target is not None:
@@ -1775,7 +1779,10 @@ def raw_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     is of the targets' size, and backprop scales every layer's gradient by it. A warning; an error when the run
     shows it (a gradient exploding or growing, a loss diverging or stalled: those findings are folded into it)."""
     scale = history.target_scale
-    if scale is None or not math.isfinite(scale["target_rms"]) or not scale["target_rms"] > t.raw_target_rms:
+    # (a Huber loss's gradient is capped at delta, whatever the targets' size: only far larger ones are told there)
+    bounded = scale is not None and scale["loss"] in ("huber_loss", "smooth_l1_loss")
+    threshold = t.raw_target_rms_bounded if bounded else t.raw_target_rms
+    if scale is None or not math.isfinite(scale["target_rms"]) or not scale["target_rms"] > threshold:
         return []  # (targets holding NaN or Inf are the nonfinite finding's: their size means nothing)
     if not scale["target_rms"] > t.raw_target_ratio * scale["prediction_rms"]:  # (a head started at the targets' mean)
         return []

@@ -441,6 +441,9 @@ class Thresholds:
     raw_target_rms: float = 100.0
     """A regression's targets whose root mean square is above this, on the first sampled steps ... (1e3 until sweep
     51: a forecaster's targets of about 500, a thousand times its first predictions, had gone unnamed)"""
+    raw_target_rms_bounded: float = 1e3
+    """... above this for a Huber or smooth L1 loss, whose gradient is capped at delta whatever the targets' size (a
+    run on targets around 300 learns under Adam, its errors past delta: a median regression, no finding)."""
     raw_target_ratio: float = 100.0
     """... and this many times the predictions' (a network starts near 0), were left in raw units: the loss's
     gradient 2 (prediction - target) is of their size, and every layer's with it."""
