@@ -530,8 +530,8 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
                 f.severity = "warning"  # (the consequence: the freeze's finding is the error to fix)
     # attention normalised over the queries and pooled over them: told by the gradient that arrives the same along the
     # softmax's axis (a blocked_gradient at the softmax), not a second time as weights over the queries
-    pooled = {f.where for f in findings if "gradient_same_along_axis" in f.evidence}
-    findings = [f for f in findings if not (f.evidence.get("softmax_over_queries") and f.where in pooled)]
+    pooled_sites = {f.where for f in findings if "gradient_same_along_axis" in f.evidence}
+    findings = [f for f in findings if not (f.evidence.get("softmax_over_queries") and f.where in pooled_sites)]
     # a kl_div given logits for its target: its t log t is NaN wherever a logit is negative, the loss's NaN its doing
     logits_target = next((f for f in findings if f.evidence.get("kl_div_target") == "below zero"), None)
     if logits_target is not None:
