@@ -95,6 +95,32 @@ def test_a_prediction_of_n_against_targets_of_n_by_1_is_named(squeezed):
     assert "y.squeeze(-1)" in f.remedies[0]
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size")
+@pytest.mark.parametrize("target", ["(N, 1, L)", "(N, L)"])
+def test_an_autoencoders_n_by_l_output_against_its_n_by_1_by_l_input_is_named(target):
+    """A 1-D autoencoder's (N, L) reconstruction against its (N, 1, L) input (sweep 52: anomaly AUC 0.65 against 0.99,
+    told as dead ReLUs): `mse_loss` broadcasts to (N, N, L), every reconstruction against every signal. A stalled loss
+    at `mse_loss` with the squeeze of the target's channel axis first."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(32, 8), nn.ReLU(), nn.Linear(8, 32))
+    x = torch.sin(torch.linspace(0, 6, 32) * (1 + torch.rand(64, 1, 1)))  # (64, 1, 32)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            loss = F.mse_loss(model(x), x if target == "(N, 1, L)" else x.squeeze(1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if target == "(N, L)":
+        assert broadcast_findings(dr) == []
+        return
+    [f] = broadcast_findings(dr)
+    assert (f.symptom, f.where) == ("stalled_loss", "mse_loss")
+    assert f.evidence["prediction_shape"] == [64, 32] and f.evidence["compared_as"] == [64, 64, 32]
+    assert "y.squeeze(1)" in f.remedies[0]
+
+
 def test_a_hand_written_squared_error_that_broadcasts_is_named_at_the_subtraction():
     dr = fit(lambda pred, y: ((pred - y) ** 2).mean())
     [f] = broadcast_findings(dr)

@@ -1613,8 +1613,11 @@ def _explain_broadcast(f: Finding):
     )
     if e.get("loss_stalled"):
         text += " The loss has stalled."
+    grown = len(e.get("compared_as") or ()) == len(shape) + 1 >= 3  # ((N, L) against (N, 1, L))
     same_shape = (
-        "`loss_fn(pred, y.squeeze(-1))`, or `loss_fn(pred.unsqueeze(-1), y)`"
+        "`loss_fn(pred, y.squeeze(1))`, or `loss_fn(pred.unsqueeze(1), y)`"
+        if grown
+        else "`loss_fn(pred, y.squeeze(-1))`, or `loss_fn(pred.unsqueeze(-1), y)`"
         if len(shape) == 1
         else "`loss_fn(pred.squeeze(-1), y)`, or `loss_fn(pred, y.unsqueeze(-1))`"
     )

@@ -697,7 +697,8 @@ BROADCASTING_ARITHMETIC = {"sub", "rsub", "add", "mul", "div"}
 
 def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
     """A loss that compares a module's output of shape (N, 1) with a target of shape (N,), or of shape (N,) with a
-    target of shape (N, 1): broadcasting lines them up as (N, N), every prediction against every target of the batch.
+    target of shape (N, 1), or of shape (N, L) with a target of shape (N, 1, L): broadcasting lines them up as (N, N,
+    ...), every prediction against every target of the batch.
     Found at the loss operation that does it: the `expand` under `mse_loss`, `huber_loss`, `smooth_l1_loss` (their
     broadcast_tensors), or `sub` in a hand-written `(pred - y) ** 2` (and `l1_loss`, which PyTorch writes so). Only a
     module's output taken as it is, against a constant: a pairwise loss says `x[:, None]` (an unsqueeze, not a module
@@ -727,7 +728,9 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
         batch = before[0]
         column = len(before) == len(after) >= 2 and before[1] == 1  # (N, 1) against (N,)
         row = len(before) == 1 and len(after) == 2  # (N,) against (N, 1)
-        if batch > 1 and (column or row) and after[:2] == (batch, batch):
+        # ((N, L) against (N, 1, L): an autoencoder's (N, L) output against its (N, C, L) input, C = 1)
+        grown = len(after) == len(before) + 1 >= 3 and tuple(after[2:]) == tuple(before[1:])
+        if batch > 1 and (column or row or grown) and after[:2] == (batch, batch):
             return {
                 "op": op,
                 "module": module,
