@@ -2967,10 +2967,30 @@ def _explain_one_hot_rows(f: Finding):
     return text, remedies
 
 
+def _explain_ctc_frames_read(f: Finding):
+    found = f.evidence["ctc_frames_read"]
+    longest, frames = found["longest_input"], found["frames"]
+    text = (
+        f"`ctc_loss` was given {frames} frames of log-probabilities per sequence, and `input_lengths` of at most "
+        f"{longest}, on every look: it aligns the targets within the first {longest} frames and never reads the rest, "
+        "which get no gradient. The lengths were most likely the input's before the model subsampled it, divided by "
+        "another factor than the model's strides multiply to: the targets are squeezed into too few frames, many "
+        "cannot be aligned at all, and the frames that hold the later labels are never trained."
+    )
+    remedies = [
+        "Compute `input_lengths` from what the model outputs: divide the input lengths by the product of its strides "
+        "(or run the length arithmetic of each conv layer), and check `max(input_lengths) == log_probs.shape[0]` for a "
+        "batch padded to its longest sequence.",
+    ]
+    return text, remedies
+
+
 def explain_blocked_gradient(f: Finding):
     e = f.evidence
     if "ctc_targets_too_long" in e:
         return _explain_ctc_targets_zeroed(f)
+    if "ctc_frames_read" in e:
+        return _explain_ctc_frames_read(f)
     if "outputs_alike" in e:
         return _explain_outputs_alike(f)
     if "one_hot_rows" in e:

@@ -2513,7 +2513,8 @@ def ctc_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     can no longer be told apart (the loss can even go below 0). An error at `ctc_loss`. And, with
     `zero_infinity=True`, `ctc_short_inputs` (10%) or more of the sequences with no alignment at all (longer than their
     input allows): their loss is set to 0, and they teach nothing (a warning; without zero_infinity the loss is
-    infinite, and the nonfinite finding says why)."""
+    infinite, and the nonfinite finding says why). And `input_lengths` whose longest is at most `ctc_frames_read` of
+    the frames given, on every look: the frames after them get no gradient (an error)."""
     looks = history.ctc_targets
     if not looks:
         return []
@@ -2528,6 +2529,13 @@ def ctc_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     if shares and median(shares) >= t.ctc_short_inputs:
         evidence = {"ctc_targets_too_long": {"share": _sci(median(shares)), "zero_infinity": True}}
         findings.append(Finding("blocked_gradient", "ctc_loss", short[0][0], "warning", evidence))
+    # input_lengths that never reach half the frames given, on every look (2 or more): the lengths of the input before
+    # the model subsampled it, divided by the wrong factor; the loss never reads the frames after them
+    reads = [(step, look) for step, look in looks if look.get("frames") and look.get("longest_input")]
+    if len(reads) >= 2 and all(look["longest_input"] <= t.ctc_frames_read * look["frames"] for _, look in reads):
+        step, look = reads[0]
+        evidence = {"ctc_frames_read": {"longest_input": look["longest_input"], "frames": look["frames"]}}
+        findings.append(Finding("blocked_gradient", "ctc_loss", step, "error", evidence))
     return findings
 
 

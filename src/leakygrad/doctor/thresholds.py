@@ -412,6 +412,11 @@ class Thresholds:
     the mean's weight or more: the sum's gradient outweighs the other's by that much (sweep 51: a reconstruction
     summed over 32 x 64 pixels beside a classifier's cross-entropy, accuracy 0.81 against 0.92). A sum divided by
     the batch, a VAE's per-example ELBO, weighs its pixels alone."""
+    ctc_frames_read: float = 0.5
+    """`ctc_loss` whose `input_lengths` reach at most this share of the frames given, on every look (2 or more): the
+    lengths of the raw input divided by the wrong subsampling factor (sweep 52: `lens // 8` for a network that
+    subsamples by 4, token error rate 0.69 against 0.011, silent). A batch padded for its longest sequence reaches
+    all of them."""
     rate_overwritten_steps: int = 2
     """A rate set by hand that served this many optimiser steps or fewer before the scheduler's next step put its own
     back (sweep 51: a backbone "unfrozen" by hand under LambdaLR, its rate back at 0 after one step, accuracy 0.867

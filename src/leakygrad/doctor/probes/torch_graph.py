@@ -1042,7 +1042,8 @@ def ctc_targets(loss_nodes) -> dict | None:
     "sequences", "zero_infinity"}: the blank's index, how many target sequences hold it as a label (a blank that is a
     class of its own: `nn.CTCLoss()` keeps blank=0 when the model's blank is its last class), and how many need more
     frames than their input has (each label one frame, and a blank between two equal labels: no alignment exists,
-    and the loss is infinite). None without a ctc_loss, or with targets it cannot read."""
+    and the loss is infinite), and "frames", "longest_input": the frames given, and the most any `input_lengths` lets
+    the loss read. None without a ctc_loss, or with targets it cannot read."""
     for node in loss_nodes:
         if op_name(node) != "ctc_loss":
             continue
@@ -1064,8 +1065,11 @@ def ctc_targets(loss_nodes) -> dict | None:
         repeats = [int((sequence[1:] == sequence[:-1]).sum()) if len(sequence) > 1 else 0 for sequence in sequences]
         too_long = sum(len(s) + r > frames for s, r, frames in zip(sequences, repeats, input_lengths))
         zero_infinity = saved_value(node, "_saved_zero_infinity")
+        log_probs = saved_value(node, "_saved_log_probs")  # ((T, N, C): the frames the model gave)
+        frames = int(log_probs.shape[0]) if isinstance(log_probs, torch.Tensor) and log_probs.dim() == 3 else None
         return {"blank": blank, "with_blank": with_blank, "too_long": too_long, "sequences": len(sequences),
-                "zero_infinity": bool(zero_infinity)}  # fmt: skip
+                "zero_infinity": bool(zero_infinity), "frames": frames,
+                "longest_input": max(input_lengths) if input_lengths else None}  # fmt: skip
     return None
 
 
