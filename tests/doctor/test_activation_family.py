@@ -1043,3 +1043,33 @@ def test_a_siren_left_with_the_default_initialisation_is_told_to_use_its_own(sir
     [f] = exploding
     assert f.evidence["sine_layers"] == {f"sequential.{i}.lin": 30.0 for i in range(3)}
     assert "SIREN's initialisation" in f.remedies[0] and "w0 = 30" in f.explanation
+
+
+def test_a_generators_output_tanh_at_its_images_background_is_no_saturation():
+    """An LSGAN whose real images are mostly background at exactly -1 (sweep 52: digits padded with -1, FID 11.7, a
+    saturated_activation warning at the generator's output tanh, 78% saturated): the tanh makes the generator's own
+    output, read by the discriminator, and its flat regions are the background it must draw. No finding."""
+    torch.manual_seed(0)
+    real = -torch.ones(256, 64)
+    real[:, 24:40] = torch.rand(256, 16) * 2 - 1  # (a stroke in the middle, background at -1 around it)
+    generator = nn.Sequential(nn.Linear(8, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh())
+    with torch.no_grad():
+        generator[2].bias.fill_(-4.0)  # (started on the background, as a trained generator draws it)
+    critic = nn.Sequential(nn.Linear(64, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1))
+    g_optimizer = torch.optim.Adam(generator.parameters(), 1e-3, betas=(0.5, 0.999))
+    d_optimizer = torch.optim.Adam(critic.parameters(), 1e-3, betas=(0.5, 0.999))
+    with doctor.watch([generator, critic], every=2) as dr:
+        for step in range(48):
+            fake = generator(torch.randn(64, 8))
+            d_loss = ((critic(real[64 * (step % 4) : 64 * (step % 4 + 1)]) - 1) ** 2).mean()
+            d_loss = d_loss + (critic(fake.detach()) ** 2).mean()
+            d_optimizer.zero_grad()
+            d_loss.backward()
+            d_optimizer.step()
+            g_loss = ((critic(fake) - 1) ** 2).mean()
+            g_optimizer.zero_grad()
+            g_loss.backward()
+            g_optimizer.step()
+    assert dr.notes == []
+    assert (fake.detach().abs() > 0.99).float().mean() > 0.5  # (its output mostly in tanh's flat tail)
+    assert [f for f in dr.findings if f.symptom == "saturated_activation"] == []

@@ -1654,6 +1654,7 @@ class TorchProbe:
         self._primary_steps = 0  # steps the primary optimiser took since it was adopted
         self._steps_in_flight = 1  # optimiser steps the step in flight stands for (more when one takes over)
         self._names_ahead = None  # (the next step, the module names given to its nodes) when the next is sampled
+        self._final_modules: set[str] = set()  # the last module of each watched nn.Sequential: it makes its output
         self._made_anew = False  # ... which replaced one over the same parameters that had stepped once
         self.step = 0
         self.sampling = False
@@ -1815,6 +1816,8 @@ class TorchProbe:
         prefix = f"{name}." if prefixed or isinstance(module, nn.Sequential) else ""
         self.root_names.append(name)
         self._roots[name] = (weakref.ref(module), prefix)
+        if isinstance(module, nn.Sequential) and len(module):  # (its last module makes the model's own output)
+            self._final_modules.add(f"{prefix}{len(module) - 1}")
         added_modules, added_params = self._name_parts(module, name, prefix)
         for container, owner, kind, held in _modules_in_plain_containers(module):
             # Named as nn.ModuleList / nn.ModuleDict would name them (`blocks.0`): watched like the registered ones.
@@ -3437,8 +3440,12 @@ class TorchProbe:
                             inputs = state.module_inputs | {node_id for node_id, _ in state.input_nodes.values()}
                             readers = (n for n in nodes if id(n) in inputs or graph_tools.weighs_its_input(n))
                             read_by_modules = graph_tools.beneath(readers)
-                        # (no layer reads it, even through other ops, on any look: an output)
-                        (self._read_sites if node in read_by_modules else self._output_side_sites).add(site)
+                        # (no layer reads it, even through other ops, on any look: an output; or it makes a watched
+                        # model's own output, a generator's image in [-1, 1] that the discriminator reads: its flat
+                        # regions are the image's background, meant)
+                        own_output = id(node) in state.model_outputs or names.get(node) in self._final_modules
+                        read = node in read_by_modules and not own_output
+                        (self._read_sites if read else self._output_side_sites).add(site)
                 except Exception as error:  # (one site that cannot be read does not end the walk: the rest is read)
                     if not _not_dense(_saved_activation(node)):  # (of a sparse or nested tensor: unmeasured)
                         self._fail("summarising an activation", error)
