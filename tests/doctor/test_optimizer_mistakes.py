@@ -287,3 +287,26 @@ def test_a_lambda_schedule_that_returns_the_rate_is_an_error_from_the_first_step
         0,
     )
     assert "stopped_moving_at_step" not in f.evidence and "part-way" not in f.explanation
+
+
+def test_lbfgs_converged_within_its_first_steps_is_no_stall():
+    """Softmax regression fitted by full-batch L-BFGS with a strong Wolfe search (sweep 52: test accuracy 1.000, a
+    stalled_loss warning, "the learning rate is zero"): converged by step ~10, every later step ends on its tolerance
+    and leaves the weights exactly where they are. Converged (the loss fell, and ends at its lowest): no finding."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 6)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long() + (x[:, 2] > 1).long()
+    model = nn.Linear(6, 3)
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y) + 1e-2 * model.weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    with doctor.watch(model, optimizer) as dr:
+        for _ in range(120):
+            optimizer.step(closure)
+    assert dr.notes == []
+    assert dr.findings == []

@@ -4783,9 +4783,12 @@ def loss_rule(history: History, t: Thresholds) -> list[Finding]:
     )
     # A line search (LBFGS's) that finds no step lowering the loss any more leaves the weights exactly where they are,
     # whatever the learning rate: after a fall, that is convergence at float32's resolution, not a rate of zero
-    converged_by_line_search = (
-        verdict == "zero" and thirds is not None and _steps_by_line_search(history) and thirds[0] > thirds[1] * 2
-    )
+    # (fallen by half within the first third, or at all from its smoothed start to an end that is its lowest: LBFGS
+    # often converges within its first ten steps, and sits there, unchanged, for the rest of the run; at a rate of 0
+    # it never moved)
+    at_lowest = end <= lowest * (1 + t.stalled_change) if lowest > 0 else end <= lowest
+    fell = thirds is not None and (thirds[0] > thirds[1] * 2 or (start > end * (1 + t.stalled_change) and at_lowest))
+    converged_by_line_search = verdict == "zero" and fell and _steps_by_line_search(history)
     # A schedule that held the rate near nothing from the first sampled step on (a LambdaLR lambda that returns a rate,
     # not a factor): the weights never moved at the rate given, whatever the loss's wandering says
     held = _scheduled_to_nothing(history, t) if verdict == "far too low" and thirds is not None else None
