@@ -2319,6 +2319,32 @@ def test_a_stall_after_nans_reached_the_weights_does_not_blame_the_optimiser():
     assert "optimiser steps none" not in stall.explanation and "No optimiser steps" not in stall.explanation
 
 
+def test_a_meta_loss_summed_from_a_python_zero_is_no_term_without_a_graph():
+    """CAVIA on sine tasks (a context adapted with create_graph), its meta-loss summed from a Python float, `total = 0.0; total = total
+    + query_loss` (sweep 52's CAVIA: an error "a penalty with no graph" on a healthy run): `0.0 + x` is add(x, 0.0),
+    the number second, and the running total's start. No finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 32), nn.Tanh(), nn.Linear(32, 1))  # (x and a context of 4, CAVIA's)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(16):
+            total = 0.0
+            for _ in range(3):
+                amplitude, phase = 1 + torch.rand(()), torch.rand(()) * 3
+                x = torch.rand(20, 1) * 10 - 5
+                y = amplitude * torch.sin(x + phase)
+                context = torch.zeros(1, 4, requires_grad=True)  # (adapted in the inner loop, not a parameter)
+                support = F.mse_loss(model(torch.cat([x[:10], context.expand(10, 4)], 1)), y[:10])
+                (grad,) = torch.autograd.grad(support, context, create_graph=True)
+                adapted = context - 0.1 * grad
+                total = total + F.mse_loss(model(torch.cat([x[10:], adapted.expand(10, 4)], 1)), y[10:])
+            optimizer.zero_grad()
+            (total / 3).backward()
+            optimizer.step()
+    assert dr.notes == []
+    assert [f for f in dr.findings if f.where == "autograd.grad"] == []
+
+
 @pytest.mark.parametrize("taken", ["without create_graph", "with create_graph", "with create_graph, then detached"])
 def test_a_gradient_penalty_without_a_graph_is_a_blocked_gradient_at_autograd_grad(taken):
     """Input-gradient regularisation, `ce + lam * ||d ce / d x||^2`, with `torch.autograd.grad(..., retain_graph=True)`

@@ -1650,16 +1650,18 @@ def loss_terms(root) -> list:
     """The terms of the backward's root, when it is a sum (under negations and constant factors): `ce + lam * penalty`
     gives the node of each term, and None for a term added that has no graph at all (a penalty computed from tensors
     with no history: a gradient taken without create_graph, a value computed under no_grad). The first operand with no
-    graph of a sum inside another sum is taken for the start of a running total (`loss = torch.zeros(()); loss = loss
-    + a; loss = loss + b`), not a term; at the root's own sum it is a term (`pde_residual + boundary`). [] when the
-    root is no sum."""
+    graph of a sum inside another sum, beside one that has a graph, is taken for the start of a running total (`loss =
+    torch.zeros(()); loss = loss + a; loss = loss + b`, or `total = 0.0` first, which adds the number second), not a
+    term; at the root's own sum it is a term (`pde_residual + boundary`). [] when the root is no sum."""
     terms, stack, looked = [], [(root, False)], 0
     while stack and looked < 16:
         (node, inside_a_sum), looked = stack.pop(), looked + 1
         op = op_name(node)
         inputs = [child for child, _ in node.next_functions if child is not None]
         if op in ("add", "sub"):
-            operands = node.next_functions[1:] if inside_a_sum else node.next_functions
+            # (inside a sum, an operand with no graph beside one that has one is a running total's start, on either
+            # side: `total = 0.0; total = total + mse` is add(mse, 0.0), the Python number second)
+            operands = [] if inside_a_sum and len(inputs) == 1 else node.next_functions
             terms.extend(None for child, _ in operands if child is None)
             stack.extend((child, True) for child in inputs)
         elif len(inputs) == 1 and (op == "neg" or (op in ("mul", "div") and _constant_factor(node) is not None)):
