@@ -2320,9 +2320,9 @@ def test_a_stall_after_nans_reached_the_weights_does_not_blame_the_optimiser():
 
 
 def test_a_meta_loss_summed_from_a_python_zero_is_no_term_without_a_graph():
-    """CAVIA on sine tasks (a context adapted with create_graph), its meta-loss summed from a Python float, `total = 0.0; total = total
-    + query_loss` (sweep 52's CAVIA: an error "a penalty with no graph" on a healthy run): `0.0 + x` is add(x, 0.0),
-    the number second, and the running total's start. No finding."""
+    """CAVIA on sine tasks (a context adapted with create_graph), its meta-loss summed from a Python float, `total =
+    0.0; total = total + query_loss` (sweep 52: an error "a penalty with no graph" on a healthy run): `0.0 + x` is
+    add(x, 0.0), the number second, and the running total's start. No finding."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(5, 32), nn.Tanh(), nn.Linear(32, 1))  # (x and a context of 4, CAVIA's)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
