@@ -1307,16 +1307,23 @@ def next_token_targets(loss_nodes, start, budget: int = 4096) -> torch.Tensor | 
                 break
     if target is None or start is None:
         return None
-    shares, seen, frontier = [], {start}, [start]
+    shares = [share for ids in _embedded_ids(start, budget) for share in _next_token_share(ids, target, ignored)]
+    return torch.stack(shares).amax() if shares else None
+
+
+def _embedded_ids(start, budget: int) -> list:
+    """The index tensors the embeddings upstream of `start` looked up, within `budget` nodes (the parameters' own
+    leaves not entered)."""
+    found, seen, frontier = [], {start}, [start]
     while frontier and len(seen) < budget:
         node = frontier.pop()
         if op_name(node) == "embedding":
-            shares.extend(_next_token_share(saved_value(node, "_saved_indices"), target, ignored))
+            found.append(saved_value(node, "_saved_indices"))
         for child, _ in node.next_functions:
             if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
                 seen.add(child)
                 frontier.append(child)
-    return torch.stack(shares).amax() if shares else None
+    return found
 
 
 def sine_of_a_layer(node, names) -> tuple[str, float] | None:
@@ -1537,15 +1544,8 @@ def previous_token_targets(loss_nodes, budget: int = 4096) -> torch.Tensor | Non
         if not isinstance(target, torch.Tensor) or target.is_floating_point():
             return None
         target, ignored = target.detach(), signed(nll._saved_ignore_index)
-        shares, seen, frontier = [], {scores}, [scores]
-        while frontier and len(seen) < budget:
-            node = frontier.pop()
-            if op_name(node) == "embedding":
-                shares.extend(_previous_token_share(saved_value(node, "_saved_indices"), target, ignored))
-            for child, _ in node.next_functions:
-                if child is not None and child not in seen and type(child) is not PARAMETER_LEAF:
-                    seen.add(child)
-                    frontier.append(child)
+        found = _embedded_ids(scores, budget)
+        shares = [share for ids in found for share in _previous_token_share(ids, target, ignored)]
         return torch.stack(shares).amax() if shares else None
     return None
 
