@@ -1043,6 +1043,11 @@ def growth_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("exploding_gradient", where, first if first is not None else recent[0].step, severity, evidence)]
 
 
+def _first_marked(history: History, attribute: str) -> int:
+    """The step of the first record on which `attribute` was found (is not None)."""
+    return next(r.step for r in history.records if getattr(r, attribute) is not None)
+
+
 def _marked_on_most(history: History, attribute: str, t: Thresholds) -> list[StepRecord]:
     """The recent records on which `attribute` was found (is not None), when they are at least `min_records` and half
     the recent ones: a mark of the way the loss is written, seen on most steps. Else []."""
@@ -1475,7 +1480,7 @@ def rows_written_twice_rule(history: History, t: Thresholds) -> list[Finding]:
     if not marked:
         return []
     site, (writes, repeated) = next(iter(marked[-1].rows_written_twice.items()))
-    first_step = next(r.step for r in history.records if r.rows_written_twice)
+    first_step = _first_marked(history, "rows_written_twice")
     evidence = {"rows_written_twice": True, "writes": writes, "repeated_writes": repeated, "sampled_steps": len(marked)}
     return [Finding("wrong_gradient", site, first_step, "error", evidence)]
 
@@ -1587,7 +1592,7 @@ def previous_token_targets_rule(history: History, t: Thresholds) -> list[Finding
     looks = [r.previous_token_targets for r in history.records if r.previous_token_targets is not None]
     if len(looks) < 2 or min(looks) < t.previous_token_share:
         return []
-    first = next(r.step for r in history.records if r.previous_token_targets is not None)
+    first = _first_marked(history, "previous_token_targets")
     evidence = {"previous_token_targets": _sci(min(looks)), "looks": len(looks)}
     return [Finding("wrong_gradient", "cross_entropy", first, "error", evidence)]
 
@@ -1926,7 +1931,7 @@ def summed_beside_a_mean_rule(history: History, t: Thresholds) -> list[Finding]:
     if len(marked) < t.min_records:
         return []
     found = marked[-1].summed_beside_a_mean
-    first = next(r.step for r in history.records if r.summed_beside_a_mean is not None)
+    first = _first_marked(history, "summed_beside_a_mean")
     evidence = {"summed_beside_a_mean": {**found, "weight_ratio": _sci(found["weight_ratio"])}}
     return [Finding("stalled_loss", found["summed"], first, "warning", evidence)]
 
@@ -1939,7 +1944,7 @@ def softmax_over_queries_rule(history: History, t: Thresholds) -> list[Finding]:
     marked = _marked_on_most(history, "softmax_over_queries", t)
     if not marked:
         return []
-    first = next(r.step for r in history.records if r.softmax_over_queries is not None)
+    first = _first_marked(history, "softmax_over_queries")
     evidence = {"softmax_over_queries": True, "sampled_steps": len(marked)}
     return [Finding("wrong_gradient", marked[-1].softmax_over_queries, first, "error", evidence)]
 
@@ -1952,7 +1957,7 @@ def same_ids_embedded_rule(history: History, t: Thresholds) -> list[Finding]:
     marked = _marked_on_most(history, "same_ids_embedded", t)
     if not marked:
         return []
-    first = next(r.step for r in history.records if r.same_ids_embedded is not None)
+    first = _first_marked(history, "same_ids_embedded")
     evidence = {"same_ids_embedded": marked[-1].same_ids_embedded}
     return [Finding("stalled_loss", "add", first, "warning", evidence)]
 
@@ -1964,7 +1969,7 @@ def ratio_of_itself_rule(history: History, t: Thresholds) -> list[Finding]:
     marked = _marked_on_most(history, "ratio_of_itself", t)
     if not marked:
         return []
-    first = next(r.step for r in history.records if r.ratio_of_itself is not None)
+    first = _first_marked(history, "ratio_of_itself")
     op, site = marked[-1].ratio_of_itself
     evidence = {"blocked_fraction": 1.0, "site": site, "ratio_of_itself": True}
     return [Finding("blocked_gradient", op, first, "error", evidence)]
