@@ -4856,3 +4856,108 @@ def test_a_summed_loss_beside_a_mean_one_is_named(reconstruction):
     }
     assert "over 1024 terms" in f.explanation and "times as hard" in f.explanation
     assert 'reduction="mean"' in f.remedies[0]
+
+
+class TinySeq2Seq(nn.Module):
+    """A GRU encoder-decoder: the decoder starts from the source's last state and reads its own input tokens."""
+
+    def __init__(self, vocab=12, width=24):
+        super().__init__()
+        self.source, self.target = nn.Embedding(vocab, width), nn.Embedding(vocab, width)
+        self.encoder, self.decoder = nn.GRU(width, width, batch_first=True), nn.GRU(width, width, batch_first=True)
+        self.out = nn.Linear(width, vocab)
+
+    def forward(self, src, decoder_input):
+        _, state = self.encoder(self.source(src))
+        return self.out(self.decoder(self.target(decoder_input), state)[0])
+
+
+@pytest.mark.parametrize("task", ["reverse unshifted", "reverse shifted", "copy shifted", "copy unshifted"])
+def test_a_decoder_fed_its_own_targets_is_named(task):
+    """Teacher forcing without the shift, `model(src, tgt)` with `tgt` as the targets (sweep 53: a GRU seq2seq reversing
+    digit strings, exact match 0.000 against 0.788, training loss 0.003, silent): the decoder reads, at each position,
+    the token it is asked for. A `wrong_gradient` error at cross_entropy, with the shift as remedy. Shifted, nothing is
+    said, even on a copy task whose targets are the source at their own positions."""
+    torch.manual_seed(0)
+    model = TinySeq2Seq()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            src = torch.randint(2, 12, (16, 8))
+            tgt = torch.cat([torch.ones(16, 1, dtype=torch.long), src.flip(1) if "reverse" in task else src], 1)
+            if "unshifted" in task:
+                decoder_input, wanted = tgt, tgt
+            else:
+                decoder_input, wanted = tgt[:, :-1], tgt[:, 1:]
+            loss = F.cross_entropy(model(src, decoder_input).reshape(-1, 12), wanted.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "unshifted_targets" in f.evidence]
+    if "unshifted" not in task:
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.evidence["unshifted_targets"], f.evidence["token_grids"]) == (
+        "wrong_gradient",
+        "cross_entropy",
+        "error",
+        1.0,
+        2,
+    )
+    assert "without the shift" in f.explanation and "tgt[:, :-1]" in f.remedies[0]
+
+
+class TinyEncoder(nn.Module):
+    """Token and position embeddings, one bidirectional GRU, a classifier over the vocabulary at every position."""
+
+    def __init__(self, vocab=20, width=24, length=12):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(vocab, width), nn.Embedding(length, width)
+        self.rnn, self.out = nn.GRU(width, width, batch_first=True, bidirectional=True), nn.Linear(2 * width, vocab)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)  # (a grid of positions, the same every row)
+        return self.out(self.rnn(self.tokens(ids) + self.positions(positions))[0])
+
+
+@pytest.mark.parametrize("labels", ["after masking", "before masking", "autoencoder"])
+def test_masked_model_labels_read_after_masking_are_named(labels):
+    """A masked LM whose labels are taken from the ids after [MASK] was written into them (sweep 53: masked-token
+    accuracy 0.04 against 0.59, silent): at every position the loss counts, the input holds the label. A
+    `wrong_gradient` error at cross_entropy. Labels taken before masking are no finding, nor a token autoencoder that
+    predicts every position of its own input (one grid, every target counted: copying is its task)."""
+    torch.manual_seed(0)
+    model = TinyEncoder()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            ids = torch.randint(2, 20, (16, 12))
+            masked = torch.rand(16, 12) < 0.15
+            masked[:, 0] = True  # (at least one per row)
+            if labels == "autoencoder":
+                target = ids
+            elif labels == "before masking":
+                target = ids.masked_fill(~masked, -100)
+                ids = ids.masked_fill(masked, 1)
+            else:
+                ids = ids.masked_fill(masked, 1)
+                target = ids.masked_fill(~masked, -100)
+            loss = F.cross_entropy(model(ids).reshape(-1, 20), target.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    named = [f for f in dr.findings if "unshifted_targets" in f.evidence]
+    if labels != "after masking":
+        assert named == []
+        return
+    [f] = named
+    assert (f.symptom, f.where, f.severity, f.evidence["token_grids"]) == (
+        "wrong_gradient",
+        "cross_entropy",
+        "error",
+        1,
+    )
+    assert f.evidence["targets_counted"] < 0.5 and "after they were masked" in f.explanation

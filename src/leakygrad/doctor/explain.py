@@ -966,6 +966,37 @@ def _explain_previous_token_targets(f: Finding):
     return text, remedies
 
 
+def _explain_unshifted_targets(f: Finding):
+    e = f.evidence
+    if e["token_grids"] >= 2:
+        how = (
+            "the model embeds two sequences, a source and a decoder input, and the decoder is fed the very tokens it "
+            "is asked for: teacher forcing without the shift (`model(src, tgt)` with `tgt` as the targets)"
+        )
+        fix = (
+            "Feed the decoder the targets shifted right and predict them one position on: `logits = model(src, "
+            "tgt[:, :-1])`, `loss = cross_entropy(logits.reshape(-1, V), tgt[:, 1:].reshape(-1))` (tgt starting "
+            "with a BOS token)."
+        )
+    else:
+        how = (
+            f"the loss counts {pct(e['targets_counted'])} of the positions (the rest at its ignore_index), and at "
+            "those the input holds the answer: a masked model's labels read from the ids after they were masked, or "
+            "the masking never applied to the input"
+        )
+        fix = (
+            "Take the labels from the ids before corrupting them (`labels = ids.clone()` first, then write [MASK] "
+            "into `ids`), and give the model the corrupted ids: at a masked position the input must not be the label."
+        )
+    text = (
+        f"{pct(e['unshifted_targets'])} of the targets of `{f.where}` are the token the model reads at their own "
+        f"position: {how}. Each position can copy its answer from its input, so the training loss falls towards 0 "
+        "and its gradient teaches copying, not prediction; at generation or on held-out data, where the answer is "
+        "not in the input, the model fails."
+    )
+    return text, [fix]
+
+
 def _explain_kl_div_target_below_zero(f: Finding):
     text = (
         f"`F.kl_div(input, target)` was given a target with negative entries on {f.evidence['sampled_steps']} "
@@ -1170,6 +1201,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_kl_div_target_below_zero(f)
     if "previous_token_targets" in e:
         return _explain_previous_token_targets(f)
+    if "unshifted_targets" in e:
+        return _explain_unshifted_targets(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if "relu_output_negative" in e:

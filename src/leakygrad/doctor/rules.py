@@ -1597,6 +1597,26 @@ def previous_token_targets_rule(history: History, t: Thresholds) -> list[Finding
     return [Finding("wrong_gradient", "cross_entropy", first, "error", evidence)]
 
 
+def unshifted_targets_rule(history: History, t: Thresholds) -> list[Finding]:
+    """A token classifier whose targets are, on every look (at least 2), at least `unshifted_share` the token its input
+    holds at their own position, none of its grids' next tokens among them, in a model that embeds two grids of tokens
+    (a seq2seq decoder fed its targets unshifted) or whose loss counts under `unshifted_counted` of its targets (a
+    masked LM whose labels were read after masking): each position is given its answer, the loss falls to 0, and
+    nothing is learnt that generation or held-out prediction can use. A `wrong_gradient` error at cross_entropy."""
+    looks = [r.unshifted_targets for r in history.records if r.unshifted_targets is not None]
+    shares = [look["share"] for look in looks]
+    if len(looks) < 2 or any(share is None or not share >= t.unshifted_share for share in shares):
+        return []
+    grids = max(look["grids"] or 0 for look in looks)
+    counted = max(look["counted"] or 0 for look in looks)
+    if grids < 2 and not counted < t.unshifted_counted:
+        return []  # (a token autoencoder: one grid, every position predicted, copied through a bottleneck on purpose)
+    first = _first_marked(history, "unshifted_targets")
+    evidence = {"unshifted_targets": _sci(min(shares)), "token_grids": int(grids), "targets_counted": _sci(counted)}
+    evidence["looks"] = len(looks)
+    return [Finding("wrong_gradient", "cross_entropy", first, "error", evidence)]
+
+
 def kl_div_target_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
     """`F.kl_div(log_q, target)` whose target has negative entries on most recent sampled steps: logits given where
     probabilities are read (a teacher's `t_logits / T` without its softmax). kl_div's t log t is NaN at a negative
@@ -4894,6 +4914,7 @@ RULES = (
     kl_div_of_probabilities_rule,
     kl_div_target_below_zero_rule,
     previous_token_targets_rule,
+    unshifted_targets_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,

@@ -315,6 +315,9 @@ class StepRecord:
     loose_leaves: dict | None = None
     negated_loss: str | None = None  # the loss function (never negative) whose negative was minimised: `-mse_loss`
     previous_token_targets: float | None = None  # share of a token classifier's targets that are its input one back
+    # share of a token classifier's targets that are its input at their own position ("share"), the share of targets
+    # the loss counts ("counted") and how many token grids were embedded ("grids")
+    unshifted_targets: dict | None = None
     kl_div_target_below_zero: bool | None = None  # True: a kl_div's target had negative entries (logits, not p)
     kl_div_of_probabilities: str | None = None  # "softmax": kl_div given probabilities where it reads log-probabilities
     subtracted_penalty: dict | None = None  # a penalty on weights subtracted at the root: {"form", "parameters"}

@@ -1534,20 +1534,70 @@ def _next_value_share(x, target: torch.Tensor) -> list:
     return [_beyond_the_same_position(following, (target[..., :-1] == x[..., :-1]).float().mean())]
 
 
-def previous_token_targets(loss_nodes, budget: int = 4096) -> torch.Tensor | None:
-    """The share of a token classifier's targets that are the token its input held one position back (`inp, tgt =
-    seq[:, 1:], seq[:, :-1]`: a language model's shift written the wrong way round), on the device, counted only where
-    it beats by 0.5 or more the share equal to the input at their own position; None when no (batch, positions) grid
-    of token ids under the first cross_entropy's scores is found within `budget` nodes."""
+def token_targets(loss_nodes, budget: int = 4096) -> dict | None:
+    """How a token classifier's targets sit against the (batch, positions) grids of token ids embedded under the first
+    cross_entropy's scores (within `budget` nodes), or None when it has no integer targets or no such grid:
+
+    - "previous": the share of the targets that are the token the input held one position back (`inp, tgt =
+      seq[:, 1:], seq[:, :-1]`: a language model's shift written the wrong way round), counted only where it beats by
+      0.5 or more the share equal to the input at their own position;
+    - "unshifted": the share of the targets equal to a grid's token at their own position (the decoder fed the very
+      tokens it is asked for; masked-LM labels read after the masking), 0 when some grid's next tokens are the
+      targets (a seq2seq decoder's shifted input beside a copy task's source);
+    - "counted": the share of the targets the loss counts (not its ignore_index);
+    - "grids": how many distinct grids of tokens were embedded (a seq2seq embeds a source and a decoder input).
+
+    All on the device."""
     for nll, _, scores in cross_entropies(loss_nodes):
         target = saved_value(nll, "_saved_target")
         if not isinstance(target, torch.Tensor) or target.is_floating_point():
             return None
         target, ignored = target.detach(), signed(nll._saved_ignore_index)
-        found = _embedded_ids(scores, budget)
-        shares = [share for ids in found for share in _previous_token_share(ids, target, ignored)]
-        return torch.stack(shares).amax() if shares else None
+        grids = _distinct(ids for ids in _embedded_ids(scores, budget) if _a_grid(ids, target))
+        aligned = [ids for ids in grids if ids.numel() == target.numel()]  # (one target per position)
+        if not aligned:
+            return None
+        previous = [share for ids in aligned for share in _previous_token_share(ids, target, ignored)]
+        same = torch.stack([_same_position_share(ids, target, ignored) for ids in aligned]).amax()
+        following = [share for ids in grids for share in _next_token_share(ids, target, ignored)]
+        shifted = torch.stack(following).amax() >= 0.5 if following else torch.zeros((), device=target.device)
+        counted = (target != ignored).float().mean()
+        return {
+            "previous": torch.stack(previous).amax() if previous else None,
+            "unshifted": same * ~shifted,
+            "counted": counted,
+            "grids": torch.stack([_varied_tokens(ids) for ids in grids]).sum(),
+        }
     return None
+
+
+def _varied_tokens(ids: torch.Tensor) -> torch.Tensor:
+    """1 (on the device) for a grid of tokens: rows that differ, and more than two values (not positions repeated for
+    every example, nor 0/1 segment ids); else 0."""
+    return ((ids != ids[:1]).any() & (ids.amax() - ids.amin() >= 2)).float()
+
+
+def _a_grid(ids, target: torch.Tensor) -> bool:
+    """Whether `ids` is a (batch, positions) grid of token ids, 4 positions or more, on the targets' device."""
+    return isinstance(ids, torch.Tensor) and ids.dim() == 2 and ids.shape[1] >= 4 and ids.device == target.device
+
+
+def _distinct(tensors) -> list:
+    """The tensors, each view of one storage with the same shape and strides kept once."""
+    kept, keys = [], set()
+    for tensor in tensors:
+        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride())
+        if key not in keys:
+            keys.add(key)
+            kept.append(tensor)
+    return kept
+
+
+def _same_position_share(ids, target: torch.Tensor, ignored: int) -> torch.Tensor:
+    """The share of the targets the loss counts that are the token of `ids` at their own position, on the device."""
+    target = target.reshape(ids.shape)
+    counted = target != ignored
+    return ((target == ids) & counted).sum().float() / counted.sum().clamp(min=1).float()
 
 
 def _previous_token_share(ids, target: torch.Tensor, ignored: int) -> list:

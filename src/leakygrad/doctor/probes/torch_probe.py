@@ -1401,6 +1401,9 @@ class StepState:
     negated_loss: str | None = None  # the non-negative loss function whose negative is the backward's root
     kl_div_of_probabilities: str | None = None  # the op whose probabilities kl_div was given as log-probabilities
     previous_token_targets: int | None = None  # deferred: the share of the targets that are the input one step back
+    # deferred: the share of the targets that are the input at their own position, the share counted, and how many
+    # grids of tokens were embedded
+    unshifted_targets: tuple | None = None
     kl_div_target_below_zero: int | None = None  # deferred: 1.0 when a kl_div's target has a negative entry (logits)
     # a penalty on the weights the root subtracts (`ce - lam * sum(w ** 2)`): {"form", "parameters"}
     subtracted_penalty: dict | None = None
@@ -3185,10 +3188,13 @@ class TorchProbe:
         if loss_nodes and state.prediction_broadcast is None:
             state.prediction_broadcast = graph_tools.prediction_broadcast(loss_nodes, names)
         if "nll_loss" in state.loss_ops and self._previous_token_looks < PREVIOUS_TOKEN_LOOKS:
-            share = graph_tools.previous_token_targets(loss_nodes)
-            if share is not None:  # (a language model's targets: the next tokens, or the ones it has read?)
+            found = graph_tools.token_targets(loss_nodes)
+            if found is not None:  # (a language model's targets: the next tokens, or the ones it has read?)
                 self._previous_token_looks += 1
-                state.previous_token_targets = state.deferred.scalar(share)
+                scalar = state.deferred.scalar
+                if found["previous"] is not None:
+                    state.previous_token_targets = scalar(found["previous"])
+                state.unshifted_targets = tuple(scalar(found[key]) for key in ("unshifted", "counted", "grids"))
         if loss_nodes and state.target_scale is None and self._target_scale_looks < TARGET_SCALE_LOOKS:
             self._target_scale_looks += 1  # (a classifier's loss is looked through a few times only, not every step)
             found = graph_tools.regression_target(loss_nodes)
@@ -4985,6 +4991,9 @@ class TorchProbe:
         record.negated_loss = state.negated_loss
         record.kl_div_of_probabilities = state.kl_div_of_probabilities
         record.previous_token_targets = value(state.previous_token_targets)
+        if state.unshifted_targets is not None:
+            share_at, counted_at, grids = state.unshifted_targets
+            record.unshifted_targets = {"share": value(share_at), "counted": value(counted_at), "grids": value(grids)}
         if state.kl_div_target_below_zero is not None and value(state.kl_div_target_below_zero) > 0.5:
             record.kl_div_target_below_zero = True
         fed_own = {
