@@ -310,3 +310,35 @@ def test_lbfgs_converged_within_its_first_steps_is_no_stall():
             optimizer.step(closure)
     assert dr.notes == []
     assert dr.findings == []
+
+
+@pytest.mark.parametrize("copied_back", [True, False])
+def test_float32_master_weights_copied_into_a_float16_model_are_no_unapplied_gradient(copied_back):
+    """The pre-AMP mixed-precision recipe: a float16 model, float32 master copies of its parameters in the optimiser,
+    gradients copied over and unscaled by hand, and the masters copied back into the model after each step (sweep 53: a
+    false `unapplied_gradient` warning on a healthy run, accuracy 0.977). The model's parameters are written after
+    every step from tensors of their own shapes: applied. Without the copy back, the model never changes: an error."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).half()
+    masters = [p.detach().float().clone().requires_grad_(True) for p in model.parameters()]
+    optimizer = torch.optim.SGD(masters, lr=0.1, momentum=0.9)
+    x, y = torch.randn(64, 8).half(), torch.randint(0, 3, (64,))
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            loss = F.cross_entropy(model(x).float(), y)
+            model.zero_grad(set_to_none=True)
+            (loss * 1024).backward()
+            for master, p in zip(masters, model.parameters()):
+                master.grad = p.grad.float() / 1024
+            optimizer.step()
+            if copied_back:
+                with torch.no_grad():
+                    for p, master in zip(model.parameters(), masters):
+                        p.copy_(master)
+    assert dr.notes == []
+    unapplied = [f for f in dr.findings if f.symptom == "unapplied_gradient"]
+    if copied_back:
+        assert unapplied == [] and [f for f in dr.findings if f.severity == "error"] == []
+        return
+    [f] = unapplied
+    assert (f.where, f.severity, f.evidence["parameter_count"]) == ("sequential", "error", 4)

@@ -171,6 +171,7 @@ class History:
         self.not_applied_run: dict[str, list[int]] = {}
         self.stepped_outside_model = 0  # (as of the last check) parameters the optimisers step outside the model
         self.stepped_outside_reached = 0  # ... of them, those the backward pass reached: inputs being optimised
+        self.master_copies = False  # ... of them, master weights the model's parameters are copied from by hand
         self.reset_checks = 0  # optimiser steps on which we checked whether gradients were reset
         self.not_reset = 0  # ... and found they were not
         self.first_not_reset: int | None = None
@@ -533,6 +534,7 @@ class History:
                 del self.not_applied_run[name]  # (applied, or without a gradient, at this check: the run ends)
             self.stepped_outside_model = record.stepped_outside_model
             self.stepped_outside_reached = record.stepped_outside_reached
+            self.master_copies = record.master_copies
             self.held_by_idle_optimizer.update(record.held_by_idle_optimizer)
         record.param_has_grad = record.param_zero_grad = record.grads_not_applied = {}
         record.held_by_idle_optimizer = {}

@@ -4063,6 +4063,8 @@ def unapplied_rule(history: History, t: Thresholds) -> list[Finding]:
         # from parameters(), is a mistake whatever the loss does)
         severity = "error" if whole or "unregistered" in evidence or "idle_optimizer" in evidence else "warning"
         outside = history.stepped_outside_model
+        if whole and outside and history.master_copies:
+            continue  # (float32 master weights stepped, copied into a float16 model by hand after each step: applied)
         if whole and outside and history.stepped_outside_reached == outside:
             # (the optimiser steps only tensors outside the model that the backward pass reaches: inputs optimised
             # through a model kept fixed, style transfer's image, an adversarial perturbation; not copies)

@@ -1276,6 +1276,7 @@ class StepState:
     not_applied: dict | None = None  # at an optimiser step: parameters with a gradient no optimiser steps -> module
     held_by_idle_optimizer: dict = field(default_factory=dict)  # ... held by an optimiser never stepped -> its name
     outside_reached: int = 0  # ... and of the tensors the optimisers step outside the model, those with a gradient
+    master_copies: bool = False  # ... which are master weights the model's parameters are copied from, by hand
     stepped_outside: int = 0  # ... and parameters the optimisers step that belong to no watched model
     # (max_norm, deferred index of the norm measured, given an empty generator?, called after an optimiser step
     # before any backward?, on gradients still scaled by a GradScaler?) of the step's clip_grad_norm_ with the
@@ -1738,6 +1739,7 @@ class TorchProbe:
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._next_symmetry_check = 0  # the step from which a sampled step looks at whether units are alike
         self._unstepped_grads: dict[str, tuple] = {}  # parameter no optimiser steps -> (its .grad, weakly; version)
+        self._unstepped_versions: dict[str, tuple] = {}  # ... -> (the parameter, weakly; its version at the last look)
         # parameters whose gradient was exactly zero at every sampled step so far -> (the parameter, weakly; a device
         # flag: nonzero at some step between the sampled ones?), looked at on those steps (`_look_at_zero_suspects`)
         self._zero_suspects: dict[str, tuple] = {}
@@ -4560,11 +4562,14 @@ class TorchProbe:
             if state.not_applied:
                 state.held_by_idle_optimizer = self._held_by_idle_optimizer(state.not_applied)
                 if state.stepped_outside:  # (outside the model: copies of its parameters, or inputs being optimised?)
-                    state.outside_reached = sum(
-                        p.grad is not None and not self._param_label(p)
+                    outside = [
+                        p
                         for optimizer in list(self._watched_optimizers)
                         for p in _stepped_parameters(optimizer)
-                    )
+                        if not self._param_label(p)
+                    ]
+                    state.outside_reached = sum(p.grad is not None for p in outside)
+                    state.master_copies = self._copied_from(outside, state.not_applied)
         if not params:  # an optimiser step before any watched model ran (a step to start a scheduler, say)
             return
         grads = [p.grad for p in params]
@@ -4614,6 +4619,21 @@ class TorchProbe:
                 not_applied[name] = label
                 self.doctor.history.param_shapes.setdefault(name, tuple(p.shape))
         return not_applied, stepped_outside
+
+    def _copied_from(self, outside: list, not_applied: dict[str, str]) -> bool:
+        """Whether the model's parameters that no optimiser steps are master weights' copies: as many tensors outside
+        the model are stepped, of the same shapes, and every one of the model's was written since the last look (by
+        hand: `p.copy_(master)` after the step, the float16 recipe with float32 masters). Not on the first look."""
+        versions, written = self._unstepped_versions, True
+        params = {name: ref() for ref, name, _ in self.param_labels.values() if name in not_applied}
+        for name, p in params.items():
+            if p is None:
+                return False
+            seen = versions.get(name)
+            versions[name] = (weakref.ref(p), p._version)
+            written = written and seen is not None and seen[0]() is p and seen[1] != p._version
+        shapes = sorted(tuple(p.shape) for p in outside)
+        return written and shapes == sorted(tuple(p.shape) for p in params.values())
 
     def _held_by_idle_optimizer(self, not_applied: dict[str, str]) -> dict[str, str]:
         """Of the parameters whose gradient no optimiser applies, those an optimiser held by the script (at top level)
@@ -5120,6 +5140,7 @@ class TorchProbe:
             record.grads_not_applied, record.stepped_outside_model = state.not_applied, state.stepped_outside
             record.held_by_idle_optimizer = state.held_by_idle_optimizer
             record.stepped_outside_reached = state.outside_reached
+            record.master_copies = state.master_copies
         self._layer_order.update(state.order)
         self._backward_nonfinite(record, state, value)
         self.doctor.record(record)
