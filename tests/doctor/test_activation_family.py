@@ -1073,3 +1073,29 @@ def test_a_generators_output_tanh_at_its_images_background_is_no_saturation():
     assert dr.notes == []
     assert (fake.detach().abs() > 0.99).float().mean() > 0.5  # (its output mostly in tanh's flat tail)
     assert [f for f in dr.findings if f.symptom == "saturated_activation"] == []
+
+
+@pytest.mark.parametrize("input_scale", [1.0, 0.01, 0.001])
+def test_a_batchnorm_net_fed_small_inputs_is_no_exploding_gradient(input_scale):
+    """A BatchNorm MLP whose inputs are 100 or 1000 times smaller than unit scale (sweep 53: a warning, ratio 106, on a
+    healthy BatchNorm keypoint net, PCK 1.000): the first normalisation divides the gradient by its input's small
+    spread, so the gradient at the first layer's output is 145 or 1330 times the output layer's, yet the weights'
+    gradient (the small input times it) and every layer's update/weight ratio are as at unit scale, and it learns as
+    well. The growth does not reach the updates: no finding, at any scale."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        *[m for i in (16, 64, 64) for m in (nn.Linear(i, 64, bias=False), nn.BatchNorm1d(64), nn.ReLU())],
+        nn.Linear(64, 4),
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    x = torch.randn(512, 16)
+    y = x[:, :4] * 3 + x[:, 4:8].sin()
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(96):
+            batch = torch.randint(0, 512, (64,))
+            loss = F.mse_loss(model(x[batch] * input_scale), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == [] and loss.item() < 1.3  # (it learns as well at every scale: from ~10)
+    assert dr.findings == []

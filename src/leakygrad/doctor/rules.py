@@ -122,6 +122,8 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
     last = measured[-1][0]  # (the chain the ratio was measured on: the last step with one)
     chain = weighted_chain(last, drop)
     names = [layer.name for layer in chain]
+    if exploding and _normalised_updates_even(history, chain, t):
+        return []
     # Vanished completely: layers nearer the input whose gradient arrived as exactly zero (float32 underflows
     # below about 1e-45), left out of the chain, which measures ratios of nonzero norms.
     zeroed = sorted(
@@ -164,6 +166,22 @@ def depth_rule(history: History, t: Thresholds) -> list[Finding]:
         evidence.update(_updates_far_too_large_before(history, first, t))
     where = zeroed[0] if zeroed else through or names[0]
     return [Finding(symptom, where, first if first is not None else recent[0].step, severity, evidence)]
+
+
+def _normalised_updates_even(history: History, chain: list, t: Thresholds) -> bool:
+    """Whether a chain with normalisation layers in it moves its input-end layer by a healthy share of its weights, at
+    most `depth_update_spread` times the share its output-end layer moves by. A normalisation's backward divides by the
+    spread of its input, which shrinks with the weights before it (weight decay pulls them down, and the normalisation
+    undoes their scale in the forward): the gradient grows towards the input as the weights it updates shrink, and
+    the updates, relative to the weights, stay even. A growth that does not reach the updates is no leak (sweep 53: a
+    warning on a healthy BatchNorm keypoint net, PCK 1.000, ratio 106, its layers' updates 1.4e-3 and 7.5e-4)."""
+    if not any("Norm" in (layer.kind or "") for layer in chain):
+        return False
+    ratios = update_ratios(history)
+    first, last = ratios.get(chain[0].name), ratios.get(chain[-1].name)
+    if first is None or last is None or not last > 0:
+        return False
+    return t.update_ratio_low <= first <= t.update_ratio_high and first <= t.depth_update_spread * last
 
 
 def _inputs_unstandardised(history: History, t: Thresholds) -> dict | None:
