@@ -997,6 +997,28 @@ def _explain_unshifted_targets(f: Finding):
     return text, [fix]
 
 
+def _explain_updates_undone(f: Finding):
+    e = f.evidence
+    text = (
+        f"The optimiser moves the weights of `{f.where}` at every step, yet measured every 16 steps they stay within "
+        f"{e['displacement_in_updates']} single updates of where they were at step {e['since_step']} (on "
+        f"{e['measures_near_start']} of {e['measures']} measures): something writes them back between steps, so every "
+        "update, and the gradient behind it, is thrown away. Training then goes nowhere, whatever the learning rate. "
+        "Common causes: an optimiser wrapper that restores saved weights after its base step (SAM's `second_step` "
+        "calling `base_optimizer.step()` before `p.data = old_p`), a Lookahead that resets its fast weights to the "
+        "slow ones before moving the slow ones, weights re-quantised in place in forward (`w.data = quant(w.data)`), "
+        "or a saved copy loaded back."
+    )
+    remedies = [
+        "Find what writes the weights after `optimizer.step()` (`p.data = ...`, `p.copy_(...)`, `load_state_dict`) "
+        "and put it before the step, or make it write a copy: SAM restores w, then calls `base_optimizer.step()`; "
+        "Lookahead moves the slow weights towards the fast ones, then resets the fast ones.",
+        "For quantisation-aware training keep float weights and fake-quantise in forward with a straight-through "
+        "estimator (`w + (quant(w) - w).detach()`), never writing the quantised values into the parameter.",
+    ]
+    return text, remedies
+
+
 def _explain_kl_div_target_below_zero(f: Finding):
     text = (
         f"`F.kl_div(input, target)` was given a target with negative entries on {f.evidence['sampled_steps']} "
@@ -3963,6 +3985,8 @@ def _explain_rate_overwritten(f: Finding):
 def explain_unapplied_gradient(f: Finding):
     if "rate_overwritten" in f.evidence:
         return _explain_rate_overwritten(f)
+    if f.evidence.get("updates_undone"):
+        return _explain_updates_undone(f)
     text, remedies = _explain_unapplied_kind(f)
     zeroed = f.evidence.get("zero_gradient_modules")
     if zeroed:

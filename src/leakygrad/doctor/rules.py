@@ -512,6 +512,7 @@ def fold_explained(findings: list[Finding]) -> list[Finding]:
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("reinitialised")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("penalty_subtracted")), None)
     curve_cause = curve_cause or next((f for f in findings if f.evidence.get("log_probabilities_added")), None)
+    curve_cause = curve_cause or next((f for f in findings if f.evidence.get("updates_undone")), None)
     consequences = [
         f
         for f in findings
@@ -1633,6 +1634,31 @@ def unshifted_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     evidence = {"unshifted_targets": _sci(min(shares)), "token_grids": int(grids), "targets_counted": _sci(counted)}
     evidence["looks"] = len(looks)
     return [Finding("wrong_gradient", "cross_entropy", first, "error", evidence)]
+
+
+def updates_undone_rule(history: History, t: Thresholds) -> list[Finding]:
+    """The weights, measured every 16 steps, within `undone_updates` single updates of where they were at the first
+    sampled step, on most of the measures taken `undone_after` steps or more after it (at least `min_records`): the
+    optimiser moves them at every step, and something writes them back before the next one (SAM's restore after its
+    base step, a Lookahead reset before its slow weights move, weights re-quantised in place in forward). Each
+    update is thrown away: an `unapplied_gradient` error at the model."""
+    looks = [
+        (r.step, r.displacement["updates"], r.displacement["since_step"])
+        for r in history.records
+        if r.displacement is not None and r.step - r.displacement["since_step"] >= t.undone_after
+    ]
+    near = [step for step, updates, _ in looks if updates <= t.undone_updates]
+    if len(looks) < t.min_records or 2 * len(near) <= len(looks):
+        return []
+    evidence = {
+        "displacement_in_updates": _sci(median([updates for _, updates, _ in looks])),
+        "since_step": looks[-1][2],
+        "measures": len(looks),
+        "measures_near_start": len(near),
+        "updates_undone": True,
+    }
+    where = history.models[0] if len(history.models) == 1 else "optimizer"
+    return [Finding("unapplied_gradient", where, near[0], "error", evidence)]
 
 
 def kl_div_target_below_zero_rule(history: History, t: Thresholds) -> list[Finding]:
@@ -4935,6 +4961,7 @@ RULES = (
     kl_div_target_below_zero_rule,
     previous_token_targets_rule,
     unshifted_targets_rule,
+    updates_undone_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,

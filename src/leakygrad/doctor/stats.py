@@ -110,6 +110,9 @@ class StepRecord:
     grads_written_after_backward: list[str] | None = None
     stepped_outside_model: int = 0  # parameters the optimisers step that belong to no watched model
     stepped_outside_reached: int = 0  # ... of them, those the backward pass reached (they hold a gradient)
+    # how far the weights have moved since the first sampled step, in units of this step's update ("updates"), and
+    # that first step ("since_step"): measured every 16 steps
+    displacement: dict | None = None
     master_copies: bool = False  # ... of the same shapes as the model's parameters, copied into them by hand
     optimizer_parameters: int = 0  # (at an optimiser step) the parameters the watched optimisers step
     optimizer_frozen: int = 0  # ... of them, frozen (requires_grad=False): step() skips them

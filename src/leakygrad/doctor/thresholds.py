@@ -441,6 +441,14 @@ class Thresholds:
     unshifted_counted: float = 0.5
     """See `unshifted_share`: a loss that counts fewer than this share of its targets (its ignore_index on the rest)
     predicts some positions only, those that should be hidden from the input."""
+    undone_updates: float = 3.0
+    """Weights within this many single updates (the step's own ||update||) of where they were at the first sampled
+    step, measured every 16 steps, on most measures `undone_after` steps or more after it: the updates are undone
+    between steps. Sweep 53: SAM restoring its saved weights after the base step, 0.4 to 2.4 updates (accuracy 0.09
+    against 0.98; the healthy twin 60 to 7000); a Lookahead resetting its fast weights before the slow ones moved,
+    0 to 4 (healthy 30 to 700). Noise alone moves weights about sqrt(steps) updates away, 7 after 48 steps."""
+    undone_after: int = 48
+    """See `undone_updates`: measures this many steps or more after the first sampled step are judged."""
     batch_classes_few: int = 2
     """A classifier's batches (of 16 or more) holding this many classes or fewer, on three quarters of the sampled
     steps that counted them, while the most frequent class changed between them: the data are sorted by class and

@@ -115,6 +115,7 @@ LEAVES_LOOKED_AT = 256  # ... of each graph, at most this many leaf tensors
 HELD_ITEMS = 256  # items of a list or dict the script holds that are looked through for its tensors, at most
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
+DISPLACEMENT_GAP = 16  # steps between two measures of how far the weights moved since the first sampled step
 PREVIOUS_TOKEN_LOOKS = 4  # first sampled steps on which a token classifier's targets are compared with its input
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
 OUTPUT_SPREAD_LOOKS = 2  # ... on which every weighted layer's are (is the prediction the same for every example?)
@@ -1439,6 +1440,7 @@ class StepState:
     grad_norm_idx: list | range = field(default_factory=list)  # per parameter: deferred index of ||grad||, or None
     weights_at: int | None = None  # deferred index of the first parameter's ||sample|| as the step found it
     update_at: int | None = None  # ... of the first ||change of the sample|| (then each ||sample after||)
+    displaced_at: tuple | None = None  # (... of the first ||sample - sample at the first look||, that look's step)
     changed_at: int | None = None  # half precision: ... of the first count of sampled entries changed (then pushed)
     module_sums: dict = field(default_factory=dict)  # module label -> [grad^2, weight^2, update^2, has update]
     weights_before: list = field(default_factory=list)  # per parameter, after the fetch: ||entries|| the step used
@@ -1739,6 +1741,7 @@ class TorchProbe:
         self._scratch = Scratch()  # working memory for activation statistics, reused every sampled step
         self._next_symmetry_check = 0  # the step from which a sampled step looks at whether units are alike
         self._unstepped_grads: dict[str, tuple] = {}  # parameter no optimiser steps -> (its .grad, weakly; version)
+        self._next_displacement = 0  # the step from which the weights' displacement since the first look is measured
         self._unstepped_versions: dict[str, tuple] = {}  # ... -> (the parameter, weakly; its version at the last look)
         # parameters whose gradient was exactly zero at every sampled step so far -> (the parameter, weakly; a device
         # flag: nonzero at some step between the sampled ones?), looked at on those steps (`_look_at_zero_suspects`)
@@ -4586,6 +4589,11 @@ class TorchProbe:
         if snapshot:  # the update is measured after the optimiser step, and the weights recorded are those after it
             norms = plan.samples.snapshot_with_norms(with_grad)  # (the samples' norms: only whether they are finite)
             state.snapshot_taken = True
+            if state.step >= self._next_displacement:  # (how far the weights moved since the first look: every 16)
+                self._next_displacement = state.step + DISPLACEMENT_GAP
+                displaced = plan.samples.displacement_norms(state.step)
+                if displaced is not None:
+                    state.displaced_at = (state.deferred.scalars(displaced), plan.samples.start_step)
         else:  # no update follows: the weights recorded are these
             norms = plan.samples.norms_with(with_grad)
         first = state.deferred.scalars(norms)  # the gradients', then the samples'
@@ -4687,7 +4695,10 @@ class TorchProbe:
         if self._plan is None or self._plan.key != key:
             params = [p for p in candidates if p.requires_grad and self._param_label(p)]
             entries = [(name, label, p) for p, (_, name, label) in zip(params, map(self._param_label, params))]
-            self._plan = ParameterPlan(key, params, entries, ParameterSamples(params))
+            samples = ParameterSamples(params)
+            if self._plan is not None:  # (the same parameters with new storage, `p.data = saved`: same start)
+                samples.carry_start_from(self._plan.samples, [name for name, _, _ in self._plan.entries], entries)
+            self._plan = ParameterPlan(key, params, entries, samples)
             self.doctor.history.param_shapes.update((name, tuple(p.shape)) for name, _, p in entries)
         return self._plan
 
@@ -4784,6 +4795,8 @@ class TorchProbe:
             record.loss = sum(unread.losses) / len(unread.losses)
         grads, state.weights_after, state.weights_before, updates = self._parameter_values(state, scalars)
         self._add_parameter_stats(record, state, grads, updates, unread.backward_calls)
+        if state.displaced_at is not None:
+            record.displacement = _displacement_in_updates(state, scalars, updates)
         record.params_nonzero_between = [name for name, i in state.nonzero_between.items() if value(i) > 0]
         if self._zero_suspects or True in record.param_zero_grad.values():  # (usually neither: nothing to do)
             self._note_zero_suspects(record, state)
@@ -5665,6 +5678,18 @@ def _tensors_watched(names: list[str]) -> str:
     """How a model of plain tensors is named among the watched: `tensors w1, w2`, or the first few and a count."""
     shown = ", ".join(names[:4])
     return f"tensors {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _displacement_in_updates(state: StepState, scalars, updates: list) -> dict | None:
+    """How far the weights (their samples, all together) have moved since the first sampled step, in units of this
+    step's update: {"updates", "since_step"}; None without an update measured."""
+    first, since = state.displaced_at
+    scales = state.samples.scales
+    moved = sum((scalars[first + i] * scale) ** 2 for i, scale in enumerate(scales))
+    step = sum(u**2 for u in updates if u is not None)
+    if not step > 0 or not math.isfinite(moved):
+        return None
+    return {"updates": math.sqrt(moved / step), "since_step": since}
 
 
 def _norms_and_ratio(module_sums) -> tuple[float | None, float | None, float | None]:

@@ -370,6 +370,8 @@ class ParameterSamples:
         self.scales = [math.sqrt(p.numel() / max(s.numel(), 1)) for p, s in zip(params, self.samples)]
         self.copies = [torch.empty(s.shape, dtype=s.dtype, device=s.device) for s in self.samples]
         self.half = any(s.dtype in HALF_PRECISION for s in self.samples)
+        self.start: list[torch.Tensor] | None = None  # the samples as the first snapshot found them
+        self.start_step: int | None = None  # ... and that snapshot's step
 
     def norms_with(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         """||t|| of each of `tensors` (whole), then ||entries|| of each parameter's sample, as they are now."""
@@ -392,6 +394,24 @@ class ParameterSamples:
             return list(torch._foreach_norm(tensors + samples))
         # half precision: the samples' squares are summed in float32 (they overflow at 256), `tensors` as given
         return (list(torch._foreach_norm(tensors)) if tensors else []) + _foreach_norms(samples, half=True)
+
+    def displacement_norms(self, step: int) -> list[torch.Tensor] | None:
+        """After `snapshot_with_norms`: ||entries now - entries at the first snapshot|| of each parameter's sample, how
+        far the weights have moved since (None at that first snapshot, which is kept: `start`, `start_step`)."""
+        if self.start is None:
+            self.start, self.start_step = [copy.clone() for copy in self.copies], step
+            return None
+        return _foreach_norms(torch._foreach_sub(self.copies, self.start), self.half)
+
+    def carry_start_from(self, before: "ParameterSamples", names_before: list[str], entries: list) -> None:
+        """Keep the first snapshot of `before` (the samples of parameters `names_before`) when these samples are of
+        the same parameters, by name and shape (their storage replaced, `p.data = saved`, or the plan made anew)."""
+        if before.start is None:
+            return
+        kept = dict(zip(names_before, before.start))
+        start = [kept.get(name) for name, _, _ in entries]
+        if all(s is not None and s.shape == mine.shape for s, mine in zip(start, self.samples)):
+            self.start, self.start_step = start, before.start_step
 
     def norms_after_update(self) -> list[torch.Tensor]:
         """After the optimiser step: ||change|| of each parameter's sample, then ||entries after||."""
