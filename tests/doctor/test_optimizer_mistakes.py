@@ -312,15 +312,19 @@ def test_lbfgs_converged_within_its_first_steps_is_no_stall():
     assert dr.findings == []
 
 
-@pytest.mark.parametrize("copied_back", [True, False])
-def test_float32_master_weights_copied_into_a_float16_model_are_no_unapplied_gradient(copied_back):
+@pytest.mark.parametrize("copied_back, masters_require_grad", [(True, True), (True, False), (False, True)])
+def test_float32_master_weights_copied_into_a_float16_model_are_no_unapplied_gradient(
+    copied_back, masters_require_grad
+):
     """The pre-AMP mixed-precision recipe: a float16 model, float32 master copies of its parameters in the optimiser,
     gradients copied over and unscaled by hand, and the masters copied back into the model after each step (sweep 53: a
-    false `unapplied_gradient` warning on a healthy run, accuracy 0.977). The model's parameters are written after
-    every step from tensors of their own shapes: applied. Without the copy back, the model never changes: an error."""
+    false `unapplied_gradient` warning on a healthy run, accuracy 0.977; with masters that do not require grad, a false
+    error "every parameter the optimiser steps is frozen", though step() updates a tensor whose .grad the script set).
+    The model's parameters are written after every step from tensors of their own shapes: applied. Without the copy
+    back, the model never changes: an error."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).half()
-    masters = [p.detach().float().clone().requires_grad_(True) for p in model.parameters()]
+    masters = [p.detach().float().clone().requires_grad_(masters_require_grad) for p in model.parameters()]
     optimizer = torch.optim.SGD(masters, lr=0.1, momentum=0.9)
     x, y = torch.randn(64, 8).half(), torch.randint(0, 3, (64,))
     with doctor.watch(model, optimizer, every=2) as dr:

@@ -4380,14 +4380,15 @@ class TorchProbe:
     def _stepped_and_frozen(self, optimizer) -> tuple[int, int]:
         """How many parameters the watched optimisers that stepped since the last training step step (this one's,
         and every other's: a frozen backbone's optimiser beside the head's; not a pretraining optimiser still alive
-        but idle), and how many of them are frozen (requires_grad=False)."""
+        but idle), and how many of them are frozen (requires_grad=False, and no gradient given by hand: step() updates
+        a tensor that holds a .grad, whether backward wrote it or the script did, float32 master weights)."""
         own = _stepped_parameters(optimizer)
-        frozen = sum(not p.requires_grad for p in own)
+        frozen = sum(_frozen(p) for p in own)
         if frozen < len(own):  # (the usual case: this one trains something; no need to count the others')
             return len(own), frozen
         stepping = [optimizer, *self._stepped_since_primary]
         stepped = {id(p): p for other in stepping for p in _stepped_parameters(other)}
-        return len(stepped), sum(not p.requires_grad for p in stepped.values())
+        return len(stepped), sum(_frozen(p) for p in stepped.values())
 
     def _modules_given_requires_grad(self) -> list[str]:
         """The watched modules holding an attribute `requires_grad = False` of their own while some of their parameters
@@ -5678,6 +5679,11 @@ def _tensors_watched(names: list[str]) -> str:
     """How a model of plain tensors is named among the watched: `tensors w1, w2`, or the first few and a count."""
     shown = ", ".join(names[:4])
     return f"tensors {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _frozen(param: torch.Tensor) -> bool:
+    """Whether an optimiser's step skips `param`: it requires no gradient, and holds none given by hand."""
+    return not param.requires_grad and param.grad is None
 
 
 def _displacement_in_updates(state: StepState, scalars, updates: list) -> dict | None:
