@@ -542,3 +542,42 @@ def test_a_masked_convolution_a_pooled_encoder_and_a_slow_signal_are_left_alone(
     denoiser = nn.Sequential(nn.Conv1d(1, 8, 5, padding=2), nn.ReLU(), nn.Conv1d(8, 1, 5, padding=2))
     dr_findings = train_channels(denoiser, trace, F.mse_loss)
     assert dr_findings == []
+
+
+class DroppingSeq2Seq(nn.Module):
+    """nn.Transformer at its default dropout of 0.1, with key-padding masks: in training PyTorch then runs attention
+    on its unfused path, a `_safe_softmax` over scores a float mask is added to, not the fused kernel."""
+
+    def __init__(self, causal: bool):
+        super().__init__()
+        self.causal = causal
+        self.embed = nn.Embedding(VOCAB, WIDTH)
+        self.transformer = nn.Transformer(WIDTH, 4, 1, 1, 64, dropout=0.1, batch_first=True)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, source, target_in):
+        mask = nn.Transformer.generate_square_subsequent_mask(target_in.shape[1]) if self.causal else None
+        padding = torch.zeros(target_in.shape, dtype=torch.bool)
+        padding[:, -1] = True  # (the last position padding, in every example)
+        return self.head(
+            self.transformer(self.embed(source), self.embed(target_in), tgt_mask=mask, tgt_key_padding_mask=padding)
+        )
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_decoder_without_its_causal_mask_is_found_under_dropout_too(causal):
+    """Sweep 53: `nn.Transformer(..., dropout=0.1)` (its default) called without `tgt_mask` was silent (exact match
+    0.000 against 0.558), though found at dropout 0: under dropout PyTorch takes the unfused path, whose softmax is a
+    `_safe_softmax` and whose masks are added to the scores as floats. The keys a float mask shuts are those the
+    softmax gave exactly 0. Without the causal mask: the error; with it, no finding of that kind."""
+    torch.manual_seed(0)
+    model = DroppingSeq2Seq(causal)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    dr = train_seq2seq(model, optimizer, 12, reversed_sequences)
+    assert dr.notes == []
+    found = future_findings(dr)
+    if causal:
+        assert found == []
+        return
+    [f] = found
+    assert (f.symptom, f.severity, f.evidence["decoder"]) == ("wrong_gradient", "error", True)

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-_OP_NAMES: dict[str, str] = {}
+# (nn.MultiheadAttention's softmax on the unfused path, taken under dropout: a softmax whose fully masked rows give 0,
+# not NaN; its backward, and what it saves, are softmax's)
+_OP_NAMES: dict[str, str] = {"SafeSoftmaxBackward0": "softmax"}
 _OP_NAMES_BY_TYPE: dict[type, str] = {}  # node class -> name: a dictionary look-up, cheaper than node.name()
 
 ACCUMULATE = "accumulate_grad"
@@ -1119,16 +1121,24 @@ def _beneath_a_softmax(softmax_node, limit: int = 8):
 
 def masked_scores(softmax_node) -> tuple[torch.Tensor | None, object, object] | None:
     """(the keys each query may read, True where it may, or None for every key; the two factors' nodes) of a softmax
-    over `q @ k^T` scores reached only through reshapes, scalings and `masked_fill` (its mask, True where shut). None
-    when anything else was added to the scores (a float mask or a position bias: which keys it shuts is not read),
-    or for `baddbmm` (nn.MultiheadAttention's, whose added mask its node does not keep)."""
-    shut = None
+    over `q @ k^T` scores reached only through reshapes, scalings, `masked_fill` (its mask, True where shut) and the
+    addition of a constant (a float mask, -inf where shut, nn.MultiheadAttention's on its unfused path: the keys it
+    shuts are those the softmax gave exactly 0). None when a computed tensor was added to the scores (a learnt position
+    bias: which keys it shuts is not read), or for `baddbmm` (whose added mask its node does not keep)."""
+    shut, added = None, False
     for node, op, inputs in _beneath_a_softmax(softmax_node):
         if op in ("bmm", "mm", "matmul"):
             if len(inputs) != 2 or any(type(beneath_reshapes(child)) is PARAMETER_LEAF for child in inputs):
                 return None
+            if added:  # (what the float mask shut: the softmax's exact zeros; a masked_fill's too)
+                probabilities = saved_value(softmax_node, "_saved_result")
+                if not isinstance(probabilities, torch.Tensor):
+                    return None
+                return probabilities.detach() > 0, inputs[0], inputs[1]
             return (None if shut is None else ~shut), inputs[0], inputs[1]
-        if op == "masked_fill" and shut is None:
+        if op == "add" and len(inputs) == 1 and not added:
+            added = True
+        elif op == "masked_fill" and shut is None:
             filled = saved_value(node, "_saved_mask")
             if not isinstance(filled, torch.Tensor) or filled.dtype != torch.bool:
                 return None
