@@ -115,6 +115,7 @@ LEAVES_LOOKED_AT = 256  # ... of each graph, at most this many leaf tensors
 HELD_ITEMS = 256  # items of a list or dict the script holds that are looked through for its tensors, at most
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
+PHASE_STEPS = 32  # steps of one optimiser after which another taking over the same parameters begins a new phase
 DISPLACEMENT_GAP = 16  # steps between two measures of how far the weights moved since the first sampled step
 PREVIOUS_TOKEN_LOOKS = 4  # first sampled steps on which a token classifier's targets are compared with its input
 INPUT_SPREAD_LOOKS = 4  # ... on which the first weighted layer's outputs are compared across the batch
@@ -4446,6 +4447,10 @@ class TorchProbe:
         its own, not as the continuation of the first model's curve."""
         params = frozenset(map(id, _stepped_parameters(optimizer)))
         if self._primary_params and params.isdisjoint(self._primary_params):
+            self.doctor.history.restart_loss(self.step)
+        elif self._primary_params and self._primary_steps >= PHASE_STEPS:
+            # (a new optimiser over the same model after a phase of training: a new task of a continual learner, a
+            # fine-tuning after pretraining; its loss, on other data or another objective, starts a curve of its own)
             self.doctor.history.restart_loss(self.step)
         # (an optimiser made anew at every step, over the same parameters: each one steps once)
         self._made_anew = params == self._primary_params and self._primary_steps == 1
