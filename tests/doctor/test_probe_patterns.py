@@ -5856,3 +5856,44 @@ def test_an_optimiser_made_for_a_model_and_never_stepped_is_named_at_that_model(
     assert (f.where, f.severity, f.evidence["whole_model"]) == ("encoder", "error", True)
     assert f.evidence["idle_optimizer"] == "encoder_optimizer" and f.evidence["parameter_count"] == 5
     assert f.remedies[0].startswith("Call `encoder_optimizer.step()` after `loss.backward()`")
+
+
+JEM_SCRIPT = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+x = torch.randn(256, 2)
+y = (x[:, 0] + x[:, 1] > 0).long()
+f = nn.Sequential(nn.Linear(2, 32), nn.SiLU(), nn.Linear(32, 2))
+opt = torch.optim.Adam(f.parameters(), lr=1e-2)
+def sample(n, steps=5):
+    for p in f.parameters():
+        p.requires_grad_(False)  # (the sampler's energy gradients are of the inputs alone)
+    z = torch.randn(n, 2, requires_grad=True)
+    for _ in range(steps):
+        energy = -f(z).logsumexp(1).sum()
+        z = (z - 0.1 * torch.autograd.grad(energy, z)[0] + 0.01 * torch.randn_like(z)).detach().requires_grad_(True)
+    for p in f.parameters():
+        p.requires_grad_(True)
+    return z.detach()
+for step in range(64):
+    fake = sample(32)
+    batch = torch.randint(0, 256, (32,))
+    logits = f(x[batch])
+    loss = nn.functional.cross_entropy(logits, y[batch]) - logits.logsumexp(1).mean() + f(fake).logsumexp(1).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_model_first_called_frozen_by_a_sampler_is_watched_once_it_trains(tmp_path):
+    """A JEM whose SGLD sampler freezes the model's parameters while it draws samples, then unfreezes them (sweep 53:
+    the model's first call came frozen, it was never watched, and every loss term "reached no parameter": a false
+    `blocked_gradient` error at autograd.grad telling to pass `create_graph=True`). A model seen frozen is looked at
+    again on its next calls: watched from its first trainable one, and nothing found."""
+    from leakygrad.doctor.runner import run_script
+
+    script = tmp_path / "jem.py"
+    script.write_text(JEM_SCRIPT)
+    run = run_script(script, every=4)
+    assert run.doctor.history.models == ["f"]
+    assert run.doctor.notes == [] and run.doctor.findings == []

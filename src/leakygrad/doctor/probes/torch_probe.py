@@ -115,6 +115,7 @@ LEAVES_LOOKED_AT = 256  # ... of each graph, at most this many leaf tensors
 HELD_ITEMS = 256  # items of a list or dict the script holds that are looked through for its tensors, at most
 LOOSE_LEAF_LOOKS = 6  # first sampled steps on which the graph's leaves are looked through for loose learnable tensors
 TARGET_SCALE_LOOKS = 4  # first sampled steps on which a regression's targets and predictions are measured
+FROZEN_LOOKS = 64  # calls of a model whose parameters are all frozen before it is left unwatched for good
 PHASE_STEPS = 32  # steps of one optimiser after which another taking over the same parameters begins a new phase
 DISPLACEMENT_GAP = 16  # steps between two measures of how far the weights moved since the first sampled step
 PREVIOUS_TOKEN_LOOKS = 4  # first sampled steps on which a token classifier's targets are compared with its input
@@ -1628,6 +1629,7 @@ class TorchProbe:
         self.discover = discover
         self.infos: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> ModuleInfo
         self.rejected: weakref.WeakSet = weakref.WeakSet()  # roots seen without trainable parameters
+        self._frozen_looks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # frozen roots -> calls seen
         self.param_labels: dict[int, tuple] = {}  # id(parameter) -> (weakref, name, module label)
         self.root_names: list[str] = []
         # root name -> (its module, the prefix of its parts' names)
@@ -1958,7 +1960,12 @@ class TorchProbe:
                 self._add_discovered(wrapped, name)
             return None
         if not any(p.requires_grad for p in module.parameters()):  # (before looking for its name: that costs)
-            self.rejected.add(module)
+            # (frozen for now, perhaps only for a while: a JEM's sampler freezes the model it calls, then trains it.
+            # Looked at again on its next calls, a few dozen times, before it is taken for a frozen model for good)
+            looks = self._frozen_looks.get(module, 0) + 1
+            self._frozen_looks[module] = looks
+            if looks >= FROZEN_LOOKS or not any(True for _ in module.parameters()):
+                self.rejected.add(module)
             return None
         return self._add_discovered(module, _global_name(module) or type(module).__name__.lower())
 
