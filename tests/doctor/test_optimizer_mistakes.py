@@ -461,3 +461,44 @@ def test_a_new_optimiser_for_each_task_of_a_continual_learner_starts_a_loss_curv
     assert dr.notes == [] and loss.item() < 1.0  # (each task's loss falls: the third from about 10)
     assert dr.history.loss_restarts == [96, 192]
     assert [f for f in dr.findings if f.symptom in ("diverging_loss", "stalled_loss")] == []
+
+
+AVERAGED_SCRIPT = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.99))
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+x = torch.randn(256, 8)
+y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+for _ in range(48):
+    batch = torch.randint(0, 256, (32,))
+    loss = F.cross_entropy({forward_through}(x[batch]), y[batch])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    ema.update_parameters(model)
+"""
+
+
+@pytest.mark.parametrize("forward_through", ["model", "ema"])
+def test_a_loss_computed_through_an_averaged_models_copy_names_the_copy(tmp_path, forward_through):
+    """The training forward called through `torch.optim.swa_utils.AveragedModel`'s EMA instead of the model (sweep 53:
+    accuracy 0.10 against 0.99; an `unapplied_gradient` error at the EMA whose remedy, to make the optimiser over
+    the EMA's parameters, would have trained the average). The EMA names its parameters under `module.`: a copy all
+    the same, and the model's `no_gradient` error says the gradient went to it, with the right remedy."""
+    from leakygrad.doctor.runner import run_script
+
+    script = tmp_path / "averaged.py"
+    script.write_text(AVERAGED_SCRIPT.format(forward_through=forward_through))
+    run = run_script(script, every=4)
+    assert run.doctor.notes == []
+    if forward_through == "model":
+        assert run.doctor.findings == []
+        return
+    [f] = run.doctor.findings
+    assert (f.symptom, f.where, f.severity, f.evidence["gradient_went_to"]) == ("no_gradient", "model", "error", "ema")
+    assert "no_grad" in f.remedies[0]

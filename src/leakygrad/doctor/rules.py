@@ -289,8 +289,11 @@ def _copies_taking_the_gradient(findings: list[Finding], history: History) -> li
 
 
 def _parameters_under(module: str, parameters: list[str], history: History) -> list[tuple]:
-    """(name relative to the module, shape) of each parameter (`q_net.0.weight` under `q_net`: `0.weight`), sorted."""
-    return sorted((name.removeprefix(module + "."), history.param_shapes.get(name)) for name in parameters)
+    """(name relative to the module, shape) of each parameter (`q_net.0.weight` under `q_net`: `0.weight`), sorted;
+    a wrapper's `module.` left out (`AveragedModel`, `DataParallel` hold the model they wrap as `.module`)."""
+    return sorted(
+        (name.removeprefix(module + ".").removeprefix("module."), history.param_shapes.get(name)) for name in parameters
+    )
 
 
 TOO_LARGE_A_GRADIENT = 10  # a custom backward's gradient this many times the true one or more: updates that kill
