@@ -4961,3 +4961,38 @@ def test_masked_model_labels_read_after_masking_are_named(labels):
         1,
     )
     assert f.evidence["targets_counted"] < 0.5 and "after they were masked" in f.explanation
+
+
+@pytest.mark.parametrize("target", ["multi-hot", "indices"])
+def test_a_multi_hot_target_given_to_multilabel_margin_loss_is_named(target):
+    """`nn.MultiLabelMarginLoss()(scores, y)` with y a multi-hot matrix of 0s and 1s (sweep 53: macro AUC 0.449 against
+    0.990, silent): the loss reads class indices ended by -1, so every row says "classes 0 and 1". A `wrong_gradient`
+    error at the loss, with a multi-hot loss as remedy; the same labels as indices padded with -1 are no finding."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 5))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(256, 8)
+    multi_hot = (x[:, :5] > 0.5).long()
+    classes = torch.arange(5).expand(256, 5)
+    indices = torch.where(multi_hot.bool(), classes, 5).sort(dim=1).values  # (each row's classes first)
+    indices = indices.masked_fill(indices == 5, -1)
+    with doctor.watch(model, optimizer, every=4) as dr:
+        for _ in range(32):
+            batch = torch.randint(0, 256, (32,))
+            y = multi_hot[batch] if target == "multi-hot" else indices[batch]
+            loss = nn.MultiLabelMarginLoss()(model(x[batch]), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if target == "indices":
+        assert dr.findings == []
+        return
+    [f] = dr.findings
+    assert (f.symptom, f.where, f.severity, f.evidence["classes"]) == (
+        "wrong_gradient",
+        "multilabel_margin_loss",
+        "error",
+        5,
+    )
+    assert "classes 0 and 1" in f.explanation and "MultiLabelSoftMarginLoss" in f.remedies[0]

@@ -997,6 +997,22 @@ def _explain_unshifted_targets(f: Finding):
     return text, [fix]
 
 
+def _explain_multi_hot_margin(f: Finding):
+    text = (
+        f"`multilabel_margin_loss` (`nn.MultiLabelMarginLoss`) was given a multi-hot target, 0s and 1s over "
+        f"{f.evidence['classes']} classes, on {f.evidence['sampled_steps']} sampled steps. It reads its target as a "
+        "list of class indices per row, ended by -1 (`[3, 0, -1, -1]` means classes 3 and 0): a row of 0s and 1s with "
+        "no -1 is read as the classes 0 and 1, for every example, whatever its labels. The gradient pushes every "
+        "example's scores for classes 0 and 1 above the others, and nothing is learnt of the real labels."
+    )
+    remedies = [
+        "For multi-hot targets use `nn.MultiLabelSoftMarginLoss` or `nn.BCEWithLogitsLoss` (a float 0/1 target).",
+        "To keep the margin loss, give it indices: each row's classes first, padded with -1 "
+        "(`torch.where(y.bool(), torch.arange(C), -1)` sorted so the -1s come last).",
+    ]
+    return text, remedies
+
+
 def _explain_updates_undone(f: Finding):
     e = f.evidence
     text = (
@@ -1225,6 +1241,8 @@ def explain_wrong_gradient(f: Finding):
         return _explain_previous_token_targets(f)
     if "unshifted_targets" in e:
         return _explain_unshifted_targets(f)
+    if e.get("multi_hot_target"):
+        return _explain_multi_hot_margin(f)
     if "zeros_outside_autograd" in e:
         return _explain_zeros_outside_autograd(f)
     if "relu_output_negative" in e:

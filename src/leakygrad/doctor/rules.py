@@ -1639,6 +1639,22 @@ def unshifted_targets_rule(history: History, t: Thresholds) -> list[Finding]:
     return [Finding("wrong_gradient", "cross_entropy", first, "error", evidence)]
 
 
+def multi_hot_margin_rule(history: History, t: Thresholds) -> list[Finding]:
+    """`nn.MultiLabelMarginLoss` given a multi-hot target of 0s and 1s over more than two classes, on most recent
+    sampled steps: it reads its target as class indices, each row's list ended by -1, so every example is trained
+    for classes 0 and 1 (its first entries), whatever its labels. A `wrong_gradient` error at the loss."""
+    marked = _marked_on_most(history, "multi_hot_margin", t)
+    if not marked:
+        return []
+    first = _first_marked(history, "multi_hot_margin")
+    evidence = {
+        "multi_hot_target": True,
+        "classes": marked[-1].multi_hot_margin["classes"],
+        "sampled_steps": len(marked),
+    }
+    return [Finding("wrong_gradient", "multilabel_margin_loss", first, "error", evidence)]
+
+
 def updates_undone_rule(history: History, t: Thresholds) -> list[Finding]:
     """The weights, measured every 16 steps, within `undone_updates` single updates of where they were at the first
     sampled step, on most of the measures taken `undone_after` steps or more after it (at least `min_records`): the
@@ -4965,6 +4981,7 @@ RULES = (
     previous_token_targets_rule,
     unshifted_targets_rule,
     updates_undone_rule,
+    multi_hot_margin_rule,
     clipping_before_backward_rule,
     value_clipping_rule,
     huber_delta_rule,

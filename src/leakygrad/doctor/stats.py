@@ -193,6 +193,7 @@ class StepRecord:
     # "output_shape", "batch"}] (`h_n.view(N, -1)` of a bidirectional RNN's (2, N, H))
     examples_mixed: list | None = None
     huber: dict | None = None  # a huber_loss: {"delta", "beyond_delta" (share of errors past it), "error_mean"}
+    multi_hot_margin: dict | None = None  # a multilabel_margin_loss given a multi-hot target (0s and 1s): {"classes"}
     # binary_cross_entropy_with_logits given a pos_weight: {"pos_weight_min", "positives" (their share of the
     # targets), "positives_weighted_zero" (the share of the targets that are positive and weighted 0)}
     zero_pos_weight: dict | None = None

@@ -974,6 +974,16 @@ def huber_errors(loss_nodes) -> tuple[float, torch.Tensor] | None:
     return None
 
 
+def multilabel_margin_target(loss_nodes) -> torch.Tensor | None:
+    """The target, detached, of the first `multilabel_margin_loss` on the loss side, or None. Its target holds class
+    indices, each row's list ended by -1 (`[3, 0, -1, ...]`: classes 3 and 0), not a multi-hot row of 0s and 1s."""
+    for node in loss_nodes:
+        if op_name(node) == "multilabel_margin_loss":
+            target = saved_value(node, "_saved_target")
+            return target.detach() if isinstance(target, torch.Tensor) and target.dim() >= 1 else None
+    return None
+
+
 def soft_targets(root) -> tuple[torch.Tensor, int, str] | None:
     """(target, dim, loss), the target detached, of a loss that compares a softmax's class probabilities with a
     target of the same shape, at the backward root: a cross-entropy given class probabilities (PyTorch builds

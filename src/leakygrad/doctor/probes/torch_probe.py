@@ -1354,6 +1354,7 @@ class StepState:
     target_scale: tuple | None = None
     # a huber_loss: (its delta, deferred indices of the share of errors past delta and of their mean size)
     huber: tuple | None = None
+    multi_hot_margin: tuple | None = None  # (classes, deferred: 1.0 when a multilabel_margin_loss's target is 0/1 only)
     # binary_cross_entropy_with_logits given a pos_weight: (deferred indices of its smallest entry, of the share of
     # the targets that are positive, and of those weighted 0)
     zero_pos_weight: tuple | None = None
@@ -3259,6 +3260,11 @@ class TorchProbe:
                 scalar = state.deferred.scalar
                 share = of_zero.float().sum() / counted.float().sum().clamp_min(1)
                 state.zero_class_weight = (weight.numel(), scalar((weight == 0).float().sum()), scalar(share))
+        if loss_nodes and state.multi_hot_margin is None and "multilabel_margin_loss" in state.loss_ops:
+            target = graph_tools.multilabel_margin_target(loss_nodes)
+            if target is not None and target.shape[-1] > 2:  # (a multi-hot row read as indices: classes 0 and 1 only)
+                multi_hot = ((target == 0) | (target == 1)).all() & (target == 1).any()
+                state.multi_hot_margin = (int(target.shape[-1]), state.deferred.scalar(multi_hot.float()))
         if loss_nodes and state.huber is None:
             found = graph_tools.huber_errors(loss_nodes)
             if found is not None:  # (how far past delta the errors are: the share, and their mean size)
@@ -5020,6 +5026,8 @@ class TorchProbe:
             record.examples_mixed = [{"site": site, **found} for site, found in state.examples_mixed.items()]
         if state.layer_spreads:
             record.layer_spreads = {layer: value(spread_at) for layer, spread_at in state.layer_spreads.items()}
+        if state.multi_hot_margin is not None and value(state.multi_hot_margin[1]) == 1:
+            record.multi_hot_margin = {"classes": state.multi_hot_margin[0]}
         if state.huber is not None:
             delta, beyond_at, mean_at = state.huber
             record.huber = {"delta": delta, "beyond_delta": value(beyond_at), "error_mean": value(mean_at)}
