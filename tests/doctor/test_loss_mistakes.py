@@ -4996,3 +4996,43 @@ def test_a_multi_hot_target_given_to_multilabel_margin_loss_is_named(target):
         5,
     )
     assert "classes 0 and 1" in f.explanation and "MultiLabelSoftMarginLoss" in f.remedies[0]
+
+
+class MeanAndVariance(nn.Module):
+    """A heteroscedastic regressor: a mean head and a softplus variance head, each (N, 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = nn.Sequential(nn.Linear(4, 16), nn.ReLU()), nn.Linear(16, 2)
+
+    def forward(self, x):
+        mean, raw = self.head(self.body(x)).chunk(2, -1)
+        return mean, F.softplus(raw) + 1e-3
+
+
+@pytest.mark.parametrize("target_shape", ["(N,)", "(N, 1)"])
+def test_a_gaussian_nll_of_an_n_by_1_mean_against_n_targets_is_named(target_shape):
+    """`F.gaussian_nll_loss(mean, y, var)` with an (N, 1) mean and variance and (N,) targets (sweep 53: a deep
+    ensemble's RMSE 0.915 against 0.701, silent): PyTorch checks the variance's shape, not the target's, and
+    (mean - y) broadcasts to (N, N). The loss function is written in Python, so its `sub` looked like a hand-written
+    loss that may compare every pair on purpose; its square divided by a variance that is also under its log is a
+    Gaussian NLL, where that is always a mistake: a `stalled_loss` error at `sub`, stalled or not. Same shapes: no
+    finding."""
+    torch.manual_seed(0)
+    model = MeanAndVariance()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(128, 4)
+    y = x[:, 0] * 2 if target_shape == "(N,)" else x[:, :1] * 2
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(24):
+            mean, var = model(x)
+            loss = F.gaussian_nll_loss(mean, y, var)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    if target_shape == "(N, 1)":
+        assert dr.findings == []
+        return
+    [f] = dr.findings
+    assert (f.symptom, f.where, f.severity, f.evidence["compared_as"]) == ("stalled_loss", "sub", "error", [128, 128])

@@ -738,9 +738,29 @@ def prediction_broadcast(loss_nodes, module_outputs) -> dict | None:
                 "module": module,
                 "prediction": list(before),
                 "compared_as": list(after),
-                "by_loss_function": op in BROADCASTING_LOSSES,
+                "by_loss_function": op in BROADCASTING_LOSSES or _squared_over_a_variance(node, loss_nodes),
             }
     return None
+
+
+def _squared_over_a_variance(difference, loss_nodes) -> bool:
+    """Whether a difference (prediction - target) is squared and divided by a computed variance that is also under a
+    `log` of the same loss: a Gaussian negative log-likelihood, `0.5 * (log(var) + (x - y) ** 2 / var)`, the graph
+    `F.gaussian_nll_loss` makes (in Python: it checks the variance's shape, not the target's). Its broadcast is no
+    energy distance meant to compare every pair: a mistake, as in a loss function."""
+    readers: dict = {}
+    for node in loss_nodes:
+        for child, _ in node.next_functions:
+            if child is not None:
+                readers.setdefault(child, []).append(node)
+    squares = [n for n in readers.get(difference, ()) if op_name(n) == "pow"]
+    divisions = [n for square in squares for n in readers.get(square, ()) if op_name(n) == "div"]
+    logged = {child for n in loss_nodes if op_name(n) == "log" for child, _ in n.next_functions if child is not None}
+    for division in divisions:
+        denominators = [child for child, _ in division.next_functions[1:] if child is not None]
+        if any(beneath_reshapes(d) in {beneath_reshapes(c) for c in logged} for d in denominators):
+            return True
+    return False
 
 
 # what a prediction squashed by these can reach: (lowest, highest), None for no bound
