@@ -1099,3 +1099,51 @@ def test_a_batchnorm_net_fed_small_inputs_is_no_exploding_gradient(input_scale):
             optimizer.step()
     assert dr.notes == [] and loss.item() < 1.3  # (it learns as well at every scale: from ~10)
     assert dr.findings == []
+
+
+class DroppingAttention(nn.Module):
+    """The same encoder at dropout 0.1, nn.TransformerEncoderLayer's default: in training PyTorch runs its attention
+    on the unfused path, a `_safe_softmax` over scores made of q and k each multiplied by d^-1/4."""
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+        self.embed = nn.Embedding(100, 64)
+        nn.init.normal_(self.embed.weight, std=64**-0.5)
+        layer = nn.TransformerEncoderLayer(64, 4, 64, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.head = nn.Linear(64, 100)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x) * self.scale))
+
+
+@pytest.mark.parametrize("scale", [64.0, 8.0])
+def test_an_unfused_attentions_weights_are_judged_with_the_scale_pytorch_gave_its_queries_and_keys(scale):
+    """Sweep 53: under dropout nn.MultiheadAttention's softmax is a `_safe_softmax`, which was not read at all; read,
+    its scores looked unscaled (PyTorch scales q and k by d^-1/4 each, not the scores), and the remedy said to divide
+    by sqrt(d_k). The factors on q and k are read: the scores were divided by sqrt(16) already, and the remedy is the
+    input's size. Scaled once, the attention starts spread."""
+    torch.manual_seed(0)
+    model = DroppingAttention(scale)
+    x = torch.randint(0, 100, (32, 12))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x).reshape(-1, 100), x.flip(1).reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert dr.notes == []
+    found = [f for f in dr.findings if f.where == "softmax after embed"]
+    if scale == 8.0:
+        assert found == []
+        return
+    [f] = found
+    assert (f.symptom, f.severity, f.first_step, f.evidence["scores_scaled_by"]) == (
+        "saturated_activation",
+        "warning",
+        0,
+        0.25,
+    )
+    assert "already divides q . k by sqrt(16)" in f.explanation and "embedding" in f.remedies[0]

@@ -2206,10 +2206,12 @@ def _explain_saturated_attention(f: Finding):
         "put a LayerNorm before them.",
     ]
     width = e.get("head_width")
-    if width and scale <= 1.01 * width**-0.5:  # (a fused kernel that divides by sqrt(d) already)
+    if not width and 0 < scale < 0.6:  # (scores divided already, by sqrt(d) with d = 1 / scale^2: PyTorch's own)
+        width = round(scale**-2)
+    if width and scale <= 1.01 * width**-0.5:  # (a fused kernel, or PyTorch's unfused path, divides by sqrt(d))
         text += (
-            f" The kernel already divides q . k by sqrt({width}), the heads' width: the scores are large because the "
-            "queries and keys are, that is because the attention's input is."
+            f" The attention already divides q . k by sqrt({width}), the heads' width: the scores are large because "
+            "the queries and keys are, that is because the attention's input is."
         )
         remedies = [
             "Look at the size of what enters the attention: an embedding multiplied by sqrt(d_model) (once is the "

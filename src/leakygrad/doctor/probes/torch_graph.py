@@ -1120,7 +1120,13 @@ def attention_scores(softmax_node) -> tuple[float, torch.Tensor | None] | None:
         if op in ("bmm", "baddbmm", "mm"):  # (baddbmm: nn.MultiheadAttention's, adding its mask)
             # (two computed tensors: not `x @ W.T` with W a weight, whose node is a parameter's under a transpose)
             computed = [child for child in inputs if type(beneath_reshapes(child)) is not PARAMETER_LEAF]
-            return (scale, mask) if len(computed) == 2 else None
+            if len(computed) != 2:
+                return None
+            for factor in computed:  # (PyTorch's unfused attention scales q and k by sqrt(1 / sqrt(d)) each)
+                under = beneath_reshapes(factor, also=("transpose", "t", "permute"))
+                if op_name(under) == "mul" and len([c for c, _ in under.next_functions if c is not None]) == 1:
+                    scale *= _constant_factor(under) or 1.0
+            return scale, mask
         if op == "masked_fill" and mask is None:
             filled = saved_value(node, "_saved_mask")
             mask = filled.detach() if isinstance(filled, torch.Tensor) and filled.dtype == torch.bool else None
