@@ -557,8 +557,8 @@ class DroppingSeq2Seq(nn.Module):
 
     def forward(self, source, target_in):
         mask = nn.Transformer.generate_square_subsequent_mask(target_in.shape[1]) if self.causal else None
-        padding = torch.zeros(target_in.shape, dtype=torch.bool)
-        padding[:, -1] = True  # (the last position padding, in every example)
+        padding = torch.zeros(target_in.shape)
+        padding[:, -1] = float("-inf")  # (the last position padding, in every example; a float mask, as tgt_mask is)
         return self.head(
             self.transformer(self.embed(source), self.embed(target_in), tgt_mask=mask, tgt_key_padding_mask=padding)
         )
