@@ -933,6 +933,19 @@ class KernelAttention(nn.Module):
         return self.head(self.encoder(self.embed(x) * self.scale, mask=mask, is_causal=self.causal))
 
 
+def reverse_tokens_under_the_doctor(model):
+    """12 steps of Adam teaching `model` to reverse 32 sequences of 12 tokens (of 100), watched every 2 steps."""
+    x = torch.randint(0, 100, (32, 12))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with doctor.watch(model, optimizer, every=2) as dr:
+        for _ in range(12):
+            loss = F.cross_entropy(model(x).reshape(-1, 100), x.flip(1).reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return dr
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("scale", [64.0, 8.0])
 def test_a_fused_attentions_weights_are_recomputed_and_judged_saturated_from_the_start(scale, causal):
@@ -943,14 +956,7 @@ def test_a_fused_attentions_weights_are_recomputed_and_judged_saturated_from_the
     remedy is the input's size. Scaled once, as the Transformer paper does, the attention starts spread."""
     torch.manual_seed(0)
     model = KernelAttention(scale, causal)
-    x = torch.randint(0, 100, (32, 12))
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    with doctor.watch(model, optimizer, every=2) as dr:
-        for _ in range(12):
-            loss = F.cross_entropy(model(x).reshape(-1, 100), x.flip(1).reshape(-1))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr = reverse_tokens_under_the_doctor(model)
     assert dr.notes == []
     (looks,) = {tuple(looks) for _, looks in dr.history.attention}
     assert looks == ("attention after embed",) and len(dr.history.attention) == 4
@@ -1126,14 +1132,7 @@ def test_an_unfused_attentions_weights_are_judged_with_the_scale_pytorch_gave_it
     input's size. Scaled once, the attention starts spread."""
     torch.manual_seed(0)
     model = DroppingAttention(scale)
-    x = torch.randint(0, 100, (32, 12))
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    with doctor.watch(model, optimizer, every=2) as dr:
-        for _ in range(12):
-            loss = F.cross_entropy(model(x).reshape(-1, 100), x.flip(1).reshape(-1))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    dr = reverse_tokens_under_the_doctor(model)
     assert dr.notes == []
     found = [f for f in dr.findings if f.where == "softmax after embed"]
     if scale == 8.0:
