@@ -1603,13 +1603,13 @@ def token_targets(loss_nodes, budget: int = 4096) -> dict | None:
         aligned = [ids for ids in grids if ids.numel() == target.numel()]  # (one target per position)
         if not aligned:
             return None
-        previous = [share for ids in aligned for share in _previous_token_share(ids, target, ignored)]
+        previous = torch.stack([_previous_token_share(ids, target, ignored) for ids in aligned]).amax()
         same = torch.stack([_same_position_share(ids, target, ignored) for ids in aligned]).amax()
         following = [share for ids in grids for share in _next_token_share(ids, target, ignored)]
         shifted = torch.stack(following).amax() >= 0.5 if following else torch.zeros((), device=target.device)
         counted = (target != ignored).float().mean()
         return {
-            "previous": torch.stack(previous).amax() if previous else None,
+            "previous": previous,
             "unshifted": same * ~shifted,
             "counted": counted,
             "grids": torch.stack([_varied_tokens(ids) for ids in grids]).sum(),
@@ -1646,19 +1646,15 @@ def _same_position_share(ids, target: torch.Tensor, ignored: int) -> torch.Tenso
     return ((target == ids) & counted).sum().float() / counted.sum().clamp(min=1).float()
 
 
-def _previous_token_share(ids, target: torch.Tensor, ignored: int) -> list:
-    """[the share of `target` that is `ids` one position back, beyond the share at their own position], for ids of
-    shape (batch, positions) and one target per position; [] for any other shapes."""
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] < 4 or ids.device != target.device:
-        return []
-    if target.numel() != ids.numel():
-        return []
+def _previous_token_share(ids, target: torch.Tensor, ignored: int) -> torch.Tensor:
+    """The share of `target` that is `ids` one position back, beyond the share at their own position, for a grid of
+    ids (batch, positions) with one target per position (`_a_grid`, as many entries)."""
     predicted = target.reshape(ids.shape)[:, 1:]  # (the first position's target has no input before it)
     counted = predicted != ignored
     total = counted.sum().clamp(min=1).float()
     earlier = ((predicted == ids[:, :-1]) & counted).sum().float() / total
     same = ((predicted == ids[:, 1:]) & counted).sum().float() / total
-    return [_beyond_the_same_position(earlier, same)]
+    return _beyond_the_same_position(earlier, same)
 
 
 def _next_token_share(ids, target: torch.Tensor, ignored: int) -> list:

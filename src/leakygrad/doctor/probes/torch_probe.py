@@ -3206,8 +3206,7 @@ class TorchProbe:
             if found is not None:  # (a language model's targets: the next tokens, or the ones it has read?)
                 self._previous_token_looks += 1
                 scalar = state.deferred.scalar
-                if found["previous"] is not None:
-                    state.previous_token_targets = scalar(found["previous"])
+                state.previous_token_targets = scalar(found["previous"])
                 state.unshifted_targets = tuple(scalar(found[key]) for key in ("unshifted", "counted", "grids"))
         if loss_nodes and state.target_scale is None and self._target_scale_looks < TARGET_SCALE_LOOKS:
             self._target_scale_looks += 1  # (a classifier's loss is looked through a few times only, not every step)
